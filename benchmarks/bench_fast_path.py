@@ -453,7 +453,11 @@ def main() -> None:
         'mean_and_std' not in name)
     epochs = args.epochs if vector_pass else 1
     runs = [spawn(name, paths, epochs) for _ in range(args.repeats)]
-    results[name] = max(runs, key=rate)
+    results[name] = dict(max(runs, key=rate))
+    if vector_pass and epochs > 1 and 'loop' not in name:
+      # Peak RSS at equal work: one pass over the data, as upstream.
+      results[name]['rss_mb_passes'] = results[name]['rss_mb']
+      results[name]['rss_mb'] = spawn(name, paths, 1)['rss_mb']
   lines = report(results)
   load = os.getloadavg()
   notes = [
@@ -480,8 +484,18 @@ def main() -> None:
       'the recipes above. The episode ids of the first '
       f'{ID_BATCHES} batches are kept on both sides for the distinct-episodes '
       'count. The read floor is `rlds_lite.load(dir, dense=True)` iterated '
-      'episode by episode, no transform.',
+      'episode by episode, no transform. TFDS auto-caches the small vectors '
+      'dataset in memory on both sides (its default); upstream runs at the '
+      'same rate over 1 or 3 passes, so its single pass is not penalised.',
   ]
+  passes = [f'{name.split(":")[1]} {r["rss_mb_passes"]:.0f} MB'
+            for name, r in results.items() if 'rss_mb_passes' in r]
+  if passes:
+    notes.append(
+        'Peak RSS is compared at equal work, one pass over the data on both '
+        'sides (a separate run of rlds_lite); over its '
+        f'{args.epochs} passes rlds_lite peaks at: {", ".join(passes)} '
+        '(allocator fragmentation grows slowly with run length).')
   loop, floor = results.get('vectors:loop:ours'), results.get(
       'vectors:floor:ours')
   if loop and floor:

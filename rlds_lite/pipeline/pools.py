@@ -168,8 +168,9 @@ def _pool(plans: Dict[str, Any], seed: tf.Tensor) -> Dict[str, Any]:
   steps = _concat_rows(tf.data.Dataset.zip(plans[_STEPS]))
   index, values = _concat_rows(
       tf.data.Dataset.zip((plans[_INDEX], plans[_VALUES])))
-  num_steps = plans[_NUM_STEPS].batch(_ALL_ROWS).get_single_element()
-  num_samples = plans[_NUM_SAMPLES].batch(_ALL_ROWS).get_single_element()
+  num_steps, num_samples = tf.data.Dataset.zip(
+      (plans[_NUM_STEPS], plans[_NUM_SAMPLES])).batch(
+          _ALL_ROWS).get_single_element()
   shift = tf.repeat(tf.cumsum(num_steps, exclusive=True), num_samples)
   index += indexing.broadcast_mask(shift, index)
   order = _order(tf.shape(index)[0], seed)
@@ -178,22 +179,24 @@ def _pool(plans: Dict[str, Any], seed: tf.Tensor) -> Dict[str, Any]:
   return {_STEPS: steps, _INDEX: index, _VALUES: values}
 
 
-def _aligner(batch_size: int) -> Callable[[tf.Tensor, Dict[str, Any]], Any]:
-  """``scan`` step: how many samples of a pool complete the previous batch.
+def _pooler(batch_size: int) -> Callable[..., Any]:
+  """``scan`` step: a window of plans -> its pool and the size of its head.
 
   The state is the number of samples in the last, incomplete batch so far;
-  a pool's first part completes it, so that the later parts (multiples of
-  ``batch_size``) fall on batch boundaries and ``rebatch`` passes them on
-  as slices, without copies.
+  a pool's head (its first samples) completes it, so that the later parts
+  (multiples of ``batch_size``) fall on batch boundaries and ``rebatch``
+  passes them on as slices, without copies.
   """
 
   @_graph_fn
-  def align(pending: tf.Tensor, pool: Dict[str, Any]) -> Any:
+  def pool_step(pending: tf.Tensor, window: Tuple[Dict[str, Any], tf.Tensor]
+                ) -> Any:
+    pool = _pool(*window)
     num = tf.shape(pool[_INDEX], out_type=tf.int64)[0]
     head = tf.minimum((batch_size - pending) % batch_size, num)
     return (pending + num) % batch_size, (pool, head)
 
-  return align
+  return pool_step
 
 
 def _parts(gather: int) -> Callable[[Dict[str, Any], tf.Tensor],
@@ -242,9 +245,8 @@ def _step_pools(episodes: tf.data.Dataset, sampler: Sampler,
 
   plans = episodes.map(plan, num_parallel_calls=num_parallel_calls,
                        deterministic=deterministic)
-  pools = tf.data.Dataset.zip(plans.window(pool_episodes),
-                              _seeds(seed)).map(_graph_fn(_pool))
-  pools = pools.scan(tf.constant(0, tf.int64), _aligner(batch_size))
+  windows = tf.data.Dataset.zip(plans.window(pool_episodes), _seeds(seed))
+  pools = windows.scan(tf.constant(0, tf.int64), _pooler(batch_size))
   return pools.flat_map(_parts(gather)).map(
       assemble, num_parallel_calls=num_parallel_calls,
       deterministic=deterministic)
@@ -323,8 +325,9 @@ def pooled_batches(episodes: tf.data.Dataset,
     episode_shuffle_buffer: size of an episode-level shuffle buffer before
       the per-episode ``map`` (0: none). Holds that many episodes.
     seed: seed for reproducible shuffling (None: different every run).
-    num_parallel_calls: parallelism of the per-episode ``map``.
-    deterministic: its (and the interleave's) ``deterministic`` (None: the
+    num_parallel_calls: parallelism of the per-episode ``map`` (and of the
+      gathers of ``'samples'`` mode).
+    deterministic: their (and the interleave's) ``deterministic`` (None: the
       tf.data default, deterministic unless options say otherwise).
     drop_last_batch: drop the final batch if it has fewer than
       ``batch_size`` samples (then every batch has a static batch dimension).

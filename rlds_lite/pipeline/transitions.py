@@ -120,7 +120,8 @@ def transitions_dataset(episodes: tf.data.Dataset,
     episode_shuffle_buffer: episodes in an episode-level shuffle buffer
       before pooling (0: none).
     seed: seed for reproducible shuffling.
-    num_parallel_calls: parallelism of the per-episode ``map``.
+    num_parallel_calls: parallelism of the per-episode ``map`` (and of the
+      gathers of ``pool='samples'``).
     deterministic: that ``map``'s ``deterministic``.
     drop_last_batch: drop a final batch smaller than ``batch_size``.
     prefetch: batches to prefetch (0: none).

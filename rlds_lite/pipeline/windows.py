@@ -74,7 +74,8 @@ def windows_dataset(episodes: tf.data.Dataset,
     episode_shuffle_buffer: episodes in an episode-level shuffle buffer
       before pooling (0: none; consider ``load(..., shuffle_files=True)``).
     seed: seed for reproducible shuffling.
-    num_parallel_calls: parallelism of the per-episode ``map``.
+    num_parallel_calls: parallelism of the per-episode ``map`` (and of the
+      gathers of ``pool='samples'``).
     deterministic: that ``map``'s ``deterministic`` (False may be faster but
       makes the order irreproducible).
     drop_last_batch: drop a final batch smaller than ``batch_size`` (then
