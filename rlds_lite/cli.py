@@ -1,5 +1,7 @@
 """The ``rlds-lite`` command line.
 
+Subcommands live in ``rlds_lite.commands`` (one module each).
+
 Example:
   >>> main(['version'])
   rlds_lite 0.1.0
@@ -7,84 +9,31 @@ Example:
 """
 
 import argparse
-import os
+import importlib
 import sys
 from typing import List, Optional
 
-from absl import logging
+from rlds_lite import commands
+
+
+def _command_module(name: str):
+  return importlib.import_module(f'rlds_lite.commands.{name}')
 
 
 def _parser() -> argparse.ArgumentParser:
   parser = argparse.ArgumentParser(
       prog='rlds-lite',
       description='Fast, dependable RLDS episodic data on tf.data.')
-  commands = parser.add_subparsers(dest='command', required=True)
-  demo = commands.add_parser(
-      'demo',
-      help='record Catch with EnvLogger, build a TFDS dataset, train and '
-      'evaluate a behaviour-cloning policy',
-      description='Records episodes of a built-in environment (expert with '
-      'epsilon noise) with EnvLogger, builds a TFDS dataset, loads it with '
-      'tfds.load, trains a Keras behaviour-cloning policy, evaluates it '
-      'against a random policy and writes a table, plot and summary.')
-  demo.add_argument('--out', default='demo_output',
-                    help='work directory (default ./demo_output)')
-  demo.add_argument('--env', default='catch', choices=['catch', 'catch_pixels'],
-                    help='built-in environment (default catch)')
-  demo.add_argument('--episodes', type=int, default=500,
-                    help='episodes to record (default 500)')
-  demo.add_argument('--epsilon', type=float, default=0.2,
-                    help='probability of a random action while recording '
-                    '(default 0.2)')
-  demo.add_argument('--epochs', type=int, default=10,
-                    help='training epochs (default 10)')
-  demo.add_argument('--eval-episodes', type=int, default=200,
-                    help='evaluation episodes per policy (default 200)')
-  demo.add_argument('--seed', type=int, default=0)
-  demo.add_argument('--no-progress', action='store_true',
-                    help='hide the progress bars')
-  commands.add_parser('version', help='print the version')
+  subparsers = parser.add_subparsers(dest='command', required=True)
+  for name in commands.COMMANDS:
+    _command_module(name).register(subparsers)
   return parser
-
-
-def _demo_argument_problem(args: argparse.Namespace) -> Optional[str]:
-  """What is wrong with the demo's arguments, or None."""
-  for flag, value, minimum in (('--episodes', args.episodes, 2),
-                               ('--epochs', args.epochs, 1),
-                               ('--eval-episodes', args.eval_episodes, 1)):
-    if value < minimum:
-      return f'{flag} must be at least {minimum}'
-  if not 0.0 <= args.epsilon <= 1.0:
-    return '--epsilon must be between 0 and 1'
-  return None
-
-
-def _quiet_native_logs() -> None:
-  """Hides INFO logs of EnvLogger's native code and TFDS deprecation notes."""
-  os.environ.setdefault('GLOG_minloglevel', '1')
-  logging.set_verbosity(logging.ERROR)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
   """Runs the command line; returns the exit status."""
   args = _parser().parse_args(argv)
-  if args.command == 'version':
-    from rlds_lite import __version__  # pylint: disable=g-import-not-at-top
-    print(f'rlds_lite {__version__}')
-    return 0
-  if args.command == 'demo':
-    problem = _demo_argument_problem(args)
-    if problem:
-      print(f'rlds-lite demo: {problem}', file=sys.stderr)
-      return 2
-    _quiet_native_logs()
-    from rlds_lite import demo  # pylint: disable=g-import-not-at-top
-    demo.run(args.out, env_name=args.env, num_episodes=args.episodes,
-             epsilon=args.epsilon, epochs=args.epochs,
-             eval_episodes=args.eval_episodes, seed=args.seed,
-             progress=not args.no_progress)
-    return 0
-  return 2  # Unreachable: argparse requires a known command.
+  return _command_module(args.command).run(args)
 
 
 if __name__ == '__main__':

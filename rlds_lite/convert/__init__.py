@@ -1,0 +1,35 @@
+"""Convert episodic datasets between RLDS and the field's other formats.
+
+Every converter reads into, or writes from, NumPy `Episode` dicts (see
+`rlds_lite.convert.episodes`); `to_dataset` and `write_tfds` turn those into
+an RLDS ``tf.data`` dataset or a TFDS directory.
+
+Example:
+  >>> import numpy as np
+  >>> from rlds_lite import convert
+  >>> episode = {'steps': {'reward': np.array([1.0, 0.0]),
+  ...                      **convert.rlds_flags(2, terminated=True)}}
+  >>> [e['steps']['reward'].numpy().tolist()
+  ...  for e in convert.to_dataset([episode], dense=True)]
+  [[1.0, 0.0]]
+"""
+
+from rlds_lite.convert.episodes import check_episode
+from rlds_lite.convert.episodes import ConversionError
+from rlds_lite.convert.episodes import Episode
+from rlds_lite.convert.episodes import episode_slices
+from rlds_lite.convert.episodes import numpy_episodes
+from rlds_lite.convert.episodes import rlds_flags
+from rlds_lite.convert.episodes import to_dataset
+from rlds_lite.convert.episodes import write_tfds
+
+__all__ = [
+    'check_episode',
+    'ConversionError',
+    'Episode',
+    'episode_slices',
+    'numpy_episodes',
+    'rlds_flags',
+    'to_dataset',
+    'write_tfds',
+]

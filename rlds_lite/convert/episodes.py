@@ -1,0 +1,306 @@
+"""Episodes as NumPy arrays: the common form every format converter speaks.
+
+An ``Episode`` is a dict ``{'steps': {field: array [T, ...]}, **metadata}``
+whose ``steps`` hold the RLDS fields as dense NumPy arrays (nested dicts
+allowed, e.g. ``steps['observation']['pos']``), with the RLDS alignment:
+step ``t`` holds ``(o_t, a_t, r_t, d_t)``, the last step holds the final
+observation and zero action, reward and discount; the episode was terminated
+if ``is_terminal[-1]``, else truncated. Readers of other formats produce
+Episodes, writers consume them; this module turns Episodes into RLDS
+``tf.data`` datasets and TFDS directories and back.
+
+Example:
+  >>> import numpy as np
+  >>> steps = {'observation': np.arange(3.0), 'reward': np.array([1., 2., 0.]),
+  ...          **rlds_flags(3, terminated=True)}
+  >>> episode = check_episode({'steps': steps}, source='<memory>', index=0)
+  >>> ds = to_dataset([episode], dense=True)
+  >>> [e['steps']['reward'].numpy().tolist() for e in ds]
+  [[1.0, 2.0, 0.0]]
+  >>> next(numpy_episodes(ds))['steps']['is_terminal'].tolist()
+  [False, False, True]
+"""
+
+import itertools
+import os
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Union
+
+import numpy as np
+import tensorflow as tf
+
+from rlds_lite import nest_paths
+from rlds_lite import rlds_types
+from rlds_lite.validation import RLDSFormatError
+
+Episode = Dict[str, Any]
+"""``{'steps': {field: np.ndarray [T, ...] (nested dicts allowed)}, **metadata}``."""
+
+EpisodesLike = Union[tf.data.Dataset, Iterable[Episode]]
+"""An RLDS episodes dataset (nested or dense steps) or an iterable of Episodes."""
+
+_FLAGS = (rlds_types.IS_FIRST, rlds_types.IS_LAST, rlds_types.IS_TERMINAL)
+
+
+class ConversionError(RLDSFormatError):
+  """Input of a converter breaks its format; names source, episode and field.
+
+  Example:
+    >>> str(ConversionError('missing', source='a.h5', episode=3,
+    ...                     field='actions'))
+    "a.h5: episode 3, field 'actions': missing"
+  """
+
+  def __init__(self, message: str, *, source: Optional[str] = None,
+               episode: Optional[Union[int, str]] = None,
+               field: Optional[str] = None):
+    super().__init__(message, episode, field)
+    if source is not None:
+      self.args = (f'{source}: {self.args[0]}',)
+    self.source = source
+    self.episode = episode
+
+
+def rlds_flags(length: int, terminated: bool) -> Dict[str, np.ndarray]:
+  """``is_first``, ``is_last`` and ``is_terminal`` of an episode of ``length`` steps.
+
+  Example:
+    >>> {k: v.tolist() for k, v in rlds_flags(2, terminated=False).items()}
+    {'is_first': [True, False], 'is_last': [False, True], 'is_terminal': [False, False]}
+  """
+  index = np.arange(length)
+  is_last = index == length - 1
+  return {
+      rlds_types.IS_FIRST: index == 0,
+      rlds_types.IS_LAST: is_last,
+      rlds_types.IS_TERMINAL: is_last & bool(terminated),
+  }
+
+
+def _flag_problem(name: str, flag: np.ndarray) -> Optional[str]:
+  """What is wrong with one flag column of a whole episode, or None."""
+  length = len(flag)
+  if name == rlds_types.IS_FIRST and (not flag[0] or flag[1:].any()):
+    return 'must be True on step 0 only'
+  if name == rlds_types.IS_LAST and (not flag[-1] or flag[:-1].any()):
+    return f'must be True on the last step (step {length - 1}) only'
+  if name == rlds_types.IS_TERMINAL and flag[:-1].any():
+    return 'may only be True on the last step'
+  return None
+
+
+def check_episode(episode: Episode, *, source: str = '<memory>',
+                  index: Union[int, str] = 0) -> Episode:
+  """Checks an Episode and returns it with boolean flag arrays.
+
+  Every step field must have the same number of steps ``T >= 1``; the flags
+  must be set as RLDS requires (``is_first`` on step 0 only, ``is_last`` on
+  the last step only, ``is_terminal`` only on the last step). A missing
+  ``is_terminal`` is taken as all False (truncated).
+
+  Args:
+    episode: the Episode.
+    source: the file or object it came from (for error messages).
+    index: the episode's index or name in the source.
+
+  Returns:
+    The Episode, with ``is_first``/``is_last``/``is_terminal`` as bool arrays.
+
+  Raises:
+    ConversionError: naming source, episode and field.
+
+  Example:
+    >>> check_episode({'steps': {'reward': np.zeros(2), 'is_first': [1, 0],
+    ...                          'is_last': [0, 0]}}, source='x.h5', index=4)
+    Traceback (most recent call last):
+    ...
+    rlds_lite.convert.episodes.ConversionError: x.h5: episode 4, field 'is_last': must be True on the last step (step 1) only
+  """
+  steps = episode.get(rlds_types.STEPS) if isinstance(episode, dict) else None
+  if not isinstance(steps, dict):
+    raise ConversionError("needs a dict of step arrays under 'steps'",
+                          source=source, episode=index, field='steps')
+  steps = {k: np.asarray(v) if k in _FLAGS else v for k, v in steps.items()}
+  leaves = nest_paths.flatten_with_paths(steps)
+  if not leaves:
+    raise ConversionError('has no step fields', source=source, episode=index,
+                          field='steps')
+  lengths = {}
+  for path, leaf in leaves:
+    shape = np.shape(leaf)
+    if not shape:
+      raise ConversionError('is a scalar, not a [T, ...] array',
+                            source=source, episode=index, field=path)
+    lengths[path] = shape[0]
+  length = max(lengths.values())
+  for path, field_length in lengths.items():
+    if field_length != length:
+      raise ConversionError(
+          f'has {field_length} steps, other fields have {length}',
+          source=source, episode=index, field=path)
+  if length == 0:
+    raise ConversionError('has no steps', source=source, episode=index,
+                          field='steps')
+  steps.setdefault(rlds_types.IS_TERMINAL, np.zeros(length, bool))
+  for name in _FLAGS:
+    if name not in steps:
+      raise ConversionError('is missing', source=source, episode=index,
+                            field=name)
+    flag = np.asarray(steps[name]).astype(bool)
+    problem = _flag_problem(name, flag)
+    if problem:
+      raise ConversionError(problem, source=source, episode=index, field=name)
+    steps[name] = flag
+  return {**episode, rlds_types.STEPS: steps}
+
+
+def episode_slices(ends: Any, *, source: str = '<memory>',
+                   field: str = 'dones') -> List[slice]:
+  """Slices of the episodes of a concatenated layout, from its end flags.
+
+  Args:
+    ends: bool ``[N]``: True on the last row of each episode.
+    source: the file or object (for error messages).
+    field: the name of the end flag in that format (for error messages).
+
+  Returns:
+    One ``slice`` of rows per episode, in order.
+
+  Raises:
+    ConversionError: if rows follow the last end flag (an unfinished
+      episode); the error names the episode index and the field.
+
+  Example:
+    >>> episode_slices([False, True, True, False, True])
+    [slice(0, 2, None), slice(2, 3, None), slice(3, 5, None)]
+  """
+  ends = np.asarray(ends, bool).reshape(-1)
+  stops = np.flatnonzero(ends) + 1
+  if len(ends) and (not len(stops) or stops[-1] != len(ends)):
+    raise ConversionError(
+        f'is never set after row {stops[-1] - 1 if len(stops) else -1}: rows '
+        f'{stops[-1] if len(stops) else 0}..{len(ends) - 1} do not end an '
+        'episode', source=source, episode=len(stops), field=field)
+  starts = np.concatenate([[0], stops[:-1]])
+  return [slice(int(a), int(b)) for a, b in zip(starts, stops)]
+
+
+def _to_numpy(value: Any) -> Any:
+  return tf.nest.map_structure(
+      lambda t: t.numpy() if isinstance(t, tf.Tensor) else t, value)
+
+
+def numpy_episodes(episodes: EpisodesLike) -> Iterator[Episode]:
+  """Episodes as NumPy, from an RLDS dataset (nested or dense) or an iterable.
+
+  Example:
+    >>> import rlds_lite
+    >>> ds = rlds_lite.synthetic.episodes(num_episodes=2, seed=0)  # nested
+    >>> [e['steps']['reward'].shape == e['steps']['is_last'].shape
+    ...  for e in numpy_episodes(ds)]
+    [True, True]
+  """
+  if not isinstance(episodes, tf.data.Dataset):
+    yield from episodes
+    return
+  from rlds_lite.dense import conversion  # pylint: disable=g-import-not-at-top
+  spec = episodes.element_spec
+  if isinstance(spec.get(rlds_types.STEPS), tf.data.DatasetSpec):
+    episodes = conversion.to_dense(episodes)
+  for episode in episodes:
+    yield _to_numpy(episode)
+
+
+def _spec_of(value: Any, batched: bool) -> Any:
+  def leaf_spec(leaf):
+    array = np.asarray(leaf)
+    shape = list(array.shape)
+    if batched:
+      shape[0] = None
+    return tf.TensorSpec(shape, tf.as_dtype(array.dtype))
+  return tf.nest.map_structure(leaf_spec, value)
+
+
+def to_dataset(episodes: Iterable[Episode], *,
+               dense: bool = False) -> tf.data.Dataset:
+  """An RLDS episodes ``tf.data.Dataset`` from Episodes (all of one structure).
+
+  The element spec comes from the first episode (episode lengths vary). With
+  ``dense=False`` (the RLDS form) each episode's ``steps`` is a
+  ``tf.data.Dataset``; with ``dense=True`` a dict of ``[T, ...]`` tensors.
+  The iterable is iterated again at each pass over the dataset, so pass a
+  list (or a re-iterable) if the dataset is iterated more than once.
+
+  Example:
+    >>> ds = to_dataset([{'steps': {'reward': np.zeros(2), **rlds_flags(2, True)},
+    ...                   'episode_id': np.int64(7)}])
+    >>> e = next(iter(ds))
+    >>> int(e['episode_id']), [bool(s['is_last']) for s in e['steps']]
+    (7, [False, True])
+  """
+  iterator = iter(episodes)
+  try:
+    first = next(iterator)
+  except StopIteration:
+    raise ValueError('to_dataset: no episodes; the element structure of an '
+                     'empty dataset cannot be inferred.') from None
+  spec = {k: _spec_of(v, k == rlds_types.STEPS) for k, v in first.items()}
+
+  def generate():
+    if isinstance(episodes, Iterator):
+      yield first
+      yield from iterator
+    else:
+      yield from episodes
+
+  ds = tf.data.Dataset.from_generator(generate, output_signature=spec)
+  if not dense:
+    ds = ds.map(lambda e: {**e, rlds_types.STEPS: tf.data.Dataset.
+                           from_tensor_slices(e[rlds_types.STEPS])})
+  return ds
+
+
+def _step_feature(column: Any) -> Any:
+  """A sample step of ``column`` for feature inference, or an exact feature.
+
+  Inference squeezes shape ``(1,)`` into a scalar (as upstream does); a
+  converter must keep shapes, so those get an explicit ``Tensor`` feature.
+  """
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  sample = np.asarray(column)[0]
+  if sample.shape != (1,):
+    return sample
+  encoding = 'bytes' if sample.dtype == np.float64 else 'none'
+  return tfds.features.Tensor(shape=(1,), dtype=sample.dtype,
+                              encoding=encoding)
+
+
+def write_tfds(episodes: EpisodesLike, data_dir: Union[str, os.PathLike],
+               name: str, *, split: str = 'train', if_exists: str = 'error',
+               **writer_kwargs: Any) -> str:
+  """Writes Episodes (or an RLDS dataset) as a TFDS dataset; returns its dir.
+
+  Features are inferred from the first episode (see
+  `rlds_lite.tfds.EpisodeWriter`); the dataset appears atomically when all
+  episodes are written.
+
+  Example:
+    >>> import tempfile, rlds_lite
+    >>> path = write_tfds([{'steps': {'reward': np.ones(2, np.float32),
+    ...                               **rlds_flags(2, True)}}],
+    ...                   tempfile.mkdtemp(), 'toy')
+    >>> [int(e['steps']['reward'].shape[0]) for e in rlds_lite.load(path, dense=True)]
+    [2]
+  """
+  from rlds_lite.tfds import episode_writer  # pylint: disable=g-import-not-at-top
+  iterator = iter(numpy_episodes(episodes))
+  try:
+    first = next(iterator)
+  except StopIteration:
+    raise ValueError(f'write_tfds: no episodes to write to {name!r}.') from None
+  features = {k: (tf.nest.map_structure(_step_feature, v)
+                  if k == rlds_types.STEPS else v) for k, v in first.items()}
+  with episode_writer.EpisodeWriter(data_dir, name, features, splits=(split,),
+                                    if_exists=if_exists,
+                                    **writer_kwargs) as writer:
+    writer.add_episodes(itertools.chain([first], iterator), split=split)
+  return writer.path

@@ -1,0 +1,107 @@
+"""The converters' common form: Episode checks, slices, datasets, TFDS."""
+
+from hypothesis import given
+from hypothesis import settings
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import convert_testing
+import rlds_lite
+from rlds_lite import convert
+
+
+def _flags(is_first, is_last, is_terminal):
+  return {'is_first': np.array(is_first, bool), 'is_last': np.array(is_last, bool),
+          'is_terminal': np.array(is_terminal, bool)}
+
+
+@pytest.mark.parametrize('steps, field, message', [
+    ({'reward': np.zeros(2), **_flags([1, 0], [0, 0], [0, 0])}, 'is_last',
+     'must be True on the last step (step 1) only'),
+    ({'reward': np.zeros(2), **_flags([1, 1], [0, 1], [0, 0])}, 'is_first',
+     'must be True on step 0 only'),
+    ({'reward': np.zeros(3), **_flags([1, 0, 0], [0, 0, 1], [0, 1, 0])},
+     'is_terminal', 'may only be True on the last step'),
+    ({'reward': np.zeros(3), 'action': np.zeros((2, 1)),
+      **_flags([1, 0, 0], [0, 0, 1], [0, 0, 0])}, 'action',
+     'has 2 steps, other fields have 3'),
+    ({'reward': np.zeros(0), **_flags([], [], [])}, 'steps', 'has no steps'),
+    ({'reward': np.float32(1), 'is_first': [True], 'is_last': [True]}, 'reward',
+     'is a scalar, not a [T, ...] array'),
+    ({'reward': np.zeros(1), 'is_first': [True]}, 'is_last', 'is missing'),
+], ids=['is-last-missing', 'two-firsts', 'terminal-not-last',
+        'lengths-disagree', 'empty', 'scalar-field', 'no-is-last'])
+def test_check_episode_names_source_episode_and_field(steps, field, message):
+  with pytest.raises(convert.ConversionError) as error:
+    convert.check_episode({'steps': steps}, source='d.h5', index=3)
+  assert str(error.value) == f"d.h5: episode 3, field '{field}': {message}"
+  assert (error.value.source, error.value.episode, error.value.field) == (
+      'd.h5', 3, field)
+
+
+def test_check_episode_defaults_is_terminal_to_truncated():
+  episode = convert.check_episode(
+      {'steps': {'reward': np.zeros(2), 'is_first': [1, 0], 'is_last': [0, 1]}})
+  assert episode['steps']['is_terminal'].tolist() == [False, False]
+  assert episode['steps']['is_first'].dtype == bool
+
+
+@pytest.mark.parametrize('ends, expected', [
+    ([], []),
+    ([True], [(0, 1)]),
+    ([False, True], [(0, 2)]),
+    ([True, True, False, False, True], [(0, 1), (1, 2), (2, 5)]),
+], ids=['empty', 'one-step', 'short', 'mixed'])
+def test_episode_slices(ends, expected):
+  assert [(s.start, s.stop) for s in convert.episode_slices(ends)] == expected
+
+
+@pytest.mark.parametrize('ends, message', [
+    ([False, False], "src: episode 0, field 'dones': is never set after row -1: "
+     'rows 0..1 do not end an episode'),
+    ([True, False], "src: episode 1, field 'dones': is never set after row 0: "
+     'rows 1..1 do not end an episode'),
+], ids=['never-set', 'unfinished-tail'])
+def test_episode_slices_rejects_unfinished_episodes(ends, message):
+  with pytest.raises(convert.ConversionError, match='^') as error:
+    convert.episode_slices(ends, source='src', field='dones')
+  assert str(error.value) == message
+
+
+@pytest.mark.parametrize('case', sorted(set(convert_testing.NAMED_EPISODES) - {'empty'}))
+@pytest.mark.parametrize('dense', [False, True], ids=['nested', 'dense'])
+def test_dataset_round_trip_is_exact(case, dense):
+  episodes = convert_testing.NAMED_EPISODES[case]
+  ds = convert.to_dataset(episodes, dense=dense)
+  assert rlds_lite.is_valid_rlds_dataset(ds)
+  convert_testing.assert_episodes_equal(list(convert.numpy_episodes(ds)),
+                                        episodes)
+
+
+def test_to_dataset_of_no_episodes_is_an_error():
+  with pytest.raises(ValueError, match='to_dataset: no episodes'):
+    convert.to_dataset([])
+
+
+def test_to_dataset_reiterates_a_list():
+  ds = convert.to_dataset(convert_testing.NAMED_EPISODES['mixed-ends'])
+  assert ds.reduce(0, lambda n, _: n + 1).numpy() == 4
+  assert ds.reduce(0, lambda n, _: n + 1).numpy() == 4
+
+
+@settings(max_examples=15, deadline=None)
+@given(convert_testing.rlds_episodes())
+def test_tfds_round_trip_is_exact(tmp_path_factory, episodes):
+  path = convert.write_tfds(episodes, tmp_path_factory.mktemp('tfds'), 'toy')
+  loaded = list(convert.numpy_episodes(rlds_lite.load(path, dense=True)))
+  convert_testing.assert_episodes_equal(loaded, episodes)
+
+
+def test_write_tfds_accepts_an_rlds_dataset(tmp_path):
+  ds = rlds_lite.synthetic.episodes(num_episodes=3, seed=2)
+  path = convert.write_tfds(ds, tmp_path, 'synthetic')
+  expected = list(convert.numpy_episodes(ds))
+  loaded = list(convert.numpy_episodes(rlds_lite.load(path, dense=True)))
+  convert_testing.assert_episodes_equal(loaded, expected)
+  assert tf.io.gfile.exists(path)
