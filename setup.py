@@ -26,6 +26,7 @@ setuptools.setup(
         'tqdm>=4.60',
         'matplotlib>=3.8',  # The demo's plots.
         'envlogger==1.2',  # 1.3 wheels need glibc >= 2.38; see rlds_lite/envlogger.py.
+        'h5py>=3.10',  # Minari, D4RL and TorchRL TED files (rlds_lite.convert).
     ],
     extras_require={
         'test': [
@@ -34,7 +35,15 @@ setuptools.setup(
             # The Beam build and `tfds build` tests need these (see the beam extra).
             'apache-beam>=2.77,<3',
             'mlcroissant',
+            # JAX feeding, the colabs, and Minari compatibility are tested too.
+            'jax>=0.4.30',
+            'nbclient>=0.10',
+            'nbformat>=5.10',
+            'ipykernel>=6.29',
+            'minari==0.5.4',
+            'Pillow>=10',
         ],
+        'jax': ['jax>=0.4.30'],
         'bench': ['rlds==0.1.8', 'absl-py', 'psutil'],
         # TFDS's own beam extra pins apache-beam < 2.65, which clashes with TF 2.21.
         'beam': ['apache-beam>=2.77,<3', 'mlcroissant'],

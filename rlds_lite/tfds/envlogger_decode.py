@@ -26,7 +26,7 @@ Example (not run here: it needs a recording)::
 import itertools
 import logging
 import os
-from typing import Any, Dict, Iterator, List, Mapping, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -34,7 +34,8 @@ import tensorflow as tf
 from rlds_lite import envlogger as envlogger_compat
 from rlds_lite import rlds_types
 
-__all__ = ['read_logged_episodes']
+__all__ = ['LoggedChunk', 'read_logged_chunks', 'read_logged_episodes',
+           'split_chunk']
 
 # Fields holding big-endian packed values: field -> (buffer dtype, dtype).
 _BUFFERS = {
@@ -267,6 +268,138 @@ def _logged_episode(parsed: Tuple[List[Any], List[Any], List[Any]],
   }
 
 
+_CHUNK_STEPS = 4096
+"""Timesteps decoded together: per-field work is paid once per chunk."""
+
+
+def _episode_records(reader: Any, recording: str
+                     ) -> Iterator[Tuple[int, List[bytes], Any, str]]:
+  """``(index, serialized timesteps, metadata, where)`` of each episode."""
+  codec = _codec()
+  for i in range(reader.num_episodes):
+    where = f'Episode {i} of EnvLogger recording {recording}'
+    try:
+      info = reader.episode(i, True)
+      serialized = [reader.serialized_step(info.start + j)
+                    for j in range(info.num_steps)]
+      metadata = codec.decode(info.metadata) if info.metadata else None
+    except Exception as e:  # pylint: disable=broad-except
+      raise envlogger_compat.CorruptRecordingError(
+          f'Cannot read {where.lower()} (episode_index.riegeli, '
+          f'episode_metadata.riegeli or steps.riegeli corrupt?): {e!r}'
+      ) from e
+    if not serialized:
+      raise envlogger_compat.CorruptRecordingError(f'{where} has no timestep.')
+    yield i, serialized, metadata, where
+
+
+def _batches(records: Iterator[Any], max_steps: int) -> Iterator[List[Any]]:
+  """Consecutive episode records, about ``max_steps`` timesteps a batch."""
+  batch, steps = [], 0
+  for record in records:
+    batch.append(record)
+    steps += len(record[1])
+    if steps >= max_steps:
+      yield batch
+      batch, steps = [], 0
+  if batch:
+    yield batch
+
+
+class LoggedChunk(NamedTuple):
+  """Consecutive episodes decoded together, in ``read_episodes``' layout.
+
+  Attributes:
+    indices: the episodes' indices in the recording.
+    lengths: their numbers of timesteps.
+    wheres: their names for error messages.
+    logged: the episodes' fields concatenated along the time axis, except
+      ``episode_metadata``: a list with one dict per episode.
+  """
+  indices: List[int]
+  lengths: np.ndarray
+  wheres: List[str]
+  logged: Dict[str, Any]
+
+
+def _decode_batch(batch: List[Any], recording: str,
+                  specs: Mapping[str, Any]) -> LoggedChunk:
+  parsed = ([], [], [])
+  for i, serialized, _, _ in batch:
+    for column, values in zip(parsed, _parse(serialized, recording, i)):
+      column.extend(values)
+  where = (f'Episodes {batch[0][0]}..{batch[-1][0]} of EnvLogger recording '
+           f'{recording}')
+  logged = _logged_episode(parsed, specs, None, where)
+  logged['episode_metadata'] = [envlogger_compat.as_metadata_dict(m)
+                                for _, _, m, _ in batch]
+  return LoggedChunk([r[0] for r in batch],
+                     np.array([len(r[1]) for r in batch], np.int64),
+                     [r[3] for r in batch], logged)
+
+
+def read_logged_chunks(recording: str, specs: Mapping[str, Any],
+                       max_steps: Optional[int] = None
+                       ) -> Iterator[LoggedChunk]:
+  """Chunks of consecutive episodes of a recording, each decoded at once.
+
+  A chunk whose episodes cannot be decoded together (e.g. observation
+  shapes that differ between episodes, or a damaged episode) is decoded
+  episode by episode, so errors name the episode as in `read_logged_episodes`.
+
+  Args:
+    recording: an EnvLogger recording directory.
+    specs: the recording's dm_env specs.
+    max_steps: timesteps per chunk (about; whole episodes); default
+      ``_CHUNK_STEPS``.
+
+  Yields:
+    `LoggedChunk` s in recording order.
+  """
+  recording = os.fspath(recording)
+  envlogger_compat.validate_recording(recording)
+  envlogger_compat.import_envlogger()
+  from envlogger.backends.python import riegeli_dataset_reader  # pylint: disable=g-import-not-at-top
+  reader = riegeli_dataset_reader.RiegeliDatasetReader()
+  try:
+    try:
+      reader.init(recording)
+    except RuntimeError as e:
+      if not str(e).startswith('NOT_FOUND: Empty steps in '):
+        raise envlogger_compat.CorruptRecordingError(
+            f'Cannot open EnvLogger recording {recording}: {e}') from e
+      # As EnvLogger's reader: a writer killed before close() leaves an
+      # empty last shard; the complete shards are still read.
+      logging.warning('EnvLogger recording %s has an empty shard (a writer '
+                      'was not closed): %s', recording, e)
+    max_steps = max_steps or _CHUNK_STEPS
+    for batch in _batches(_episode_records(reader, recording), max_steps):
+      if len(batch) > 1:
+        try:
+          yield _decode_batch(batch, recording, specs)
+          continue
+        except Exception:  # pylint: disable=broad-except
+          pass  # Decoded one by one below, for a precise error or result.
+      for record in batch:
+        yield _decode_batch([record], recording, specs)
+  finally:
+    reader.close()
+
+
+def split_chunk(chunk: LoggedChunk) -> Iterator[Tuple[int, Dict[str, Any]]]:
+  """``(index, episode)`` of each episode of a chunk (views, no copies)."""
+  stops = np.cumsum(chunk.lengths)
+  starts = stops - chunk.lengths
+  logged = dict(chunk.logged)
+  metadata = logged.pop('episode_metadata')
+  paths_leaves = tf.nest.flatten(logged)
+  for k, (index, a, b) in enumerate(zip(chunk.indices, starts, stops)):
+    episode = tf.nest.pack_sequence_as(logged,
+                                       [leaf[a:b] for leaf in paths_leaves])
+    episode['episode_metadata'] = metadata[k]
+    yield index, episode
+
+
 def read_logged_episodes(recording: str, specs: Mapping[str, Any]
                          ) -> Iterator[Tuple[int, Dict[str, Any]]]:
   """``(index, episode)`` of a recording, as ``read_episodes`` lays them out.
@@ -284,38 +417,5 @@ def read_logged_episodes(recording: str, specs: Mapping[str, Any]
     FileNotFoundError, CorruptRecordingError: for missing or damaged files
       (the message names the recording, episode and timestep).
   """
-  recording = os.fspath(recording)
-  envlogger_compat.validate_recording(recording)
-  envlogger_compat.import_envlogger()
-  from envlogger.backends.python import riegeli_dataset_reader  # pylint: disable=g-import-not-at-top
-  codec = _codec()
-  reader = riegeli_dataset_reader.RiegeliDatasetReader()
-  try:
-    try:
-      reader.init(recording)
-    except RuntimeError as e:
-      if not str(e).startswith('NOT_FOUND: Empty steps in '):
-        raise envlogger_compat.CorruptRecordingError(
-            f'Cannot open EnvLogger recording {recording}: {e}') from e
-      # As EnvLogger's reader: a writer killed before close() leaves an
-      # empty last shard; the complete shards are still read.
-      logging.warning('EnvLogger recording %s has an empty shard (a writer '
-                      'was not closed): %s', recording, e)
-    for i in range(reader.num_episodes):
-      where = f'Episode {i} of EnvLogger recording {recording}'
-      try:
-        info = reader.episode(i, True)
-        serialized = [reader.serialized_step(info.start + j)
-                      for j in range(info.num_steps)]
-        metadata = codec.decode(info.metadata) if info.metadata else None
-      except Exception as e:  # pylint: disable=broad-except
-        raise envlogger_compat.CorruptRecordingError(
-            f'Cannot read {where.lower()} (episode_index.riegeli, '
-            f'episode_metadata.riegeli or steps.riegeli corrupt?): {e!r}'
-        ) from e
-      if not serialized:
-        raise envlogger_compat.CorruptRecordingError(f'{where} has no timestep.')
-      parsed = _parse(serialized, recording, i)
-      yield i, _logged_episode(parsed, specs, metadata, where)
-  finally:
-    reader.close()
+  for chunk in read_logged_chunks(recording, specs):
+    yield from split_chunk(chunk)

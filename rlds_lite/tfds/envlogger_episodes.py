@@ -45,7 +45,7 @@ Example:
 """
 
 import os
-from typing import Any, Dict, Iterator, List, Mapping, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import dm_env
 import numpy as np
@@ -312,9 +312,68 @@ def episode_key(recording_index: int, episode_index: int) -> int:
   return (recording_index << _EPISODE_KEY_BITS) + episode_index
 
 
+def _rlds_chunk(chunk: envlogger_decode.LoggedChunk, specs: Mapping[str, Any]
+                ) -> Iterator[Tuple[int, Dict[str, Any]]]:
+  """`rlds_episode` of every episode of a chunk, converted all at once.
+
+  Raises on any problem; the caller then converts episode by episode, so
+  that the error names the episode.
+  """
+  logged = chunk.logged
+  step_types = np.asarray(logged['step_type'])
+  where = f'{chunk.wheres[0]} (and the {len(chunk.indices) - 1} after it)'
+  stops = np.cumsum(chunk.lengths)
+  starts = stops - chunk.lengths
+  is_first = np.zeros(len(step_types), bool)
+  is_first[starts] = True
+  is_last = np.zeros(len(step_types), bool)
+  is_last[stops - 1] = True
+
+  def shift(values):
+    def shift_leaf(a):
+      out = np.concatenate([a[1:], np.zeros_like(a[:1])])
+      out[is_last] = 0
+      return out
+    return tf.nest.map_structure(shift_leaf, values)
+
+  discount = _conform(logged[rlds_types.DISCOUNT], specs.get('discount'),
+                      rlds_types.DISCOUNT, where)
+  zero_discount = np.ones(len(step_types), bool)
+  for leaf in tf.nest.flatten(discount):
+    leaf = np.asarray(leaf)
+    zero_discount &= (leaf == 0).reshape(len(leaf), -1).all(axis=1)
+  steps = {
+      rlds_types.OBSERVATION: _conform(logged[rlds_types.OBSERVATION],
+                                       specs.get('observation'),
+                                       rlds_types.OBSERVATION, where),
+      rlds_types.ACTION: shift(_conform(logged[rlds_types.ACTION],
+                                        specs.get('action'),
+                                        rlds_types.ACTION, where)),
+      rlds_types.REWARD: shift(_conform(logged[rlds_types.REWARD],
+                                        specs.get('reward'),
+                                        rlds_types.REWARD, where)),
+      rlds_types.DISCOUNT: shift(discount),
+      rlds_types.IS_FIRST: is_first,
+      rlds_types.IS_LAST: is_last,
+      rlds_types.IS_TERMINAL: is_last & zero_discount & (
+          step_types == int(dm_env.StepType.LAST)),
+  }
+  _merge(steps, logged.get('step_metadata') or {}, 'step metadata', where, ())
+  leaves = tf.nest.flatten(steps)
+  episodes = []
+  for k, (a, b) in enumerate(zip(starts, stops)):
+    episode = {rlds_types.STEPS: tf.nest.pack_sequence_as(
+        steps, [leaf[a:b] for leaf in leaves])}
+    _merge(episode, logged['episode_metadata'][k], 'episode metadata',
+           chunk.wheres[k], ())
+    episodes.append((chunk.indices[k], episode))
+  return iter(episodes)
+
+
 def read_rlds_episodes(recording: PathLike,
                        specs: Mapping[str, Any] = None,
-                       recording_index: int = 0
+                       recording_index: int = 0,
+                       chunk_steps: Optional[int] = None
                        ) -> Iterator[Tuple[int, Dict[str, Any]]]:
   """``(key, episode)`` pairs of a recording, episodes in RLDS alignment.
 
@@ -323,11 +382,16 @@ def read_rlds_episodes(recording: PathLike,
     specs: its specs (read from it when None).
     recording_index: the recording's position among those converted together
       (for the keys, see `episode_key`).
+    chunk_steps: timesteps decoded together (whole episodes; default 4096;
+      1 decodes episode by episode, e.g. to read only the first one).
 
   Yields:
     ``(key, columnar RLDS episode)``, in recording order. Episodes are
-    decoded column-wise (`rlds_lite.tfds.envlogger_decode`), giving the same
-    values as ``rlds_lite.envlogger.read_episodes``, several times faster.
+    decoded column-wise, whole chunks of episodes at once
+    (`rlds_lite.tfds.envlogger_decode`), giving the same values as
+    ``rlds_lite.envlogger.read_episodes``, several times faster. A chunk that
+    cannot be converted at once is converted episode by episode, so errors
+    name the episode.
 
   Raises:
     FileNotFoundError, CorruptRecordingError: for missing or damaged files.
@@ -336,9 +400,16 @@ def read_rlds_episodes(recording: PathLike,
   recording = os.fspath(recording)
   if specs is None:
     specs = recording_specs(recording)
-  for i, logged in envlogger_decode.read_logged_episodes(recording, specs):
-    where = f'Episode {i} of EnvLogger recording {recording}'
-    yield episode_key(recording_index, i), rlds_episode(logged, specs, where)
+  for chunk in envlogger_decode.read_logged_chunks(recording, specs,
+                                                  chunk_steps):
+    try:
+      converted = _rlds_chunk(chunk, specs)
+    except Exception:  # pylint: disable=broad-except
+      # Episode by episode, so that the error names the episode.
+      converted = ((i, rlds_episode(logged, specs, where)) for (i, logged), where
+                   in zip(envlogger_decode.split_chunk(chunk), chunk.wheres))
+    for i, episode in converted:
+      yield episode_key(recording_index, i), episode
 
 
 def features_from_recordings(recordings: Sequence[str],
@@ -368,7 +439,8 @@ def features_from_recordings(recordings: Sequence[str],
   specs = same_specs(recordings)
   first = None
   for recording in recordings:
-    first = next(read_rlds_episodes(recording, specs), (None, None))[1]
+    first = next(read_rlds_episodes(recording, specs, chunk_steps=1),
+                 (None, None))[1]
     if first is not None:
       break
   if first is None:

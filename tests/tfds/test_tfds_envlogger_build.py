@@ -2,6 +2,7 @@
 
 import os
 
+import dm_env
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -384,3 +385,40 @@ def test_bad_arguments(tmp_path, kwargs, error, message):
   with pytest.raises(error, match=message):
     build_from_envlogger(tmp_path / 'logs', data_dir=tmp_path / 'tfds',
                          **kwargs)
+
+
+@pytest.mark.parametrize('chunk_steps', [1, 3, 7, 4096],
+                         ids=['per-episode', 'three', 'seven', 'default'])
+def test_chunked_decoding_equals_episode_by_episode(tmp_path, monkeypatch,
+                                                     chunk_steps):
+  # Chunks of several episodes are decoded and aligned at once; the result
+  # must not depend on where chunks start and end.
+  logs = str(tmp_path / 'logs')
+  scripts, kind, discrete = ALIGNMENT_CASES['mixed_endings']
+  raw = et.record_script(logs, scripts * 3, kind, discrete)
+  monkeypatch.setattr(envlogger_decode, '_CHUNK_STEPS', chunk_steps)
+  specs = envlogger_episodes.recording_specs(logs)
+  chunks = list(envlogger_decode.read_logged_chunks(logs, specs))
+  assert sum(len(c.indices) for c in chunks) == 12
+  if chunk_steps == 4096:
+    assert len(chunks) == 1
+  episodes = [e for _, e in envlogger_episodes.read_rlds_episodes(logs, specs)]
+  expected = _expected(raw, discrete)
+  assert len(episodes) == len(expected) == 12
+  for i, (episode, want) in enumerate(zip(episodes, expected)):
+    assert episode['episode_id'] == i
+    _assert_steps_equal(episode['steps'], want)
+
+
+def test_chunk_with_a_bad_episode_names_that_episode(tmp_path, monkeypatch):
+  logs = str(tmp_path / 'logs')
+  et.record_script(logs, [E(2, et.TERMINAL), E(3, et.TERMINAL)], 'vector',
+                   True)
+  specs = envlogger_episodes.recording_specs(logs)
+  # A spec the recorded observations do not fit: the chunk fails as a whole,
+  # then episode 0 (decoded alone) gives the precise error.
+  bad = dict(specs, observation=dm_env.specs.Array((4,), np.float32))
+  with pytest.raises(ValueError) as error:
+    list(envlogger_episodes.read_rlds_episodes(logs, bad))
+  assert str(error.value).startswith(f'Episode 0 of EnvLogger recording {logs}: '
+                                     "'observation' has shape (3,)")
