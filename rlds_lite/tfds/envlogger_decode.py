@@ -2,16 +2,23 @@
 
 EnvLogger's reader decodes every timestep separately with a recursive Python
 codec (``envlogger.converters.codec.decode``), which dominates conversion
-time. This module reads an episode's serialized timesteps with EnvLogger's
-native reader, parses them with protobuf, and decodes each field of the whole
-episode at once: fixed-size arrays stored as byte buffers (float32, uint8,
-int8/16, uint16) become one ``np.frombuffer`` per field and episode, numeric
-repeated fields one ``np.fromiter``, Python ints (EnvLogger's arbitrary
-precision integers, e.g. the step type) one ``int.from_bytes`` per value.
-Anything else (strings, lists, fields whose shape changes between
-timesteps) falls back to EnvLogger's own codec, so the result is always what
-``rlds_lite.envlogger.read_episodes`` gives (tests check this), only faster
-(about 3x here).
+time. This module reads the serialized timesteps of chunks of consecutive
+episodes (~4096 timesteps) with EnvLogger's native reader and decodes each
+chunk at once, in up to three tiers:
+
+1. batched protobuf decoding in TF (`rlds_lite.tfds.envlogger_protos`): one
+   ``tf.io.decode_proto`` per level of the timestep tree for the whole chunk,
+   array payloads as one ``tf.io.decode_raw`` per field;
+2. if the chunk has something that path does not cover, protobuf parsing in
+   Python and column-wise decoding: fixed-size arrays stored as byte buffers
+   become one ``np.frombuffer`` per field, numeric repeated fields one
+   ``np.fromiter``, Python ints one ``int.from_bytes`` per value;
+3. anything else (strings, lists, fields whose shape changes between
+   timesteps) falls back to EnvLogger's own codec.
+
+A chunk that fails as a whole is decoded episode by episode, so errors name
+the episode. The result is always what ``rlds_lite.envlogger.read_episodes``
+gives (tests check this), only faster.
 
 Episodes come in the layout of ``rlds_lite.envlogger.read_episodes``
 (EnvLogger alignment, zeros for the reset timestep's missing action, reward
@@ -275,15 +282,14 @@ _CHUNK_STEPS = 4096
 
 def _episode_records(reader: Any, recording: str
                      ) -> Iterator[Tuple[int, List[bytes], Any, str]]:
-  """``(index, serialized timesteps, metadata, where)`` of each episode."""
-  codec = _codec()
+  """``(index, serialized timesteps, metadata proto, where)`` of each episode."""
   for i in range(reader.num_episodes):
     where = f'Episode {i} of EnvLogger recording {recording}'
     try:
       info = reader.episode(i, True)
       serialized = [reader.serialized_step(info.start + j)
                     for j in range(info.num_steps)]
-      metadata = codec.decode(info.metadata) if info.metadata else None
+      metadata = info.metadata if info.metadata else None
     except Exception as e:  # pylint: disable=broad-except
       raise envlogger_compat.CorruptRecordingError(
           f'Cannot read {where.lower()} (episode_index.riegeli, '
@@ -347,6 +353,33 @@ def _logged_from_columns(columns: Dict[str, Any], specs: Mapping[str, Any],
   }
 
 
+def _episode_metadata(batch: List[Any]) -> List[Dict[str, Any]]:
+  """The episodes' metadata dicts, decoded together when they allow it."""
+  protos = [m for _, _, m, _ in batch]
+  if all(m is None for m in protos):
+    return [{} for _ in protos]
+  if len(protos) > 1 and all(m is not None for m in protos):
+    try:
+      column = envlogger_protos.decode_column(
+          [m.SerializeToString() for m in protos])
+      leaves = tf.nest.flatten(column)
+      return [envlogger_compat.as_metadata_dict(tf.nest.pack_sequence_as(
+          column, [leaf[k] for leaf in leaves])) for k in range(len(protos))]
+    except Exception:  # pylint: disable=broad-except
+      pass  # EnvLogger's codec, episode by episode.
+  codec = _codec()
+  decoded = []
+  for (_, _, metadata, where) in batch:
+    try:
+      value = codec.decode(metadata) if metadata is not None else None
+    except Exception as e:  # pylint: disable=broad-except
+      raise envlogger_compat.CorruptRecordingError(
+          f'Cannot read the metadata of {where.lower()} '
+          f'(episode_metadata.riegeli corrupt?): {e!r}') from e
+    decoded.append(envlogger_compat.as_metadata_dict(value))
+  return decoded
+
+
 def _decode_batch(batch: List[Any], recording: str,
                   specs: Mapping[str, Any]) -> LoggedChunk:
   where = (f'Episodes {batch[0][0]}..{batch[-1][0]} of EnvLogger recording '
@@ -363,8 +396,7 @@ def _decode_batch(batch: List[Any], recording: str,
       for column, values in zip(parsed, _parse(serialized, recording, i)):
         column.extend(values)
     logged = _logged_episode(parsed, specs, None, where)
-  logged['episode_metadata'] = [envlogger_compat.as_metadata_dict(m)
-                                for _, _, m, _ in batch]
+  logged['episode_metadata'] = _episode_metadata(batch)
   return LoggedChunk([r[0] for r in batch],
                      np.array([len(r[1]) for r in batch], np.int64),
                      [r[3] for r in batch], logged)

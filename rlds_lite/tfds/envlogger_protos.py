@@ -220,6 +220,16 @@ def _optional_column(serialized: tf.Tensor, step_types: np.ndarray
   return tf.nest.map_structure(fill, values)
 
 
+def decode_column(serialized: List[bytes]) -> Any:
+  """``[N, ...]`` columns of serialized ``Data`` values of one structure.
+
+  Raises:
+    Unsupported: if the values need per-value decoding.
+  """
+  template = _proto_module().Data.FromString(serialized[0])
+  return _column(tf.constant(serialized, tf.string), template)
+
+
 def decode_timesteps(serialized: List[bytes]) -> Dict[str, Any]:
   """Columns of serialized EnvLogger steps ``(timestep, action, custom data)``.
 
