@@ -42,6 +42,8 @@ setuptools.setup(
             'ipykernel>=6.29',
             'minari==0.5.4',
             'Pillow>=10',
+            # colabs/performance.ipynb compares with upstream (needs absl-py, numpy).
+            'rlds==0.1.8',
         ],
         'jax': ['jax>=0.4.30'],
         'bench': ['rlds==0.1.8', 'absl-py', 'psutil'],

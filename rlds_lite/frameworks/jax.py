@@ -1,0 +1,129 @@
+"""Feed JAX: batches -> pytrees of device arrays, a few batches in flight.
+
+``as_jax_iterator`` reads NumPy batches (``Dataset.as_numpy_iterator()``)
+and puts each on the device with ``jax.device_put`` (asynchronous: the copy
+runs while the training step computes), keeping ``prefetch`` batches in
+flight. JAX is imported only when the function runs: it is an optional
+extra (``pip install rlds_lite[jax]``).
+
+Example:
+  >>> import tensorflow as tf
+  >>> ds = tf.data.Dataset.range(6).batch(3).map(lambda x: {'x': x})
+  >>> [b['x'].tolist() for b in as_jax_iterator(ds)]
+  [[0, 1, 2], [3, 4, 5]]
+"""
+
+import collections
+import importlib
+import types
+from typing import Any, Iterable, Iterator, Optional
+
+from rlds_lite import nest_paths
+
+_OP = 'as_jax_iterator'
+
+
+def import_jax() -> types.ModuleType:
+  """``jax``, or an ImportError that says how to install it.
+
+  Example:
+    >>> import_jax().__name__
+    'jax'
+  """
+  try:
+    return importlib.import_module('jax')
+  except ImportError as e:
+    raise ImportError(
+        f'{_OP} needs JAX, which is not installed ({e}); install the extra: '
+        "pip install 'rlds_lite[jax]' (or see https://docs.jax.dev for "
+        'GPU/TPU builds).') from e
+
+
+def _numpy_batches(ds: Any) -> Iterator[Any]:
+  """NumPy batches of a ``tf.data.Dataset`` (or any iterable of pytrees)."""
+  if hasattr(ds, 'as_numpy_iterator'):
+    return iter(ds.as_numpy_iterator())
+  try:
+    return iter(ds)
+  except TypeError:
+    raise TypeError(f'{_OP}: ds must be a tf.data.Dataset or an iterable of '
+                    f'batches, got {type(ds).__name__}.') from None
+
+
+def _check_leaves(batch: Any) -> None:
+  """Raises a TypeError naming a field JAX cannot hold (strings, objects)."""
+  for path, leaf in nest_paths.flatten_with_paths(batch):
+    kind = getattr(getattr(leaf, 'dtype', None), 'kind', None)
+    if kind in ('O', 'S', 'U'):
+      raise TypeError(
+          f'{_OP}: field {path or "<batch>"!r} has dtype {leaf.dtype}, which '
+          'JAX arrays cannot hold; drop it (or encode it as numbers) first.')
+
+
+def as_jax_iterator(ds: Iterable[Any],
+                    prefetch: int = 2,
+                    sharding: Optional[Any] = None) -> Iterator[Any]:
+  """Iterates ``ds`` as pytrees of JAX arrays, prefetched to the device.
+
+  Keeps up to ``prefetch`` batches on their way to the device (a deque of
+  ``jax.device_put`` results, which are asynchronous): when a batch is
+  yielded, the next ``prefetch`` have been read and their copies started,
+  so at most ``prefetch + 1`` batches are held at once. The structure of
+  each batch (nested dicts/tuples) is kept.
+
+  A ``jax.jit`` step compiles once per batch shape: build the batches with
+  ``drop_last_batch=True`` (``rlds_lite.pipeline``) to avoid a second
+  compilation for a smaller last batch; a sharding that splits the batch
+  axis also needs every batch to divide evenly.
+
+  Args:
+    ds: a ``tf.data.Dataset`` (read with ``as_numpy_iterator()``) or any
+      iterable of pytrees of NumPy arrays.
+    prefetch: batches in flight (>= 1).
+    sharding: a ``jax.sharding.Sharding`` for every leaf (e.g.
+      ``NamedSharding(mesh, PartitionSpec('batch'))`` to split batches
+      across devices), or None for the default device.
+
+  Returns:
+    An iterator of batches with ``jax.Array`` leaves.
+
+  Raises:
+    ValueError: if ``prefetch`` is not a positive int.
+    TypeError: if a field holds strings or objects (named).
+    ImportError: if JAX is not installed (naming the extra to install).
+
+  Example:
+    >>> import jax, numpy as np
+    >>> batches = [{'obs': np.ones((2, 3), np.float32)}] * 3
+    >>> sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    >>> out = list(as_jax_iterator(batches, prefetch=1, sharding=sharding))
+    >>> len(out), isinstance(out[0]['obs'], jax.Array)
+    (3, True)
+    >>> out[0]['obs'].sharding == sharding
+    True
+  """
+  if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 1:
+    raise ValueError(f'{_OP}: prefetch must be a positive int, got '
+                     f'{prefetch!r}.')
+  jax = import_jax()
+  batches = _numpy_batches(ds)
+
+  def generate() -> Iterator[Any]:
+    queue = collections.deque()
+
+    def enqueue(n: int) -> None:
+      for _ in range(n):
+        try:
+          batch = next(batches)
+        except StopIteration:
+          return
+        _check_leaves(batch)
+        queue.append(jax.device_put(batch, sharding))
+
+    enqueue(prefetch)
+    while queue:
+      out = queue.popleft()
+      enqueue(1)
+      yield out
+
+  return generate()
