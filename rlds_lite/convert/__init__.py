@@ -14,6 +14,9 @@ Example:
   [[1.0, 0.0]]
 """
 
+from rlds_lite.convert import d4rl
+from rlds_lite.convert import minari
+from rlds_lite.convert import transitions
 from rlds_lite.convert.episodes import check_episode
 from rlds_lite.convert.episodes import ConversionError
 from rlds_lite.convert.episodes import Episode
@@ -25,6 +28,9 @@ from rlds_lite.convert.episodes import write_tfds
 
 __all__ = [
     'check_episode',
+    'd4rl',
+    'minari',
+    'transitions',
     'ConversionError',
     'Episode',
     'episode_slices',

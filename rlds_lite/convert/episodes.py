@@ -220,6 +220,38 @@ def _spec_of(value: Any, batched: bool) -> Any:
   return tf.nest.map_structure(leaf_spec, value)
 
 
+_CHUNK_STEPS = 1 << 16
+"""Steps of consecutive episodes handed to tf.data as one element."""
+
+
+def _chunks(episodes: Iterable[Episode], max_steps: int) -> Iterator[Any]:
+  """Consecutive Episodes stacked: (steps concatenated, lengths, metadata)."""
+  batch, steps = [], 0
+
+  def stacked():
+    lengths = np.array([len(_first_leaf(e[rlds_types.STEPS])) for e in batch],
+                       np.int64)
+    columns = tf.nest.map_structure(
+        lambda *xs: np.concatenate(xs), *[e[rlds_types.STEPS] for e in batch])
+    metadata = {k: tf.nest.map_structure(lambda *xs: np.stack(xs),
+                                         *[e[k] for e in batch])
+                for k in batch[0] if k != rlds_types.STEPS}
+    return columns, lengths, metadata
+
+  for episode in episodes:
+    batch.append(episode)
+    steps += len(_first_leaf(episode[rlds_types.STEPS]))
+    if steps >= max_steps:
+      yield stacked()
+      batch, steps = [], 0
+  if batch:
+    yield stacked()
+
+
+def _first_leaf(steps: Any) -> np.ndarray:
+  return np.asarray(tf.nest.flatten(steps)[0])
+
+
 def to_dataset(episodes: Iterable[Episode], *,
                dense: bool = False) -> tf.data.Dataset:
   """An RLDS episodes ``tf.data.Dataset`` from Episodes (all of one structure).
@@ -227,8 +259,10 @@ def to_dataset(episodes: Iterable[Episode], *,
   The element spec comes from the first episode (episode lengths vary). With
   ``dense=False`` (the RLDS form) each episode's ``steps`` is a
   ``tf.data.Dataset``; with ``dense=True`` a dict of ``[T, ...]`` tensors.
-  The iterable is iterated again at each pass over the dataset, so pass a
-  list (or a re-iterable) if the dataset is iterated more than once.
+  Episodes enter tf.data in chunks of about 65536 steps (one Python call
+  per chunk, then slices), not one by one. The iterable is iterated again at
+  each pass over the dataset, so pass a list (or a re-iterable) if the
+  dataset is iterated more than once.
 
   Example:
     >>> ds = to_dataset([{'steps': {'reward': np.zeros(2), **rlds_flags(2, True)},
@@ -243,20 +277,34 @@ def to_dataset(episodes: Iterable[Episode], *,
   except StopIteration:
     raise ValueError('to_dataset: no episodes; the element structure of an '
                      'empty dataset cannot be inferred.') from None
-  spec = {k: _spec_of(v, k == rlds_types.STEPS) for k, v in first.items()}
+  steps_spec = _spec_of(first[rlds_types.STEPS], batched=True)
+  metadata_spec = {k: _spec_of(v, batched=False) for k, v in first.items()
+                   if k != rlds_types.STEPS}
+  chunk_spec = (steps_spec, tf.TensorSpec([None], tf.int64),
+                tf.nest.map_structure(
+                    lambda s: tf.TensorSpec([None] + s.shape.as_list(),
+                                        s.dtype), metadata_spec))
 
   def generate():
     if isinstance(episodes, Iterator):
-      yield first
-      yield from iterator
+      yield from _chunks(itertools.chain([first], iterator), _CHUNK_STEPS)
     else:
-      yield from episodes
+      yield from _chunks(episodes, _CHUNK_STEPS)
 
-  ds = tf.data.Dataset.from_generator(generate, output_signature=spec)
-  if not dense:
-    ds = ds.map(lambda e: {**e, rlds_types.STEPS: tf.data.Dataset.
-                           from_tensor_slices(e[rlds_types.STEPS])})
-  return ds
+  def episodes_of(columns, lengths, metadata):
+    starts = tf.cumsum(lengths, exclusive=True)
+
+    def episode(start, length, meta):
+      steps = tf.nest.map_structure(lambda c: c[start:start + length], columns)
+      if not dense:
+        steps = tf.data.Dataset.from_tensor_slices(steps)
+      return {rlds_types.STEPS: steps, **meta}
+
+    return tf.data.Dataset.from_tensor_slices(
+        (starts, lengths, metadata)).map(episode)
+
+  chunks = tf.data.Dataset.from_generator(generate, output_signature=chunk_spec)
+  return chunks.flat_map(episodes_of)
 
 
 def _step_feature(column: Any) -> Any:

@@ -105,3 +105,14 @@ def test_write_tfds_accepts_an_rlds_dataset(tmp_path):
   loaded = list(convert.numpy_episodes(rlds_lite.load(path, dense=True)))
   convert_testing.assert_episodes_equal(loaded, expected)
   assert tf.io.gfile.exists(path)
+
+
+@pytest.mark.parametrize('chunk_steps', [1, 3, 1 << 16],
+                         ids=['per-episode', 'three', 'default'])
+def test_to_dataset_chunks_do_not_change_episodes(monkeypatch, chunk_steps):
+  from rlds_lite.convert import episodes as episodes_lib  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(episodes_lib, '_CHUNK_STEPS', chunk_steps)
+  episodes = convert_testing.NAMED_EPISODES['mixed-ends']
+  ds = convert.to_dataset(iter(episodes), dense=True)
+  convert_testing.assert_episodes_equal(list(convert.numpy_episodes(ds)),
+                                        episodes)

@@ -1,0 +1,410 @@
+"""D4RL-style dicts (concatenated transitions) to RLDS Episodes and back.
+
+A D4RL dataset is a dict of row arrays, one row per transition ``(o_t, a_t,
+r_t)`` of every episode, concatenated: ``observations``, ``actions``,
+``rewards``, ``terminals`` (the transition ends in a terminal state),
+``timeouts`` (the episode was cut after it), optionally ``next_observations``
+(``o_{t+1}``) and ``infos/*``. Nested fields use ``/`` keys (as
+``d4rl.get_dataset`` returns them) or nested dicts / HDF5 groups.
+
+RLDS view (see ``rlds_lite.convert.transitions``): an episode's rows are the
+rows up to and including the next row with ``terminals | timeouts``; its
+``N`` rows become ``T = N + 1`` steps, the last holding the final observation
+``next_observations`` of the last row, with zero action and reward;
+``is_terminal[-1] = terminals`` of the last row (a terminal wins over a
+timeout on the same row), truncated otherwise; the discount is 1, except 0 on
+the terminating transition and on the last step (or the stored
+``discounts`` column). ``infos/*`` (and any other key with one entry per row)
+become step fields, zero on the last step. Episode metadata has no place in
+D4RL and is not kept.
+
+Example:
+  >>> import numpy as np
+  >>> data = {'observations': np.array([[0.], [1.], [5.]]),
+  ...         'next_observations': np.array([[1.], [2.], [6.]]),
+  ...         'actions': np.array([1, 2, 3]), 'rewards': np.ones(3),
+  ...         'terminals': np.array([0, 1, 0]), 'timeouts': np.array([0, 0, 1])}
+  >>> [e['steps']['observation'][:, 0].tolist() for e in from_d4rl(data)]
+  [[0.0, 1.0, 2.0], [5.0, 6.0]]
+  >>> sorted(to_d4rl(from_d4rl(data)))
+  ['actions', 'next_observations', 'observations', 'rewards', 'terminals', 'timeouts']
+"""
+
+import os
+import tempfile
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+
+import numpy as np
+
+from rlds_lite import nest_paths
+from rlds_lite import rlds_types
+from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import transitions
+
+ConversionError = episodes_lib.ConversionError
+
+REQUIRED_KEYS = ('observations', 'actions', 'rewards', 'terminals')
+"""Keys a D4RL dict must have (``timeouts`` absent = no timeouts)."""
+REPAIRS = frozenset({'drop_unfinished', 'truncate_unfinished'})
+"""``repair=`` options of `from_d4rl`."""
+FINAL_OBSERVATIONS = ('repeat', 'zeros')
+"""``final_observation=`` options of `from_d4rl` without next_observations."""
+
+_FLAG_KEYS = ('rewards', 'terminals', 'timeouts')
+_NOT_STEP_KEYS = frozenset(REQUIRED_KEYS + ('timeouts', 'next_observations',
+                                            'discounts', 'metadata'))
+
+D4RLLike = Union[Dict[str, Any], str, os.PathLike, Any]
+"""A dict of arrays (flat ``a/b`` keys or nested), an HDF5 path or group."""
+
+
+def _nested(flat: Dict[str, Any]) -> Dict[str, Any]:
+  """Flat ``'a/b'`` keys (and nested dicts) as nested dicts."""
+  out: Dict[str, Any] = {}
+  for key, value in flat.items():
+    *parents, leaf = str(key).split('/')
+    node = out
+    for parent in parents:
+      node = node.setdefault(parent, {})
+    if isinstance(value, dict):
+      node.setdefault(leaf, {}).update(_nested(value))
+    else:
+      node[leaf] = value
+  return out
+
+
+def _load(data: D4RLLike) -> Tuple[Dict[str, Any], str]:
+  """The data as nested dicts of NumPy arrays, and a name for errors."""
+  if isinstance(data, dict):
+    return _nested(data), '<d4rl dict>'
+  import h5py  # pylint: disable=g-import-not-at-top
+  if isinstance(data, (str, os.PathLike)):
+    with h5py.File(os.fspath(data), 'r') as file:
+      return _load_group(file), os.fspath(data)
+  return _load_group(data), getattr(data, 'name', '<hdf5 group>')
+
+
+def _load_group(group: Any) -> Dict[str, Any]:
+  return {k: _load_group(v) if hasattr(v, 'keys') else v[()]
+          for k, v in group.items()}
+
+
+def _map(fn, nest: Any) -> Any:
+  if isinstance(nest, dict):
+    return {k: _map(fn, v) for k, v in nest.items()}
+  return fn(nest)
+
+
+def _column(data: Dict[str, Any], key: str, source: str) -> np.ndarray:
+  value = np.asarray(data[key])
+  if value.ndim == 2 and value.shape[1] == 1:
+    value = value[:, 0]
+  if value.ndim != 1:
+    raise ConversionError(f'has shape {value.shape}; expected [rows]',
+                          source=source, field=key)
+  return value
+
+
+def _check_rows(nest: Any, name: str, rows: int, source: str) -> None:
+  for path, leaf in nest_paths.flatten_with_paths(nest, name):
+    length = np.shape(leaf)[0] if np.ndim(leaf) else None
+    if length != rows:
+      raise ConversionError(f'has {length} rows; rewards has {rows}',
+                            source=source, field=path)
+
+
+def _is_rows(nest: Any, rows: int) -> bool:
+  return all(np.ndim(leaf) and np.shape(leaf)[0] == rows
+             for _, leaf in nest_paths.flatten_with_paths(nest))
+
+
+def _unfinished(ends: np.ndarray, repairs: frozenset, source: str
+                ) -> np.ndarray:
+  """End flags with trailing rows (no end flag) repaired, or an error."""
+  if not len(ends) or ends[-1]:
+    return ends
+  done = np.flatnonzero(ends)
+  first = int(done[-1]) + 1 if len(done) else 0
+  if 'drop_unfinished' in repairs:
+    return ends[:first]
+  if 'truncate_unfinished' in repairs:
+    ends = ends.copy()
+    ends[-1] = True
+    return ends
+  raise ConversionError(
+      f'neither terminals nor timeouts is set on the last row '
+      f'({len(ends) - 1}): rows {first}..{len(ends) - 1} do not end an '
+      "episode; pass repair='drop_unfinished' to drop them or "
+      "'truncate_unfinished' to end them as a truncated episode",
+      source=source, episode=len(done), field='timeouts')
+
+
+def from_d4rl(data: D4RLLike, *, final_observation: Optional[str] = None,
+              repair: Union[None, str, Iterable[str]] = None
+              ) -> Iterator[episodes_lib.Episode]:
+  """RLDS Episodes from a D4RL-style dict or HDF5 file (see module docstring).
+
+  The input is checked when this is called; episodes are cut as iterated.
+
+  Args:
+    data: dict of row arrays (flat ``a/b`` keys or nested), an HDF5 file path
+      or an ``h5py`` group. ``metadata`` is ignored.
+    final_observation: without ``next_observations`` the final observation of
+      each episode is unknown: ``'repeat'`` uses the last row's observation
+      again, ``'zeros'`` zeros; None (default) raises. Unused when
+      ``next_observations`` is present.
+    repair: rows after the last end flag: ``'drop_unfinished'`` drops them,
+      ``'truncate_unfinished'`` ends them as a truncated episode; None raises.
+
+  Yields:
+    Episodes with ``observation``, ``action``, ``reward``, ``discount``,
+    the flags and any ``infos`` (no episode metadata).
+
+  Raises:
+    ConversionError: naming the source, episode (where one) and field.
+
+  Example:
+    >>> data = {'observations': np.zeros((2, 1)), 'actions': np.zeros(2),
+    ...         'rewards': np.zeros(2), 'terminals': [False, False]}
+    >>> from_d4rl(data, final_observation='repeat')
+    Traceback (most recent call last):
+    ...
+    rlds_lite.convert.episodes.ConversionError: <d4rl dict>: episode 0, field 'timeouts': neither terminals nor timeouts is set on the last row (1): rows 0..1 do not end an episode; pass repair='drop_unfinished' to drop them or 'truncate_unfinished' to end them as a truncated episode
+  """
+  repairs = frozenset([repair] if isinstance(repair, str) else repair or ())
+  if repairs - REPAIRS:
+    raise ValueError(f'from_d4rl: unknown repair {sorted(repairs - REPAIRS)}; '
+                     f'choose from {sorted(REPAIRS)}.')
+  if final_observation not in (None,) + FINAL_OBSERVATIONS:
+    raise ValueError(f'from_d4rl: final_observation={final_observation!r}; '
+                     f'choose from {FINAL_OBSERVATIONS} or None.')
+  data, source = _load(data)
+  for key in REQUIRED_KEYS:
+    if key not in data:
+      raise ConversionError(
+          'is missing; a D4RL dict needs ' + ', '.join(REQUIRED_KEYS) +
+          ' (and timeouts)', source=source, field=key)
+  rewards = _column(data, 'rewards', source)
+  rows = len(rewards)
+  terminals = _column(data, 'terminals', source).astype(bool)
+  timeouts = (_column(data, 'timeouts', source).astype(bool)
+              if 'timeouts' in data else np.zeros(rows, bool))
+  row_data = {k: data[k] for k in
+              ('observations', 'actions', 'next_observations', 'discounts')
+              if k in data}
+  row_data.update(terminals=terminals, timeouts=timeouts)
+  for key, value in row_data.items():
+    _check_rows(value, key, rows, source)
+  extras = {k: v for k, v in data.items()
+            if k not in _NOT_STEP_KEYS and (k == 'infos' or _is_rows(v, rows))}
+  for key, value in extras.items():
+    _check_rows(value, key, rows, source)
+  next_observations = data.get('next_observations')
+  if next_observations is None and final_observation not in FINAL_OBSERVATIONS:
+    raise ConversionError(
+        "is missing, so each episode's final observation is unknown; pass "
+        "final_observation='repeat' (repeat the last row's observation) or "
+        "'zeros'", source=source, field='next_observations')
+  ends = _unfinished(terminals | timeouts, repairs, source)
+  slices = episodes_lib.episode_slices(ends, source=source, field='timeouts')
+  return _episodes(data, extras, terminals, slices, next_observations,
+                   final_observation, np.asarray(rewards), source)
+
+
+def _episodes(data: Dict[str, Any], extras: Dict[str, Any],
+              terminals: np.ndarray, slices: List[slice],
+              next_observations: Any, final_observation: Optional[str],
+              rewards: np.ndarray, source: str
+              ) -> Iterator[episodes_lib.Episode]:
+  """Cuts Episodes out of all rows with one ``np.insert`` per field."""
+  if not slices:
+    return
+  stops = np.array([s.stop for s in slices])
+  last_rows = stops - 1
+
+  def with_final(leaf, final_leaf=None):
+    leaf = np.asarray(leaf)
+    if final_leaf is not None:
+      final = np.asarray(final_leaf)[last_rows]
+    elif final_observation == 'repeat':
+      final = leaf[last_rows]
+    else:
+      final = np.zeros((len(stops),) + leaf.shape[1:], leaf.dtype)
+    return np.insert(leaf, stops, final, axis=0)
+
+  def with_zero(leaf):
+    leaf = np.asarray(leaf)
+    return np.insert(leaf, stops, np.zeros((len(stops),) + leaf.shape[1:],
+                                           leaf.dtype), axis=0)
+
+  if next_observations is not None:
+    observations = _map_pair(with_final, data['observations'],
+                             next_observations, source)
+  else:
+    observations = _map(with_final, data['observations'])
+  actions = _map(with_zero, data['actions'])
+  all_rewards = with_zero(rewards)
+  discounts = data.get('discounts')
+  all_discounts = None if discounts is None else with_zero(
+      np.asarray(discounts).reshape(-1))
+  all_extras = {k: _map(with_zero, v) for k, v in extras.items()}
+  for index, rows in enumerate(slices):
+    cut = slice(rows.start + index, rows.stop + index + 1)
+    terminated = bool(terminals[rows.stop - 1])
+    take = lambda leaf, cut=cut: leaf[cut]  # pylint: disable=cell-var-from-loop
+    if all_discounts is None:
+      discount = transitions.derived_discount(cut.stop - cut.start, terminated)
+    else:
+      discount = all_discounts[cut]
+    steps = {k: _map(take, v) for k, v in all_extras.items()}
+    steps.update({
+        rlds_types.OBSERVATION: _map(take, observations),
+        rlds_types.ACTION: _map(take, actions),
+        rlds_types.REWARD: all_rewards[cut],
+        rlds_types.DISCOUNT: discount,
+        **episodes_lib.rlds_flags(cut.stop - cut.start, terminated),
+    })
+    yield {rlds_types.STEPS: steps}
+
+
+def _map_pair(fn, nest: Any, other: Any, source: str,
+              path: str = 'next_observations') -> Any:
+  if isinstance(nest, dict):
+    if not isinstance(other, dict) or sorted(other) != sorted(nest):
+      keys = sorted(other) if isinstance(other, dict) else 'an array'
+      raise ConversionError(f'has keys {keys}; observations has '
+                            f'{sorted(nest)}', source=source, field=path)
+    return {k: _map_pair(fn, v, other[k], source, f'{path}/{k}')
+            for k, v in nest.items()}
+  if isinstance(other, dict):
+    raise ConversionError('is a dict; observations is an array',
+                          source=source, field=path)
+  return fn(nest, other)
+
+
+def d4rl_to_tfds(data: D4RLLike, data_dir: Union[str, os.PathLike], name: str,
+                 *, final_observation: Optional[str] = None,
+                 repair: Union[None, str, Iterable[str]] = None,
+                 **write_kwargs: Any) -> str:
+  """Writes D4RL-style data as an RLDS TFDS dataset; returns its directory.
+
+  Example:
+    >>> import tempfile, rlds_lite
+    >>> data = {'observations': np.zeros((3, 2), np.float32),
+    ...         'actions': np.zeros((3, 1), np.float32),
+    ...         'rewards': np.ones(3, np.float32),
+    ...         'terminals': [0, 0, 1], 'timeouts': [0, 0, 0]}
+    >>> out = d4rl_to_tfds(data, tempfile.mkdtemp(), 'toy',
+    ...                    final_observation='zeros')
+    >>> [int(e['steps']['reward'].shape[0])
+    ...  for e in rlds_lite.load(out, dense=True)]
+    [4]
+  """
+  return episodes_lib.write_tfds(
+      from_d4rl(data, final_observation=final_observation, repair=repair),
+      data_dir, name, **write_kwargs)
+
+
+def _append(columns: Dict[str, List[np.ndarray]], name: str, nest: Any) -> None:
+  for path, leaf in nest_paths.flatten_with_paths(nest, name):
+    columns.setdefault(path, []).append(np.asarray(leaf))
+
+
+def to_d4rl(episodes: episodes_lib.EpisodesLike,
+            path: Optional[Union[str, os.PathLike]] = None, *,
+            one_step: str = 'error') -> Dict[str, np.ndarray]:
+  """D4RL-style row arrays (with ``next_observations``) from Episodes.
+
+  Each episode of ``T`` steps gives ``T - 1`` rows; ``next_observations``
+  keeps the final observation, so `from_d4rl` gives the episodes back
+  exactly (apart from episode metadata, and the last step's values of
+  fields other than the observation, which RLDS leaves invalid and D4RL has
+  no row for). A discount other than the derived one (see module docstring)
+  is kept as ``discounts``. Nested fields get ``a/b`` keys.
+
+  Args:
+    episodes: Episodes or an RLDS dataset with ``observation``, ``action``
+      and ``reward``.
+    path: if given, also written there as an HDF5 file (atomically).
+    one_step: a one-step episode (only a final observation) has no row:
+      ``'error'`` (default) or ``'skip'``.
+
+  Returns:
+    Flat dict of row arrays.
+
+  Example:
+    >>> from rlds_lite.convert import episodes as episodes_lib
+    >>> e = {'steps': {'observation': np.arange(3.), 'action': np.zeros(3),
+    ...                'reward': np.ones(3), **episodes_lib.rlds_flags(3, True)}}
+    >>> d = to_d4rl([e])
+    >>> d['next_observations'].tolist(), d['terminals'].tolist(), d['timeouts'].tolist()
+    ([1.0, 2.0], [False, True], [False, False])
+  """
+  if one_step not in ('error', 'skip'):
+    raise ValueError(f"to_d4rl: one_step={one_step!r}; 'error' or 'skip'.")
+  columns: Dict[str, List[np.ndarray]] = {}
+  discounts: List[np.ndarray] = []
+  stored_discount = False
+  source = '<episodes>'
+  for index, episode in enumerate(episodes_lib.numpy_episodes(episodes)):
+    episode = episodes_lib.check_episode(episode, source=source, index=index)
+    steps = episode[rlds_types.STEPS]
+    for field in (rlds_types.OBSERVATION, rlds_types.ACTION, rlds_types.REWARD):
+      if field not in steps:
+        raise ConversionError('is missing; D4RL needs it', source=source,
+                              episode=index, field=field)
+    view = transitions.transitions_from_steps(steps)
+    count = len(view['rewards'])
+    if not count:
+      if one_step == 'skip':
+        continue
+      raise ConversionError(
+          "has one step (only a final observation), so no D4RL row; pass "
+          "one_step='skip' to leave such episodes out", source=source,
+          episode=index, field=rlds_types.IS_LAST)
+    observations = view['observations']
+    _append(columns, 'observations',
+            _map(lambda x: np.asarray(x)[:-1], observations))
+    _append(columns, 'next_observations',
+            _map(lambda x: np.asarray(x)[1:], observations))
+    _append(columns, 'actions', view['actions'])
+    _append(columns, 'rewards', view['rewards'])
+    ends = np.zeros(count, bool)
+    terminals, timeouts = ends.copy(), ends.copy()
+    terminals[-1] = view['terminated']
+    timeouts[-1] = not view['terminated']
+    _append(columns, 'terminals', terminals)
+    _append(columns, 'timeouts', timeouts)
+    for key, value in view['extras'].items():
+      _append(columns, key, _map(lambda x: np.asarray(x)[:-1], value))
+    if view['discounts'] is None:
+      discounts.append(transitions.derived_discount(count + 1,
+                                                    view['terminated'])[:-1])
+    else:
+      stored_discount = True
+      discounts.append(np.asarray(view['discounts']))
+  if not columns:
+    raise ValueError('to_d4rl: no episodes with rows; the shapes of the '
+                     'arrays cannot be inferred.')
+  out = {k: np.concatenate(v) for k, v in columns.items()}
+  if stored_discount:
+    out['discounts'] = np.concatenate(discounts)
+  if path is not None:
+    _write_hdf5(out, os.fspath(path))
+  return out
+
+
+def _write_hdf5(arrays: Dict[str, np.ndarray], path: str) -> None:
+  import h5py  # pylint: disable=g-import-not-at-top
+  directory = os.path.dirname(os.path.abspath(path))
+  handle, temp = tempfile.mkstemp(suffix='.hdf5.tmp', dir=directory)
+  os.close(handle)
+  try:
+    with h5py.File(temp, 'w') as file:
+      for key, value in arrays.items():
+        file.create_dataset(key, data=value)
+    os.replace(temp, path)
+  except BaseException:
+    if os.path.exists(temp):
+      os.remove(temp)
+    raise
