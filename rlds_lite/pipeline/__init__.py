@@ -9,6 +9,11 @@ per-step ``tf.data`` element, no per-sample shuffle buffer; memory is
 bounded by the pool size. ``shuffle_quality`` reports how many distinct
 episodes a batch mixes.
 
+Around them: ``mix`` (weighted mixtures, exact per-batch counts on request),
+``shard`` / ``split_slices`` (per-host sharding, disjoint slices),
+``ResumableIterator`` (save and restore an iterator's position) and
+``distribute`` / ``LocalService`` (tf.data service). See docs/distributed.md.
+
 Example:
   >>> import tensorflow as tf
   >>> from rlds_lite import pipeline
@@ -22,14 +27,30 @@ Example:
   1.0
 """
 
+from rlds_lite.pipeline.checkpointing import ResumableIterator
+from rlds_lite.pipeline.mixing import dataset_size
+from rlds_lite.pipeline.mixing import exact_counts
+from rlds_lite.pipeline.mixing import mix
 from rlds_lite.pipeline.pools import pooled_batches
 from rlds_lite.pipeline.quality import shuffle_quality
 from rlds_lite.pipeline.quality import ShuffleQuality
+from rlds_lite.pipeline.service import distribute
+from rlds_lite.pipeline.service import LocalService
+from rlds_lite.pipeline.sharding import shard
+from rlds_lite.pipeline.sharding import split_slices
 from rlds_lite.pipeline.transitions import transitions_dataset
 from rlds_lite.pipeline.windows import windows_dataset
 
 __all__ = [
+    'dataset_size',
+    'distribute',
+    'exact_counts',
+    'LocalService',
+    'mix',
     'pooled_batches',
+    'ResumableIterator',
+    'shard',
+    'split_slices',
     'shuffle_quality',
     'ShuffleQuality',
     'transitions_dataset',

@@ -1,0 +1,206 @@
+"""Per-host sharding of episodes and split slicing, deterministic and seeded.
+
+With ``count`` hosts (or input pipelines), host ``index`` reads
+``shard(..., index, count)``: every episode lands in exactly one shard, and
+every host computes the same assignment without talking to the others.
+
+* A TFDS name or directory without ``seed``: host ``index`` reads only its
+  contiguous slice ``tfds.even_splits(split, count)[index]`` (TFDS skips the
+  other files; slices differ in size by at most one episode).
+* A ``tf.data.Dataset`` without ``seed``: ``Dataset.shard(count, index)``
+  (episode ``i`` goes to host ``i % count``); the dataset's order must be
+  deterministic (no unseeded file shuffling).
+* With ``seed`` (either input): a seeded permutation of the episode indices,
+  the same on every host, deals episode ``perm[j]`` to host ``j % count``,
+  so hosts get interleaved, balanced random subsets. Every host then reads
+  the whole dataset and keeps its own episodes (in dataset order: shuffle
+  them with the pipeline's pools); this needs a known cardinality and
+  holds one int32 per episode.
+
+``split_slices`` gives the TFDS split strings of ``num_slices`` equal parts
+(exact episode ranges when the number of episodes is known).
+
+Example:
+  >>> import tensorflow as tf
+  >>> episodes = tf.data.Dataset.range(10)
+  >>> [[int(x) for x in shard(episodes, i, 3)] for i in range(3)]
+  [[0, 3, 6, 9], [1, 4, 7], [2, 5, 8]]
+"""
+
+import os
+from typing import Any, List, Optional, Union
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from rlds_lite import loading
+from rlds_lite.pipeline import inputs
+
+PathLike = Union[str, os.PathLike]
+
+
+def check_shard(index: Any, count: Any, op: str = 'shard') -> None:
+  """Raises a ValueError unless ``0 <= index < count`` (ints, count > 0).
+
+  Example:
+    >>> check_shard(4, 4)
+    Traceback (most recent call last):
+    ...
+    ValueError: shard: index 4 is out of range for count 4 (need 0 <= index < 4).
+  """
+  count = inputs.check_positive_int(count, 'count', op)
+  if isinstance(index, bool) or not hasattr(index, '__index__'):
+    raise TypeError(f'{op}: index must be an int, got {type(index).__name__}.')
+  index = int(index.__index__())
+  if not 0 <= index < count:
+    raise ValueError(f'{op}: index {index} is out of range for count {count} '
+                     f'(need 0 <= index < {count}).')
+
+
+def split_slices(split: str,
+                 num_slices: int,
+                 *,
+                 num_episodes: Optional[int] = None,
+                 drop_remainder: bool = False) -> List[Any]:
+  """``num_slices`` disjoint TFDS splits that together make ``split``.
+
+  With ``num_episodes`` (the split's size; ``split`` a plain split name),
+  exact episode ranges as strings such as ``'train[0:4]'``: the first
+  ``num_episodes % num_slices`` slices hold one more episode (or, with
+  ``drop_remainder``, every slice holds ``num_episodes // num_slices`` and
+  the rest is left out). Without it, ``tfds.even_splits`` objects (any
+  split, slicing included), which TFDS resolves exactly when it reads; both
+  forms go to ``rlds_lite.load`` or ``tfds.load`` as ``split``.
+
+  Args:
+    split: a split name (``'train'``), sliced splits allowed without
+      ``num_episodes``.
+    num_slices: how many slices (positive).
+    num_episodes: the number of episodes in ``split`` (non-negative).
+    drop_remainder: make all slices the same size.
+
+  Returns:
+    The slices, in order.
+
+  Example:
+    >>> split_slices('train', 3, num_episodes=10)
+    ['train[0:4]', 'train[4:7]', 'train[7:10]']
+    >>> len(split_slices('train[:50%]', 4))
+    4
+  """
+  op = 'split_slices'
+  num_slices = inputs.check_positive_int(num_slices, 'num_slices', op)
+  if not isinstance(split, str) or not split:
+    raise TypeError(f'{op}: split must be a split name, got {split!r}.')
+  if num_episodes is None:
+    return list(tfds.even_splits(split, num_slices,
+                                 drop_remainder=drop_remainder))
+  num_episodes = inputs.check_non_negative_int(num_episodes, 'num_episodes',
+                                               op)
+  if '[' in split or '+' in split:
+    raise ValueError(f'{op}: with num_episodes, split must be a plain split '
+                     f'name (no slicing or "+"), got {split!r}.')
+  base, extra = divmod(num_episodes, num_slices)
+  slices, start = [], 0
+  for i in range(num_slices):
+    stop = start + base + (0 if drop_remainder or i >= extra else 1)
+    slices.append(f'{split}[{start}:{stop}]')
+    start = stop
+  return slices
+
+
+def shard_owners(num_episodes: int, count: int, seed: int) -> np.ndarray:
+  """Host of each episode under ``seed``: ``owners[perm[j]] = j % count``.
+
+  The permutation is NumPy's ``default_rng(seed).permutation``, so every
+  host (same NumPy) computes the same owners.
+
+  Example:
+    >>> shard_owners(6, 2, seed=0).tolist()
+    [0, 1, 1, 0, 1, 0]
+  """
+  order = np.random.default_rng(seed).permutation(num_episodes)
+  owners = np.empty(num_episodes, np.int32)
+  owners[order] = np.arange(num_episodes, dtype=np.int32) % count
+  return owners
+
+
+def _seeded_shard(episodes: tf.data.Dataset, index: int, count: int,
+                  seed: int) -> tf.data.Dataset:
+  """The episodes whose owner under ``seed`` is ``index``."""
+  num_episodes = int(episodes.cardinality())
+  if num_episodes < 0:
+    raise ValueError(
+        'shard: a seeded shard needs a dataset of known, finite cardinality '
+        f'(this one has {num_episodes}: unknown -2 or infinite -1); use '
+        'seed=None, or dataset.apply(tf.data.experimental.assert_cardinality(n)).')
+  owners = tf.constant(shard_owners(num_episodes, count, seed))
+  mine = episodes.enumerate().filter(
+      lambda i, _: tf.equal(tf.gather(owners, i), index))
+  return mine.map(lambda i, episode: episode)
+
+
+def shard(dataset_or_name: Union[tf.data.Dataset, PathLike],
+          index: int,
+          count: int,
+          *,
+          split: str = 'train',
+          seed: Optional[int] = None,
+          data_dir: Optional[PathLike] = None,
+          dense: bool = True,
+          shuffle_files: bool = False,
+          read_config: Optional[tfds.ReadConfig] = None) -> tf.data.Dataset:
+  """Shard ``index`` of ``count`` of a dataset's episodes (see module doc).
+
+  Args:
+    dataset_or_name: a ``tf.data.Dataset`` (of episodes, or anything), or
+      a TFDS name or dataset directory read with ``rlds_lite.load``.
+    index: this host's shard, ``0 <= index < count``.
+    count: the number of shards (hosts).
+    split: the split to read (names only).
+    seed: deal episodes to shards by a seeded permutation (same on every
+      host); None: contiguous slices (names) or round robin (datasets).
+    data_dir: where TFDS looks for named datasets.
+    dense: read episodes dense (names only; see ``rlds_lite.load``).
+    shuffle_files: shuffle file order (names only). Safe without ``seed``
+      (each host shuffles its own slice); with ``seed`` every host must
+      read the same order, so ``read_config.shuffle_seed`` must be set.
+    read_config: a ``tfds.ReadConfig`` (names only).
+
+  Returns:
+    This host's episodes.
+
+  Raises:
+    ValueError: if ``index`` is out of range, ``count`` not positive, or a
+      seeded shard cannot be made deterministically.
+
+  Example:
+    >>> import tensorflow as tf
+    >>> ds = tf.data.Dataset.range(6)
+    >>> [[int(x) for x in shard(ds, i, 2, seed=0)] for i in (0, 1)]
+    [[0, 3, 5], [1, 2, 4]]
+  """
+  check_shard(index, count)
+  index, count = int(index), int(count)
+  if isinstance(dataset_or_name, tf.data.Dataset):
+    if seed is None:
+      return dataset_or_name.shard(count, index)
+    return _seeded_shard(dataset_or_name, index, count, seed)
+  if not isinstance(dataset_or_name, (str, os.PathLike)):
+    raise TypeError('shard: dataset_or_name must be a tf.data.Dataset, a TFDS '
+                    f'name or a directory, got {type(dataset_or_name).__name__}.')
+  if seed is None:
+    loading.load(dataset_or_name, split, data_dir=data_dir)  # Checks split.
+    part = split_slices(split, count)[index]
+    return loading.load(dataset_or_name, part, data_dir=data_dir, dense=dense,
+                        shuffle_files=shuffle_files, read_config=read_config)
+  if shuffle_files and (read_config is None or read_config.shuffle_seed is None):
+    raise ValueError(
+        'shard: a seeded shard with shuffle_files=True needs '
+        'read_config=tfds.ReadConfig(shuffle_seed=...) so that every host '
+        'reads the episodes in the same order.')
+  episodes = loading.load(dataset_or_name, split, data_dir=data_dir,
+                          dense=dense, shuffle_files=shuffle_files,
+                          read_config=read_config)
+  return _seeded_shard(episodes, index, count, seed)
