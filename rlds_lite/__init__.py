@@ -15,6 +15,7 @@ from rlds_lite import transformations
 from rlds_lite import dense
 from rlds_lite import pipeline
 from rlds_lite import synthetic
+from rlds_lite import stats
 from rlds_lite.loading import load
 from rlds_lite.metadata import AGENT_ID
 from rlds_lite.metadata import ENVIRONMENT_CONFIG

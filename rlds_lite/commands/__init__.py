@@ -8,5 +8,6 @@ module keeps heavy imports (TensorFlow, TFDS, matplotlib) inside ``run``.
 
 COMMANDS = (
     'demo',
+    'stats',
     'version',
 )

@@ -1,0 +1,129 @@
+"""Cache statistics next to the dataset they describe.
+
+A cache file is ``<dataset_dir>/rlds_lite_stats/<key>.json``, where
+``dataset_dir`` holds ``dataset_info.json`` and ``key`` hashes the dataset's
+identity (its directory, and the name, size and modification time of every
+file in it: rewriting or appending changes the key), the split, the options of
+the pass and the transform's key. Files are written atomically (a temporary
+file, then ``os.replace``). When the dataset directory is read-only, the cache
+goes to ``$RLDS_LITE_CACHE_DIR`` or ``~/.cache/rlds_lite/stats``.
+
+Example:
+  >>> import tempfile
+  >>> d = tempfile.mkdtemp()
+  >>> key = cache_key(d, {'split': 'train'})
+  >>> len(key), read(d, key) is None
+  (16, True)
+"""
+
+import hashlib
+import inspect
+import json
+import os
+import tempfile
+from typing import Any, Callable, Dict, List, Optional
+
+import tensorflow as tf
+
+from rlds_lite.stats import types
+
+CACHE_SUBDIR = 'rlds_lite_stats'
+"""The cache folder inside a dataset directory."""
+
+
+def fallback_dir() -> str:
+  """Where caches go when the dataset directory is read-only."""
+  return os.environ.get('RLDS_LITE_CACHE_DIR') or os.path.join(
+      os.path.expanduser('~'), '.cache', 'rlds_lite', 'stats')
+
+
+def _files(dataset_dir: str) -> List[List[Any]]:
+  """Name, size and mtime (ns) of each file of the dataset directory."""
+  entries = []
+  for name in sorted(tf.io.gfile.listdir(dataset_dir)):
+    path = os.path.join(dataset_dir, name.rstrip('/'))
+    if name.rstrip('/') == CACHE_SUBDIR or tf.io.gfile.isdir(path):
+      continue
+    stat = tf.io.gfile.stat(path)
+    entries.append([name, int(stat.length), int(stat.mtime_nsec)])
+  return entries
+
+
+def transform_key(transform: Optional[Callable[..., Any]]) -> Optional[str]:
+  """A key of a transform from its qualified name and source; None if unknown.
+
+  Example:
+    >>> transform_key(None)
+    'none'
+    >>> transform_key(transform_key) == transform_key(transform_key)
+    True
+  """
+  if transform is None:
+    return 'none'
+  try:
+    source = inspect.getsource(transform)
+  except (OSError, TypeError):
+    return None
+  name = getattr(transform, '__qualname__', type(transform).__qualname__)
+  return hashlib.sha256(f'{name}\n{source}'.encode()).hexdigest()[:16]
+
+
+def cache_key(dataset_dir: str, options: Dict[str, Any]) -> str:
+  """The hash of the dataset's identity and the pass's ``options``."""
+  identity = {'dir': os.path.realpath(dataset_dir), 'files': _files(dataset_dir),
+              'options': options, 'format_version': types.FORMAT_VERSION}
+  text = json.dumps(identity, sort_keys=True, default=str)
+  return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _candidates(dataset_dir: str, key: str) -> List[str]:
+  digest = hashlib.sha256(os.path.realpath(dataset_dir).encode()).hexdigest()
+  return [os.path.join(dataset_dir, CACHE_SUBDIR, f'{key}.json'),
+          os.path.join(fallback_dir(), f'{digest[:16]}-{key}.json')]
+
+
+def read(dataset_dir: str, key: str) -> Optional[types.DatasetStats]:
+  """The cached statistics, or None (missing or unreadable cache)."""
+  for path in _candidates(dataset_dir, key):
+    if os.path.exists(path):
+      try:
+        with open(path) as f:
+          return types.DatasetStats.from_json(f.read())
+      except (OSError, ValueError, KeyError):
+        continue
+  return None
+
+
+def _write_atomically(path: str, text: str) -> None:
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix='.tmp')
+  try:
+    with os.fdopen(fd, 'w') as f:
+      f.write(text)
+    os.replace(tmp, path)
+  except BaseException:
+    if os.path.exists(tmp):
+      os.remove(tmp)
+    raise
+
+
+def write(dataset_dir: str, key: str, stats: types.DatasetStats) -> str:
+  """Writes the cache (dataset dir first, else the fallback); its path.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite.stats.types import DatasetStats, FieldStats
+    >>> s = DatasetStats(0, 0, 0, 0, FieldStats.empty('length'), None, {})
+    >>> d = tempfile.mkdtemp()
+    >>> write(d, 'k', s).endswith('rlds_lite_stats/k.json'), read(d, 'k') == s
+    (True, True)
+  """
+  text = stats.to_json()
+  errors = []
+  for path in _candidates(dataset_dir, key):
+    try:
+      _write_atomically(path, text)
+      return path
+    except OSError as e:
+      errors.append(f'{path}: {e}')
+  raise OSError('stats cache: could not write ' + '; '.join(errors))

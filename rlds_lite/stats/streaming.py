@@ -1,0 +1,307 @@
+"""Statistics of an RLDS dataset in one streaming pass.
+
+``compute`` reads dense episodes (``rlds_lite.load(..., dense=True)``), and
+inside ``tf.data`` turns each into rows of the selected step fields plus a
+validity mask and per-episode columns (length, return, terminal), cut into
+batches of steps with ``rebatch``. Each batch is reduced in NumPy into small
+mergeable summaries (count/mean/M2 with Chan et al.'s merge, min, max, a
+``QuantileSketch``): memory stays bounded whatever the dataset's size.
+
+Which values count (``mask_last_step=True``, as ``sar_fields_mask``): the
+action, reward and discount of a last step (``is_last``) are invalid and left
+out; observations and other fields count on every step. Returns sum the valid
+rewards. Boolean flags ``is_first``/``is_last``/``is_terminal`` are summarised
+as episode counts, not as fields. Images (``uint8`` with two or more
+dimensions per step), strings and fields whose shape varies are skipped
+(listed in ``DatasetStats.skipped``); naming one in ``keys`` is an error.
+Episodes without steps are not counted.
+
+Example:
+  >>> from rlds_lite import synthetic
+  >>> stats = compute(synthetic.episodes(num_episodes=3, seed=0),
+  ...                 progress=False)
+  >>> stats.num_episodes, sorted(stats.fields)
+  (3, ['action', 'discount', 'observation', 'reward'])
+"""
+
+import os
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+import tensorflow_datasets as tfds
+import tqdm
+
+from rlds_lite import dense
+from rlds_lite import loading
+from rlds_lite import nest_paths
+from rlds_lite import rlds_types
+from rlds_lite.stats import cache as cache_lib
+from rlds_lite.stats import sketch as sketch_lib
+from rlds_lite.stats import types
+
+_FLAGS = (rlds_types.IS_FIRST, rlds_types.IS_LAST, rlds_types.IS_TERMINAL)
+_INVALID_ON_LAST = (rlds_types.ACTION, rlds_types.REWARD, rlds_types.DISCOUNT)
+_VALID, _END, _LENGTH, _TERMINAL, _RETURN = (
+    '__valid', '__end', '__length', '__terminal', '__return')
+_BATCH_BYTES = 4 << 20
+
+PathLike = Union[str, os.PathLike]
+Transform = Callable[[tf.data.Dataset], tf.data.Dataset]
+
+
+def _skip_reason(spec: tf.TensorSpec) -> Optional[str]:
+  """Why a step field (``[T, ...]`` spec) gets no statistics, or None."""
+  if not (spec.dtype.is_floating or spec.dtype.is_integer or
+          spec.dtype == tf.bool):
+    return f'not numeric ({spec.dtype.name})'
+  if not spec.shape[1:].is_fully_defined():
+    return f'shape varies ({spec.shape[1:]})'
+  if spec.dtype == tf.uint8 and spec.shape.rank >= 3:
+    return f'image ({spec.dtype.name}{spec.shape[1:].as_list()})'
+  return None
+
+
+def _select(steps_spec: Any, keys: Optional[Sequence[str]]
+            ) -> Tuple[Dict[str, tf.TensorSpec], Dict[str, str]]:
+  """The step fields to summarise (path -> spec) and those skipped."""
+  flat = dict(nest_paths.flatten_with_paths(steps_spec))
+  if keys is None:
+    candidates = [p for p in flat if p not in _FLAGS]
+  else:
+    candidates = []
+    for key in keys:
+      key = key.strip('/')
+      matches = [p for p in flat if p == key or p.startswith(key + '/')]
+      if not matches:
+        raise KeyError(f'no step field {key!r} (step fields: '
+                       f'{", ".join(sorted(flat))}).')
+      candidates.extend(m for m in matches if m not in candidates)
+  selected, skipped = {}, {}
+  for path in sorted(candidates):
+    reason = _skip_reason(flat[path])
+    if reason is None:
+      selected[path] = flat[path]
+    elif keys is not None and path in [k.strip('/') for k in keys]:
+      raise KeyError(f'step field {path!r} has no statistics: '
+                     f'{reason}.')
+    else:
+      skipped[path] = reason
+  return selected, skipped
+
+
+def _is_masked(path: str) -> bool:
+  return path.split('/')[0] in _INVALID_ON_LAST
+
+
+def _rows_fn(selected: Dict[str, tf.TensorSpec], mask_last_step: bool,
+             has_reward: bool) -> Callable[[Any], Dict[str, tf.Tensor]]:
+  """Episode -> rows of the selected fields plus validity/episode columns."""
+
+  @tf.autograph.experimental.do_not_convert
+  def rows(episode):
+    flat = dict(nest_paths.flatten_with_paths(episode[rlds_types.STEPS]))
+    length = tf.shape(next(iter(flat.values())), out_type=tf.int64)[0]
+    index = tf.range(length)
+    end = tf.equal(index, length - 1)
+    is_last = (tf.cast(flat[rlds_types.IS_LAST], tf.bool)
+               if rlds_types.IS_LAST in flat else end)
+    valid = (tf.logical_not(is_last) if mask_last_step
+             else tf.ones_like(is_last))
+    out = {path: flat[path] for path in selected}
+    out[_VALID] = valid
+    out[_END] = end
+    out[_LENGTH] = tf.fill([length], length)
+    out[_TERMINAL] = (tf.cast(flat[rlds_types.IS_TERMINAL], tf.bool)
+                      if rlds_types.IS_TERMINAL in flat
+                      else tf.zeros_like(end))
+    if has_reward:
+      reward = tf.cast(flat[rlds_types.REWARD], tf.float64)
+      row_mask = tf.reshape(valid, [-1] + [1] * (reward.shape.rank - 1))
+      total = tf.reduce_sum(
+          tf.where(row_mask, reward, tf.zeros_like(reward)), axis=0)
+      out[_RETURN] = tf.broadcast_to(total, tf.shape(reward))
+    return out
+
+  return rows
+
+
+def _dense_episodes(dataset_or_path: Any, split: str,
+                    data_dir: Optional[PathLike]) -> tf.data.Dataset:
+  if isinstance(dataset_or_path, tf.data.Dataset):
+    spec = dataset_or_path.element_spec
+    if not (isinstance(spec, dict) and rlds_types.STEPS in spec):
+      raise TypeError('stats: the dataset must hold episodes (dicts with a '
+                      f'{rlds_types.STEPS!r} entry), got {spec}.')
+    if isinstance(spec[rlds_types.STEPS], tf.data.DatasetSpec):
+      return dense.to_dense(dataset_or_path)
+    return dataset_or_path
+  if isinstance(dataset_or_path, (str, os.PathLike)):
+    # TFDS caches datasets under 250 MiB in memory by default ("autocache"):
+    # a one-pass reduction must not, or memory grows with the dataset.
+    return loading.load(dataset_or_path, split, data_dir=data_dir, dense=True,
+                        read_config=tfds.ReadConfig(try_autocache=False))
+  raise TypeError('stats: expected a tf.data.Dataset of episodes, a dataset '
+                  f'directory or a TFDS name, got '
+                  f'{type(dataset_or_path).__name__}.')
+
+
+def _dataset_dir(name_or_dir: PathLike, data_dir: Optional[PathLike]) -> str:
+  """The directory holding the dataset's ``dataset_info.json``."""
+  # pylint: disable=protected-access
+  if loading._looks_like_path(name_or_dir):
+    builder = loading._builder_from_dir(name_or_dir)
+  else:
+    builder = loading._builder_from_name(os.fspath(name_or_dir), data_dir)
+  return os.fspath(builder.data_dir)
+
+
+def _num_episodes(dataset: tf.data.Dataset) -> Optional[int]:
+  n = int(dataset.cardinality())
+  return n if n >= 0 else None
+
+
+def _batch_size(selected: Dict[str, tf.TensorSpec]) -> int:
+  row_bytes = 64 + sum(
+      spec.shape[1:].num_elements() * spec.dtype.size
+      for spec in selected.values())
+  return int(np.clip(_BATCH_BYTES // row_bytes, 256, 16384))
+
+
+class _Accumulator:
+  """The running summaries of the pass (Python per batch, NumPy inside)."""
+
+  def __init__(self, selected: Dict[str, tf.TensorSpec],
+               reward_shape: Optional[Sequence[int]], k: int):
+    self.fields = {
+        path: types.FieldStats.empty(path, spec.shape[1:], spec.dtype.name, k)
+        for path, spec in selected.items()}
+    self.length = types.FieldStats.empty('episode_length', (), 'int64', k)
+    self.returns = (None if reward_shape is None else types.FieldStats.empty(
+        'episode_return', reward_shape, 'float64', k))
+    self.num_steps = self.num_episodes = self.num_terminated = 0
+
+  def add(self, batch: Dict[str, np.ndarray]) -> int:
+    """Adds a batch of rows; returns how many episodes ended in it."""
+    end = batch[_END]
+    self.num_steps += len(end)
+    ended = int(end.sum())
+    self.num_episodes += ended
+    self.num_terminated += int(batch[_TERMINAL][end].sum())
+    self.length.update(batch[_LENGTH][end])
+    if self.returns is not None:
+      self.returns.update(batch[_RETURN][end])
+    valid = batch[_VALID]
+    for path, field in self.fields.items():
+      field.update(batch[path][valid] if _is_masked(path) else batch[path])
+    return ended
+
+  def result(self, skipped: Dict[str, str],
+             source: Dict[str, Any]) -> types.DatasetStats:
+    return types.DatasetStats(
+        self.num_episodes, self.num_steps, self.num_terminated,
+        self.num_episodes - self.num_terminated, self.length, self.returns,
+        self.fields, skipped, source)
+
+
+def _pass(episodes: tf.data.Dataset, selected: Dict[str, tf.TensorSpec],
+          skipped: Dict[str, str], mask_last_step: bool, k: int,
+          progress: bool, source: Dict[str, Any]) -> types.DatasetStats:
+  """The one streaming pass over the episodes."""
+  steps_spec = dict(nest_paths.flatten_with_paths(
+      episodes.element_spec[rlds_types.STEPS]))
+  reward = steps_spec.get(rlds_types.REWARD)
+  has_reward = reward is not None and rlds_types.REWARD in selected
+  acc = _Accumulator(selected, reward.shape[1:] if has_reward else None, k)
+  rows = episodes.map(_rows_fn(selected, mask_last_step, has_reward),
+                      num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  batches = rows.rebatch(_batch_size(selected)).prefetch(2)
+  with tqdm.tqdm(total=_num_episodes(episodes), unit='episode',
+                 desc='stats', disable=None if progress else True,
+                 leave=False) as bar:
+    for batch in batches.as_numpy_iterator():
+      bar.update(acc.add(batch))
+  return acc.result(skipped, source)
+
+
+def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
+            *,
+            split: str = 'train',
+            keys: Optional[Sequence[str]] = None,
+            mask_last_step: bool = True,
+            transform: Optional[Transform] = None,
+            transform_key: Optional[str] = None,
+            cache: bool = True,
+            progress: bool = True,
+            data_dir: Optional[PathLike] = None,
+            sketch_k: int = sketch_lib.DEFAULT_K) -> types.DatasetStats:
+  """Statistics of an RLDS dataset, in one streaming pass (bounded memory).
+
+  Args:
+    dataset_or_path: a TFDS dataset directory or registered name (read with
+      ``rlds_lite.load(..., dense=True)``), or a ``tf.data.Dataset`` of
+      episodes (nested or dense steps).
+    split: the split to read (paths and names only).
+    keys: step fields to summarise, as paths (``'action'``,
+      ``'observation/pos'``; a path selects everything below it). Default:
+      every numeric field but the ``is_*`` flags, images skipped.
+    mask_last_step: leave out the action, reward and discount of last steps
+      (invalid in RLDS), as ``sar_fields_mask``.
+    transform: a function of the dense episodes dataset applied before the
+      pass (``Dataset -> Dataset``).
+    transform_key: names the transform in the cache key; by default a hash of
+      its source (no caching when the source is unavailable).
+    cache: read/write the result next to the dataset (paths and names only;
+      see ``rlds_lite.stats.cache``).
+    progress: show a progress bar on a terminal (stderr).
+    data_dir: TFDS data directory for registered names.
+    sketch_k: quantile sketch capacity (accuracy vs memory).
+
+  Returns:
+    A ``DatasetStats``.
+
+  Raises:
+    FileNotFoundError: if the directory does not exist.
+    ValueError: if it is not an RLDS dataset, or the split is unknown.
+    KeyError: if a key names no step field, or a field without statistics.
+    TypeError: if the input is not episodes.
+
+  Example:
+    >>> import tensorflow as tf
+    >>> steps = {'action': [[1.0], [3.0], [0.0]], 'reward': [1.0, 2.0, 0.0],
+    ...          'is_last': [False, False, True],
+    ...          'is_terminal': [False, False, True]}
+    >>> ds = tf.data.Dataset.from_tensors({'steps': steps})
+    >>> s = compute(ds, progress=False)
+    >>> s['action'].count, s['action'].mean.tolist(), s.num_terminated
+    (2, [2.0], 1)
+    >>> float(s.episode_return.mean), int(s.episode_length.max)
+    (3.0, 3)
+  """
+  episodes = _dense_episodes(dataset_or_path, split, data_dir)
+  source = {'split': split, 'keys': None if keys is None else list(keys),
+            'mask_last_step': mask_last_step, 'sketch_k': sketch_k}
+  is_path = not isinstance(dataset_or_path, tf.data.Dataset)
+  if is_path:
+    source['dataset'] = os.fspath(dataset_or_path)
+  if transform is not None:
+    episodes = transform(episodes)
+    transform_key = transform_key or cache_lib.transform_key(transform)
+    source['transform'] = transform_key
+  dataset_dir = key = None
+  if cache and is_path and (transform is None or transform_key):
+    dataset_dir = _dataset_dir(dataset_or_path, data_dir)
+    key = cache_lib.cache_key(dataset_dir, {**source, 'dataset': None})
+    cached = cache_lib.read(dataset_dir, key)
+    if cached is not None:
+      return cached
+  selected, skipped = _select(episodes.element_spec[rlds_types.STEPS], keys)
+  stats = _pass(episodes, selected, skipped, mask_last_step, sketch_k,
+                progress, source)
+  if key is not None:
+    try:
+      cache_lib.write(dataset_dir, key, stats)
+    except OSError as e:  # The statistics are still good: warn, go on.
+      logging.warning('stats: not cached: %s', e)
+  return stats

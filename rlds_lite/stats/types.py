@@ -1,0 +1,379 @@
+"""Typed, JSON-serialisable, mergeable statistics of an RLDS dataset.
+
+``FieldStats`` holds the statistics of one field (per element of its shape);
+``DatasetStats`` those of a dataset: episode counts, episode lengths and
+returns, and one ``FieldStats`` per step field. Both are plain dataclasses
+with ``to_json``/``from_json``; ``merge`` combines statistics of disjoint
+datasets exactly for counts, min and max, to float64 precision for mean and
+std, and within the sketches' rank error for quantiles.
+
+Example:
+  >>> import numpy as np
+  >>> a = FieldStats.from_values('x', np.array([1.0, 2.0]))
+  >>> b = FieldStats.from_values('x', np.array([3.0, 6.0]))
+  >>> both = a.merge(b)
+  >>> both.count, float(both.mean), float(both.max)
+  (4, 3.0, 6.0)
+  >>> FieldStats.from_json(both.to_json()) == both
+  True
+"""
+
+import dataclasses
+import json
+from typing import Any, Callable, Dict, Optional, Sequence
+
+import numpy as np
+
+from rlds_lite.stats import sketch as sketch_lib
+
+QUANTILES = (0.01, 0.5, 0.99)
+"""The quantiles reported as ``p01``, ``p50`` and ``p99``."""
+
+FORMAT_VERSION = 1
+"""Version of the JSON layout (part of cache keys)."""
+
+
+def _to_list(array: np.ndarray) -> Any:
+  """JSON-ready values: NaN becomes None, 0-d arrays plain numbers."""
+  values = np.asarray(array, np.float64)
+  if values.ndim == 0:
+    return None if np.isnan(values) else float(values)
+  return [_to_list(v) for v in values]
+
+
+def _from_list(values: Any, shape: Sequence[int]) -> np.ndarray:
+  def fill(v):
+    return [fill(x) for x in v] if isinstance(v, list) else (
+        np.nan if v is None else v)
+  return np.asarray(fill(values), np.float64).reshape(shape)
+
+
+@dataclasses.dataclass(eq=False)
+class FieldStats:
+  """Statistics of one field, per element of its ``shape``.
+
+  ``count`` is the number of valid values (rows); ``std`` is the population
+  standard deviation (``np.std``, ``ddof=0``); ``p01``/``p50``/``p99`` come
+  from ``sketch`` (``inverted_cdf`` quantiles, within ``rank_error``). All
+  arrays have ``shape``; statistics of a field never valid are NaN.
+  """
+
+  path: str
+  dtype: str
+  shape: tuple
+  count: int
+  mean: np.ndarray
+  m2: np.ndarray  # Sum of squared deviations from the mean (for merging).
+  min: np.ndarray
+  max: np.ndarray
+  sketch: sketch_lib.QuantileSketch = dataclasses.field(repr=False)
+
+  @classmethod
+  def empty(cls, path: str, shape: Sequence[int] = (), dtype: str = 'float64',
+            k: int = sketch_lib.DEFAULT_K, seed: int = 0) -> 'FieldStats':
+    """Statistics of no values."""
+    shape = tuple(int(d) for d in shape)
+    nan = np.full(shape, np.nan)
+    return cls(path, dtype, shape, 0, nan.copy(), np.zeros(shape), nan.copy(),
+               nan.copy(), sketch_lib.QuantileSketch(
+                   shape, k, seed, sketch_lib.holding_dtype(dtype)))
+
+  @classmethod
+  def from_values(cls, path: str, values: Any, dtype: Optional[str] = None,
+                  k: int = sketch_lib.DEFAULT_K,
+                  seed: int = 0) -> 'FieldStats':
+    """Statistics of ``[n, *shape]`` values.
+
+    Example:
+      >>> s = FieldStats.from_values('a', [[0.0, 1.0], [2.0, 5.0]])
+      >>> s.mean.tolist(), s.std.tolist(), s.p50.tolist()
+      ([1.0, 3.0], [1.0, 2.0], [0.0, 1.0])
+    """
+    array = np.asarray(values)
+    stats = cls.empty(path, array.shape[1:], dtype or str(array.dtype), k, seed)
+    stats.update(array)
+    return stats
+
+  def update(self, values: Any) -> None:
+    """Adds ``[n, *shape]`` values (in place)."""
+    rows = np.asarray(values, np.float64)
+    n = rows.shape[0]
+    if not n:
+      return
+    mean = rows.mean(axis=0)
+    m2 = np.square(rows - mean).sum(axis=0)
+    self._merge_moments(n, mean, m2, rows.min(axis=0), rows.max(axis=0))
+    self.sketch.update(rows)
+
+  def _merge_moments(self, n, mean, m2, low, high) -> None:
+    """Chan et al.'s parallel merge of count, mean and M2; min and max."""
+    total = self.count + n
+    if self.count:
+      delta = mean - self.mean
+      self.mean = self.mean + delta * (n / total)
+      self.m2 = self.m2 + m2 + np.square(delta) * (self.count * n / total)
+      self.min = np.minimum(self.min, low)
+      self.max = np.maximum(self.max, high)
+    else:
+      self.mean, self.m2 = np.asarray(mean, np.float64), np.asarray(m2)
+      self.min, self.max = np.asarray(low, np.float64), np.asarray(high,
+                                                                   np.float64)
+    self.count = total
+
+  def merge(self, other: 'FieldStats') -> 'FieldStats':
+    """Statistics of the values of both (a new object)."""
+    if other.shape != self.shape:
+      raise ValueError(f'FieldStats.merge: field {self.path!r} has shape '
+                       f'{self.shape} and {other.shape}.')
+    merged = self.copy()
+    if other.count:
+      merged._merge_moments(other.count, other.mean, other.m2, other.min,  # pylint: disable=protected-access
+                            other.max)
+    merged.sketch.merge(other.sketch)
+    return merged
+
+  def copy(self) -> 'FieldStats':
+    return dataclasses.replace(
+        self, mean=self.mean.copy(), m2=self.m2.copy(), min=self.min.copy(),
+        max=self.max.copy(), sketch=self.sketch.copy())
+
+  @property
+  def std(self) -> np.ndarray:
+    """Population standard deviation (``ddof=0``)."""
+    if not self.count:
+      return np.full(self.shape, np.nan)
+    return np.sqrt(self.m2 / self.count)
+
+  def quantile(self, q: Any) -> np.ndarray:
+    """Approximate quantile(s) from the sketch (see ``QuantileSketch``)."""
+    return self.sketch.quantile(q)
+
+  @property
+  def p01(self) -> np.ndarray:
+    return self.quantile(0.01)
+
+  @property
+  def p50(self) -> np.ndarray:
+    return self.quantile(0.5)
+
+  @property
+  def p99(self) -> np.ndarray:
+    return self.quantile(0.99)
+
+  @property
+  def rank_error(self) -> float:
+    """Guaranteed bound on the quantiles' rank error, as a fraction."""
+    return self.sketch.rank_error / self.count if self.count else 0.0
+
+  def summary(self) -> Dict[str, Any]:
+    """The readable statistics (no sketch), JSON-ready."""
+    quantiles = self.quantile(QUANTILES)
+    return {'path': self.path, 'dtype': self.dtype, 'shape': list(self.shape),
+            'count': self.count, 'mean': _to_list(self.mean),
+            'std': _to_list(self.std), 'min': _to_list(self.min),
+            'max': _to_list(self.max), 'p01': _to_list(quantiles[0]),
+            'p50': _to_list(quantiles[1]), 'p99': _to_list(quantiles[2]),
+            'rank_error': self.rank_error}
+
+  def to_dict(self) -> Dict[str, Any]:
+    return {**self.summary(), 'm2': _to_list(self.m2),
+            'sketch': self.sketch.to_dict()}
+
+  @classmethod
+  def from_dict(cls, data: Dict[str, Any]) -> 'FieldStats':
+    shape = tuple(data['shape'])
+    return cls(data['path'], data['dtype'], shape, int(data['count']),
+               _from_list(data['mean'], shape), _from_list(data['m2'], shape),
+               _from_list(data['min'], shape), _from_list(data['max'], shape),
+               sketch_lib.QuantileSketch.from_dict(data['sketch']))
+
+  def to_json(self) -> str:
+    return json.dumps(self.to_dict())
+
+  @classmethod
+  def from_json(cls, text: str) -> 'FieldStats':
+    return cls.from_dict(json.loads(text))
+
+  def __eq__(self, other: Any) -> bool:
+    return isinstance(other, FieldStats) and self.to_dict() == other.to_dict()
+
+
+def _merge_fields(a: Dict[str, FieldStats],
+                  b: Dict[str, FieldStats]) -> Dict[str, FieldStats]:
+  merged = {k: v.copy() for k, v in a.items()}
+  for key, value in b.items():
+    merged[key] = merged[key].merge(value) if key in merged else value.copy()
+  return dict(sorted(merged.items()))
+
+
+def _format(value: Optional[float]) -> str:
+  return 'nan' if value is None else f'{value:.4g}'
+
+
+@dataclasses.dataclass(eq=False)
+class DatasetStats:
+  """Statistics of an RLDS dataset (see ``rlds_lite.stats.compute``).
+
+  Attributes:
+    num_episodes: episodes with at least one step.
+    num_steps: steps, last steps included.
+    num_terminated: episodes whose last step is terminal.
+    num_truncated: the others (ended by a time limit or cut short).
+    episode_length: statistics of the episode lengths (in steps).
+    episode_return: statistics of the returns (sum of the valid rewards), or
+      None without a ``reward`` field.
+    fields: statistics of each step field, by path (``'observation/pos'``).
+    skipped: step fields left out, with the reason (images, strings).
+    source: what was summarised (dataset, split, transform), free-form.
+  """
+
+  num_episodes: int
+  num_steps: int
+  num_terminated: int
+  num_truncated: int
+  episode_length: FieldStats
+  episode_return: Optional[FieldStats]
+  fields: Dict[str, FieldStats]
+  skipped: Dict[str, str] = dataclasses.field(default_factory=dict)
+  source: Dict[str, Any] = dataclasses.field(default_factory=dict)
+
+  def __getitem__(self, path: str) -> FieldStats:
+    if path not in self.fields:
+      raise KeyError(f'DatasetStats: no statistics of field {path!r} (fields: '
+                     f'{sorted(self.fields)}).')
+    return self.fields[path]
+
+  def merge(self, *others: 'DatasetStats') -> 'DatasetStats':
+    """Statistics of this dataset and ``others`` together (see ``merge``)."""
+    return merge(self, *others)
+
+  def _as_dict(self, field_dict: Callable[[FieldStats], Dict[str, Any]]
+               ) -> Dict[str, Any]:
+    return {
+        'num_episodes': self.num_episodes, 'num_steps': self.num_steps,
+        'num_terminated': self.num_terminated,
+        'num_truncated': self.num_truncated,
+        'episode_length': field_dict(self.episode_length),
+        'episode_return': (field_dict(self.episode_return)
+                           if self.episode_return else None),
+        'fields': {k: field_dict(v) for k, v in self.fields.items()},
+        'skipped': dict(self.skipped), 'source': dict(self.source)}
+
+  def to_dict(self) -> Dict[str, Any]:
+    """Everything (sketches included), JSON-ready."""
+    return {'format_version': FORMAT_VERSION,
+            **self._as_dict(FieldStats.to_dict)}
+
+  @classmethod
+  def from_dict(cls, data: Dict[str, Any]) -> 'DatasetStats':
+    if data.get('format_version') != FORMAT_VERSION:
+      raise ValueError('DatasetStats: unsupported format_version '
+                       f'{data.get("format_version")!r}.')
+    ret = data['episode_return']
+    return cls(data['num_episodes'], data['num_steps'], data['num_terminated'],
+               data['num_truncated'],
+               FieldStats.from_dict(data['episode_length']),
+               FieldStats.from_dict(ret) if ret else None,
+               {k: FieldStats.from_dict(v) for k, v in data['fields'].items()},
+               dict(data.get('skipped', {})), dict(data.get('source', {})))
+
+  def to_json(self, indent: Optional[int] = None) -> str:
+    """JSON text; ``from_json`` reads it back (sketches included)."""
+    return json.dumps(self.to_dict(), indent=indent)
+
+  @classmethod
+  def from_json(cls, text: str) -> 'DatasetStats':
+    return cls.from_dict(json.loads(text))
+
+  def summary(self) -> Dict[str, Any]:
+    """The readable statistics, JSON-ready (no sketches)."""
+    return self._as_dict(FieldStats.summary)
+
+  def table(self, max_dims: int = 8) -> str:
+    """A readable text table, one row per field element (``max_dims`` shown)."""
+    lines = [f'{self.num_episodes} episodes, {self.num_steps} steps: '
+             f'{self.num_terminated} terminated, {self.num_truncated} '
+             'truncated']
+    header = ('field', 'count', 'mean', 'std', 'min', 'p01', 'p50', 'p99',
+              'max')
+    rows = []
+    named = [('episode length', self.episode_length)]
+    if self.episode_return is not None:
+      named.append(('episode return', self.episode_return))
+    named.extend(self.fields.items())
+    for name, field in named:
+      summary = field.summary()
+      columns = [np.asarray(_from_list(summary[c], field.shape)).reshape(-1)
+                 for c in header[2:]]
+      size = columns[0].size
+      for i in range(min(size, max_dims)):
+        label = name if not field.shape else f'{name}[{i}]'
+        rows.append([label, str(field.count)] + [
+            _format(None if np.isnan(c[i]) else float(c[i])) for c in columns])
+      if size > max_dims:
+        rows.append([f'{name}[{max_dims}:{size}]', '...'] + [''] * 7)
+    widths = [max(len(r[i]) for r in [list(header)] + rows)
+              for i in range(len(header))]
+    def line(cells):
+      return '  '.join(c.ljust(w) if i == 0 else c.rjust(w)
+                       for i, (c, w) in enumerate(zip(cells, widths)))
+    lines += [line(header), line(['-' * w for w in widths])]
+    lines += [line(r) for r in rows]
+    lines += [f'skipped {path}: {why}' for path, why in self.skipped.items()]
+    return '\n'.join(lines)
+
+  def __repr__(self) -> str:
+    return (f'DatasetStats(num_episodes={self.num_episodes}, '
+            f'num_steps={self.num_steps}, '
+            f'num_terminated={self.num_terminated}, '
+            f'num_truncated={self.num_truncated}, '
+            f'fields={sorted(self.fields)})')
+
+  def __str__(self) -> str:
+    return self.table()
+
+  def __eq__(self, other: Any) -> bool:
+    return isinstance(other, DatasetStats) and (
+        self.to_dict() == other.to_dict())
+
+
+def merge(*stats: DatasetStats) -> DatasetStats:
+  """Statistics of several datasets together.
+
+  Counts, min and max are exact; mean and std match a single pass to float64
+  rounding; quantiles merge the sketches (their ``rank_error`` adds up).
+  Fields present in only some datasets are merged over those.
+
+  Example:
+    >>> import numpy as np
+    >>> def one(x):
+    ...   return DatasetStats(1, 2, 1, 0,
+    ...       FieldStats.from_values('length', [2]), None,
+    ...       {'action': FieldStats.from_values('action', [x])})
+    >>> both = merge(one(1.0), one(3.0))
+    >>> both.num_episodes, float(both['action'].mean)
+    (2, 2.0)
+  """
+  if not stats:
+    raise ValueError('merge: no statistics given.')
+  first, rest = stats[0], stats[1:]
+  result = dataclasses.replace(
+      first, episode_length=first.episode_length.copy(),
+      episode_return=(first.episode_return.copy()
+                      if first.episode_return else None),
+      fields=_merge_fields(first.fields, {}), skipped=dict(first.skipped),
+      source={'merged': [s.source for s in stats]})
+  for other in rest:
+    result.num_episodes += other.num_episodes
+    result.num_steps += other.num_steps
+    result.num_terminated += other.num_terminated
+    result.num_truncated += other.num_truncated
+    result.episode_length = result.episode_length.merge(other.episode_length)
+    if other.episode_return is not None:
+      result.episode_return = (
+          result.episode_return.merge(other.episode_return)
+          if result.episode_return else other.episode_return.copy())
+    result.fields = _merge_fields(result.fields, other.fields)
+    result.skipped.update(other.skipped)
+  return result
+

@@ -1,0 +1,119 @@
+"""``rlds-lite stats``, run as a user runs it (subprocesses, started together).
+
+``--json --plot`` and a missing path run as subprocesses (started together);
+the table and the other bad-input cases run in-process (``cli.main``, the same
+code) to keep the suite fast.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow_datasets as tfds
+
+from rlds_lite import cli
+from rlds_lite import synthetic
+from rlds_lite.tfds import write_dataset
+import tfds_fixtures
+
+PREFIX = 'rlds-lite stats: '
+
+
+@pytest.fixture(name='runs', scope='module')
+def _runs(tmp_path_factory):
+  root = tmp_path_factory.mktemp('stats_cli')
+  path = write_dataset(synthetic.episodes(num_episodes=10, seed=2),
+                       str(root / 'data'), 'points')
+  not_rlds = tfds_fixtures.write_dataset(
+      str(root / 'other'), 'flat', tfds.features.FeaturesDict({'x': np.float32}),
+      {'train': [{'x': np.float32(1.0)}]})
+  plot = str(root / 'out' / 'stats.png')
+  commands = {
+      'json': [path, '--json', '--keys', 'action,reward', '--no-cache',
+               '--plot', plot],
+      'missing': [str(root / 'nowhere')],
+  }
+  env = {**os.environ, 'TF_CPP_MIN_LOG_LEVEL': '3'}
+  procs = {name: subprocess.Popen(
+      [sys.executable, '-m', 'rlds_lite.cli', 'stats', *args],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+           for name, args in commands.items()}
+  results = {}
+  for name, proc in procs.items():
+    out, err = proc.communicate(timeout=600)
+    results[name] = (proc.returncode, out, err)
+  return {'results': results, 'plot': plot, 'path': path,
+          'not_rlds': not_rlds, 'root': root}
+
+
+def test_table(runs, capsys):
+  assert cli.main(['stats', runs['path'], '--no-progress']) == 0
+  out, err = capsys.readouterr()
+  assert err == ''
+  lines = out.splitlines()
+  arrays = synthetic.episode_arrays(num_episodes=10, seed=2)
+  steps = sum(len(e['reward']) for e in arrays)
+  terminated = sum(bool(e['is_terminal'][-1]) for e in arrays)
+  assert lines[0] == (f'10 episodes, {steps} steps: {terminated} terminated, '
+                      f'{10 - terminated} truncated')
+  assert lines[1].split() == ['field', 'count', 'mean', 'std', 'min', 'p01',
+                              'p50', 'p99', 'max']
+  rows = {line.split()[0]: line.split() for line in lines[3:]
+          if not line.startswith(('episode', 'plot:'))}
+  assert sorted(rows) == ['action[0]', 'action[1]', 'discount',
+                          'observation[0]', 'observation[1]', 'observation[2]',
+                          'observation[3]', 'reward']
+  actions = np.concatenate([e['action'][:-1] for e in arrays])
+  assert int(rows['action[0]'][1]) == len(actions)
+  assert float(rows['action[0]'][4]) == pytest.approx(
+      float(actions[:, 0].min()), rel=1e-3)
+
+
+def test_json_and_plot(runs):
+  code, out, err = runs['results']['json']
+  assert code == 0, err[-2000:]
+  assert err.splitlines()[-1] == f'plot: {runs["plot"]}'  # Not in the JSON.
+  with open(runs['plot'], 'rb') as f:
+    assert f.read(8) == b'\x89PNG\r\n\x1a\n'
+  summary = json.loads(out)
+  assert summary['num_episodes'] == 10
+  assert sorted(summary['fields']) == ['action', 'reward']
+  arrays = synthetic.episode_arrays(num_episodes=10, seed=2)
+  rewards = np.concatenate([e['reward'][:-1] for e in arrays]).astype(float)
+  reward = summary['fields']['reward']
+  assert reward['count'] == len(rewards)
+  assert reward['mean'] == pytest.approx(rewards.mean(), rel=1e-6)
+  assert reward['std'] == pytest.approx(rewards.std(), rel=1e-6)
+  assert reward['min'] == float(rewards.min())
+  assert len(summary['fields']['action']['p99']) == 2
+
+
+def test_missing_path_exits_non_zero_with_one_line(runs):
+  code, out, err = runs['results']['missing']
+  assert code == 1
+  assert out == ''
+  ours = [line for line in err.splitlines() if line.startswith(PREFIX)]
+  assert ours == [f"{PREFIX}no such dataset directory: '{runs['root']}/nowhere'"]
+  assert err.rstrip('\n').endswith(ours[0])
+  assert 'Traceback' not in err
+
+
+@pytest.mark.parametrize('args, message', [
+    (lambda r: [r['not_rlds']], "load: dataset '{not_rlds}' is not an RLDS "
+     "dataset: it has no 'steps' feature"),
+    (lambda r: [r['path'], '--keys', 'observation/velocity'],
+     "no step field 'observation/velocity' (step fields: action, discount, "
+     'is_first, is_last, is_terminal, observation, reward).'),
+    (lambda r: [r['path'], '--split', 'test'],
+     "load: dataset '{path}' has no split 'test' (its splits: ['train'])."),
+], ids=['not-rlds', 'unknown-key', 'unknown-split'])
+def test_bad_input_exits_non_zero_with_one_line(runs, capsys, args, message):
+  assert cli.main(['stats', *args(runs), '--no-progress']) == 1
+  out, err = capsys.readouterr()
+  assert out == ''
+  assert err.count('\n') == 1 and err.startswith(PREFIX)
+  assert err[len(PREFIX):].startswith(
+      message.format(not_rlds=runs['not_rlds'], path=runs['path']))

@@ -1,0 +1,258 @@
+"""stats.compute against a NumPy reference; merge, JSON, cache."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from rlds_lite import stats
+from rlds_lite import synthetic
+from rlds_lite.stats import cache as cache_lib
+from rlds_lite.stats import streaming
+from rlds_lite.tfds import write_dataset
+import stats_testing
+
+E = stats_testing.episode
+
+CASES = {
+    'short': [E(3, True, 0), E(4, False, 1)],
+    'one-step': [E(1, False, 2), E(1, True, 3)],
+    'terminal': [E(5, True, 4)],
+    'truncated': [E(5, False, 5), E(2, False, 6)],
+    'nested': [E(3, True, 7, nested=True), E(6, False, 8, nested=True)],
+    '1-d-action': [E(4, True, 9, action_shape=(1,)), E(3, False, 10,
+                                                       action_shape=(1,))],
+    'scalar-action': [E(4, True, 11, action_shape=()), E(2, False, 12,
+                                                         action_shape=())],
+    'int-fields': [E(4, True, 13, int_action=True), E(5, False, 14,
+                                                      int_action=True)],
+}
+
+
+def _check(result, episodes, mask_last_step=True):
+  ref = stats_testing.reference(episodes, mask_last_step)
+  assert result.num_episodes == len(episodes)
+  assert result.num_steps == int(ref['lengths'].sum())
+  assert result.num_terminated == ref['terminated']
+  assert result.num_truncated == len(episodes) - ref['terminated']
+  stats_testing.check_field(result.episode_length, ref['lengths'])
+  stats_testing.check_field(result.episode_return, ref['returns'])
+  assert sorted(result.fields) == sorted(ref['fields'])
+  for path, values in ref['fields'].items():
+    stats_testing.check_field(result[path], values)
+
+
+@pytest.mark.parametrize('nested_steps', [False, True], ids=['dense', 'nested'])
+@pytest.mark.parametrize('name', list(CASES))
+def test_matches_numpy(name, nested_steps):
+  episodes = CASES[name]
+  result = stats.compute(stats_testing.to_dataset(episodes, nested_steps),
+                         progress=False)
+  _check(result, episodes)
+
+
+def test_one_step_episodes_have_no_valid_action_or_reward():
+  result = stats.compute(stats_testing.to_dataset(CASES['one-step']),
+                         progress=False)
+  assert result['action'].count == result['reward'].count == 0
+  assert np.isnan(result['action'].mean).all()
+  assert result['observation'].count == 2
+  assert result.episode_return.mean.tolist() == 0.0
+
+
+def test_keep_last_step():
+  episodes = CASES['short']
+  result = stats.compute(stats_testing.to_dataset(episodes),
+                         mask_last_step=False, progress=False)
+  assert result['action'].count == 7
+  _check(result, episodes, mask_last_step=False)
+
+
+def test_dtypes_and_shapes():
+  result = stats.compute(stats_testing.to_dataset(CASES['nested']),
+                         progress=False)
+  assert result['observation/pos'].shape == (3,)
+  assert result['observation/gripper'].dtype == 'bool'
+  assert result['action'].dtype == 'float32'
+  ints = stats.compute(stats_testing.to_dataset(CASES['int-fields']),
+                       progress=False)
+  assert ints['action'].dtype == 'int32'
+
+
+def test_empty_dataset():
+  empty = stats_testing.to_dataset(CASES['short']).take(0)
+  result = stats.compute(empty, progress=False)
+  assert (result.num_episodes, result.num_steps) == (0, 0)
+  assert result['action'].count == 0
+  assert np.isnan(result['action'].p50).all()
+  assert stats.DatasetStats.from_json(result.to_json()) == result
+  assert '0 episodes, 0 steps' in result.table()
+
+
+def test_large_dataset_quantiles_within_rank_error():
+  arrays = synthetic.episode_arrays(num_episodes=120, seed=3)
+  ds = synthetic.episodes(num_episodes=120, seed=3, dense=True)
+  result = stats.compute(ds, sketch_k=16, progress=False)
+  assert result['observation'].sketch.rank_error > 0  # Compacted.
+  observation = result['observation']
+  assert observation.rank_error <= observation.sketch.levels / (2 * 16)
+  _check(result, arrays)
+
+
+def test_keys_select_fields_and_skip_images():
+  steps = {**E(3, True, 0, nested=True),
+           'image': np.zeros((3, 4, 4, 3), np.uint8),
+           'text': np.array([b'a', b'b', b'c'])}
+  ds = stats_testing.to_dataset([steps])
+  result = stats.compute(ds, progress=False)
+  assert result.skipped == {'image': 'image (uint8[4, 4, 3])',
+                            'text': 'not numeric (string)'}
+  assert 'skipped image: image (uint8[4, 4, 3])' in result.table()
+  only = stats.compute(ds, keys=['observation/pos', 'reward'], progress=False)
+  assert sorted(only.fields) == ['observation/pos', 'reward']
+  under = stats.compute(ds, keys=['observation'], progress=False)
+  assert sorted(under.fields) == ['observation/gripper', 'observation/pos']
+  with pytest.raises(KeyError, match=r"no step field 'observation/vel' \(step "
+                     r'fields: action, discount, image, is_first'):
+    stats.compute(ds, keys=['observation/vel'], progress=False)
+  with pytest.raises(KeyError, match=r"step field 'image' has no statistics: "
+                     r'image \(uint8\[4, 4, 3\]\)'):
+    stats.compute(ds, keys=['image'], progress=False)
+
+
+def test_bad_input():
+  with pytest.raises(TypeError, match='expected a tf.data.Dataset of episodes'):
+    stats.compute(3)
+  with pytest.raises(TypeError, match='must hold episodes'):
+    stats.compute(tf.data.Dataset.range(3))
+
+
+@pytest.mark.parametrize('split_at', [1, 3], ids=['first', 'middle'])
+def test_merge_equals_stats_of_union(split_at):
+  episodes = [E(3 + i, i % 2 == 0, 20 + i) for i in range(5)]
+  whole = stats.compute(stats_testing.to_dataset(episodes), progress=False)
+  a = stats.compute(stats_testing.to_dataset(episodes[:split_at]),
+                    progress=False)
+  b = stats.compute(stats_testing.to_dataset(episodes[split_at:]),
+                    progress=False)
+  merged = stats.merge(a, b)
+  assert merged.num_episodes == whole.num_episodes
+  assert merged.num_terminated == whole.num_terminated
+  for path in whole.fields:
+    m, w = merged[path], whole[path]
+    assert m.count == w.count
+    np.testing.assert_array_equal(m.min, w.min)
+    np.testing.assert_array_equal(m.max, w.max)
+    np.testing.assert_allclose(m.mean, w.mean, rtol=1e-12)
+    np.testing.assert_allclose(m.std, w.std, rtol=1e-12)
+    np.testing.assert_array_equal(m.quantile([0.01, 0.5, 0.99]),
+                                  w.quantile([0.01, 0.5, 0.99]))
+  _check(merged, episodes)
+  assert a.merge(b).num_steps == whole.num_steps
+
+
+def test_json_round_trip_and_summary():
+  result = stats.compute(stats_testing.to_dataset(CASES['nested']),
+                         progress=False)
+  again = stats.DatasetStats.from_json(result.to_json())
+  assert again == result
+  np.testing.assert_array_equal(again['observation/pos'].p99,
+                                result['observation/pos'].p99)
+  summary = json.loads(json.dumps(result.summary()))
+  assert summary['fields']['action']['count'] == 7
+  assert summary['num_terminated'] == 1
+  assert repr(result).startswith('DatasetStats(num_episodes=2, num_steps=9')
+
+
+@pytest.fixture(name='dataset_dir', scope='module')
+def _dataset_dir(tmp_path_factory):
+  root = tmp_path_factory.mktemp('stats_data')
+  return write_dataset(synthetic.episodes(num_episodes=12, seed=5), str(root),
+                       'points')
+
+
+def _add_one(episodes):
+  return episodes.map(lambda e: {**e, 'steps': {
+      **e['steps'], 'reward': e['steps']['reward'] + 1}})
+
+
+def test_path_and_cache(dataset_dir, monkeypatch):
+  first = stats.compute(dataset_dir, progress=False)
+  _check(first, synthetic.episode_arrays(num_episodes=12, seed=5))
+  cache_dir = os.path.join(dataset_dir, cache_lib.CACHE_SUBDIR)
+  assert len(os.listdir(cache_dir)) == 1
+  calls = []
+  real_pass = streaming._pass
+  monkeypatch.setattr(streaming, '_pass',
+                      lambda *a, **k: calls.append(1) or real_pass(*a, **k))
+  assert stats.compute(dataset_dir, progress=False) == first  # Hit.
+  assert not calls
+  shifted = stats.compute(dataset_dir, transform=_add_one, progress=False)
+  assert len(calls) == 1  # Another transform: miss.
+  np.testing.assert_allclose(shifted['reward'].mean, first['reward'].mean + 1,
+                             rtol=1e-6)
+  assert stats.compute(dataset_dir, transform=_add_one, progress=False) == (
+      shifted)
+  assert len(calls) == 1
+  stats.compute(dataset_dir, keys=['action'], progress=False)
+  assert len(calls) == 2  # Other keys: miss.
+  stats.compute(dataset_dir, cache=False, progress=False)
+  assert len(calls) == 3
+  assert len(os.listdir(cache_dir)) == 3
+
+
+def test_cache_falls_back_when_dataset_dir_is_read_only(dataset_dir,
+                                                        monkeypatch, tmp_path):
+  monkeypatch.setenv('RLDS_LITE_CACHE_DIR', str(tmp_path / 'fallback'))
+  real = cache_lib._write_atomically
+
+  def refuse_dataset_dir(path, text):
+    if path.startswith(dataset_dir):
+      raise PermissionError('read-only')
+    real(path, text)
+
+  monkeypatch.setattr(cache_lib, '_write_atomically', refuse_dataset_dir)
+  result = stats.compute(dataset_dir, keys=['reward'], mask_last_step=False,
+                         progress=False)
+  written = os.listdir(tmp_path / 'fallback')
+  assert len(written) == 1 and written[0].endswith('.json')
+  monkeypatch.setattr(streaming, '_pass', None)  # A hit must not iterate.
+  assert stats.compute(dataset_dir, keys=['reward'], mask_last_step=False,
+                       progress=False) == result
+
+
+def test_cache_key_changes_when_the_dataset_changes(dataset_dir, tmp_path):
+  key = cache_lib.cache_key(dataset_dir, {'split': 'train'})
+  assert key == cache_lib.cache_key(dataset_dir, {'split': 'train'})
+  assert key != cache_lib.cache_key(dataset_dir, {'split': 'test'})
+  shard = [f for f in os.listdir(dataset_dir) if 'tfrecord' in f][0]
+  path = os.path.join(dataset_dir, shard)
+  stat = os.stat(path)
+  os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+  try:
+    assert key != cache_lib.cache_key(dataset_dir, {'split': 'train'})
+  finally:
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def test_registered_name_shares_the_cache(dataset_dir, monkeypatch):
+  by_path = stats.compute(dataset_dir, progress=False)
+  monkeypatch.setattr(streaming, '_pass', None)  # Must be a cache hit.
+  data_dir = os.path.dirname(os.path.dirname(dataset_dir))
+  by_name = stats.compute('points', data_dir=data_dir, progress=False)
+  assert by_name == by_path
+  with pytest.raises(ValueError, match="no TFDS dataset named 'pointz'"):
+    stats.compute('pointz', data_dir=data_dir, progress=False)
+
+
+def test_unwritable_cache_only_warns(dataset_dir, monkeypatch, tmp_path):
+  monkeypatch.setenv('RLDS_LITE_CACHE_DIR', str(tmp_path / 'fallback'))
+
+  def refuse(path, text):
+    raise PermissionError(f'read-only: {path}')
+
+  monkeypatch.setattr(cache_lib, '_write_atomically', refuse)
+  result = stats.compute(dataset_dir, keys=['discount'], progress=False)
+  assert result['discount'].count == result.num_steps - result.num_episodes
