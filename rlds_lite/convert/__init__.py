@@ -2,7 +2,11 @@
 
 Every converter reads into, or writes from, NumPy `Episode` dicts (see
 `rlds_lite.convert.episodes`); `to_dataset` and `write_tfds` turn those into
-an RLDS ``tf.data`` dataset or a TFDS directory.
+an RLDS ``tf.data`` dataset or a TFDS directory. Format modules: `minari`
+(Minari HDF5), `d4rl` (D4RL dicts and HDF5), `il_representations` (the
+in-memory dict and webdataset shards), `ted` (TorchRL's TED layout, nested
+dicts and H5) and `alf` (ALF TimeSteps). docs/convert.md tables how each
+format's end-of-episode fields map to ``is_last``/``is_terminal``/``discount``.
 
 Example:
   >>> import numpy as np
@@ -14,8 +18,11 @@ Example:
   [[1.0, 0.0]]
 """
 
+from rlds_lite.convert import alf
 from rlds_lite.convert import d4rl
+from rlds_lite.convert import il_representations
 from rlds_lite.convert import minari
+from rlds_lite.convert import ted
 from rlds_lite.convert import transitions
 from rlds_lite.convert.episodes import check_episode
 from rlds_lite.convert.episodes import ConversionError
@@ -27,9 +34,12 @@ from rlds_lite.convert.episodes import to_dataset
 from rlds_lite.convert.episodes import write_tfds
 
 __all__ = [
+    'alf',
     'check_episode',
     'd4rl',
+    'il_representations',
     'minari',
+    'ted',
     'transitions',
     'ConversionError',
     'Episode',

@@ -1,0 +1,270 @@
+"""ALF TimeSteps to RLDS and back (a dict of NumPy arrays; no ALF needed).
+
+An ALF ``TimeStep`` is what the environment returned at one time step:
+``step_type`` (``FIRST`` = 0 after a reset, ``MID`` = 1, ``LAST`` = 2),
+``observation``, ``reward`` and ``prev_action`` (the reward for, and the
+action of, the *previous* step), ``discount`` (1, except 0 at a ``LAST``
+step that really ends the game; a ``LAST`` step cut by a time limit keeps
+1), ``env_id`` and ``env_info``. This module uses the concatenated form: a
+dict of ``[N, ...]`` arrays with episodes one after the other (a ``[B, T]``
+batch is read row after row, each row holding whole episodes).
+
+RLDS view: time steps and RLDS steps correspond one to one (``T`` of each),
+so ``observation`` and ``env_info`` (step fields other than the core ones)
+map straight across; RLDS ``action[t] = prev_action[t + 1]``,
+``reward[t] = reward[t + 1]`` and ``discount[t] = discount[t + 1]`` inside
+an episode, zero on the last step; ``is_terminal[-1]`` is ``discount == 0``
+at ``LAST``. Going back, ``prev_action``, ``reward`` of the ``FIRST`` step
+are zero and its ``discount`` 1. A one-step RLDS episode (a reset and
+nothing else) cannot be a ``FIRST ... LAST`` sequence and is not written.
+Episode metadata is not kept.
+
+Example:
+  >>> import numpy as np
+  >>> ts = {'step_type': np.array([0, 1, 2, 0, 2]),
+  ...       'observation': np.arange(5.), 'prev_action': np.array([0, 7, 8, 0, 9]),
+  ...       'reward': np.array([0., 1., 2., 0., 3.]),
+  ...       'discount': np.array([1., 1., 0., 1., 1.])}
+  >>> [(e['steps']['action'].tolist(), bool(e['steps']['is_terminal'][-1]))
+  ...  for e in from_alf(ts)]
+  [([7, 8, 0], True), ([9, 0], False)]
+"""
+
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from rlds_lite import rlds_types
+from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import il_representations as rows_lib
+from rlds_lite.convert import transitions
+
+ConversionError = episodes_lib.ConversionError
+
+FIRST, MID, LAST = 0, 1, 2
+"""ALF ``StepType`` values."""
+STEP_TYPE_NAMES = {FIRST: 'FIRST', MID: 'MID', LAST: 'LAST'}
+REQUIRED_KEYS = ('step_type', 'observation', 'prev_action', 'reward',
+                 'discount')
+"""The TimeStep fields `from_alf` needs (``env_id``, ``env_info`` optional)."""
+
+
+def _map(fn, nest: Any) -> Any:
+  if isinstance(nest, dict):
+    return {k: _map(fn, v) for k, v in nest.items()}
+  return fn(nest)
+
+
+def _as_dict(time_steps: Any) -> Dict[str, Any]:
+  if isinstance(time_steps, dict):
+    return dict(time_steps)
+  if hasattr(time_steps, '_asdict'):  # alf.data_structures.TimeStep
+    return dict(time_steps._asdict())
+  raise TypeError('from_alf: expected a dict of arrays or a TimeStep '
+                  f'namedtuple, got {type(time_steps).__name__}.')
+
+
+def _check_step_types(step_type: np.ndarray, ends: np.ndarray,
+                      source: str) -> List[slice]:
+  """Episode slices; raises unless each is FIRST, MID..., LAST."""
+  slices = episodes_lib.episode_slices(ends, source=source,
+                                       field='step_type')
+  starts = np.array([s.start for s in slices], int)
+  bad = np.flatnonzero(step_type[starts] != FIRST)
+  if len(bad):
+    row = int(starts[bad[0]])
+    raise ConversionError(
+        f'row {row} starts the episode with '
+        f'{STEP_TYPE_NAMES[int(step_type[row])]}; expected FIRST (0)',
+        source=source, episode=int(bad[0]), field='step_type')
+  inner = np.flatnonzero(step_type[:len(ends)] == FIRST)
+  inner = inner[~np.isin(inner, starts)]
+  if len(inner):
+    row = int(inner[0])
+    raise ConversionError(
+        f'row {row} is FIRST inside the episode that starts on row '
+        f'{int(starts[starts < row][-1])}: that episode has no LAST',
+        source=source, episode=int(ends[:row].sum()), field='step_type')
+  return slices
+
+
+def from_alf(time_steps: Any, *, repair: Optional[str] = None
+             ) -> List[episodes_lib.Episode]:
+  """RLDS Episodes from ALF TimeSteps (see module docstring).
+
+  Args:
+    time_steps: dict (or ``TimeStep`` namedtuple) of ``[N, ...]`` (or
+      ``[B, T, ...]``) arrays: ``step_type``, ``observation`` (nest),
+      ``prev_action`` (nest), ``reward``, ``discount``; optionally
+      ``env_id`` (ignored) and ``env_info`` (a dict: step fields).
+    repair: time steps after the last ``LAST``: None raises, ``'truncate'``
+      ends them as a truncated episode, ``'drop'`` drops them.
+
+  Returns:
+    A list of Episodes (no episode metadata).
+
+  Raises:
+    ConversionError: naming the episode and the field.
+
+  Example:
+    >>> from_alf({'step_type': np.array([1, 2]), 'observation': np.zeros(2),
+    ...           'prev_action': np.zeros(2), 'reward': np.zeros(2),
+    ...           'discount': np.ones(2)})
+    Traceback (most recent call last):
+    ...
+    rlds_lite.convert.episodes.ConversionError: <alf time steps>: episode 0, field 'step_type': row 0 starts the episode with MID; expected FIRST (0)
+  """
+  data = _as_dict(time_steps)
+  source = '<alf time steps>'
+  for key in REQUIRED_KEYS:
+    if data.get(key) is None:
+      raise ConversionError('is missing; ALF TimeSteps need ' +
+                            ', '.join(REQUIRED_KEYS), source=source,
+                            field=key)
+  step_type = np.asarray(data['step_type'])
+  if step_type.ndim == 2:
+    data = {k: _map(lambda x: np.asarray(x).reshape(
+        (-1,) + np.shape(x)[2:]), v) for k, v in data.items()
+            if v is not None}
+    step_type = np.asarray(data['step_type'])
+  if step_type.ndim != 1:
+    raise ConversionError(f'has shape {step_type.shape}; expected [N] or '
+                          '[B, T]', source=source, field='step_type')
+  unknown = np.flatnonzero(~np.isin(step_type, (FIRST, MID, LAST)))
+  if len(unknown):
+    row = int(unknown[0])
+    raise ConversionError(
+        f'is {step_type[row]} on row {row}; expected 0 (FIRST), 1 (MID) or '
+        '2 (LAST)', source=source,
+        episode=int((step_type[:row] == LAST).sum()), field='step_type')
+  rows = len(step_type)
+  env_info = data.get('env_info') or {}
+  if not isinstance(env_info, dict):
+    raise ConversionError('must be a dict of [N, ...] arrays', source=source,
+                          field='env_info')
+  for key in REQUIRED_KEYS[1:]:
+    rows_lib.check_rows(data[key], key, rows, source, 'step_type')
+  rows_lib.check_rows(env_info, 'env_info', rows, source, 'step_type')
+  reward = np.asarray(data['reward'])
+  discount = np.asarray(data['discount'])
+  if discount.ndim != 1:
+    raise ConversionError(f'has shape {discount.shape}; expected [N]',
+                          source=source, field='discount')
+  ends = rows_lib.repair_ends(step_type == LAST, repair, source, 'step_type')
+  slices = _check_step_types(step_type, ends, source)
+  if not slices:
+    return []
+  count = len(ends)
+  last_rows = np.array([s.stop - 1 for s in slices])
+  terminated = (discount[last_rows] == 0) & (step_type[last_rows] == LAST)
+
+  def shifted(leaf):
+    leaf = np.asarray(leaf)[:count]
+    out = np.zeros_like(leaf)
+    out[:-1] = leaf[1:]
+    out[last_rows] = 0
+    return out
+
+  columns = {k: _map(lambda x: np.asarray(x)[:count], v)
+             for k, v in env_info.items()}
+  columns.update({
+      rlds_types.OBSERVATION: _map(lambda x: np.asarray(x)[:count],
+                                   data['observation']),
+      rlds_types.ACTION: _map(shifted, data['prev_action']),
+      rlds_types.REWARD: shifted(reward),
+      rlds_types.DISCOUNT: shifted(discount),
+  })
+  out = []
+  for index, cut in enumerate(slices):
+    steps = {k: _map(lambda leaf, cut=cut: leaf[cut], v)
+             for k, v in columns.items()}
+    steps.update(episodes_lib.rlds_flags(cut.stop - cut.start,
+                                         bool(terminated[index])))
+    out.append({rlds_types.STEPS: steps})
+  return out
+
+
+def _concat(nests: List[Any]) -> Any:
+  if isinstance(nests[0], dict):
+    return {k: _concat([n[k] for n in nests]) for k in nests[0]}
+  return np.concatenate([np.asarray(n) for n in nests])
+
+
+def _delayed(leaf: Any) -> np.ndarray:
+  """``[T, ...]`` values moved one step later, zero first."""
+  leaf = np.asarray(leaf)
+  out = np.zeros_like(leaf)
+  out[1:] = leaf[:-1]
+  return out
+
+
+def to_alf(episodes: episodes_lib.EpisodesLike, *,
+           one_step: str = 'error') -> Dict[str, Any]:
+  """ALF TimeSteps (concatenated ``[N]`` dict of arrays) from RLDS Episodes.
+
+  Fields: ``step_type`` (int32), ``observation``, ``prev_action``,
+  ``reward`` (float32 zeros if the episodes have none), ``discount``
+  (float32; RLDS's own discount moved one step later, so 0 at the ``LAST``
+  of a terminated episode), ``env_id`` (int32 zeros) and ``env_info`` (the
+  other step fields). `from_alf` gives the episodes back exactly, apart from
+  episode metadata and the last step's action, reward and discount (invalid
+  in RLDS; read back as zeros); episodes without a discount get the derived
+  one.
+
+  Args:
+    episodes: Episodes or an RLDS dataset with ``observation`` and
+      ``action``.
+    one_step: a one-step episode cannot be written: ``'error'`` or
+      ``'skip'``.
+
+  Example:
+    >>> e = {'steps': {'observation': np.arange(3.), 'action': np.array([4, 5, 0]),
+    ...                'reward': np.array([1., 2., 0.]),
+    ...                **episodes_lib.rlds_flags(3, True)}}
+    >>> ts = to_alf([e])
+    >>> ts['step_type'].tolist(), ts['prev_action'].tolist(), ts['discount'].tolist()
+    ([0, 1, 2], [0, 4, 5], [1.0, 1.0, 0.0])
+  """
+  if one_step not in ('error', 'skip'):
+    raise ValueError(f"to_alf: one_step={one_step!r}; 'error' or 'skip'.")
+  source = '<episodes>'
+  parts: Dict[str, List[Any]] = {}
+  for index, episode in enumerate(episodes_lib.numpy_episodes(episodes)):
+    episode = episodes_lib.check_episode(episode, source=source, index=index)
+    steps = episode[rlds_types.STEPS]
+    for name in (rlds_types.OBSERVATION, rlds_types.ACTION):
+      if name not in steps:
+        raise ConversionError('is missing; ALF TimeSteps need it',
+                              source=source, episode=index, field=name)
+    length = len(steps[rlds_types.IS_LAST])
+    if length == 1:
+      if one_step == 'skip':
+        continue
+      raise ConversionError(
+          'has one step (only a reset), which ALF cannot hold as FIRST ... '
+          "LAST; pass one_step='skip' to leave such episodes out",
+          source=source, episode=index, field=rlds_types.IS_LAST)
+    terminated = bool(steps[rlds_types.IS_TERMINAL][-1])
+    step_type = np.full(length, MID, np.int32)
+    step_type[0], step_type[-1] = FIRST, LAST
+    reward = steps.get(rlds_types.REWARD, np.zeros(length, np.float32))
+    discount = steps.get(rlds_types.DISCOUNT)
+    if discount is None:
+      discount = transitions.derived_discount(length, terminated)
+    discount = _delayed(discount)
+    discount[0] = 1
+    add = lambda key, value: parts.setdefault(key, []).append(value)
+    add('step_type', step_type)
+    add('observation', steps[rlds_types.OBSERVATION])
+    add('prev_action', _map(_delayed, steps[rlds_types.ACTION]))
+    add('reward', _delayed(reward))
+    add('discount', discount)
+    add('env_info', {k: v for k, v in steps.items()
+                     if k not in transitions.CORE_FIELDS})
+  if not parts:
+    raise ValueError('to_alf: no episodes with two or more steps; the shapes '
+                     'of the arrays cannot be inferred.')
+  out = {k: _concat(v) for k, v in parts.items()}
+  out['env_id'] = np.zeros(len(out['step_type']), np.int32)
+  return out
+

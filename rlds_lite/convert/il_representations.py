@@ -1,0 +1,886 @@
+"""il-representations data (dicts and webdataset shards) to RLDS and back.
+
+The il-representations project keeps demonstrations in two forms, both with
+one row per transition ``(o_t, a_t, o_{t+1})`` of every trajectory,
+concatenated:
+
+* the in-memory dict of ``auto.load_dataset_dict()``: ``obs``, ``next_obs``,
+  ``acts`` and ``dones`` (``[N]`` bool, True on the last row of a
+  trajectory), all with ``N`` rows; ``rews`` when rewards are kept.
+* webdataset tar shards (see `from_webdataset`): ``_metadata.meta.pickle``
+  then one group of ``frame_NNN.{obs,next_obs,acts,dones,rews,infos}.pickle``
+  members per row.
+
+RLDS view: an episode is the rows up to and including the next row with
+``dones``; its ``N`` rows become ``T = N + 1`` steps, the last holding the
+final observation (``next_obs`` of the last row) with zero action and
+reward. ``dones`` alone does not say why an episode ended. This module
+stores that as ``truncated`` (dict key, ``[N]`` bool) or as gym's
+``infos['TimeLimit.truncated']`` (shards) on the last row of a truncated
+episode; without it, ``dones_mean='terminated'`` (default, the
+il-representations docs call ``dones`` "terminal") or ``'truncated'`` says
+how to read ``dones``. The discount is 1, except 0 on the terminating
+transition and on the last step; another stored discount is kept as
+``discounts`` (dict) or ``infos['discount']`` (shards). Other row fields
+become step fields, zero on the last step. A one-step episode (a final
+observation only) has no row.
+
+Example:
+  >>> import numpy as np
+  >>> data = {'obs': np.array([0., 1., 5.]), 'next_obs': np.array([1., 2., 6.]),
+  ...         'acts': np.array([1, 2, 3]), 'dones': np.array([0, 1, 1])}
+  >>> [e['steps']['observation'].tolist() for e in from_il_dict(data)]
+  [[0.0, 1.0, 2.0], [5.0, 6.0]]
+  >>> sorted(to_il_dict(from_il_dict(data)))
+  ['acts', 'dones', 'next_obs', 'obs', 'truncated']
+"""
+
+import glob
+import io
+import os
+import pickle
+import tarfile
+import tempfile
+from typing import (Any, Dict, Iterable, Iterator, List, Optional, Sequence,
+                    Union)
+
+import numpy as np
+import tensorflow as tf
+
+from rlds_lite import nest_paths
+from rlds_lite import rlds_types
+from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import transitions
+
+ConversionError = episodes_lib.ConversionError
+
+REQUIRED_KEYS = ('obs', 'next_obs', 'acts', 'dones')
+"""Keys an il-representations dict (and every shard frame) must have."""
+REPAIRS = ('truncate', 'drop')
+"""``repair=`` options: end unfinished trailing rows as truncated, or drop."""
+DONES_MEANINGS = ('terminated', 'truncated')
+"""``dones_mean=`` options when no ``truncated`` marker is stored."""
+TRUNCATED_INFO = 'TimeLimit.truncated'
+"""gym's info key for an episode cut by a time limit (shards)."""
+EPISODE_METADATA_INFO = 'episode_metadata'
+"""Info key of an episode's first frame holding its RLDS metadata (shards)."""
+DISCOUNT_INFO = 'discount'
+"""Info key holding a stored (non-derived) discount (shards)."""
+METADATA_MEMBER = '_metadata.meta.pickle'
+"""The first member of every shard: the dataset's metadata."""
+
+_ROW_ROLES = {'obs': rlds_types.OBSERVATION, 'acts': rlds_types.ACTION,
+              'rews': rlds_types.REWARD}
+_NOT_STEP_KEYS = frozenset(REQUIRED_KEYS + ('rews', 'truncated', 'discounts'))
+_FRAME_FIELDS = frozenset(REQUIRED_KEYS + ('rews', 'infos'))
+_SAFE_GLOBALS = frozenset(
+    [(module, name)
+     for module in ('numpy._core.multiarray', 'numpy.core.multiarray')
+     for name in ('_reconstruct', 'scalar')] +
+    [(module, '_frombuffer')
+     for module in ('numpy._core.numeric', 'numpy.core.numeric')] +
+    [('numpy', 'ndarray'), ('numpy', 'dtype'), ('_codecs', 'encode')] +
+    [(module, name) for module in ('builtins', '__builtin__')
+     for name in ('bool', 'bytearray', 'bytes', 'complex', 'dict', 'float',
+                  'frozenset', 'int', 'list', 'set', 'slice', 'str',
+                  'tuple')])
+"""The only globals a shard's pickles may name without ``allow_pickle``."""
+
+
+# ----------------------------------------------------------------------------
+# Rows <-> Episodes (shared with the TED converter).
+
+
+def _map(fn, nest: Any) -> Any:
+  if isinstance(nest, dict):
+    return {k: _map(fn, v) for k, v in nest.items()}
+  return fn(nest)
+
+
+def _concat(nests: List[Any]) -> Any:
+  if isinstance(nests[0], dict):
+    return {k: _concat([n[k] for n in nests]) for k in nests[0]}
+  return np.concatenate([np.asarray(n) for n in nests])
+
+
+def check_rows(nest: Any, name: str, rows: int, source: str,
+               against: str) -> None:
+  """Raises ConversionError unless every leaf of ``nest`` has ``rows`` rows.
+
+  Example:
+    >>> check_rows({'a': np.zeros(3)}, 'obs', 2, 'x.tar', 'dones')
+    Traceback (most recent call last):
+    ...
+    rlds_lite.convert.episodes.ConversionError: x.tar: field 'obs/a': has 3 rows; dones has 2
+  """
+  for path, leaf in nest_paths.flatten_with_paths(nest, name):
+    length = np.shape(leaf)[0] if np.ndim(leaf) else None
+    if length != rows:
+      raise ConversionError(f'has {length} rows; {against} has {rows}',
+                            source=source, field=path)
+
+
+def end_column(value: Any, name: str, source: str) -> np.ndarray:
+  """A ``[N]`` or ``[N, 1]`` flag column as bool ``[N]``.
+
+  Example:
+    >>> end_column([[0], [1]], 'done', 'x').tolist()
+    [False, True]
+  """
+  value = np.asarray(value)
+  if value.ndim == 2 and value.shape[1] == 1:
+    value = value[:, 0]
+  if value.ndim != 1:
+    raise ConversionError(f'has shape {value.shape}; expected [rows]',
+                          source=source, field=name)
+  return value.astype(bool)
+
+
+def repair_ends(ends: np.ndarray, repair: Optional[str], source: str,
+                field: str) -> np.ndarray:
+  """End flags whose trailing unfinished rows are repaired, or an error.
+
+  ``repair='truncate'`` ends those rows as a truncated episode,
+  ``'drop'`` drops them; None raises a ConversionError naming the episode.
+
+  Example:
+    >>> repair_ends(np.array([True, False]), 'truncate', 'x', 'dones').tolist()
+    [True, True]
+    >>> repair_ends(np.array([True, False]), None, 'x', 'dones')
+    Traceback (most recent call last):
+    ...
+    rlds_lite.convert.episodes.ConversionError: x: episode 1, field 'dones': is not set on the last row (1): rows 1..1 do not end an episode; pass repair='truncate' to end them as a truncated episode or repair='drop' to drop them
+  """
+  if repair not in (None,) + REPAIRS:
+    raise ValueError(f'repair={repair!r}; choose None or one of {REPAIRS}.')
+  if not len(ends) or ends[-1]:
+    return ends
+  done = np.flatnonzero(ends)
+  first = int(done[-1]) + 1 if len(done) else 0
+  if repair == 'drop':
+    return ends[:first]
+  if repair == 'truncate':
+    ends = ends.copy()
+    ends[-1] = True
+    return ends
+  raise ConversionError(
+      f'is not set on the last row ({len(ends) - 1}): rows {first}..'
+      f'{len(ends) - 1} do not end an episode; pass repair=\'truncate\' to '
+      "end them as a truncated episode or repair='drop' to drop them",
+      source=source, episode=len(done), field=field)
+
+
+def episodes_from_rows(observations: Any, next_observations: Any,
+                       actions: Any, rewards: Optional[np.ndarray],
+                       ends: np.ndarray, terminated: np.ndarray, *,
+                       discounts: Optional[np.ndarray] = None,
+                       extras: Optional[Dict[str, Any]] = None,
+                       metadata: Optional[Sequence[Dict[str, Any]]] = None,
+                       source: str = '<rows>', field: str = 'dones'
+                       ) -> List[episodes_lib.Episode]:
+  """RLDS Episodes from checked transition rows, cut at ``ends``.
+
+  Every leaf has ``R >= len(ends)`` rows (rows past ``len(ends)`` are
+  dropped). One ``np.insert`` per field adds each episode's last step.
+
+  Args:
+    observations, next_observations: nests of ``[R, ...]`` ``o_t``, ``o_{t+1}``.
+    actions: nest of ``[R, ...]``. rewards: ``[R]`` or None (no reward field).
+    ends: bool ``[N]``, True on each episode's last row; ``ends[-1]`` True.
+    terminated: bool ``[N]``: the row's transition terminates its episode.
+    discounts: stored ``[R]`` transition discounts, or None to derive them.
+    extras: more step fields (nests of ``[R, ...]``), zero on the last step.
+    metadata: one dict of episode metadata per episode, or None.
+    source, field: for error messages.
+
+  Example:
+    >>> e = episodes_from_rows(np.arange(3.), np.arange(1., 4.), np.ones(3),
+    ...                        None, np.array([0, 1, 1], bool),
+    ...                        np.array([0, 1, 0], bool))
+    >>> [x['steps']['discount'].tolist() for x in e]
+    [[1.0, 0.0, 0.0], [1.0, 0.0]]
+  """
+  slices = episodes_lib.episode_slices(ends, source=source, field=field)
+  if not slices:
+    return []
+  count = len(ends)
+  stops = np.array([s.stop for s in slices])
+  last_rows = stops - 1
+  end_terminated = np.asarray(terminated, bool)[last_rows]
+
+  def with_final(leaf, next_leaf):
+    leaf = np.asarray(leaf)[:count]
+    return np.insert(leaf, stops, np.asarray(next_leaf)[last_rows], axis=0)
+
+  def with_zero(leaf):
+    leaf = np.asarray(leaf)[:count]
+    pad = np.zeros((len(stops),) + leaf.shape[1:], leaf.dtype)
+    return np.insert(leaf, stops, pad, axis=0)
+
+  observations = _map_pair(with_final, observations, next_observations)
+  actions = _map(with_zero, actions)
+  if discounts is None:
+    discounts = np.ones(count, np.float32)
+    discounts[last_rows[end_terminated]] = 0
+  columns = {rlds_types.OBSERVATION: observations,
+             rlds_types.ACTION: actions,
+             rlds_types.DISCOUNT: with_zero(discounts)}
+  if rewards is not None:
+    columns[rlds_types.REWARD] = with_zero(rewards)
+  for key, value in (extras or {}).items():
+    columns[key] = _map(with_zero, value)
+  out = []
+  for index, rows in enumerate(slices):
+    cut = slice(rows.start + index, rows.stop + index + 1)
+    steps = {k: _map(lambda leaf, cut=cut: leaf[cut], v)
+             for k, v in columns.items()}
+    steps.update(episodes_lib.rlds_flags(cut.stop - cut.start,
+                                         bool(end_terminated[index])))
+    episode = dict(metadata[index]) if metadata is not None else {}
+    episode[rlds_types.STEPS] = steps
+    out.append(episode)
+  return out
+
+
+def _map_pair(fn, nest: Any, other: Any) -> Any:
+  if isinstance(nest, dict):
+    return {k: _map_pair(fn, v, other[k]) for k, v in nest.items()}
+  return fn(nest, other)
+
+
+def same_structure(nest: Any, other: Any, name: str, other_name: str,
+                   source: str) -> None:
+  """Raises ConversionError unless both nests have the same dict keys.
+
+  Example:
+    >>> same_structure({'a': 1}, {'b': 1}, 'next_obs', 'obs', 'x')
+    Traceback (most recent call last):
+    ...
+    rlds_lite.convert.episodes.ConversionError: x: field 'next_obs': has keys ['b']; obs has ['a']
+  """
+  if isinstance(nest, dict) != isinstance(other, dict):
+    kind = 'a dict' if isinstance(other, dict) else 'an array'
+    raise ConversionError(f'is {kind}; {other_name} is not', source=source,
+                          field=name)
+  if isinstance(nest, dict):
+    if sorted(nest) != sorted(other):
+      raise ConversionError(f'has keys {sorted(other)}; {other_name} has '
+                            f'{sorted(nest)}', source=source, field=name)
+    for key in nest:
+      same_structure(nest[key], other[key], f'{name}/{key}',
+                     f'{other_name}/{key}', source)
+
+
+def rows_from_episodes(episodes: episodes_lib.EpisodesLike, *,
+                       one_step: str = 'error', source: str = '<episodes>',
+                       what: str = 'this format'
+                       ) -> Optional[Dict[str, Any]]:
+  """Transition rows of RLDS Episodes (the inverse of `episodes_from_rows`).
+
+  Args:
+    episodes: Episodes or an RLDS dataset with ``observation`` and
+      ``action`` (``reward`` optional).
+    one_step: a one-step episode has no row: ``'error'`` or ``'skip'``.
+    source, what: for error messages.
+
+  Returns:
+    None if no rows, else a dict: ``observations``, ``next_observations``,
+    ``actions`` (nests of ``[N, ...]``), ``rewards`` (``[N]`` or None),
+    ``ends``, ``terminated``, ``truncated`` (bool ``[N]``, set on last rows),
+    ``discounts`` (``[N]``, or None if every episode has the derived float32
+    discount), ``extras`` (other step fields, ``[N, ...]``), ``metadata``
+    (one dict per episode with rows).
+
+  Example:
+    >>> e = {'steps': {'observation': np.arange(3.), 'action': np.zeros(3),
+    ...                **episodes_lib.rlds_flags(3, True)}}
+    >>> r = rows_from_episodes([e])
+    >>> r['next_observations'].tolist(), r['terminated'].tolist()
+    ([1.0, 2.0], [False, True])
+  """
+  if one_step not in ('error', 'skip'):
+    raise ValueError(f"one_step={one_step!r}; 'error' or 'skip'.")
+  parts: Dict[str, List[Any]] = {}
+  discounts: List[np.ndarray] = []
+  stored_discount = False
+  metadata = []
+  has_reward = None
+  for index, episode in enumerate(episodes_lib.numpy_episodes(episodes)):
+    episode = episodes_lib.check_episode(episode, source=source, index=index)
+    steps = episode[rlds_types.STEPS]
+    for name in (rlds_types.OBSERVATION, rlds_types.ACTION):
+      if name not in steps:
+        raise ConversionError(f'is missing; {what} needs it', source=source,
+                              episode=index, field=name)
+    if has_reward is None:
+      has_reward = rlds_types.REWARD in steps
+    elif has_reward != (rlds_types.REWARD in steps):
+      raise ConversionError('is in some episodes only', source=source,
+                            episode=index, field=rlds_types.REWARD)
+    length = len(steps[rlds_types.IS_LAST])
+    if length == 1:
+      if one_step == 'skip':
+        continue
+      raise ConversionError(
+          f'has one step (only a final observation), so no row in {what}; '
+          "pass one_step='skip' to leave such episodes out", source=source,
+          episode=index, field=rlds_types.IS_LAST)
+    terminated = bool(steps[rlds_types.IS_TERMINAL][-1])
+    head = lambda x: np.asarray(x)[:-1]
+    last = np.arange(length - 1) == length - 2
+    add = lambda key, value: parts.setdefault(key, []).append(value)
+    add('observations', _map(head, steps[rlds_types.OBSERVATION]))
+    add('next_observations',
+        _map(lambda x: np.asarray(x)[1:], steps[rlds_types.OBSERVATION]))
+    add('actions', _map(head, steps[rlds_types.ACTION]))
+    if has_reward:
+      add('rewards', head(steps[rlds_types.REWARD]))
+    add('ends', last)
+    add('terminated', last & terminated)
+    add('truncated', last & (not terminated))
+    add('extras', {k: _map(head, v) for k, v in steps.items()
+                   if k not in transitions.CORE_FIELDS})
+    derived = transitions.derived_discount(length, terminated)
+    discount = steps.get(rlds_types.DISCOUNT)
+    if discount is None:
+      discounts.append(derived[:-1])
+    else:
+      discount = np.asarray(discount)
+      if (discount.dtype != np.float32 or
+          not np.array_equal(discount[:-1], derived[:-1])):
+        stored_discount = True
+      discounts.append(discount[:-1])
+    metadata.append({k: v for k, v in episode.items()
+                     if k != rlds_types.STEPS})
+  if not parts:
+    return None
+  out = {k: _concat(v) for k, v in parts.items()}
+  out.setdefault('rewards', None)
+  out['discounts'] = np.concatenate(discounts) if stored_discount else None
+  out['metadata'] = metadata
+  return out
+
+
+# ----------------------------------------------------------------------------
+# The in-memory dict.
+
+
+def _rows_of(data: Dict[str, Any], source: str, dones_mean: str,
+             repair: Optional[str], field: str = 'dones',
+             metadata: Optional[List[Dict[str, Any]]] = None
+             ) -> List[episodes_lib.Episode]:
+  """Episodes of an il-representations row dict that has the required keys."""
+  if dones_mean not in DONES_MEANINGS:
+    raise ValueError(f'dones_mean={dones_mean!r}; choose from '
+                     f'{DONES_MEANINGS}.')
+  dones = end_column(data['dones'], 'dones', source)
+  rows = len(dones)
+  for key in REQUIRED_KEYS[:3] + ('rews', 'truncated', 'discounts'):
+    if key in data:
+      check_rows(data[key], key, rows, source, 'dones')
+  same_structure(data['obs'], data['next_obs'], 'next_obs', 'obs', source)
+  extras = {k: v for k, v in data.items() if k not in _NOT_STEP_KEYS}
+  for key, value in extras.items():
+    check_rows(value, key, rows, source, 'dones')
+  if 'truncated' in data:
+    truncated = end_column(data['truncated'], 'truncated', source)
+    bad = np.flatnonzero(truncated & ~dones)
+    if len(bad):
+      raise ConversionError(
+          f'is True on row {bad[0]} where dones is False',
+          source=source, episode=int(dones[:bad[0]].sum()),
+          field='truncated')
+    terminated = dones & ~truncated
+  elif dones_mean == 'terminated':
+    terminated = dones
+  else:
+    terminated = np.zeros(rows, bool)
+  ends = repair_ends(dones, repair, source, field)
+  rewards = data.get('rews')
+  if rewards is not None:
+    rewards = np.asarray(rewards)
+    if rewards.ndim == 2 and rewards.shape[1] == 1:
+      rewards = rewards[:, 0]
+  return episodes_from_rows(
+      data['obs'], data['next_obs'], data['acts'], rewards, ends, terminated,
+      discounts=data.get('discounts'), extras=extras, metadata=metadata,
+      source=source, field=field)
+
+
+def from_il_dict(data: Dict[str, Any], *, dones_mean: str = 'terminated',
+                 repair: Optional[str] = None
+                 ) -> List[episodes_lib.Episode]:
+  """RLDS Episodes from an il-representations dict (see module docstring).
+
+  Args:
+    data: ``obs``, ``next_obs`` (nests of ``[N, ...]``), ``acts``, ``dones``
+      (``[N]``); optionally ``rews``, ``truncated`` (``[N]`` bool: the done
+      is a time limit), ``discounts`` and other ``[N, ...]`` step fields.
+    dones_mean: without ``truncated``, whether a done is a termination
+      (default) or a truncation.
+    repair: rows after the last done: None raises, ``'truncate'`` ends them
+      as a truncated episode, ``'drop'`` drops them.
+
+  Returns:
+    A list of Episodes (no episode metadata: the dict has no place for it).
+
+  Raises:
+    ConversionError: naming the episode (where one) and the field.
+
+  Example:
+    >>> from_il_dict({'obs': np.zeros(2), 'next_obs': np.zeros(2),
+    ...               'acts': np.zeros(2), 'dones': np.array([1, 0])})
+    Traceback (most recent call last):
+    ...
+    rlds_lite.convert.episodes.ConversionError: <il dict>: episode 1, field 'dones': is not set on the last row (1): rows 1..1 do not end an episode; pass repair='truncate' to end them as a truncated episode or repair='drop' to drop them
+  """
+  source = '<il dict>'
+  for key in REQUIRED_KEYS:
+    if key not in data:
+      raise ConversionError(
+          'is missing; an il-representations dict needs ' +
+          ', '.join(REQUIRED_KEYS), source=source, field=key)
+  return _rows_of(data, source, dones_mean, repair)
+
+
+def to_il_dict(episodes: episodes_lib.EpisodesLike, *,
+               one_step: str = 'error') -> Dict[str, Any]:
+  """An il-representations dict from RLDS Episodes (or an RLDS dataset).
+
+  Writes ``obs``, ``next_obs``, ``acts``, ``dones``, ``truncated`` (True on
+  the last row of a truncated episode), ``rews`` if the episodes have a
+  reward, ``discounts`` if a discount differs from the derived one, and the
+  other step fields. `from_il_dict` gives the episodes back exactly apart
+  from episode metadata and the last step's values of non-observation
+  fields (invalid in RLDS).
+
+  Args:
+    episodes: Episodes or an RLDS dataset.
+    one_step: a one-step episode has no row: ``'error'`` or ``'skip'``.
+
+  Example:
+    >>> e = {'steps': {'observation': np.arange(3.), 'action': np.zeros(3),
+    ...                'reward': np.ones(3), **episodes_lib.rlds_flags(3, False)}}
+    >>> d = to_il_dict([e])
+    >>> d['next_obs'].tolist(), d['dones'].tolist(), d['truncated'].tolist()
+    ([1.0, 2.0], [False, True], [False, True])
+  """
+  rows = rows_from_episodes(episodes, one_step=one_step,
+                            what='an il-representations dict')
+  if rows is None:
+    raise ValueError('to_il_dict: no episodes with rows; the shapes of the '
+                     'arrays cannot be inferred.')
+  out = dict(rows['extras'])
+  out.update(obs=rows['observations'], next_obs=rows['next_observations'],
+             acts=rows['actions'], dones=rows['ends'],
+             truncated=rows['truncated'])
+  if rows['rewards'] is not None:
+    out['rews'] = rows['rewards']
+  if rows['discounts'] is not None:
+    out['discounts'] = rows['discounts']
+  return out
+
+
+# ----------------------------------------------------------------------------
+# Webdataset shards.
+
+
+class _SafeUnpickler(pickle.Unpickler):
+  """Unpickles NumPy arrays and builtin values only (see ``_SAFE_GLOBALS``)."""
+
+  def __init__(self, file, where: Dict[str, Any]):
+    super().__init__(file)
+    self._where = where
+
+  def find_class(self, module: str, name: str) -> Any:
+    if (module, name) not in _SAFE_GLOBALS:
+      raise ConversionError(
+          f'refuses to load global {module}.{name}: without '
+          'allow_pickle=True only NumPy arrays and builtin values are '
+          'unpickled (pass allow_pickle=True only for files you trust)',
+          **self._where)
+    return super().find_class(module, name)
+
+
+def _unpickle(data: bytes, allow_pickle: bool, where: Dict[str, Any]) -> Any:
+  try:
+    if allow_pickle:
+      return pickle.loads(data)
+    return _SafeUnpickler(io.BytesIO(data), where).load()
+  except ConversionError:
+    raise
+  except Exception as error:  # pylint: disable=broad-except
+    raise ConversionError(f'cannot be unpickled: {error!r}',
+                          **where) from error
+
+
+def shard_paths(paths_or_dir: Union[str, os.PathLike, Iterable[Any]]
+                ) -> List[str]:
+  """The shard files: a directory's ``*.tar`` sorted, a path, or a list.
+
+  Example:
+    >>> shard_paths(['b.tar', 'a.tar'])
+    ['b.tar', 'a.tar']
+  """
+  if isinstance(paths_or_dir, (str, os.PathLike)):
+    path = os.fspath(paths_or_dir)
+    if os.path.isdir(path):
+      found = sorted(glob.glob(os.path.join(path, '*.tar')))
+      if not found:
+        raise FileNotFoundError(f'{path}: no *.tar shards.')
+      return found
+    return [path]
+  return [os.fspath(p) for p in paths_or_dir]
+
+
+def read_shard_metadata(path: Union[str, os.PathLike], *,
+                        allow_pickle: bool = False) -> Any:
+  """The unpickled ``_metadata.meta.pickle`` of a shard (None if absent).
+
+  Example:
+    >>> import tempfile
+    >>> e = {'steps': {'observation': np.zeros(2), 'action': np.zeros(2),
+    ...                **episodes_lib.rlds_flags(2, True)}}
+    >>> [p] = to_webdataset([e], tempfile.mkdtemp(), metadata={'task': 'x'})
+    >>> read_shard_metadata(p)
+    {'task': 'x'}
+  """
+  path = os.fspath(path)
+  with tarfile.open(path, 'r') as tar:
+    for member in tar:
+      if os.path.basename(member.name) == METADATA_MEMBER:
+        return _unpickle(tar.extractfile(member).read(), allow_pickle,
+                         {'source': f'{path}:{member.name}'})
+  return None
+
+
+def _read_frames(path: str, allow_pickle: bool, episode: int
+                 ) -> Iterator[Dict[str, Any]]:
+  """The frames of one shard in member order, as dicts of unpickled values."""
+  frame: Dict[str, Any] = {}
+  key = None
+  for name, payload in _tar_members(path):
+    base = os.path.basename(name)
+    if base == METADATA_MEMBER:
+      continue
+    prefix, _, suffix = base.partition('.')
+    if not suffix.endswith('.pickle'):
+      raise ConversionError(
+          'is not a .pickle member; only pickled frames are supported',
+          source=f'{path}:{name}', episode=episode)
+    field = suffix[:-len('.pickle')]
+    if prefix != key and frame:
+      yield frame
+      episode += bool(np.asarray(frame.get('dones', False)).any())
+      frame = {}
+    key = prefix
+    where = {'source': f'{path}:{name}', 'episode': episode, 'field': field}
+    frame['__key__'] = prefix
+    frame[field] = _unpickle(payload, allow_pickle, where)
+  if frame:
+    yield frame
+
+
+def _ustar_index(file: Any) -> Optional[List[Any]]:
+  """(name, offset, size) of the regular files of a plain ustar archive.
+
+  A fast path for the common case (several times faster than ``tarfile``); None
+  for anything else (pax or GNU extensions, bad checksums, links), which
+  ``tarfile`` then reads.
+  """
+  index = []
+  offset = 0
+  while True:
+    file.seek(offset)
+    header = file.read(512)
+    if len(header) < 512:
+      return None
+    if header == bytes(512):
+      return index
+    if header[257:265] != b'ustar\x0000' or header[124] & 0x80:
+      return None
+    try:
+      size = int(header[124:136].rstrip(b'\0 ') or b'0', 8)
+      checksum = int(header[148:156].rstrip(b'\0 ') or b'0', 8)
+    except ValueError:
+      return None
+    if checksum != sum(header[:148]) + 256 + sum(header[156:]):
+      return None
+    kind = header[156:157]
+    if kind not in (b'0', b'\0', b'5'):
+      return None
+    name = header[:100].split(b'\0', 1)[0].decode('utf-8')
+    prefix = header[345:500].split(b'\0', 1)[0].decode('utf-8')
+    if prefix:
+      name = f'{prefix}/{name}'
+    if kind != b'5':
+      index.append((name, offset + 512, size))
+    offset += 512 + -(-size // 512) * 512
+
+
+def _tar_members(path: str) -> Iterator[Any]:
+  """(name, bytes) of the regular files of a tar archive, in order."""
+  with open(path, 'rb') as file:
+    index = _ustar_index(file)
+    if index is not None:
+      for name, offset, size in index:
+        file.seek(offset)
+        yield name, file.read(size)
+      return
+  try:
+    with tarfile.open(path, 'r') as tar:
+      for member in tar:
+        if member.isfile():
+          yield member.name, tar.extractfile(member).read()
+  except tarfile.TarError as error:
+    raise ConversionError(f'is not a readable tar file: {error}',
+                          source=path) from error
+
+
+def _stack(values: List[Any], name: str, keys: List[str], source: str,
+           episodes: np.ndarray) -> Any:
+  """Per-frame values (nests) stacked to ``[N, ...]`` arrays."""
+  first = values[0]
+  if isinstance(first, dict):
+    out = {}
+    for sub in first:
+      column = []
+      for i, value in enumerate(values):
+        if not isinstance(value, dict) or sub not in value:
+          raise ConversionError(f'has no {sub!r} in frame {keys[i]}; frame '
+                                f'{keys[0]} has', source=source,
+                                episode=int(episodes[i]), field=name)
+        column.append(value[sub])
+      out[sub] = _stack(column, f'{name}/{sub}', keys, source, episodes)
+    return out
+  arrays = [np.asarray(v) for v in values]
+  shape = arrays[0].shape
+  for i, array in enumerate(arrays):
+    if array.shape != shape:
+      raise ConversionError(
+          f'has shape {array.shape} in frame {keys[i]}; frame {keys[0]} has '
+          f'{shape}', source=source, episode=int(episodes[i]), field=name)
+  return np.stack(arrays)
+
+
+def from_webdataset(paths_or_dir: Union[str, os.PathLike, Iterable[Any]], *,
+                    allow_pickle: bool = False,
+                    dones_mean: str = 'terminated',
+                    repair: Optional[str] = None
+                    ) -> List[episodes_lib.Episode]:
+  """RLDS Episodes from il-representations webdataset tar shards.
+
+  Frames are the groups of consecutive members sharing a prefix
+  (``frame_007.obs.pickle``, ``frame_007.acts.pickle``...), read in member
+  order, shard after shard (a directory's ``*.tar`` in sorted order); an
+  episode may span shards. Each frame needs ``obs``, ``next_obs``, ``acts``
+  and ``dones``; ``rews`` becomes the reward; in ``infos``,
+  ``TimeLimit.truncated`` marks a truncated end, ``discount`` a stored
+  discount, ``episode_metadata`` (first frame) the episode's metadata, and
+  keys present in every frame become step fields (the others are dropped).
+  Other members (e.g. ``frame``) become step fields.
+
+  Pickles are code: by default only NumPy arrays and builtin values are
+  unpickled and anything else raises a ConversionError naming the shard and
+  member; ``allow_pickle=True`` unpickles anything (trusted files only).
+
+  Args:
+    paths_or_dir: a directory of ``*.tar`` shards, a shard path, or a list.
+    allow_pickle: unpickle arbitrary objects (executes code from the file).
+    dones_mean, repair: as in `from_il_dict`.
+
+  Example:
+    >>> import tempfile
+    >>> e = {'steps': {'observation': np.zeros(3), 'action': np.ones(3),
+    ...                **episodes_lib.rlds_flags(3, False)}}
+    >>> out = tempfile.mkdtemp()
+    >>> [os.path.basename(p) for p in to_webdataset([e], out)]
+    ['shard_000000.tar']
+    >>> [x['steps']['is_terminal'].tolist() for x in from_webdataset(out)]
+    [[False, False, False]]
+  """
+  paths = shard_paths(paths_or_dir)
+  frames: List[Dict[str, Any]] = []
+  episode = 0
+  for path in paths:
+    for frame in _read_frames(path, allow_pickle, episode):
+      frame['__shard__'] = path
+      for field in REQUIRED_KEYS:
+        if field not in frame:
+          raise ConversionError(
+              f'is missing in frame {frame["__key__"]}; every frame needs '
+              + ', '.join(REQUIRED_KEYS), source=path, episode=episode,
+              field=field)
+      frames.append(frame)
+      episode += bool(np.asarray(frame['dones']).any())
+  source = paths[0] if len(paths) == 1 else os.path.dirname(paths[0]) or '.'
+  if not frames:
+    return []
+  keys = [f['__key__'] for f in frames]
+  dones = np.array([bool(np.asarray(f['dones']).any()) for f in frames])
+  episodes = np.concatenate([[0], np.cumsum(dones)[:-1]])
+  infos = [f.get('infos') or {} for f in frames]
+  for i, info in enumerate(infos):
+    if not isinstance(info, dict):
+      raise ConversionError(f'is a {type(info).__name__} in frame {keys[i]}; '
+                            'expected a dict', source=frames[i]['__shard__'],
+                            episode=int(episodes[i]), field='infos')
+  data = {'dones': dones}
+  fields = [k for k in frames[0] if not k.startswith('__') and k != 'infos'
+            and k != 'dones']
+  for field in fields:
+    for i, frame in enumerate(frames):
+      if field not in frame:
+        raise ConversionError(f'is missing in frame {keys[i]}; frame '
+                              f'{keys[0]} has it', source=frame['__shard__'],
+                              episode=int(episodes[i]), field=field)
+    data[field] = _stack([f[field] for f in frames], field, keys, source,
+                         episodes)
+  data['truncated'] = np.array([bool(i.get(TRUNCATED_INFO, False))
+                                for i in infos]) & dones
+  if not data['truncated'].any():
+    del data['truncated']
+  if all(DISCOUNT_INFO in i for i in infos):
+    data['discounts'] = _stack([i[DISCOUNT_INFO] for i in infos], 'infos/'
+                               + DISCOUNT_INFO, keys, source, episodes)
+  special = (TRUNCATED_INFO, DISCOUNT_INFO, EPISODE_METADATA_INFO)
+  common = [k for k in infos[0] if k not in special and
+            all(k in i for i in infos)]
+  for key in common:
+    if key in data or key in _NOT_STEP_KEYS:
+      continue
+    data[key] = _stack([i[key] for i in infos], f'infos/{key}', keys, source,
+                       episodes)
+  starts = np.concatenate([[True], dones[:-1]])
+  metadata = [dict(infos[i].get(EPISODE_METADATA_INFO) or {})
+              for i in np.flatnonzero(starts)]
+  return _rows_of(data, frames[-1]['__shard__'] if not dones[-1] else source,
+                  dones_mean, repair, metadata=metadata)
+
+
+def _ustar_header(name: str, size: int) -> bytes:
+  """The 512-byte ustar header of a regular file (mode 0644, mtime 0)."""
+  encoded = name.encode('utf-8')
+  if len(encoded) > 100:
+    raise ValueError(f'tar member name longer than 100 bytes: {name!r}')
+  header = bytearray(512)
+  header[:len(encoded)] = encoded
+  header[100:108] = b'0000644\0'
+  header[108:116] = b'0000000\0'
+  header[116:124] = b'0000000\0'
+  header[124:136] = b'%011o\0' % size
+  header[136:148] = b'00000000000\0'
+  header[148:156] = b' ' * 8
+  header[156:157] = b'0'
+  header[257:265] = b'ustar\x0000'
+  header[148:156] = b'%06o\0 ' % sum(header)
+  return bytes(header)
+
+
+def _add_member(file: Any, name: str, value: Any) -> None:
+  payload = pickle.dumps(value, protocol=4)
+  file.write(_ustar_header(name, len(payload)))
+  file.write(payload)
+  file.write(bytes(-len(payload) % 512))
+
+
+def _write_shard(path: str, frames: List[Dict[str, Any]], metadata: Any
+                 ) -> None:
+  """Writes one ustar shard to a temporary file and renames it into place."""
+  directory = os.path.dirname(os.path.abspath(path))
+  handle, temp = tempfile.mkstemp(suffix='.tar.tmp', dir=directory,
+                                  prefix='.' + os.path.basename(path))
+  try:
+    with os.fdopen(handle, 'wb') as file:
+      _add_member(file, METADATA_MEMBER, metadata)
+      for index, frame in enumerate(frames):
+        for field, value in frame.items():
+          _add_member(file, f'frame_{index:03d}.{field}.pickle', value)
+      file.write(bytes(1024))  # end-of-archive marker
+    os.replace(temp, path)
+  except BaseException:
+    if os.path.exists(temp):
+      os.remove(temp)
+    raise
+
+
+def _frame_at(nest: Any, row: int) -> Any:
+  if isinstance(nest, dict):
+    return {k: _frame_at(v, row) for k, v in nest.items()}
+  return nest[row]
+
+
+def to_webdataset(episodes: episodes_lib.EpisodesLike,
+                  out_dir: Union[str, os.PathLike], *,
+                  frames_per_shard: int = 1000, metadata: Any = None,
+                  one_step: str = 'error') -> List[str]:
+  """Writes RLDS Episodes as il-representations webdataset shards.
+
+  Each shard ``shard_NNNNNN.tar`` starts with ``_metadata.meta.pickle``
+  (``metadata``, default ``{}``) and holds whole episodes, one frame per
+  transition row (see `from_webdataset`); a new shard starts once a shard
+  has ``frames_per_shard`` frames. ``infos`` carries
+  ``TimeLimit.truncated`` on the last frame of a truncated episode,
+  ``episode_metadata`` on an episode's first frame, ``discount`` when
+  stored, and the other step fields. Every shard is written to a temporary
+  file and renamed into place. `from_webdataset` gives the episodes back
+  exactly (apart from the last step's non-observation values).
+
+  Args:
+    episodes: Episodes or an RLDS dataset.
+    out_dir: created if missing; must not hold ``*.tar`` files yet.
+    frames_per_shard: frames after which a new shard starts.
+    metadata: the value of every shard's ``_metadata.meta.pickle``.
+    one_step: a one-step episode has no frame: ``'error'`` or ``'skip'``.
+
+  Returns:
+    The shard paths, in order.
+
+  Example:
+    >>> import tempfile, tarfile
+    >>> e = {'steps': {'observation': np.zeros(2), 'action': np.zeros(2),
+    ...                'reward': np.zeros(2), **episodes_lib.rlds_flags(2, True)}}
+    >>> [path] = to_webdataset([e], tempfile.mkdtemp())
+    >>> tarfile.open(path).getnames()[:3]
+    ['_metadata.meta.pickle', 'frame_000.obs.pickle', 'frame_000.next_obs.pickle']
+  """
+  if frames_per_shard < 1:
+    raise ValueError(f'frames_per_shard={frames_per_shard}; must be >= 1.')
+  out_dir = os.fspath(out_dir)
+  os.makedirs(out_dir, exist_ok=True)
+  if glob.glob(os.path.join(out_dir, '*.tar')):
+    raise FileExistsError(f'{out_dir} already holds *.tar shards.')
+  rows = rows_from_episodes(episodes, one_step=one_step,
+                            what='a webdataset shard')
+  if rows is None:
+    raise ValueError('to_webdataset: no episodes with rows to write.')
+  metadata = {} if metadata is None else metadata
+  ends = rows['ends']
+  starts = np.concatenate([[True], ends[:-1]])
+  episode_of = np.cumsum(starts) - 1
+  columns = {'obs': rows['observations'], 'next_obs': rows['next_observations'],
+             'acts': rows['actions']}
+  if rows['rewards'] is not None:
+    columns['rews'] = rows['rewards']
+  paths: List[str] = []
+  frames: List[Dict[str, Any]] = []
+  for row in range(len(ends)):
+    frame = {k: _frame_at(v, row) for k, v in columns.items()}
+    frame['dones'] = bool(ends[row])
+    info = {k: _frame_at(v, row) for k, v in rows['extras'].items()}
+    if rows['truncated'][row]:
+      info[TRUNCATED_INFO] = True
+    if rows['discounts'] is not None:
+      info[DISCOUNT_INFO] = rows['discounts'][row]
+    if starts[row] and rows['metadata'][episode_of[row]]:
+      info[EPISODE_METADATA_INFO] = rows['metadata'][episode_of[row]]
+    frame['infos'] = info
+    frames.append(frame)
+    if ends[row] and len(frames) >= frames_per_shard:
+      paths.append(os.path.join(out_dir, f'shard_{len(paths):06d}.tar'))
+      _write_shard(paths[-1], frames, metadata)
+      frames = []
+  if frames:
+    paths.append(os.path.join(out_dir, f'shard_{len(paths):06d}.tar'))
+    _write_shard(paths[-1], frames, metadata)
+  return paths

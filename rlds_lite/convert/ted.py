@@ -1,0 +1,326 @@
+"""TorchRL Episode Data (TED) layout to RLDS and back, in NumPy (no torch).
+
+A TED batch has one row per transition, concatenated over episodes. The root
+holds what belongs to time ``t`` (``observation``, ``action``, and ``done``,
+``terminated``, ``truncated`` at ``t``, False after a reset); ``next``
+holds what the step returned at ``t + 1``: ``observation``, ``reward``,
+``done``, ``terminated`` and ``truncated``. TorchRL keeps a trailing
+dimension of 1 on the reward and done flags (``[N, 1]``); both ``[N]`` and
+``[N, 1]`` are read.
+
+RLDS view: an episode is the rows up to and including the next row with
+``next/done``; its ``N`` rows become ``T = N + 1`` steps, the last holding
+the final observation (``next/observation`` of the last row) with zero
+action and reward; ``is_terminal[-1] = next/terminated`` of the last row
+(truncated otherwise). ``next/done`` must equal ``terminated | truncated``.
+Without ``next/terminated``, a done is a termination unless
+``next/truncated`` says otherwise. The discount (TED has none) is 1, except
+0 on the terminating transition and on the last step; another one is kept as
+``next/discount``. Other root keys become step fields, zero on the last
+step. The observation is the root ``observation`` (a nested dict allowed),
+or else every root key also found in ``next`` (apart from ``done``,
+``terminated``, ``truncated`` and ``reward``). A one-step episode has no
+row. Episode metadata has no place in TED and is not kept.
+
+The H5 form (`to_ted_h5`, `from_ted` on a path) stores the same nest as HDF5
+groups and datasets, as ``TensorDict``'s H5 persistence does.
+
+Example:
+  >>> import numpy as np
+  >>> td = {'observation': np.array([0., 1., 5.]), 'action': np.array([1, 2, 3]),
+  ...       'next': {'observation': np.array([1., 2., 6.]),
+  ...                'reward': np.ones((3, 1)),
+  ...                'done': np.array([[0], [1], [1]], bool),
+  ...                'terminated': np.array([[0], [1], [0]], bool),
+  ...                'truncated': np.array([[0], [0], [1]], bool)}}
+  >>> [(e['steps']['observation'].tolist(), bool(e['steps']['is_terminal'][-1]))
+  ...  for e in from_ted(td)]
+  [([0.0, 1.0, 2.0], True), ([5.0, 6.0], False)]
+"""
+
+import os
+import tempfile
+from typing import Any, Dict, Optional, Union
+
+import numpy as np
+
+from rlds_lite import rlds_types
+from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import il_representations as rows_lib
+
+ConversionError = episodes_lib.ConversionError
+
+NEXT = 'next'
+DONE_KEYS = ('done', 'terminated', 'truncated')
+"""The end flags at the root (time t) and under ``next`` (time t + 1)."""
+_NOT_OBSERVATION = frozenset(DONE_KEYS + ('reward', 'discount'))
+
+TEDLike = Union[Dict[Any, Any], str, os.PathLike, Any]
+"""A nested dict (or tuple-keyed flat dict) of arrays, an H5 path or group."""
+
+
+def _nested(data: Dict[Any, Any]) -> Dict[str, Any]:
+  """Tuple keys ``('next', 'done')`` (as ``TensorDict.items(True)``) nested."""
+  out: Dict[str, Any] = {}
+  for key, value in data.items():
+    path = tuple(key) if isinstance(key, tuple) else (key,)
+    node = out
+    for parent in path[:-1]:
+      node = node.setdefault(str(parent), {})
+    if isinstance(value, dict):
+      node.setdefault(str(path[-1]), {}).update(_nested(value))
+    else:
+      node[str(path[-1])] = value
+  return out
+
+
+def _load_group(group: Any) -> Dict[str, Any]:
+  return {k: _load_group(v) if hasattr(v, 'keys') else v[()]
+          for k, v in group.items()}
+
+
+def _load(data: TEDLike) -> (Dict[str, Any], str):
+  if not isinstance(data, dict) and hasattr(data, 'to_dict'):
+    data = data.to_dict()  # a tensordict.TensorDict (CPU tensors)
+  if isinstance(data, dict):
+    return _nested(data), '<ted dict>'
+  import h5py  # pylint: disable=g-import-not-at-top
+  if isinstance(data, (str, os.PathLike)):
+    with h5py.File(os.fspath(data), 'r') as file:
+      return _load_group(file), os.fspath(data)
+  return _load_group(data), getattr(data, 'name', '<h5 group>')
+
+
+def _flatten_batch(nest: Any, batch_dims: int) -> Any:
+  if isinstance(nest, dict):
+    return {k: _flatten_batch(v, batch_dims) for k, v in nest.items()}
+  array = np.asarray(nest)
+  return array.reshape((-1,) + array.shape[batch_dims:])
+
+
+def _continuity(observations: Any, next_observations: Any, ends: np.ndarray,
+                source: str, path: str = 'next/observation') -> None:
+  """Raises unless ``next/observation[t] == observation[t + 1]`` in episodes."""
+  if isinstance(observations, dict):
+    for key in observations:
+      _continuity(observations[key], next_observations[key], ends, source,
+                  f'{path}/{key}')
+    return
+  inside = ~ends[:-1]
+  if not inside.any():
+    return
+  now = np.asarray(next_observations)[:len(ends) - 1][inside]
+  later = np.asarray(observations)[1:len(ends)][inside]
+  differ = now != later
+  if now.dtype.kind in 'fc':
+    differ &= ~(np.isnan(now) & np.isnan(later))
+  differ = differ.reshape(len(now), -1).any(axis=1)
+  if differ.any():
+    row = int(np.flatnonzero(inside)[np.flatnonzero(differ)[0]])
+    raise ConversionError(
+        f'differs on row {row} from observation on row {row + 1} of the same '
+        'episode (pass check_continuity=False for multi-step data)',
+        source=source, episode=int(ends[:row].sum()), field=path)
+
+
+def from_ted(data: TEDLike, *, batch_dims: int = 1,
+             repair: Optional[str] = None, check_continuity: bool = True
+             ) -> list:
+  """RLDS Episodes from a TED nest or its H5 file (see module docstring).
+
+  Args:
+    data: nested dict of arrays (tuple keys such as ``('next', 'done')``
+      allowed), an object with ``to_dict()`` (a CPU ``TensorDict``), an H5
+      file path or an ``h5py`` group.
+    batch_dims: 2 for a ``[B, T]`` storage (``ndim=2``): rows are read one
+      after the other and each must hold whole episodes (or use ``repair``).
+    repair: rows after the last ``next/done`` (TorchRL leaves the last
+      trajectory of a buffer open): None raises, ``'truncate'`` ends them as
+      a truncated episode, ``'drop'`` drops them.
+    check_continuity: check ``next/observation[t] == observation[t + 1]``
+      inside episodes (False for multi-step data, where only the final
+      observation of each episode is read from ``next``).
+
+  Returns:
+    A list of Episodes (no episode metadata).
+
+  Raises:
+    ConversionError: naming the source, episode (where one) and field.
+
+  Example:
+    >>> from_ted({'observation': np.zeros(2), 'action': np.zeros(2),
+    ...           'next': {'observation': np.zeros(2),
+    ...                    'done': np.array([False, True]),
+    ...                    'terminated': np.array([False, False]),
+    ...                    'truncated': np.array([False, False])}})
+    Traceback (most recent call last):
+    ...
+    rlds_lite.convert.episodes.ConversionError: <ted dict>: episode 0, field 'next/done': is True on row 1 but next/terminated | next/truncated is False
+  """
+  data, source = _load(data)
+  if batch_dims not in (1, 2):
+    raise ValueError(f'batch_dims={batch_dims}; 1 ([N]) or 2 ([B, T]).')
+  if batch_dims == 2:
+    data = _flatten_batch(data, 2)
+  following = data.get(NEXT)
+  if not isinstance(following, dict):
+    raise ConversionError('is missing; TED keeps time t + 1 under next',
+                          source=source, field=NEXT)
+  for key in ('action',):
+    if key not in data:
+      raise ConversionError('is missing', source=source, field=key)
+  flags = {k: rows_lib.end_column(following[k], f'next/{k}', source)
+           for k in DONE_KEYS if k in following}
+  if not flags:
+    raise ConversionError('is missing (and so are next/terminated and '
+                          'next/truncated)', source=source, field='next/done')
+  rows = len(next(iter(flags.values())))
+  for key, flag in flags.items():
+    if len(flag) != rows:
+      raise ConversionError(f'has {len(flag)} rows; next/'
+                            f'{next(iter(flags))} has {rows}', source=source,
+                            field=f'next/{key}')
+  terminated = flags.get('terminated')
+  truncated = flags.get('truncated', np.zeros(rows, bool))
+  if terminated is None:
+    terminated = flags['done'] & ~truncated
+  either = terminated | truncated
+  done = flags.get('done', either)
+  bad = np.flatnonzero(done != either)
+  if len(bad):
+    row = int(bad[0])
+    raise ConversionError(
+        f'is {bool(done[row])} on row {row} but next/terminated | '
+        f'next/truncated is {bool(either[row])}', source=source,
+        episode=int(done[:row].sum()), field='next/done')
+  if 'observation' in data:
+    observations = data['observation']
+    if 'observation' not in following:
+      raise ConversionError('is missing; it holds the final observations',
+                            source=source, field='next/observation')
+    next_observations = following['observation']
+  else:
+    keys = sorted(k for k in data if k in following and
+                  k not in _NOT_OBSERVATION)
+    if not keys:
+      raise ConversionError('is missing (and no other root key is also under '
+                            'next)', source=source, field='observation')
+    observations = {k: data[k] for k in keys}
+    next_observations = {k: following[k] for k in keys}
+  taken = ({'observation'} if 'observation' in data else set(observations))
+  taken.update((NEXT, 'action') + DONE_KEYS)
+  extras = {k: v for k, v in data.items() if k not in taken}
+  rows_lib.same_structure(observations, next_observations, 'next/observation',
+                          'observation', source)
+  for name, value in (('observation', observations),
+                      ('next/observation', next_observations),
+                      ('action', data['action'])):
+    rows_lib.check_rows(value, name, rows, source, 'next/done')
+  for key, value in extras.items():
+    rows_lib.check_rows(value, key, rows, source, 'next/done')
+  rewards = following.get('reward')
+  if rewards is not None:
+    rewards = _squeeze(rewards)
+    rows_lib.check_rows(rewards, 'next/reward', rows, source, 'next/done')
+  discounts = following.get('discount')
+  if discounts is not None:
+    discounts = _squeeze(discounts)
+    rows_lib.check_rows(discounts, 'next/discount', rows, source, 'next/done')
+  ends = rows_lib.repair_ends(done, repair, source, 'next/done')
+  if check_continuity:
+    _continuity(observations, next_observations, ends, source)
+  return rows_lib.episodes_from_rows(
+      observations, next_observations, data['action'], rewards, ends,
+      terminated, discounts=discounts, extras=extras, source=source,
+      field='next/done')
+
+
+def _squeeze(value: Any) -> np.ndarray:
+  value = np.asarray(value)
+  return value[:, 0] if value.ndim == 2 and value.shape[1] == 1 else value
+
+
+def to_ted(episodes: episodes_lib.EpisodesLike, *,
+           one_step: str = 'error') -> Dict[str, Any]:
+  """A TED nest of NumPy arrays (``[N]`` rows) from RLDS Episodes.
+
+  Root: ``observation`` (nest), ``action``, ``done``/``terminated``/
+  ``truncated`` (False, ``[N, 1]``) and the other step fields; ``next``:
+  ``observation``, ``reward`` (``[N, 1]``, if the episodes have one),
+  ``done``, ``terminated``, ``truncated`` (``[N, 1]``) and ``discount`` if
+  it differs from the derived one. `from_ted` gives the episodes back
+  exactly, apart from episode metadata, the last step's non-observation
+  values (invalid in RLDS) and a ``[T, 1]`` reward (read back as ``[T]``).
+  ``tensordict.TensorDict(to_ted(e), batch_size=[N])`` makes it a TensorDict.
+
+  Args:
+    episodes: Episodes or an RLDS dataset.
+    one_step: a one-step episode has no row: ``'error'`` or ``'skip'``.
+
+  Example:
+    >>> e = {'steps': {'observation': np.arange(3.), 'action': np.zeros(3),
+    ...                'reward': np.ones(3), **episodes_lib.rlds_flags(3, True)}}
+    >>> td = to_ted([e])
+    >>> td['next']['observation'].tolist(), td['next']['terminated'][:, 0].tolist()
+    ([1.0, 2.0], [False, True])
+  """
+  rows = rows_lib.rows_from_episodes(episodes, one_step=one_step,
+                                     what='TED')
+  if rows is None:
+    raise ValueError('to_ted: no episodes with rows; the shapes of the '
+                     'arrays cannot be inferred.')
+  count = len(rows['ends'])
+  column = lambda flag: np.asarray(flag, bool).reshape(count, 1)
+  following = {'observation': rows['next_observations'],
+               'done': column(rows['ends']),
+               'terminated': column(rows['terminated']),
+               'truncated': column(rows['truncated'])}
+  if rows['rewards'] is not None:
+    rewards = rows['rewards']
+    following['reward'] = rewards.reshape((count, 1)) if rewards.ndim == 1 \
+        else rewards
+  if rows['discounts'] is not None:
+    following['discount'] = rows['discounts'].reshape(count, 1)
+  out = dict(rows['extras'])
+  out.update({'observation': rows['observations'], 'action': rows['actions'],
+              **{k: np.zeros((count, 1), bool) for k in DONE_KEYS},
+              NEXT: following})
+  return out
+
+
+def _write_group(group: Any, nest: Dict[str, Any]) -> None:
+  for key, value in nest.items():
+    if isinstance(value, dict):
+      _write_group(group.create_group(key), value)
+    else:
+      group.create_dataset(key, data=value)
+
+
+def to_ted_h5(episodes: episodes_lib.EpisodesLike,
+              path: Union[str, os.PathLike], *, one_step: str = 'error'
+              ) -> str:
+  """Writes `to_ted` as an H5 file (groups for nests), atomically.
+
+  Example:
+    >>> import tempfile
+    >>> e = {'steps': {'observation': np.arange(3.), 'action': np.zeros(3),
+    ...                **episodes_lib.rlds_flags(3, False)}}
+    >>> path = to_ted_h5([e], os.path.join(tempfile.mkdtemp(), 'ted.h5'))
+    >>> [x['steps']['observation'].tolist() for x in from_ted(path)]
+    [[0.0, 1.0, 2.0]]
+  """
+  import h5py  # pylint: disable=g-import-not-at-top
+  nest = to_ted(episodes, one_step=one_step)
+  path = os.fspath(path)
+  directory = os.path.dirname(os.path.abspath(path))
+  handle, temp = tempfile.mkstemp(suffix='.h5.tmp', dir=directory)
+  os.close(handle)
+  try:
+    with h5py.File(temp, 'w') as file:
+      _write_group(file, nest)
+    os.replace(temp, path)
+  except BaseException:
+    if os.path.exists(temp):
+      os.remove(temp)
+    raise
+  return path
