@@ -46,6 +46,8 @@ setuptools.setup(
             'rlds==0.1.8',
         ],
         'jax': ['jax>=0.4.30'],
+        # MP4 output of rlds_lite.episode_to_video (GIF needs nothing).
+        'video': ['imageio>=2.30', 'imageio-ffmpeg>=0.5'],
         'bench': ['rlds==0.1.8', 'absl-py', 'psutil'],
         # TFDS's own beam extra pins apache-beam < 2.65, which clashes with TF 2.21.
         'beam': ['apache-beam>=2.77,<3', 'mlcroissant'],

@@ -16,6 +16,11 @@ from rlds_lite import dense
 from rlds_lite import pipeline
 from rlds_lite import synthetic
 from rlds_lite import stats
+from rlds_lite import checks
+from rlds_lite import video
+from rlds_lite.checks import validate
+from rlds_lite.checks import ValidationReport
+from rlds_lite.video import episode_to_video
 from rlds_lite.loading import load
 from rlds_lite.metadata import AGENT_ID
 from rlds_lite.metadata import ENVIRONMENT_CONFIG

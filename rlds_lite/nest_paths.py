@@ -1,4 +1,4 @@
-"""Name the leaves of nested step structures with readable paths.
+"""Name the leaves of nested step structures with readable paths, and back.
 
 Error messages and reports name fields as ``'observation/image'`` or
 ``'action/0'``; this module produces those paths in ``tf.nest`` order.
@@ -27,3 +27,62 @@ def flatten_with_paths(structure: Any, prefix: str = '') -> List[Tuple[str, Any]
   for name, value in items:
     pairs.extend(flatten_with_paths(value, f'{prefix}/{name}' if prefix else name))
   return pairs
+
+
+def nest_from_paths(flat: Mapping[Any, Any]) -> dict:
+  """Nested dicts from path keys: the inverse of `flatten_with_paths` for dicts.
+
+  A key is a ``'a/b'`` path or a tuple of names (as ``TensorDict.items(True)``
+  gives); a dict value is merged in recursively.
+
+  Example:
+    >>> nest_from_paths({'observation/pos': 1, ('next', 'done'): 2, 'a': {'b': 3}})
+    {'observation': {'pos': 1}, 'next': {'done': 2}, 'a': {'b': 3}}
+  """
+  out: dict = {}
+  for key, value in flat.items():
+    path = ([str(k) for k in key] if isinstance(key, tuple)
+            else str(key).split('/'))
+    node = out
+    for parent in path[:-1]:
+      node = node.setdefault(parent, {})
+    if isinstance(value, Mapping):
+      node.setdefault(path[-1], {}).update(nest_from_paths(value))
+    else:
+      node[path[-1]] = value
+  return out
+
+
+def _child(value: Any, key: str) -> Any:
+  """``value[key]`` (a digit indexes tuples/lists); KeyError if missing."""
+  if isinstance(value, Mapping):
+    if key in value:
+      return value[key]
+  elif isinstance(value, (tuple, list)) and key.isdigit():
+    if int(key) < len(value):
+      return value[int(key)]
+  raise KeyError(key)
+
+
+def get_path(structure: Any, path: str) -> Any:
+  """The part of a nested dict/tuple at ``path`` (``'observation/pos'``).
+
+  Works on values and on element specs alike.
+
+  Raises:
+    KeyError: naming the missing part of the path.
+
+  Example:
+    >>> get_path({'observation': {'pos': 1, 'vel': 2}}, 'observation/vel')
+    2
+    >>> get_path({'action': (5, 6)}, 'action/1')
+    6
+  """
+  value = structure
+  for i, key in enumerate(path.split('/')):
+    try:
+      value = _child(value, key)
+    except KeyError:
+      missing = '/'.join(path.split('/')[:i + 1])
+      raise KeyError(f'no key {missing!r}') from None
+  return value

@@ -8,6 +8,9 @@ module keeps heavy imports (TensorFlow, TFDS, matplotlib) inside ``run``.
 
 COMMANDS = (
     'demo',
+    'inspect',
     'stats',
+    'validate',
     'version',
+    'video',
 )

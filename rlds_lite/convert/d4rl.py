@@ -58,25 +58,10 @@ D4RLLike = Union[Dict[str, Any], str, os.PathLike, Any]
 """A dict of arrays (flat ``a/b`` keys or nested), an HDF5 path or group."""
 
 
-def _nested(flat: Dict[str, Any]) -> Dict[str, Any]:
-  """Flat ``'a/b'`` keys (and nested dicts) as nested dicts."""
-  out: Dict[str, Any] = {}
-  for key, value in flat.items():
-    *parents, leaf = str(key).split('/')
-    node = out
-    for parent in parents:
-      node = node.setdefault(parent, {})
-    if isinstance(value, dict):
-      node.setdefault(leaf, {}).update(_nested(value))
-    else:
-      node[leaf] = value
-  return out
-
-
 def _load(data: D4RLLike) -> Tuple[Dict[str, Any], str]:
   """The data as nested dicts of NumPy arrays, and a name for errors."""
   if isinstance(data, dict):
-    return _nested(data), '<d4rl dict>'
+    return nest_paths.nest_from_paths(data), '<d4rl dict>'
   import h5py  # pylint: disable=g-import-not-at-top
   if isinstance(data, (str, os.PathLike)):
     with h5py.File(os.fspath(data), 'r') as file:

@@ -282,7 +282,7 @@ def _read_episode(group: Any, index: int, source: str,
   steps = transitions.steps_from_transitions(
       observations, actions, rewards, terminated, discounts=stored_discounts,
       extras=extras)
-  metadata = _unflatten(_read_attrs(group))
+  metadata = nest_paths.nest_from_paths(_read_attrs(group))
   return {rlds_types.STEPS: steps, **metadata}
 
 
@@ -374,17 +374,6 @@ def _read_attrs(group: Any) -> Dict[str, Any]:
       out[name] = value[()]
     else:
       out[name] = h5py.Group(group).attrs[name]
-  return out
-
-
-def _unflatten(attrs: Dict[str, Any]) -> Dict[str, Any]:
-  out: Dict[str, Any] = {}
-  for key, value in attrs.items():
-    *parents, leaf = key.split('/')
-    node = out
-    for parent in parents:
-      node = node.setdefault(parent, {})
-    node[leaf] = value
   return out
 
 

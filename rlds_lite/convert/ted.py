@@ -44,6 +44,7 @@ from typing import Any, Dict, Optional, Union
 
 import numpy as np
 
+from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
 from rlds_lite.convert import il_representations as rows_lib
@@ -59,21 +60,6 @@ TEDLike = Union[Dict[Any, Any], str, os.PathLike, Any]
 """A nested dict (or tuple-keyed flat dict) of arrays, an H5 path or group."""
 
 
-def _nested(data: Dict[Any, Any]) -> Dict[str, Any]:
-  """Tuple keys ``('next', 'done')`` (as ``TensorDict.items(True)``) nested."""
-  out: Dict[str, Any] = {}
-  for key, value in data.items():
-    path = tuple(key) if isinstance(key, tuple) else (key,)
-    node = out
-    for parent in path[:-1]:
-      node = node.setdefault(str(parent), {})
-    if isinstance(value, dict):
-      node.setdefault(str(path[-1]), {}).update(_nested(value))
-    else:
-      node[str(path[-1])] = value
-  return out
-
-
 def _load_group(group: Any) -> Dict[str, Any]:
   return {k: _load_group(v) if hasattr(v, 'keys') else v[()]
           for k, v in group.items()}
@@ -83,7 +69,7 @@ def _load(data: TEDLike) -> (Dict[str, Any], str):
   if not isinstance(data, dict) and hasattr(data, 'to_dict'):
     data = data.to_dict()  # a tensordict.TensorDict (CPU tensors)
   if isinstance(data, dict):
-    return _nested(data), '<ted dict>'
+    return nest_paths.nest_from_paths(data), '<ted dict>'
   import h5py  # pylint: disable=g-import-not-at-top
   if isinstance(data, (str, os.PathLike)):
     with h5py.File(os.fspath(data), 'r') as file:

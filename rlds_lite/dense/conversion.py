@@ -19,6 +19,8 @@ from rlds_lite.dense import indexing
 
 _ALL_STEPS = tf.int64.max
 """A batch size no episode reaches: batching by it yields the whole episode."""
+_CHUNK_STEPS = 1024
+"""Steps batched at once before the chunks are concatenated."""
 
 
 def _zero_length(spec: Any) -> Any:
@@ -67,7 +69,11 @@ def dense_episode(steps: tf.data.Dataset) -> Any:
         f'{type(steps).__name__}.')
   _check_tensor_specs(steps.element_spec, op)
   fallback = tf.data.Dataset.from_tensors(_zero_length(steps.element_spec))
-  return steps.batch(_ALL_STEPS).concatenate(fallback).take(1).get_single_element()
+  # batch(_ALL_STEPS) alone would reserve room for that many steps when the
+  # cardinality is unknown (e.g. after a map): batch in chunks, then rebatch
+  # (which concatenates without reserving).
+  whole = steps.batch(_CHUNK_STEPS).rebatch(_ALL_STEPS)
+  return whole.concatenate(fallback).take(1).get_single_element()
 
 
 def _episodes_spec(episodes: tf.data.Dataset, op: str) -> Dict[str, Any]:

@@ -20,6 +20,6 @@ Example:
 
 from rlds_lite.frameworks.jax import as_jax_iterator
 from rlds_lite.frameworks.keras import as_keras_dataset
-from rlds_lite.frameworks.keras import get_path
+from rlds_lite.nest_paths import get_path
 
 __all__ = ['as_jax_iterator', 'as_keras_dataset', 'get_path']

@@ -40,46 +40,11 @@ def _available(spec: Any) -> List[str]:
   return sorted(paths)
 
 
-def _child(value: Any, key: str) -> Any:
-  """``value[key]`` (a digit indexes tuples/lists); KeyError if missing."""
-  if isinstance(value, Mapping):
-    if key in value:
-      return value[key]
-  elif isinstance(value, (tuple, list)) and key.isdigit():
-    if int(key) < len(value):
-      return value[int(key)]
-  raise KeyError(key)
-
-
-def get_path(structure: Any, path: str) -> Any:
-  """The part of a nested dict/tuple at ``path`` (``'observation/pos'``).
-
-  Works on values and on element specs alike.
-
-  Raises:
-    KeyError: naming the missing part of the path.
-
-  Example:
-    >>> get_path({'observation': {'pos': 1, 'vel': 2}}, 'observation/vel')
-    2
-    >>> get_path({'action': (5, 6)}, 'action/1')
-    6
-  """
-  value = structure
-  for i, key in enumerate(path.split('/')):
-    try:
-      value = _child(value, key)
-    except KeyError:
-      missing = '/'.join(path.split('/')[:i + 1])
-      raise KeyError(f'no key {missing!r}') from None
-  return value
-
-
 def _check_selector(selector: Any, spec: Any, role: str) -> None:
   """Raises a clear error if a key path of ``selector`` is not in ``spec``."""
   if isinstance(selector, str):
     try:
-      get_path(spec, selector)
+      nest_paths.get_path(spec, selector)
     except KeyError:
       raise KeyError(
           f'{_OP}: {role} names {selector!r}, which the batches do not have; '
@@ -101,7 +66,7 @@ def _check_selector(selector: Any, spec: Any, role: str) -> None:
 def _select(batch: Any, selector: Selector) -> Any:
   """The part of ``batch`` that ``selector`` names (same structure)."""
   if isinstance(selector, str):
-    return get_path(batch, selector)
+    return nest_paths.get_path(batch, selector)
   if callable(selector):
     return selector(batch)
   if isinstance(selector, Mapping):

@@ -6,7 +6,9 @@ import tensorflow as tf
 
 import dense_testing as dt
 import rlds_testing
+import rlds_lite
 from rlds_lite import dense
+from rlds_lite.dense import conversion
 
 CASES = {
     'flat': ([dt.episode(0, tag=True), dt.episode(1, tag=True),
@@ -108,3 +110,18 @@ def test_dense_episode_unknown_inner_dim():
 def test_bad_input(fn, arg, error, match):
   with pytest.raises(error, match=match):
     fn(arg)
+
+
+def test_dense_episode_of_mapped_steps_inside_a_map():
+  # A mapped steps dataset has an unknown cardinality inside Dataset.map;
+  # batching it by "all steps" at once used to reserve memory for 2**63
+  # steps and hang.
+  episodes = rlds_lite.synthetic.episodes(num_episodes=3, seed=0)
+  rewards = episodes.map(lambda e: conversion.dense_episode(
+      e['steps'].map(lambda s: {'reward': 2 * s['reward']}))['reward'])
+  expected = [2 * e['steps']['reward'].numpy() for e in
+              rlds_lite.synthetic.episodes(num_episodes=3, seed=0, dense=True)]
+  got = [r.numpy() for r in rewards]
+  assert [len(r) for r in got] == [5, 46, 46]
+  for a, b in zip(got, expected):
+    np.testing.assert_array_equal(a, b)

@@ -1,0 +1,175 @@
+"""Open what a check is pointed at: a dataset path or name, a dataset, a list.
+
+`open_source` accepts a prepared TFDS dataset directory or a registered name
+(read with ``rlds_lite.load(..., dense=True)``), a ``tf.data.Dataset`` of
+episodes (nested or dense steps), or a Python iterable of episodes whose
+steps are dicts of ``[T, ...]`` arrays (``{'steps': {...}}`` or the steps
+dict itself, as ``rlds_lite.synthetic.episode_arrays`` gives).
+
+Example:
+  >>> from rlds_lite import synthetic
+  >>> source = open_source(synthetic.episode_arrays(num_episodes=2))
+  >>> source.kind, source.total, source.label
+  ('python', 2, '<episodes>')
+"""
+
+import dataclasses
+import os
+from typing import Any, Iterable, Mapping, Optional, Tuple, Union
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from rlds_lite import loading
+from rlds_lite import rlds_types
+
+PathLike = Union[str, os.PathLike]
+
+DENSE = 'dense'
+NESTED = 'nested'
+PYTHON = 'python'
+
+
+@dataclasses.dataclass
+class Source:
+  """Episodes to check, and where they came from.
+
+  Attributes:
+    label: the path or name, or ``'<dataset>'`` / ``'<episodes>'``.
+    episodes: a ``tf.data.Dataset`` of episodes, or a Python iterable.
+    kind: ``'dense'``, ``'nested'`` (``tf.data`` steps) or ``'python'``.
+    total: the number of episodes if known (for progress bars).
+    builder: the TFDS builder for a path or name, else None.
+    split: the split read, for a path or name.
+  """
+  label: str
+  episodes: Any
+  kind: str
+  total: Optional[int] = None
+  builder: Optional[tfds.core.DatasetBuilder] = None
+  split: Optional[str] = None
+
+
+def open_builder(name_or_dir: PathLike, data_dir: Optional[PathLike] = None
+                 ) -> Tuple[tfds.core.DatasetBuilder, str]:
+  """The TFDS builder of an RLDS dataset directory or name, and its label.
+
+  Raises the errors of ``rlds_lite.load`` (FileNotFoundError for a missing
+  directory, ValueError for an unknown name or a dataset without ``steps``).
+
+  Example:
+    >>> open_builder('/no/such/dir')  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: load: dataset directory '/no/such/dir' does not exist.
+  """
+  # pylint: disable=protected-access
+  if loading._looks_like_path(name_or_dir):
+    builder = loading._builder_from_dir(name_or_dir)
+  else:
+    builder = loading._builder_from_name(os.fspath(name_or_dir), data_dir)
+  label = os.fspath(name_or_dir)
+  loading._steps_feature(builder, label)
+  # pylint: enable=protected-access
+  return builder, label
+
+
+def default_split(builder: tfds.core.DatasetBuilder) -> str:
+  """``'train'`` if the dataset has it, else its first split by name.
+
+  Example:
+    >>> default_split(type('B', (), {'info': type('I', (), {
+    ...     'splits': {'test': 1, 'valid': 2}})()})())
+    'test'
+  """
+  splits = sorted(builder.info.splits.keys())
+  if not splits:
+    raise ValueError(f'dataset {builder.name!r} has no splits.')
+  return 'train' if 'train' in splits else splits[0]
+
+
+def split_size(builder: tfds.core.DatasetBuilder, split: str) -> Optional[int]:
+  """The number of episodes of a plain split name, else None."""
+  info = builder.info.splits
+  return info[split].num_examples if split in info.keys() else None
+
+
+def _as_arrays(structure: Any) -> Any:
+  """Dicts and tuples kept, every other leaf (lists too) as a NumPy array."""
+  if isinstance(structure, Mapping):
+    return {k: _as_arrays(v) for k, v in structure.items()}
+  if isinstance(structure, tuple):
+    return tuple(_as_arrays(v) for v in structure)
+  if isinstance(structure, tf.Tensor):
+    return structure.numpy()
+  return np.asarray(structure)
+
+
+def python_steps(episode: Any) -> Any:
+  """The steps of a Python episode as a nest of NumPy ``[T, ...]`` arrays.
+
+  Example:
+    >>> python_steps({'steps': {'is_last': [False, True]}})
+    {'is_last': array([False,  True])}
+  """
+  if not isinstance(episode, Mapping):
+    raise TypeError('episodes must be dicts (with a steps dict, or the steps '
+                    f'dict itself); got {type(episode).__name__}.')
+  steps = episode.get(rlds_types.STEPS, episode)
+  if not isinstance(steps, Mapping):
+    raise TypeError(f'episode {rlds_types.STEPS!r} must be a dict of [T, ...] '
+                    f'arrays here; got {type(steps).__name__}.')
+  return _as_arrays(steps)
+
+
+def _dataset_kind(episodes: tf.data.Dataset) -> str:
+  spec = episodes.element_spec
+  if not isinstance(spec, Mapping) or rlds_types.STEPS not in spec:
+    raise ValueError(
+        f'not an RLDS dataset: elements must be episode dicts with a '
+        f'{rlds_types.STEPS!r} entry; got element spec {spec!r}.')
+  if isinstance(spec[rlds_types.STEPS], tf.data.DatasetSpec):
+    return NESTED
+  return DENSE
+
+
+def open_source(source: Any, split: Optional[str] = None,
+                data_dir: Optional[PathLike] = None) -> Source:
+  """Opens a dataset path/name, a ``tf.data.Dataset`` or Python episodes.
+
+  Args:
+    source: see the module docstring.
+    split: the split of a path or name (default: ``'train'`` if present,
+      else the first split); ignored for datasets and Python episodes.
+    data_dir: where TFDS looks for prepared datasets (names only).
+
+  Returns:
+    The `Source`; a path or name is read with dense steps.
+
+  Raises:
+    FileNotFoundError, ValueError: for a missing path, an unknown name, a
+      dataset that is not RLDS or an unknown split.
+    TypeError: for anything else.
+
+  Example:
+    >>> open_source(3)
+    Traceback (most recent call last):
+    ...
+    TypeError: expected a dataset path or name, a tf.data.Dataset or a list of episodes; got int.
+  """
+  if isinstance(source, (str, os.PathLike)):
+    builder, label = open_builder(source, data_dir)
+    split = split or default_split(builder)
+    episodes = loading.load(source, split, data_dir=data_dir, dense=True)
+    return Source(label, episodes, DENSE, split_size(builder, split), builder,
+                  split)
+  if isinstance(source, tf.data.Dataset):
+    cardinality = int(source.cardinality())
+    return Source('<dataset>', source, _dataset_kind(source),
+                  cardinality if cardinality >= 0 else None)
+  if isinstance(source, Iterable) and not isinstance(source, (bytes, Mapping)):
+    total = len(source) if hasattr(source, '__len__') else None
+    return Source('<episodes>', source, PYTHON, total)
+  raise TypeError('expected a dataset path or name, a tf.data.Dataset or a '
+                  f'list of episodes; got {type(source).__name__}.')

@@ -1,0 +1,202 @@
+"""`validate`: check a dataset against the RLDS format, list every problem.
+
+Unlike `rlds_lite.validate_episodes` (which raises at the first violation),
+`validate` makes one streaming pass, episode by episode (bounded memory),
+and returns a `ValidationReport` naming the episode, step and field of each
+problem. Checked:
+
+* the flags: ``is_first``/``is_last`` present and boolean; ``is_first`` on
+  step 0 only; ``is_last`` on the final step only; ``is_terminal`` on the
+  final step at most;
+* empty episodes;
+* one structure: the same fields and dtypes in every episode (Python
+  episodes; a ``tf.data`` spec fixes them) and the same per-step shapes
+  across steps and episodes;
+* NaN/Inf in floating-point fields (with the step index);
+* with ``last_step_invalid=True``: non-zero ``reward``/``discount`` on the
+  final step, which the dataset declares invalid (the RLDS convention).
+
+Example:
+  >>> import rlds_lite
+  >>> episodes = rlds_lite.synthetic.episode_arrays(num_episodes=3, seed=0)
+  >>> episodes[1]['is_last'][-1] = False
+  >>> report = validate(episodes)
+  >>> report.ok, [(p.episode, p.field, p.kind) for p in report.problems]
+  (False, [(1, 'is_last', 'is_last_missing')])
+  >>> validate(episodes, repair='is_last').repaired[1]['steps']['is_last'][-1]
+  np.True_
+"""
+
+import sys
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import tensorflow as tf
+import tqdm
+
+from rlds_lite import dense
+from rlds_lite import rlds_types
+from rlds_lite.checks import problems as problems_lib
+from rlds_lite.checks import repair as repair_lib
+from rlds_lite.checks import rules
+from rlds_lite.checks import sources
+from rlds_lite.checks import summaries
+
+Problem = problems_lib.Problem
+Summary = Dict[str, Any]
+_CHUNK = 1024  # Steps summarised per batch (nested steps).
+
+
+def _tf_summaries(source: sources.Source, plan: summaries.Plan
+                  ) -> Iterator[Summary]:
+  """Summaries of ``tf.data`` episodes, computed inside the input pipeline."""
+
+  episodes = source.episodes
+  if source.kind == sources.NESTED and not plan.shape_paths:
+    # All per-step shapes are fixed: batching whole episodes is much faster.
+    episodes = dense.to_dense(episodes)
+  if not isinstance(episodes.element_spec[rlds_types.STEPS],
+                    tf.data.DatasetSpec):
+    def summarize(episode):
+      return summaries.summarize(episode[rlds_types.STEPS], plan)
+  else:
+    # Steps may differ in shape inside an episode: summarise step by step.
+    def summarize(episode):
+      chunks = episode[rlds_types.STEPS].map(
+          lambda step: summaries.summarize_step(step, plan)).batch(_CHUNK)
+      empty = tf.nest.map_structure(
+          lambda s: tf.zeros([0] + s.shape.as_list()[1:], s.dtype),
+          chunks.element_spec)
+      out = chunks.reduce(empty, lambda total, chunk: tf.nest.map_structure(
+          lambda a, b: tf.concat([a, b], 0), total, chunk))
+      out[summaries.LENGTH] = tf.shape(out[rlds_types.IS_LAST],
+                                       out_type=tf.int64)[0]
+      return out
+
+  yield from episodes.map(summarize).prefetch(2).as_numpy_iterator()
+
+
+def _python_summaries(source: sources.Source, last_step_invalid: bool,
+                      found: List[Problem]) -> Iterator[Summary]:
+  """Summaries of Python episodes; structure problems go to ``found``."""
+  reference = None
+  for index, episode in enumerate(source.episodes):
+    steps = sources.python_steps(episode)
+    dtypes = rules.field_dtypes(steps)
+    tensors = tf.nest.map_structure(tf.convert_to_tensor, steps)
+    spec = tf.nest.map_structure(tf.TensorSpec.from_tensor, tensors)
+    if reference is None:
+      reference = dtypes
+      spec_problems = rules.check_spec(spec, dense=True)
+      found.extend(spec_problems)
+      if spec_problems:
+        return
+    else:
+      found.extend(rules.check_structure(index, dtypes, reference))
+    plan = summaries.make_plan(spec, dense=True, all_shapes=True,
+                               last_step_invalid=last_step_invalid)
+    yield {k: v.numpy() for k, v in summaries.summarize(tensors, plan).items()}
+
+
+def _progress_bar(total: Optional[int], progress: Optional[bool],
+                  label: str) -> tqdm.tqdm:
+  """A tqdm bar on stderr; ``progress=None`` shows it on a terminal only."""
+  return tqdm.tqdm(total=total, desc=f'validate {label}', unit=' episodes',
+                   file=sys.stderr, leave=False,
+                   disable=None if progress is None else not progress)
+
+
+def _run_pass(source: sources.Source, last_step_invalid: bool,
+              max_problems: Optional[int], num_episodes: Optional[int],
+              progress: Optional[bool]) -> Tuple[List[Problem], int, int, bool]:
+  """(problems, episodes, steps, complete) of one pass over ``source``."""
+  found: List[Problem] = []
+  if source.kind == sources.PYTHON:
+    stream = _python_summaries(source, last_step_invalid, found)
+  else:
+    steps_spec = source.episodes.element_spec[rlds_types.STEPS]
+    is_dense = source.kind == sources.DENSE
+    if not is_dense:
+      steps_spec = steps_spec.element_spec
+    found.extend(rules.check_spec(steps_spec, is_dense))
+    if found:
+      return found, 0, 0, True
+    plan = summaries.make_plan(steps_spec, dense=is_dense,
+                               last_step_invalid=last_step_invalid)
+    stream = _tf_summaries(source, plan)
+  total = source.total
+  if num_episodes is not None:
+    total = num_episodes if total is None else min(total, num_episodes)
+  reference_shapes: Dict[str, Tuple[int, ...]] = {}
+  episodes = steps = 0
+  with _progress_bar(total, progress, source.label) as bar:
+    for index, summary in enumerate(stream):
+      if num_episodes is not None and index >= num_episodes:
+        break
+      found.extend(rules.check_episode(index, summary, reference_shapes))
+      episodes += 1
+      steps += int(summary[summaries.LENGTH])
+      bar.update(1)
+      if max_problems is not None and len(found) >= max_problems:
+        return found[:max_problems], episodes, steps, False
+  return found, episodes, steps, True
+
+
+def validate(dataset: Any,
+             *,
+             split: Optional[str] = None,
+             data_dir: Optional[str] = None,
+             last_step_invalid: bool = False,
+             repair: Union[bool, str, Sequence[str], None] = False,
+             max_problems: Optional[int] = 1000,
+             num_episodes: Optional[int] = None,
+             progress: Optional[bool] = False) -> problems_lib.ValidationReport:
+  """Checks a dataset against the RLDS format and reports every problem.
+
+  Args:
+    dataset: a TFDS dataset directory or registered name, a
+      ``tf.data.Dataset`` of episodes (nested or dense steps), or a list of
+      Python episodes (dicts of ``[T, ...]`` arrays, with or without a
+      ``steps`` level).
+    split: the split of a directory or name (default ``'train'``, or the
+      first split if there is no ``'train'``).
+    data_dir: where TFDS looks for prepared datasets (names only).
+    last_step_invalid: the dataset declares the final step's reward and
+      discount invalid (RLDS): report them when they are not zero.
+    repair: repairs to apply, only when asked: ``'is_last'``, ``'is_first'``,
+      a list of them, or True for all. The report's ``repaired`` is then the
+      repaired data (a ``tf.data.Dataset`` with dense steps for a path or
+      name, the same form for a dataset, a list for Python episodes); its
+      ``problems`` describe the data before repair.
+    max_problems: stop the pass once this many problems are found (None:
+      never); the report says it is not complete.
+    num_episodes: check only the first episodes.
+    progress: show a progress bar on stderr (None: on a terminal only).
+
+  Returns:
+    The `ValidationReport`.
+
+  Raises:
+    FileNotFoundError, ValueError: for a missing path or a dataset that is
+      not RLDS at all (no ``steps``).
+
+  Example:
+    >>> from rlds_lite import synthetic
+    >>> report = validate(synthetic.episodes(num_episodes=4, seed=0))
+    >>> report.ok, report.num_episodes, report.num_steps
+    (True, 4, 144)
+  """
+  names = repair_lib.repair_names(repair)
+  source = sources.open_source(dataset, split, data_dir)
+  found, episodes, steps, complete = _run_pass(
+      source, last_step_invalid, max_problems, num_episodes, progress)
+  repaired = None
+  if names:
+    if source.kind == sources.PYTHON:
+      repaired = repair_lib.repair_python_episodes(source.episodes, names)
+    else:
+      repaired = repair_lib.repair_episodes(source.episodes, names)
+  label = source.label
+  if source.split is not None:
+    label = f'{label} [{source.split}]'
+  return problems_lib.ValidationReport(found, episodes, steps, label, complete,
+                                       names, repaired)

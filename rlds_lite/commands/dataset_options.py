@@ -1,0 +1,71 @@
+"""Options and error reporting shared by the commands that read a dataset.
+
+Not a command itself (it is not in ``COMMANDS``): ``inspect``, ``validate``
+and ``video`` add the same dataset arguments and turn bad input (a missing
+path, a dataset that is not RLDS, an unknown key or split) into a one-line
+message on stderr and exit status 2, never a traceback.
+
+Example:
+  >>> import argparse
+  >>> parser = argparse.ArgumentParser()
+  >>> add_dataset_arguments(parser)
+  >>> args = parser.parse_args(['/data/toy/1.0.0', '--json'])
+  >>> args.path, args.json, args.split
+  ('/data/toy/1.0.0', True, None)
+  >>> error_message('validate', FileNotFoundError("load: no such 'x'."))
+  "rlds-lite validate: no such 'x'."
+"""
+
+import argparse
+import os
+import sys
+
+BAD_INPUT = 2
+"""Exit status for bad input (argparse uses it for bad arguments too)."""
+
+BAD_INPUT_ERRORS = (FileNotFoundError, ValueError, KeyError, IndexError,
+                    TypeError, ImportError)
+"""What the commands report as bad input."""
+
+
+def add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
+  """PATH, --split, --data-dir, --json and --no-progress."""
+  parser.add_argument('path', metavar='PATH',
+                      help='a prepared TFDS dataset directory, or a registered '
+                      'TFDS dataset name')
+  parser.add_argument('--split', default=None,
+                      help="the split (default: 'train', or the first split)")
+  parser.add_argument('--data-dir', default=None,
+                      help='where TFDS looks for prepared datasets (names '
+                      'only)')
+  parser.add_argument('--json', action='store_true',
+                      help='print JSON for machines instead of a table')
+  parser.add_argument('--no-progress', action='store_true',
+                      help='hide the progress bar (shown on a terminal only)')
+
+
+def progress_option(args: argparse.Namespace):
+  """False with --no-progress, else None (a bar on a terminal only)."""
+  return False if args.no_progress else None
+
+
+def quiet_logs() -> None:
+  """Hides TensorFlow's and TFDS's INFO/WARNING logs."""
+  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+  from absl import logging  # pylint: disable=g-import-not-at-top
+  logging.set_verbosity(logging.ERROR)
+
+
+def error_message(command: str, error: BaseException) -> str:
+  """``rlds-lite COMMAND: message`` on one line (``load:`` prefix dropped)."""
+  text = error.args[0] if isinstance(error, KeyError) and error.args else error
+  text = ' '.join(str(text).split())
+  if text.startswith('load: '):
+    text = text[len('load: '):]
+  return f'rlds-lite {command}: {text}'
+
+
+def report_error(command: str, error: BaseException) -> int:
+  """Prints `error_message` to stderr; returns `BAD_INPUT`."""
+  print(error_message(command, error), file=sys.stderr)
+  return BAD_INPUT

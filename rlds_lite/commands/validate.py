@@ -1,0 +1,42 @@
+"""``rlds-lite validate PATH``: list every format problem; exit 1 if any."""
+
+import argparse
+
+from rlds_lite.commands import dataset_options
+
+PROBLEMS_FOUND = 1
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable=protected-access
+  parser = subparsers.add_parser(
+      'validate', help='check an RLDS dataset and list every problem',
+      description='Checks an RLDS dataset against the format (flags, empty '
+      'episodes, shapes, NaN/Inf, optionally last-step values) in one pass '
+      'and lists each problem with its episode, step and field. Exits 0 if '
+      'the dataset is valid, 1 if problems were found, 2 on bad input.')
+  dataset_options.add_dataset_arguments(parser)
+  parser.add_argument('--last-step-invalid', action='store_true',
+                      help='the final step\'s reward and discount are invalid '
+                      '(RLDS): report non-zero values there')
+  parser.add_argument('--max-problems', type=int, default=1000,
+                      help='stop after this many problems (default 1000)')
+  parser.add_argument('--episodes', type=int, default=None,
+                      help='check only the first N episodes')
+
+
+def run(args: argparse.Namespace) -> int:
+  dataset_options.quiet_logs()
+  from rlds_lite import checks  # pylint: disable=g-import-not-at-top
+  try:
+    if args.max_problems < 1:
+      raise ValueError('--max-problems must be at least 1.')
+    report = checks.validate(args.path, split=args.split,
+                             data_dir=args.data_dir,
+                             last_step_invalid=args.last_step_invalid,
+                             max_problems=args.max_problems,
+                             num_episodes=args.episodes,
+                             progress=dataset_options.progress_option(args))
+  except dataset_options.BAD_INPUT_ERRORS as e:
+    return dataset_options.report_error('validate', e)
+  print(report.to_json() if args.json else report.table())
+  return 0 if report.ok else PROBLEMS_FOUND

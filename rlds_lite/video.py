@@ -1,0 +1,212 @@
+"""Watch an episode: write an image field of its steps as a GIF or MP4.
+
+GIFs need nothing beyond NumPy (`rlds_lite.gif`, lossless for clips of at
+most 256 colours). MP4 needs the optional ``imageio`` and ``imageio-ffmpeg``
+packages; without them a ``.mp4`` path raises an ImportError saying so (no
+silent switch to GIF: ask for a ``.gif`` path instead).
+
+Frames may be uint8 (or other integers in 0..255), bool, or floats in
+[0, 1] (scaled by 255); ``[H, W]`` and ``[H, W, 1]`` are grayscale,
+``[H, W, 3]`` RGB, ``[H, W, 4]`` RGBA (alpha dropped).
+
+Example:
+  >>> import os, tempfile
+  >>> import numpy as np
+  >>> steps = {'observation': {'image': np.zeros((3, 8, 8, 3), np.uint8)}}
+  >>> path = os.path.join(tempfile.mkdtemp(), 'episode.gif')
+  >>> episode_to_video({'steps': steps}, 'observation/image', path) == path
+  True
+  >>> episode_frames({'steps': steps}, 'observation/image').shape
+  (3, 8, 8, 3)
+"""
+
+import os
+from typing import Any, List, Mapping, Union
+
+import numpy as np
+import tensorflow as tf
+
+from rlds_lite import gif
+from rlds_lite import nest_paths
+from rlds_lite import rlds_types
+
+PathLike = Union[str, os.PathLike]
+_BATCH = 256
+FORMATS = ('.gif', '.mp4')
+
+
+def _lookup(structure: Any, key: str) -> Any:
+  """The leaf at ``key`` ('observation/image'), or None if there is none."""
+  try:
+    return nest_paths.get_path(structure, key)
+  except KeyError:
+    return None
+
+
+def _is_image_like(shape: List[Any], dtype: tf.DType) -> bool:
+  if not (dtype.is_integer or dtype.is_floating or dtype == tf.bool):
+    return False
+  return len(shape) == 2 or (len(shape) == 3 and shape[-1] in (1, 3, 4))
+
+
+def image_fields(step_spec: Any) -> List[str]:
+  """Paths of step fields that look like images (per-step rank 2 or 3).
+
+  Example:
+    >>> image_fields({'obs': tf.TensorSpec([8, 8, 3], tf.uint8),
+    ...               'reward': tf.TensorSpec([], tf.float32)})
+    ['obs']
+  """
+  return [path for path, leaf in nest_paths.flatten_with_paths(step_spec)
+          if isinstance(leaf, tf.TensorSpec) and leaf.shape.rank is not None
+          and _is_image_like(leaf.shape.as_list(), leaf.dtype)]
+
+
+def _unknown_key(key: str, step_spec: Any) -> KeyError:
+  fields = [p for p, _ in nest_paths.flatten_with_paths(step_spec)]
+  return KeyError(f'no step field {key!r}; image-like fields: '
+                  f'{image_fields(step_spec)}, all fields: {fields}.')
+
+
+def _step_values(episode: Any, key: str) -> np.ndarray:
+  """The ``[T, ...]`` values of field ``key`` of an episode, as NumPy."""
+  steps = episode
+  if isinstance(episode, Mapping) and rlds_types.STEPS in episode:
+    steps = episode[rlds_types.STEPS]
+  if isinstance(steps, tf.data.Dataset):
+    spec = steps.element_spec
+    if not isinstance(_lookup(spec, key), tf.TensorSpec):
+      raise _unknown_key(key, spec)
+    chunks = list(steps.map(lambda step: _lookup(step, key)).batch(
+        _BATCH).as_numpy_iterator())
+    if not chunks:
+      return np.zeros((0,) + tuple(_lookup(spec, key).shape), np.uint8)
+    return np.concatenate(chunks)
+  if not isinstance(steps, Mapping):
+    raise TypeError('episode must be a dict with steps (a tf.data.Dataset or '
+                    f'a dict of [T, ...] arrays); got {type(steps).__name__}.')
+  values = _lookup(steps, key)
+  if values is None or isinstance(values, Mapping):
+    spec = tf.nest.map_structure(
+        lambda v: tf.TensorSpec(np.shape(v)[1:], tf.as_dtype(np.asarray(
+            v).dtype)), steps)
+    raise _unknown_key(key, spec)
+  return values.numpy() if isinstance(values, tf.Tensor) else np.asarray(values)
+
+
+def to_rgb_frames(values: np.ndarray, key: str = 'frames') -> np.ndarray:
+  """``[T, H, W, 3]`` uint8 frames from grayscale/RGB/RGBA images.
+
+  Example:
+    >>> to_rgb_frames(np.array([[[0.0, 1.0]]]))[0, 0].tolist()
+    [[0, 0, 0], [255, 255, 255]]
+  """
+  values = np.asarray(values)
+  if values.ndim == 3:
+    values = values[..., None]
+  if values.ndim != 4 or values.shape[-1] not in (1, 3, 4):
+    raise ValueError(
+        f'field {key!r} is not an image: per-step shape '
+        f'{list(values.shape[1:])}; need [H, W], [H, W, 1], [H, W, 3] or '
+        '[H, W, 4].')
+  if values.shape[0] == 0:
+    raise ValueError(f'field {key!r}: the episode has no steps.')
+  if values.dtype == np.bool_:
+    values = values.astype(np.uint8) * 255
+  elif np.issubdtype(values.dtype, np.floating):
+    if not np.all(np.isfinite(values)) or values.min() < 0 or values.max() > 1:
+      raise ValueError(f'field {key!r}: float images must hold values in '
+                       f'[0, 1]; got [{values.min()}, {values.max()}].')
+    values = np.rint(values * 255).astype(np.uint8)
+  elif np.issubdtype(values.dtype, np.integer):
+    if values.dtype != np.uint8 and (values.min() < 0 or values.max() > 255):
+      raise ValueError(f'field {key!r}: integer images must hold values in '
+                       f'[0, 255]; got [{values.min()}, {values.max()}].')
+    values = values.astype(np.uint8)
+  else:
+    raise ValueError(f'field {key!r}: dtype {values.dtype} is not an image.')
+  if values.shape[-1] == 1:
+    values = np.repeat(values, 3, axis=-1)
+  return np.ascontiguousarray(values[..., :3])
+
+
+def episode_frames(episode: Any, key: str) -> np.ndarray:
+  """The frames of image field ``key`` of an episode, ``[T, H, W, 3]`` uint8.
+
+  Args:
+    episode: a dict with ``steps`` (a ``tf.data.Dataset`` of steps, or a
+      dict of ``[T, ...]`` tensors/arrays), or the steps dict itself.
+    key: the field's path, such as ``'observation/image'``.
+
+  Returns:
+    The frames.
+
+  Raises:
+    KeyError: if there is no such field (the message lists image fields).
+    ValueError: if the field is not an image or the episode has no steps.
+
+  Example:
+    >>> episode_frames({'obs': np.zeros((2, 4, 4), np.uint8)}, 'obs').shape
+    (2, 4, 4, 3)
+  """
+  return to_rgb_frames(_step_values(episode, key), key)
+
+
+def _even(frames: np.ndarray) -> np.ndarray:
+  """Frames padded (edge pixels repeated) to even sizes, as H.264 needs."""
+  _, height, width, _ = frames.shape
+  return np.pad(frames, ((0, 0), (0, height % 2), (0, width % 2), (0, 0)),
+                mode='edge')
+
+
+def _write_mp4(frames: np.ndarray, path: str, fps: float) -> None:
+  try:
+    import imageio.v2 as imageio  # pylint: disable=g-import-not-at-top
+    import imageio_ffmpeg  # pylint: disable=g-import-not-at-top,unused-import
+  except ImportError:
+    raise ImportError(
+        'episode_to_video: writing MP4 needs the imageio and imageio-ffmpeg '
+        'packages (pip install imageio imageio-ffmpeg); or write a .gif, '
+        'which needs nothing.') from None
+  imageio.mimwrite(path, list(_even(frames)), fps=fps, macro_block_size=1)
+
+
+def episode_to_video(episode: Any, key: str, path: PathLike,
+                     fps: float = 10) -> str:
+  """Writes image field ``key`` of an episode as a GIF or MP4 video.
+
+  Args:
+    episode: see `episode_frames` (nested or dense steps).
+    key: the image field's path, such as ``'observation/image'``.
+    path: the output file; ``.gif`` (pure NumPy) or ``.mp4`` (needs
+      imageio and imageio-ffmpeg).
+    fps: frames per second.
+
+  Returns:
+    ``path`` (as a string).
+
+  Raises:
+    KeyError: for an unknown field.
+    ValueError: for a field that is not an image, an empty episode or an
+      unknown file extension.
+    ImportError: for ``.mp4`` without imageio-ffmpeg.
+
+  Example:
+    >>> episode_to_video({'obs': np.zeros((1, 2, 2))}, 'obs', 'clip.avi')
+    Traceback (most recent call last):
+    ...
+    ValueError: episode_to_video: unknown video format '.avi' (use .gif or ...
+  """
+  path = os.fspath(path)
+  extension = os.path.splitext(path)[1].lower()
+  if extension not in FORMATS:
+    raise ValueError(f'episode_to_video: unknown video format {extension!r} '
+                     '(use .gif or .mp4).')
+  if fps <= 0:
+    raise ValueError(f'episode_to_video: fps must be positive, got {fps}.')
+  frames = episode_frames(episode, key)
+  if extension == '.gif':
+    gif.write_gif(frames, path, fps=fps)
+  else:
+    _write_mp4(frames, path, fps)
+  return path

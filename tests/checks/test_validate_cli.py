@@ -1,0 +1,75 @@
+"""``rlds-lite validate``: exit 0 on a good dataset, 1 listing problems."""
+
+import json
+
+import pytest
+
+import checks_testing
+from rlds_lite import cli
+
+
+@pytest.fixture(scope='module')
+def datasets(tmp_path_factory):
+  data_dir = str(tmp_path_factory.mktemp('data'))
+  good = checks_testing.write_catch(data_dir, checks_testing.catch_episodes(2),
+                                    'good_catch')
+  episodes = checks_testing.catch_episodes(3)
+  episodes[1]['is_last'][-1] = False  # A broken is_last (OXE#11).
+  episodes[2]['is_last'][-1] = False
+  bad = checks_testing.write_catch(data_dir, episodes, 'bad_catch')
+  return good, bad
+
+
+def test_validate_lists_problems_and_exits_1(datasets):
+  _, bad = datasets
+  result = checks_testing.run_cli('validate', bad, '--no-progress')
+  assert result.returncode == 1, result.stderr[-2000:]
+  lines = result.stdout.splitlines()
+  assert lines[0] == f'{bad} [train]: 2 problems in 3 episodes (30 steps)'
+  assert [line.split()[:4] for line in lines[3:]] == [
+      ['1', '9', 'is_last', 'is_last_missing'],
+      ['2', '9', 'is_last', 'is_last_missing']]
+  assert checks_testing.own_stderr_lines(result.stderr) == []
+
+
+def test_missing_path_is_one_line_without_traceback():
+  result = checks_testing.run_cli('validate', '/no/such/rlds_dataset')
+  assert result.returncode == 2
+  assert checks_testing.own_stderr_lines(result.stderr) == [
+      "rlds-lite validate: dataset directory '/no/such/rlds_dataset' does not "
+      'exist.']
+  assert 'Traceback' not in result.stderr
+  assert result.stdout == ''
+
+
+def test_validate_good_dataset_exits_0(datasets, capsys):
+  good, _ = datasets
+  assert cli.main(['validate', good, '--last-step-invalid']) == 0
+  assert capsys.readouterr().out == (
+      f'{good} [train]: OK in 2 episodes (20 steps)\n')
+
+
+def test_validate_json(datasets, capsys):
+  _, bad = datasets
+  assert cli.main(['validate', bad, '--json', '--max-problems', '1']) == 1
+  data = json.loads(capsys.readouterr().out)
+  assert (data['ok'], data['complete'], data['episodes']) == (False, False, 2)
+  assert data['problems'] == [{
+      'episode': 1, 'step': 9, 'field': 'is_last', 'kind': 'is_last_missing',
+      'message': 'the final step (index 9) must have is_last=True.'}]
+
+
+@pytest.mark.parametrize('args, message', [
+    (['{empty}'], "rlds-lite validate: '{empty}' is not a TFDS dataset "
+     'directory: no dataset_info.json'),
+    (['no_such_registered_rlds'], "rlds-lite validate: no TFDS dataset named "
+     "'no_such_registered_rlds'"),
+    (['{good}', '--max-problems', '0'],
+     'rlds-lite validate: --max-problems must be at least 1.'),
+], ids=['not-a-dataset', 'unknown-name', 'bad-max-problems'])
+def test_bad_input_exits_2(datasets, tmp_path, capsys, args, message):
+  fill = {'empty': str(tmp_path), 'good': datasets[0]}
+  assert cli.main(['validate', *[a.format(**fill) for a in args]]) == 2
+  err = capsys.readouterr().err
+  assert err.count('\n') == 1
+  assert err.startswith(message.format(**fill))
