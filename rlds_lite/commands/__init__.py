@@ -7,6 +7,7 @@ module keeps heavy imports (TensorFlow, TFDS, matplotlib) inside ``run``.
 """
 
 COMMANDS = (
+    'convert',
     'demo',
     'inspect',
     'stats',

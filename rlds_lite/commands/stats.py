@@ -6,6 +6,8 @@ import os
 import re
 import sys
 
+from rlds_lite.commands import dataset_options
+
 _MAX_MESSAGE = 300
 
 
@@ -48,7 +50,7 @@ def _one_line(error: BaseException) -> str:
 
 def _fail(message: str) -> int:
   print(f'rlds-lite stats: {message}', file=sys.stderr)
-  return 1
+  return dataset_options.BAD_INPUT
 
 
 def _quiet() -> None:

@@ -93,7 +93,7 @@ def test_json_and_plot(runs):
 
 def test_missing_path_exits_non_zero_with_one_line(runs):
   code, out, err = runs['results']['missing']
-  assert code == 1
+  assert code == 2
   assert out == ''
   ours = [line for line in err.splitlines() if line.startswith(PREFIX)]
   assert ours == [f"{PREFIX}no such dataset directory: '{runs['root']}/nowhere'"]
@@ -111,7 +111,7 @@ def test_missing_path_exits_non_zero_with_one_line(runs):
      "load: dataset '{path}' has no split 'test' (its splits: ['train'])."),
 ], ids=['not-rlds', 'unknown-key', 'unknown-split'])
 def test_bad_input_exits_non_zero_with_one_line(runs, capsys, args, message):
-  assert cli.main(['stats', *args(runs), '--no-progress']) == 1
+  assert cli.main(['stats', *args(runs), '--no-progress']) == 2
   out, err = capsys.readouterr()
   assert out == ''
   assert err.count('\n') == 1 and err.startswith(PREFIX)

@@ -1,0 +1,75 @@
+"""``rlds-lite convert --from X --to Y SOURCE TARGET``: convert between formats.
+
+Formats are those of `rlds_lite.convert.files` (``rlds`` is a TFDS dataset
+directory). Bad input (a missing source, an existing target, an option the
+format does not take, a file that breaks its format) is one line on stderr
+and exit status 2.
+"""
+
+import argparse
+
+from rlds_lite.commands import dataset_options
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable=protected-access
+  from rlds_lite.convert import files  # pylint: disable=g-import-not-at-top
+  formats = '; '.join(f'{name}: {fmt.describe}'
+                      for name, fmt in files.FORMATS.items())
+  parser = subparsers.add_parser(
+      'convert', help='convert episodes between RLDS, Minari, D4RL, '
+      'il-representations, webdataset shards, TorchRL TED and ALF',
+      description='Reads SOURCE in one format and writes TARGET in another, '
+      'keeping episode ends (terminated vs truncated) exact. Formats: '
+      f'{formats}.')
+  names = sorted(files.FORMATS)
+  parser.add_argument('--from', dest='from_format', required=True,
+                      choices=names, help='the format of SOURCE')
+  parser.add_argument('--to', dest='to_format', required=True, choices=names,
+                      help='the format of TARGET')
+  parser.add_argument('source', metavar='SOURCE')
+  parser.add_argument('target', metavar='TARGET',
+                      help='a new file or directory (rlds: the dataset is '
+                      'written to TARGET/1.0.0 ... under a name taken from '
+                      'TARGET, or --name)')
+  parser.add_argument('--split', default=None,
+                      help='rlds: the split to read and write (default train)')
+  parser.add_argument('--name', default=None,
+                      help='rlds target: the dataset name')
+  parser.add_argument('--dataset-id', default=None,
+                      help='minari target: the dataset id, e.g. '
+                      'demo/point-v0')
+  parser.add_argument('--repair', default=None,
+                      help="the source's documented repair, e.g. truncate "
+                      '(il, webdataset, ted, alf), truncate_unfinished (d4rl), '
+                      'drop_last_transition (minari)')
+  parser.add_argument('--allow-pickle', action='store_true',
+                      help='webdataset source: unpickle anything (only for '
+                      'files you trust)')
+  parser.add_argument('--skip-one-step', action='store_true',
+                      help='targets without room for one-step episodes: skip '
+                      'them instead of failing')
+  parser.add_argument('--no-progress', action='store_true',
+                      help='hide the progress bar (shown on a terminal only)')
+
+
+def run(args: argparse.Namespace) -> int:
+  import sys  # pylint: disable=g-import-not-at-top
+  dataset_options.quiet_logs()
+  from rlds_lite.convert import files  # pylint: disable=g-import-not-at-top
+  options = {
+      'split': args.split, 'name': args.name, 'dataset_id': args.dataset_id,
+      'repair': args.repair, 'allow_pickle': args.allow_pickle,
+      'one_step': 'skip' if args.skip_one_step else None,
+  }
+  if args.to_format == 'rlds' and args.split:
+    options['split'] = args.split
+  try:
+    counted = files.convert(
+        args.source, args.target, from_format=args.from_format,
+        to_format=args.to_format,
+        progress=not args.no_progress and sys.stderr.isatty(), **options)
+  except (dataset_options.BAD_INPUT_ERRORS + (FileExistsError,)) as e:
+    return dataset_options.report_error('convert', e)
+  print(f'converted {counted.episodes} episodes ({counted.steps} steps): '
+        f'{args.from_format} {args.source} -> {args.to_format} {args.target}')
+  return 0

@@ -1,0 +1,286 @@
+"""Read and write every supported format on disk, by name (``rlds-lite convert``).
+
+=============  ===============================================  ==============
+format         on disk                                          module
+=============  ===============================================  ==============
+``rlds``       a TFDS dataset directory (read: any split)       `rlds_lite.load`
+``minari``     a Minari dataset root (``data/main_data.hdf5``)   `minari`
+``d4rl``       a D4RL-style HDF5 file                           `d4rl`
+``il``         an il-representations dict saved as ``.npz``     `il_representations`
+``webdataset`` a directory of il-representations tar shards     `il_representations`
+``ted``        a TorchRL TED H5 file                            `ted`
+``alf``        ALF TimeSteps saved as ``.npz``                  `alf`
+=============  ===============================================  ==============
+
+In ``.npz`` files nested dicts are stored under ``'a/b'`` keys.
+
+Example:
+  >>> import os, tempfile, rlds_lite
+  >>> work = tempfile.mkdtemp()
+  >>> episodes = rlds_lite.synthetic.episodes(num_episodes=3, seed=0)
+  >>> path = write_episodes('ted', episodes, os.path.join(work, 'buffer.h5'))
+  >>> [len(e['steps']['is_last']) for e in read_episodes('ted', path)]
+  [5, 46, 46]
+"""
+
+import os
+from typing import Any, Callable, Dict, Iterable, Iterator, NamedTuple, Optional
+
+import numpy as np
+
+from rlds_lite import nest_paths
+from rlds_lite.convert import episodes as episodes_lib
+
+PathLike = os.PathLike
+
+
+class Format(NamedTuple):
+  """How one format is read from and written to disk.
+
+  Attributes:
+    read: ``(path, **options) -> Episodes``.
+    write: ``(episodes, path, **options) -> written path``.
+    read_options: the options ``read`` takes (others are an error).
+    write_options: the options ``write`` takes.
+    describe: one line for ``--help``.
+  """
+  read: Callable[..., Iterable[episodes_lib.Episode]]
+  write: Callable[..., str]
+  read_options: frozenset
+  write_options: frozenset
+  describe: str
+
+
+def _save_npz(data: Dict[str, Any], path: str) -> str:
+  flat = {key: np.asarray(value)
+          for key, value in nest_paths.flatten_with_paths(data)}
+  tmp = path + '.partial.npz'
+  np.savez(tmp, **flat)
+  os.replace(tmp, path)
+  return path
+
+
+def _load_npz(path: str) -> Dict[str, Any]:
+  with np.load(path, allow_pickle=False) as data:
+    return nest_paths.nest_from_paths({k: data[k] for k in data.files})
+
+
+def _read_rlds(path, split='train'):
+  import rlds_lite  # pylint: disable=g-import-not-at-top
+  return episodes_lib.numpy_episodes(rlds_lite.load(path, split, dense=True))
+
+
+def _write_rlds(episodes, path, name=None, split='train'):
+  path = os.fspath(path)
+  return episodes_lib.write_tfds(
+      episodes, os.path.dirname(os.path.abspath(path)),
+      name or os.path.basename(os.path.normpath(path)), split=split)
+
+
+def _read_minari(path, repair=None):
+  from rlds_lite.convert import minari  # pylint: disable=g-import-not-at-top
+  return minari.from_minari(path, repair=repair)
+
+
+def _write_minari(episodes, path, dataset_id=None):
+  from rlds_lite.convert import minari  # pylint: disable=g-import-not-at-top
+  if not dataset_id:
+    raise ValueError('writing minari needs a dataset id (--dataset-id, e.g. '
+                     'demo/point-v0)')
+  return minari.to_minari(episodes, path, dataset_id)
+
+
+def _read_d4rl(path, repair=None):
+  from rlds_lite.convert import d4rl  # pylint: disable=g-import-not-at-top
+  return d4rl.from_d4rl(os.fspath(path), repair=repair)
+
+
+def _write_d4rl(episodes, path, one_step='error'):
+  from rlds_lite.convert import d4rl  # pylint: disable=g-import-not-at-top
+  d4rl.to_d4rl(episodes, os.fspath(path), one_step=one_step)
+  return os.fspath(path)
+
+
+def _read_il(path, repair=None):
+  from rlds_lite.convert import il_representations  # pylint: disable=g-import-not-at-top
+  return il_representations.from_il_dict(_load_npz(path), repair=repair)
+
+
+def _write_il(episodes, path, one_step='error'):
+  from rlds_lite.convert import il_representations  # pylint: disable=g-import-not-at-top
+  return _save_npz(il_representations.to_il_dict(episodes, one_step=one_step),
+                   os.fspath(path))
+
+
+def _read_webdataset(path, repair=None, allow_pickle=False):
+  from rlds_lite.convert import il_representations  # pylint: disable=g-import-not-at-top
+  return il_representations.from_webdataset(path, repair=repair,
+                                            allow_pickle=allow_pickle)
+
+
+def _write_webdataset(episodes, path, one_step='error'):
+  from rlds_lite.convert import il_representations  # pylint: disable=g-import-not-at-top
+  il_representations.to_webdataset(episodes, path, one_step=one_step)
+  return os.fspath(path)
+
+
+def _read_ted(path, repair=None):
+  from rlds_lite.convert import ted  # pylint: disable=g-import-not-at-top
+  return ted.from_ted(os.fspath(path), repair=repair)
+
+
+def _write_ted(episodes, path, one_step='error'):
+  from rlds_lite.convert import ted  # pylint: disable=g-import-not-at-top
+  return ted.to_ted_h5(episodes, path, one_step=one_step)
+
+
+def _read_alf(path, repair=None):
+  from rlds_lite.convert import alf  # pylint: disable=g-import-not-at-top
+  return alf.from_alf(_load_npz(path), repair=repair)
+
+
+def _write_alf(episodes, path, one_step='error'):
+  from rlds_lite.convert import alf  # pylint: disable=g-import-not-at-top
+  return _save_npz(alf.to_alf(episodes, one_step=one_step), os.fspath(path))
+
+
+FORMATS: Dict[str, Format] = {
+    'rlds': Format(_read_rlds, _write_rlds, frozenset({'split'}),
+                   frozenset({'split', 'name'}),
+                   'a TFDS dataset directory (RLDS)'),
+    'minari': Format(_read_minari, _write_minari, frozenset({'repair'}),
+                     frozenset({'dataset_id'}), 'a Minari dataset root'),
+    'd4rl': Format(_read_d4rl, _write_d4rl, frozenset({'repair'}),
+                   frozenset({'one_step'}), 'a D4RL-style HDF5 file'),
+    'il': Format(_read_il, _write_il, frozenset({'repair'}),
+                 frozenset({'one_step'}),
+                 'an il-representations dict in a .npz file'),
+    'webdataset': Format(_read_webdataset, _write_webdataset,
+                         frozenset({'repair', 'allow_pickle'}),
+                         frozenset({'one_step'}),
+                         'a directory of il-representations tar shards'),
+    'ted': Format(_read_ted, _write_ted, frozenset({'repair'}),
+                  frozenset({'one_step'}), 'a TorchRL TED H5 file'),
+    'alf': Format(_read_alf, _write_alf, frozenset({'repair'}),
+                  frozenset({'one_step'}), 'ALF TimeSteps in a .npz file'),
+}
+"""The formats `read_episodes` and `write_episodes` know, by name."""
+
+_READ_OPTIONS = frozenset({'repair', 'allow_pickle', 'split'})
+"""Options `convert` hands to the reader (the others go to the writer)."""
+
+
+def _format(name: str) -> Format:
+  if name not in FORMATS:
+    raise ValueError(f'unknown format {name!r}; known: {", ".join(FORMATS)}')
+  return FORMATS[name]
+
+
+def _options(name: str, options: Dict[str, Any], reading: bool
+             ) -> Dict[str, Any]:
+  """The options that are set (not None/False), or a ValueError naming one."""
+  known = (_format(name).read_options if reading
+           else _format(name).write_options)
+  chosen = {k: v for k, v in options.items() if v is not None and v is not False}
+  for key in chosen:
+    if key not in known:
+      raise ValueError(f'{name} does not take the option {key!r} when '
+                       f'{"read" if reading else "written"}')
+  return chosen
+
+
+def read_episodes(fmt: str, path: PathLike,
+                  **options: Any) -> Iterator[episodes_lib.Episode]:
+  """Episodes of the file or directory ``path`` in format ``fmt``.
+
+  Args:
+    fmt: a key of `FORMATS`.
+    path: where the data is.
+    **options: format options (``repair``, ``allow_pickle``, ``split``).
+
+  Raises:
+    FileNotFoundError: if ``path`` does not exist.
+    ValueError: for an unknown format or an option it does not take.
+  """
+  reader = _format(fmt).read
+  chosen = _options(fmt, options, reading=True)
+  if not os.path.exists(path):
+    raise FileNotFoundError(f'{path}: no such file or directory')
+  return iter(reader(path, **chosen))
+
+
+def write_episodes(fmt: str, episodes: episodes_lib.EpisodesLike,
+                   path: PathLike, **options: Any) -> str:
+  """Writes ``episodes`` to ``path`` in format ``fmt``; returns what was written.
+
+  Args:
+    fmt: a key of `FORMATS`.
+    episodes: Episodes or an RLDS dataset.
+    path: the target file or directory (``rlds``: the dataset directory's
+      parent gets a dataset named after the last path part, or ``name``).
+    **options: format options (``dataset_id``, ``name``, ``one_step``).
+
+  Raises:
+    FileExistsError: if ``path`` exists.
+    ValueError: for an unknown format or an option it does not take.
+  """
+  writer = _format(fmt).write
+  chosen = _options(fmt, options, reading=False)
+  if os.path.exists(path) and fmt not in ('minari', 'rlds'):
+    raise FileExistsError(f'{path} exists; choose a new target')
+  return writer(episodes, path, **chosen)
+
+
+class Counted(NamedTuple):
+  """What went through a conversion."""
+  episodes: int
+  steps: int
+
+
+def counting(episodes: Iterable[episodes_lib.Episode], counts: list,
+             progress: Optional[Any] = None) -> Iterator[episodes_lib.Episode]:
+  """Passes ``episodes`` through, adding ``[episodes, steps]`` to ``counts``."""
+  for episode in episodes:
+    leaves = nest_paths.flatten_with_paths(episode['steps'])
+    counts[0] += 1
+    counts[1] += len(leaves[0][1]) if leaves else 0
+    if progress is not None:
+      progress.update(1)
+    yield episode
+
+
+def convert(source: PathLike, target: PathLike, *, from_format: str,
+            to_format: str, progress: bool = False,
+            **options: Any) -> Counted:
+  """Converts ``source`` (``from_format``) into ``target`` (``to_format``).
+
+  Options go to the reader or the writer that takes them (``repair``,
+  ``allow_pickle``, ``split`` to the reader; ``dataset_id``, ``name``,
+  ``one_step`` to the writer).
+
+  Example:
+    >>> import os, tempfile, rlds_lite
+    >>> work = tempfile.mkdtemp()
+    >>> episodes = rlds_lite.synthetic.episodes(num_episodes=3, seed=0)
+    >>> ted_file = write_episodes('ted', episodes, os.path.join(work, 'b.h5'))
+    >>> convert(ted_file, os.path.join(work, 'alf.npz'), from_format='ted',
+    ...         to_format='alf')
+    Counted(episodes=3, steps=97)
+  """
+  read_options = {k: v for k, v in options.items() if k in _READ_OPTIONS}
+  write_options = {k: v for k, v in options.items() if k not in _READ_OPTIONS}
+  if 'split' in read_options and to_format == 'rlds':
+    write_options['split'] = read_options['split']
+  episodes = read_episodes(from_format, source, **read_options)
+  counts = [0, 0]
+  bar = None
+  if progress:
+    from tqdm import auto as tqdm  # pylint: disable=g-import-not-at-top
+    bar = tqdm.tqdm(desc=f'{from_format} -> {to_format}', unit=' episodes')
+  try:
+    write_episodes(to_format, counting(episodes, counts, bar), target,
+                   **write_options)
+  finally:
+    if bar is not None:
+      bar.close()
+  return Counted(*counts)
