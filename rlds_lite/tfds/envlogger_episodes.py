@@ -227,20 +227,53 @@ def _conform(values: Any, spec: Any, field: str, where: str) -> Any:
       spec, [conform_leaf(p, a, s) for p, a, s in zip(paths, flat, flat_specs)])
 
 
-def _shift(values: Any) -> Any:
-  """Rows ``1..T`` then a zero row: RLDS-aligned action/reward/discount."""
-  return tf.nest.map_structure(
-      lambda a: np.concatenate([a[1:], np.zeros_like(a[:1])]), values)
+def _aligned_steps(logged: Mapping[str, Any], specs: Mapping[str, Any],
+                   lengths: np.ndarray, where: str) -> Dict[str, Any]:
+  """RLDS step columns of consecutive episodes of ``lengths`` timesteps.
 
+  ``logged`` holds the episodes' EnvLogger fields concatenated along time;
+  so does the result (see the module docstring for the alignment).
+  """
+  step_types = np.asarray(logged['step_type'])
+  stops = np.cumsum(lengths)
+  starts = stops - lengths
+  is_first = np.zeros(len(step_types), bool)
+  is_first[starts] = True
+  is_last = np.zeros(len(step_types), bool)
+  is_last[stops - 1] = True
 
-def _is_terminal(discount: Any, step_types: np.ndarray) -> np.ndarray:
-  length = len(step_types)
-  terminal = np.zeros(length, bool)
-  last_discount_zero = all(
-      np.all(np.asarray(leaf)[-1] == 0) for leaf in tf.nest.flatten(discount))
-  terminal[-1] = (step_types[-1] == int(dm_env.StepType.LAST) and
-                  last_discount_zero)
-  return terminal
+  def shift(values):
+    """Rows 1.. then zeros, and zero on each last step: RLDS alignment."""
+    def shift_leaf(a):
+      out = np.concatenate([a[1:], np.zeros_like(a[:1])])
+      out[is_last] = 0
+      return out
+    return tf.nest.map_structure(shift_leaf, values)
+
+  discount = _conform(logged[rlds_types.DISCOUNT], specs.get('discount'),
+                      rlds_types.DISCOUNT, where)
+  zero_discount = np.ones(len(step_types), bool)
+  for leaf in tf.nest.flatten(discount):
+    leaf = np.asarray(leaf)
+    zero_discount &= (leaf == 0).reshape(len(leaf), -1).all(axis=1)
+  steps = {
+      rlds_types.OBSERVATION: _conform(logged[rlds_types.OBSERVATION],
+                                       specs.get('observation'),
+                                       rlds_types.OBSERVATION, where),
+      rlds_types.ACTION: shift(_conform(logged[rlds_types.ACTION],
+                                        specs.get('action'),
+                                        rlds_types.ACTION, where)),
+      rlds_types.REWARD: shift(_conform(logged[rlds_types.REWARD],
+                                        specs.get('reward'),
+                                        rlds_types.REWARD, where)),
+      rlds_types.DISCOUNT: shift(discount),
+      rlds_types.IS_FIRST: is_first,
+      rlds_types.IS_LAST: is_last,
+      rlds_types.IS_TERMINAL: is_last & zero_discount & (
+          step_types == int(dm_env.StepType.LAST)),
+  }
+  _merge(steps, logged.get('step_metadata') or {}, 'step metadata', where, ())
+  return steps
 
 
 def _merge(target: Dict[str, Any], extra: Mapping[str, Any], kind: str,
@@ -273,29 +306,10 @@ def rlds_episode(logged: Mapping[str, Any],
     ValueError: naming the episode and field, for values that do not match
       their spec or metadata that collides with RLDS fields.
   """
-  step_types = np.asarray(logged['step_type'])
-  length = len(step_types)
+  length = len(np.asarray(logged['step_type']))
   if not length:
     raise ValueError(f'{where}: the episode has no timestep.')
-  discount = _conform(logged[rlds_types.DISCOUNT], specs.get('discount'),
-                      rlds_types.DISCOUNT, where)
-  index = np.arange(length)
-  steps = {
-      rlds_types.OBSERVATION: _conform(logged[rlds_types.OBSERVATION],
-                                       specs.get('observation'),
-                                       rlds_types.OBSERVATION, where),
-      rlds_types.ACTION: _shift(_conform(logged[rlds_types.ACTION],
-                                         specs.get('action'),
-                                         rlds_types.ACTION, where)),
-      rlds_types.REWARD: _shift(_conform(logged[rlds_types.REWARD],
-                                         specs.get('reward'),
-                                         rlds_types.REWARD, where)),
-      rlds_types.DISCOUNT: _shift(discount),
-      rlds_types.IS_FIRST: index == 0,
-      rlds_types.IS_LAST: index == length - 1,
-      rlds_types.IS_TERMINAL: _is_terminal(discount, step_types),
-  }
-  _merge(steps, logged.get('step_metadata') or {}, 'step metadata', where, ())
+  steps = _aligned_steps(logged, specs, np.array([length]), where)
   episode = {rlds_types.STEPS: steps}
   _merge(episode, logged.get('episode_metadata') or {}, 'episode metadata',
          where, ())
@@ -319,52 +333,16 @@ def _rlds_chunk(chunk: envlogger_decode.LoggedChunk, specs: Mapping[str, Any]
   Raises on any problem; the caller then converts episode by episode, so
   that the error names the episode.
   """
-  logged = chunk.logged
-  step_types = np.asarray(logged['step_type'])
   where = f'{chunk.wheres[0]} (and the {len(chunk.indices) - 1} after it)'
+  steps = _aligned_steps(chunk.logged, specs, chunk.lengths, where)
   stops = np.cumsum(chunk.lengths)
   starts = stops - chunk.lengths
-  is_first = np.zeros(len(step_types), bool)
-  is_first[starts] = True
-  is_last = np.zeros(len(step_types), bool)
-  is_last[stops - 1] = True
-
-  def shift(values):
-    def shift_leaf(a):
-      out = np.concatenate([a[1:], np.zeros_like(a[:1])])
-      out[is_last] = 0
-      return out
-    return tf.nest.map_structure(shift_leaf, values)
-
-  discount = _conform(logged[rlds_types.DISCOUNT], specs.get('discount'),
-                      rlds_types.DISCOUNT, where)
-  zero_discount = np.ones(len(step_types), bool)
-  for leaf in tf.nest.flatten(discount):
-    leaf = np.asarray(leaf)
-    zero_discount &= (leaf == 0).reshape(len(leaf), -1).all(axis=1)
-  steps = {
-      rlds_types.OBSERVATION: _conform(logged[rlds_types.OBSERVATION],
-                                       specs.get('observation'),
-                                       rlds_types.OBSERVATION, where),
-      rlds_types.ACTION: shift(_conform(logged[rlds_types.ACTION],
-                                        specs.get('action'),
-                                        rlds_types.ACTION, where)),
-      rlds_types.REWARD: shift(_conform(logged[rlds_types.REWARD],
-                                        specs.get('reward'),
-                                        rlds_types.REWARD, where)),
-      rlds_types.DISCOUNT: shift(discount),
-      rlds_types.IS_FIRST: is_first,
-      rlds_types.IS_LAST: is_last,
-      rlds_types.IS_TERMINAL: is_last & zero_discount & (
-          step_types == int(dm_env.StepType.LAST)),
-  }
-  _merge(steps, logged.get('step_metadata') or {}, 'step metadata', where, ())
   leaves = tf.nest.flatten(steps)
   episodes = []
   for k, (a, b) in enumerate(zip(starts, stops)):
     episode = {rlds_types.STEPS: tf.nest.pack_sequence_as(
         steps, [leaf[a:b] for leaf in leaves])}
-    _merge(episode, logged['episode_metadata'][k], 'episode metadata',
+    _merge(episode, chunk.logged['episode_metadata'][k], 'episode metadata',
            chunk.wheres[k], ())
     episodes.append((chunk.indices[k], episode))
   return iter(episodes)

@@ -107,3 +107,18 @@ def _flatten(value: Any, prefix: str = '') -> Dict[str, Any]:
       out.update(_flatten(v, f'{prefix}/{k}' if prefix else str(k)))
     return out
   return {prefix: value}
+
+
+def assert_one_step_episodes_skipped(write, read, episodes) -> None:
+  """``write(episodes, one_step='skip')`` then ``read`` keeps the longer ones.
+
+  With no episode longer than one step, writing is an error ("no episodes").
+  """
+  import pytest  # pylint: disable=g-import-not-at-top
+  kept = [e for e in episodes if len(e['steps']['is_last']) > 1]
+  if not kept:
+    with pytest.raises(ValueError, match='no episodes'):
+      write(episodes, one_step='skip')
+    return
+  assert_episodes_equal(read(write(episodes, one_step='skip')), kept,
+                        metadata=False)
