@@ -18,7 +18,7 @@ Example:
 """
 
 import os
-from typing import Any, List, Optional, Union
+from typing import Any, List, Optional, Tuple, Union
 
 import tensorflow as tf
 import tensorflow_datasets as tfds
@@ -122,6 +122,58 @@ def _check_split(builder: tfds.core.DatasetBuilder, split: Any,
                        f'(its splits: {available}).')
 
 
+def rlds_builder(name_or_dir: PathLike,
+                 data_dir: Optional[PathLike] = None
+                 ) -> Tuple[tfds.core.DatasetBuilder, str]:
+  """The TFDS builder of an RLDS dataset, found as `load` finds it, and its label.
+
+  Args:
+    name_or_dir: a prepared dataset directory (or the directory of its only
+      version) or a registered TFDS name.
+    data_dir: where TFDS looks for prepared datasets (names only).
+
+  Returns:
+    ``(builder, label)``; the label names the dataset in error messages.
+
+  Raises:
+    FileNotFoundError, ValueError: for a missing directory, an unknown name
+      or a dataset that is not RLDS (no ``steps`` feature).
+
+  Example:
+    >>> rlds_builder('/no/such/dir')
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: load: dataset directory '/no/such/dir' does not exist.
+  """
+  if not isinstance(name_or_dir, (str, os.PathLike)):
+    raise TypeError(
+        'load: name_or_dir must be a TFDS name or a directory path, got '
+        f'{type(name_or_dir).__name__}.')
+  if _looks_like_path(name_or_dir):
+    builder = _builder_from_dir(name_or_dir)
+  else:
+    builder = _builder_from_name(name_or_dir, data_dir)
+  label = os.fspath(name_or_dir)
+  _steps_feature(builder, label)
+  return builder, label
+
+
+def check_split(builder: tfds.core.DatasetBuilder, split: Any,
+                label: str) -> None:
+  """A ValueError naming the splits if ``split`` names an unknown one.
+
+  Example:
+    >>> import tempfile, rlds_lite
+    >>> path = rlds_lite.tfds.write_dataset(
+    ...     rlds_lite.synthetic.episodes(2), tempfile.mkdtemp(), 'toy')
+    >>> check_split(rlds_builder(path)[0], 'test', 'toy')
+    Traceback (most recent call last):
+    ...
+    ValueError: load: dataset 'toy' has no split 'test' (its splits: ['train']).
+  """
+  _check_split(builder, split, label)
+
+
 def _needs_decoding(encoded: Any, decoded: Any) -> bool:
   """Whether skip-decoded step tensors differ in dtype/shape from decoded ones."""
   flat_encoded = tf.nest.flatten(encoded)
@@ -199,16 +251,7 @@ def load(name_or_dir: PathLike,
     ...
     ValueError: load: no TFDS dataset named 'no_such_rlds_dataset' ...
   """
-  if not isinstance(name_or_dir, (str, os.PathLike)):
-    raise TypeError(
-        'load: name_or_dir must be a TFDS name or a directory path, got '
-        f'{type(name_or_dir).__name__}.')
-  if _looks_like_path(name_or_dir):
-    builder = _builder_from_dir(name_or_dir)
-    label = os.fspath(name_or_dir)
-  else:
-    builder = _builder_from_name(name_or_dir, data_dir)
-    label = name_or_dir
+  builder, label = rlds_builder(name_or_dir, data_dir)
   steps_feature = _steps_feature(builder, label)
   if not tf.io.gfile.exists(os.path.join(os.fspath(builder.data_dir), _INFO_FILE)):
     raise ValueError(

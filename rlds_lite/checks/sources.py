@@ -64,15 +64,7 @@ def open_builder(name_or_dir: PathLike, data_dir: Optional[PathLike] = None
     ...
     FileNotFoundError: load: dataset directory '/no/such/dir' does not exist.
   """
-  # pylint: disable=protected-access
-  if loading._looks_like_path(name_or_dir):
-    builder = loading._builder_from_dir(name_or_dir)
-  else:
-    builder = loading._builder_from_name(os.fspath(name_or_dir), data_dir)
-  label = os.fspath(name_or_dir)
-  loading._steps_feature(builder, label)
-  # pylint: enable=protected-access
-  return builder, label
+  return loading.rlds_builder(name_or_dir, data_dir)
 
 
 def default_split(builder: tfds.core.DatasetBuilder) -> str:

@@ -9,6 +9,10 @@ per-step ``tf.data`` element, no per-sample shuffle buffer; memory is
 bounded by the pool size. ``shuffle_quality`` reports how many distinct
 episodes a batch mixes.
 
+``shuffled_steps`` reads a TFDS split as disjoint slices interleaved (each
+step once per epoch), pools episodes and permutes their steps, with every
+memory-costing knob an argument, ``estimate_memory`` and ``memory_budget``
+(docs/shuffling.md); ``shuffled_episodes`` shuffles whole episodes.
 Around them: ``mix`` (weighted mixtures, exact per-batch counts on request),
 ``shard`` / ``split_slices`` (per-host sharding, disjoint slices),
 ``ResumableIterator`` (save and restore an iterator's position) and
@@ -38,18 +42,28 @@ from rlds_lite.pipeline.service import distribute
 from rlds_lite.pipeline.service import LocalService
 from rlds_lite.pipeline.sharding import shard
 from rlds_lite.pipeline.sharding import split_slices
+from rlds_lite.pipeline.shuffling import estimate_memory
+from rlds_lite.pipeline.shuffling import ShuffleKnobs
+from rlds_lite.pipeline.shuffling import ShuffleMemory
+from rlds_lite.pipeline.shuffling import shuffled_episodes
+from rlds_lite.pipeline.shuffling import shuffled_steps
 from rlds_lite.pipeline.transitions import transitions_dataset
 from rlds_lite.pipeline.windows import windows_dataset
 
 __all__ = [
     'dataset_size',
     'distribute',
+    'estimate_memory',
     'exact_counts',
     'LocalService',
     'mix',
     'pooled_batches',
     'ResumableIterator',
     'shard',
+    'ShuffleKnobs',
+    'ShuffleMemory',
+    'shuffled_episodes',
+    'shuffled_steps',
     'split_slices',
     'shuffle_quality',
     'ShuffleQuality',

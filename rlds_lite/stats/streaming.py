@@ -149,11 +149,7 @@ def _dense_episodes(dataset_or_path: Any, split: str,
 
 def _dataset_dir(name_or_dir: PathLike, data_dir: Optional[PathLike]) -> str:
   """The directory holding the dataset's ``dataset_info.json``."""
-  # pylint: disable=protected-access
-  if loading._looks_like_path(name_or_dir):
-    builder = loading._builder_from_dir(name_or_dir)
-  else:
-    builder = loading._builder_from_name(os.fspath(name_or_dir), data_dir)
+  builder, _ = loading.rlds_builder(name_or_dir, data_dir)
   return os.fspath(builder.data_dir)
 
 

@@ -1,0 +1,754 @@
+"""Step and episode shuffling of a TFDS RLDS split, every step read once.
+
+The RLDS FAQ recipe for shuffled steps interleaves ``N`` copies of a dataset
+(each step is then read ``N`` times) or, to avoid duplicates, datasets built
+from disjoint split slices, each ``flat_map``-ed to steps, then maybe
+``shuffle(buffer)``. ``shuffled_steps`` does that in one call, without a
+per-step ``tf.data`` element:
+
+1. the split is cut into ``num_slices`` disjoint, even slices (absolute
+   TFDS slices ``train[a:b]``: each one a file instruction, or two across a
+   shard boundary), read as dense episodes (``rlds_lite.load(...,
+   dense=True)``) in a seeded random order, new every epoch;
+2. TFDS's own file interleave reads ``cycle_length`` slices at once, one
+   episode from each in turn (``num_parallel_reads`` of them in parallel),
+   each with a bounded read buffer and no TFDS prefetch;
+3. optionally an episode shuffle buffer of ``episode_shuffle_buffer``
+   episodes;
+4. ``read_ahead`` episodes read ahead in the background (a ``prefetch``,
+   so that the next pool is read while the current one is cut);
+5. pools of ``pool_episodes`` consecutive episodes, whose steps are
+   concatenated and permuted together (``pooled_batches`` with
+   ``pool='samples'``), cut into batches.
+
+Every step of the split comes out exactly once per pass. ``estimate_memory``
+says what each knob costs (a ``ShuffleMemory``), and ``memory_budget`` picks
+the knobs left unset so that the estimate fits (see ``pick_knobs``).
+``shuffled_episodes`` is steps 1-3 alone: whole dense episodes in a shuffled
+order.
+
+Memory estimate (bytes; ``E`` = mean episode bytes = mean steps per episode
+x bytes of one decoded step, from the features; ``S`` = step bytes)::
+
+  episode_buffer = episode_shuffle_buffer * E
+  interleave     = cycle_length * (READ_BUFFER_BYTES
+                                   + (2 * num_parallel_reads - 1) * E)
+  pools          = 3 * pool_episodes * E   # being cut, next, concatenation
+  read_ahead     = read_ahead * E
+  batches        = prefetch * batch_size * S + gather_size * S
+
+Example:
+  >>> import tempfile
+  >>> from rlds_lite import synthetic, tfds as rtfds
+  >>> path = rtfds.write_dataset(synthetic.episodes(6, seed=0),
+  ...                            tempfile.mkdtemp(), 'toy')
+  >>> ds = shuffled_steps(path, batch_size=32, num_slices=3, seed=0,
+  ...                     episode_fields='episode_id')
+  >>> sum(int(b['reward'].shape[0]) for b in ds) == count_steps(path)  # once
+  True
+  >>> memory = estimate_memory(path, batch_size=32)
+  >>> memory.pools == 3 * 64 * memory.episode_bytes  # 64 pool episodes
+  True
+"""
+
+import contextlib
+import functools
+import logging
+import operator
+import os
+import re
+import warnings
+from typing import (Any, Dict, Iterator, NamedTuple, Optional, Sequence,
+                    Tuple, Union)
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from rlds_lite import dense
+from rlds_lite import loading
+from rlds_lite import rlds_types
+from rlds_lite.pipeline import inputs
+from rlds_lite.pipeline import pools
+
+PathLike = Union[str, os.PathLike]
+
+READ_BUFFER_BYTES = 256 << 10
+"""Read buffer of each open file (``tfds.ReadConfig.override_buffer_size``)."""
+DEFAULT_NUM_SLICES = 16
+"""Default number of disjoint slices (at most the number of episodes)."""
+DEFAULT_CYCLE_LENGTH = 4
+"""Default number of slices open at once (at most ``num_slices``)."""
+DEFAULT_NUM_PARALLEL_READS = 1
+"""Default files read in parallel per open slice."""
+DEFAULT_PREFETCH = 2
+"""Batches prefetched at the end of ``shuffled_steps``."""
+POOL_COPIES = 3
+"""Pools held at once: the one being cut, the next one's episodes and their
+concatenation (measured: RSS growth ~3x a pool for large steps)."""
+MAX_POOL_EPISODES = 4096
+"""``memory_budget`` never picks larger pools (first-batch latency)."""
+_UNITS = {'': 1, 'B': 1, 'KB': 10**3, 'MB': 10**6, 'GB': 10**9, 'TB': 10**12,
+          'KIB': 1 << 10, 'MIB': 1 << 20, 'GIB': 1 << 30, 'TIB': 1 << 40}
+
+
+class ShuffleKnobs(NamedTuple):
+  """The memory-costing knobs of ``shuffled_steps``, resolved.
+
+  Attributes:
+    num_slices: disjoint slices the split is cut into.
+    cycle_length: slices open (read) at once.
+    num_parallel_reads: files read in parallel per open slice.
+    pool_episodes: episodes per pool whose steps are permuted together.
+    read_ahead: episodes read ahead of the pools (0: none).
+    episode_shuffle_buffer: episodes in the episode shuffle buffer (0: none).
+    prefetch: batches prefetched.
+  """
+  num_slices: int
+  cycle_length: int
+  num_parallel_reads: int
+  pool_episodes: int
+  read_ahead: int
+  episode_shuffle_buffer: int
+  prefetch: int
+
+
+def _human(num_bytes: float) -> str:
+  """``num_bytes`` as a short decimal string (``'1.5 MB'``)."""
+  for unit in ('B', 'KB', 'MB', 'GB'):
+    if abs(num_bytes) < 1000 or unit == 'GB':
+      return (f'{int(num_bytes)} {unit}' if unit == 'B' else
+              f'{num_bytes:.1f} {unit}')
+    num_bytes /= 1000
+  return f'{num_bytes:.1f} GB'
+
+
+class ShuffleMemory(NamedTuple):
+  """Estimated bytes held by each knob of ``shuffled_steps``.
+
+  Attributes:
+    step_bytes: bytes of one decoded step (strings count 32).
+    mean_episode_steps: mean steps per episode of the split.
+    episode_bytes: ``ceil(mean_episode_steps * step_bytes)``.
+    episode_buffer: ``episode_shuffle_buffer * episode_bytes``.
+    interleave: ``cycle_length * (READ_BUFFER_BYTES + (2 *
+      num_parallel_reads - 1) * episode_bytes)``: each open slice's read
+      buffer and episode being parsed, and two episodes buffered per open
+      slice per extra parallel read.
+    pools: ``POOL_COPIES * pool_episodes * episode_bytes`` (3 copies): the
+      pool being cut, the next pool's episodes and their concatenation.
+    read_ahead: ``read_ahead * episode_bytes``.
+    batches: ``(prefetch * batch_size + gather) * step_bytes``: prefetched
+      batches and the samples gathered at once.
+    knobs: the knobs the estimate is for.
+  """
+  step_bytes: int
+  mean_episode_steps: float
+  episode_bytes: int
+  episode_buffer: int
+  interleave: int
+  pools: int
+  read_ahead: int
+  batches: int
+  knobs: ShuffleKnobs
+
+  @property
+  def total(self) -> int:
+    """The sum of the parts (bytes)."""
+    return (self.episode_buffer + self.interleave + self.pools +
+            self.read_ahead + self.batches)
+
+  def __repr__(self) -> str:
+    return (f'ShuffleMemory(total={_human(self.total)}: '
+            f'pools={_human(self.pools)}, '
+            f'read_ahead={_human(self.read_ahead)}, '
+            f'interleave={_human(self.interleave)}, '
+            f'episode_buffer={_human(self.episode_buffer)}, '
+            f'batches={_human(self.batches)}; '
+            f'episode={_human(self.episode_bytes)} '
+            f'({self.mean_episode_steps:.1f} steps x {self.step_bytes} B); '
+            f'{self.knobs})')
+
+
+def parse_bytes(value: Any, name: str = 'memory_budget',
+                op: str = 'shuffled_steps') -> int:
+  """A byte count from an int or a string like ``'512MB'`` or ``'1.5 GiB'``.
+
+  ``KB``/``MB``/``GB``/``TB`` are powers of 1000, ``KiB``/``MiB``/``GiB``/
+  ``TiB`` powers of 1024 (case-insensitive).
+
+  Example:
+    >>> parse_bytes('512MB'), parse_bytes('1 KiB'), parse_bytes(10)
+    (512000000, 1024, 10)
+    >>> parse_bytes('lots')
+    Traceback (most recent call last):
+    ...
+    ValueError: shuffled_steps: memory_budget must be a positive number of bytes or a string like '512MB', got 'lots'.
+  """
+  error = ValueError(f'{op}: {name} must be a positive number of bytes or a '
+                     f"string like '512MB', got {value!r}.")
+  if isinstance(value, str):
+    match = re.fullmatch(r'\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*', value)
+    if not match or match.group(2).upper() not in _UNITS:
+      raise error
+    value = float(match.group(1)) * _UNITS[match.group(2).upper()]
+  if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+    raise error
+  if not value >= 1:
+    raise error
+  return int(value)
+
+
+class _Split(NamedTuple):
+  """What the knobs need to know of a split."""
+  builder: tfds.core.DatasetBuilder
+  label: str
+  split: Any
+  num_episodes: int
+  step_spec: Dict[str, tf.TensorSpec]
+
+
+def _builder(name_or_dir: PathLike, data_dir: Optional[PathLike],
+             op: str = 'shuffled_steps'
+             ) -> Tuple[tfds.core.DatasetBuilder, str]:
+  """The TFDS builder of a name or directory (as ``load`` finds it)."""
+  if not isinstance(name_or_dir, (str, os.PathLike)):
+    raise TypeError(
+        f'{op}: name_or_dir must be a TFDS name or a directory path, '
+        f'got {type(name_or_dir).__name__}.')
+  return loading.rlds_builder(name_or_dir, data_dir)
+
+
+def _check_fields(available: Sequence[str], fields: Optional[Sequence[str]],
+                  kind: str, label: str, op: str) -> Tuple[str, ...]:
+  if fields is None:
+    return tuple(available)
+  fields = (fields,) if isinstance(fields, str) else tuple(fields)
+  for field in fields:
+    if field not in available:
+      raise ValueError(f'{op}: dataset {label!r} has no {kind} {field!r} '
+                       f'(its {kind}s: {sorted(available)}).')
+  return fields
+
+
+def _split_facts(name_or_dir: PathLike, split: Any,
+                 data_dir: Optional[PathLike], fields: Optional[Sequence[str]],
+                 op: str) -> _Split:
+  """Episode count and (selected) step specs of ``split``, from the metadata."""
+  builder, label = _builder(name_or_dir, data_dir, op)
+  loading.check_split(builder, split, label)
+  num_episodes = builder.info.splits[split].num_examples
+  steps = builder.info.features[rlds_types.STEPS].feature.get_tensor_spec()
+  fields = _check_fields(list(steps), fields, 'step field', label, op)
+  return _Split(builder, label, split, num_episodes,
+                {f: steps[f] for f in fields})
+
+
+def _step_bytes(step_spec: Dict[str, Any]) -> int:
+  """Bytes of one decoded step (unknown dims count 1, strings 32)."""
+  spec = tf.nest.map_structure(
+      lambda s: tf.TensorSpec([None] + s.shape.as_list(), s.dtype), step_spec)
+  return pools.sample_bytes(spec)
+
+
+@functools.lru_cache(maxsize=64)
+def _counted_steps(name_or_dir: str, split: str, data_dir: Optional[str],
+                   stamp: Tuple[Any, ...]) -> int:
+  del stamp  # Only part of the cache key.
+  episodes = loading.load(name_or_dir, split, data_dir=data_dir, dense=True)
+  lengths = episodes.map(
+      lambda e: tf.cast(dense.episode_length(e[rlds_types.STEPS]), tf.int64),
+      num_parallel_calls=tf.data.AUTOTUNE)
+  return int(lengths.reduce(tf.constant(0, tf.int64), lambda a, b: a + b))
+
+
+def count_steps(name_or_dir: PathLike, split: str = 'train', *,
+                data_dir: Optional[PathLike] = None) -> int:
+  """Steps of a split, from one pass over its dense episodes (cached).
+
+  TFDS metadata has the episode count of a split but not its step count; this
+  reads the split once (cached per process until the dataset changes).
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic, tfds as rtfds
+    >>> path = rtfds.write_dataset(synthetic.episodes(4, seed=0),
+    ...                            tempfile.mkdtemp(), 'toy')
+    >>> count_steps(path)
+    144
+  """
+  builder, _ = _builder(name_or_dir, data_dir)
+  info = os.path.join(os.fspath(builder.data_dir), 'dataset_info.json')
+  stamp = (os.fspath(builder.data_dir), tf.io.gfile.stat(info).mtime_nsec)
+  return _counted_steps(
+      os.fspath(name_or_dir), str(split),
+      None if data_dir is None else os.fspath(data_dir), stamp)
+
+
+def _memory(knobs: ShuffleKnobs, batch_size: int, step_bytes: int,
+            mean_steps: float) -> ShuffleMemory:
+  """The estimate of the module docstring for ``knobs``."""
+  episode = int(np.ceil(mean_steps * step_bytes))
+  gather = pools.gather_size(batch_size, step_bytes)
+  return ShuffleMemory(
+      step_bytes=step_bytes,
+      mean_episode_steps=float(mean_steps),
+      episode_bytes=episode,
+      episode_buffer=knobs.episode_shuffle_buffer * episode,
+      interleave=knobs.cycle_length * (
+          READ_BUFFER_BYTES + (2 * knobs.num_parallel_reads - 1) * episode),
+      pools=POOL_COPIES * knobs.pool_episodes * episode,
+      read_ahead=knobs.read_ahead * episode,
+      batches=(knobs.prefetch * batch_size + gather) * step_bytes,
+      knobs=knobs)
+
+
+def pick_knobs(budget: int, batch_size: int, step_bytes: int,
+               mean_steps: float, num_episodes: int, num_slices: int,
+               given: Dict[str, Optional[int]],
+               op: str = 'shuffled_steps') -> ShuffleKnobs:
+  """Knobs whose memory estimate fits ``budget`` bytes.
+
+  Rule: the knobs in ``given`` (not None) are kept; the others start at their
+  smallest (1 pool episode, 1 open slice, no episode buffer, 1 parallel read,
+  ``DEFAULT_PREFETCH`` batches; ``read_ahead`` follows ``pool_episodes``).
+  What the budget leaves beyond that goes half to larger pools (at most
+  ``min(num_episodes, MAX_POOL_EPISODES)`` episodes, with their read-ahead),
+  a quarter to more open slices (at most ``num_slices``) and a
+  quarter to the episode shuffle buffer (at most ``num_episodes``).
+
+  Raises:
+    ValueError: if even the smallest pipeline does not fit, naming the
+      numbers.
+
+  Example:
+    >>> pick_knobs(10**6, 32, 40, 25.0, 1000, 16, {})
+    ShuffleKnobs(num_slices=16, cycle_length=1, num_parallel_reads=1, pool_episodes=59, read_ahead=59, episode_shuffle_buffer=117, prefetch=2)
+  """
+  def value(name: str, default: int) -> int:
+    return default if given.get(name) is None else given[name]
+
+  smallest = ShuffleKnobs(
+      num_slices=num_slices,
+      cycle_length=value('cycle_length', 1),
+      num_parallel_reads=value('num_parallel_reads', 1),
+      pool_episodes=value('pool_episodes', 1),
+      read_ahead=value('read_ahead', value('pool_episodes', 1)),
+      episode_shuffle_buffer=value('episode_shuffle_buffer', 0),
+      prefetch=value('prefetch', DEFAULT_PREFETCH))
+  memory = _memory(smallest, batch_size, step_bytes, mean_steps)
+  if memory.total > budget:
+    raise ValueError(
+        f'{op}: memory_budget {_human(budget)} ({budget} bytes) is too small: '
+        f'one episode takes about {_human(memory.episode_bytes)} '
+        f'({memory.mean_episode_steps:.1f} steps x {memory.step_bytes} bytes) '
+        f'and the smallest pipeline ({smallest}) needs about '
+        f'{_human(memory.total)} ({memory.total} bytes); raise the budget or '
+        'lower batch_size / select fewer fields.')
+  left = budget - memory.total
+  episode = memory.episode_bytes
+  knobs = smallest
+  if given.get('pool_episodes') is None:
+    cap = min(num_episodes, MAX_POOL_EPISODES)
+    follows = given.get('read_ahead') is None
+    extra = left // 2 // ((POOL_COPIES + follows) * episode)
+    knobs = knobs._replace(pool_episodes=int(min(cap, 1 + extra)))
+    if follows:
+      knobs = knobs._replace(read_ahead=knobs.pool_episodes)
+  if given.get('cycle_length') is None:
+    per_slice = READ_BUFFER_BYTES + (2 * knobs.num_parallel_reads - 1) * episode
+    extra = left // 4 // per_slice
+    knobs = knobs._replace(cycle_length=int(min(num_slices, 1 + extra)))
+  if given.get('episode_shuffle_buffer') is None:
+    extra = left // 4 // episode
+    knobs = knobs._replace(episode_shuffle_buffer=int(min(num_episodes, extra)))
+  return knobs
+
+
+def _resolve(facts: _Split, batch_size: int, knobs: Dict[str, Any],
+             memory_budget: Any, num_steps: Optional[int], op: str
+             ) -> Tuple[ShuffleKnobs, Optional[ShuffleMemory]]:
+  """Checks the knobs, fills the defaults (or picks them for the budget)."""
+  for name in ('num_slices', 'cycle_length', 'num_parallel_reads',
+               'pool_episodes'):
+    if knobs.get(name) is not None:
+      knobs[name] = inputs.check_positive_int(knobs[name], name, op)
+  for name in ('episode_shuffle_buffer', 'prefetch', 'read_ahead'):
+    if knobs.get(name) is not None:
+      knobs[name] = inputs.check_non_negative_int(knobs[name], name, op)
+  if facts.num_episodes == 0:
+    raise ValueError(f'{op}: split {facts.split!r} of dataset {facts.label!r} '
+                     'has no episodes.')
+  num_slices = knobs.get('num_slices')
+  if num_slices is None:
+    num_slices = min(DEFAULT_NUM_SLICES, facts.num_episodes)
+  elif num_slices > facts.num_episodes:
+    raise ValueError(
+        f'{op}: num_slices={num_slices} is more than the '
+        f'{facts.num_episodes} episodes of split {facts.split!r} of dataset '
+        f'{facts.label!r}; every slice needs at least one episode.')
+  if knobs.get('cycle_length') is not None:
+    knobs['cycle_length'] = min(knobs['cycle_length'], num_slices)
+  if memory_budget is not None:
+    budget = parse_bytes(memory_budget, 'memory_budget', op)
+    step_bytes = _step_bytes(facts.step_spec)
+    mean_steps = num_steps / facts.num_episodes
+    resolved = pick_knobs(budget, batch_size, step_bytes, mean_steps,
+                          facts.num_episodes, num_slices, knobs, op)
+    return resolved, _memory(resolved, batch_size, step_bytes, mean_steps)
+
+  def value(name: str, default: int) -> int:
+    return default if knobs.get(name) is None else knobs[name]
+
+  return ShuffleKnobs(
+      num_slices=num_slices,
+      cycle_length=value('cycle_length',
+                         min(DEFAULT_CYCLE_LENGTH, num_slices)),
+      num_parallel_reads=value('num_parallel_reads',
+                               DEFAULT_NUM_PARALLEL_READS),
+      pool_episodes=value('pool_episodes', pools.DEFAULT_POOL_EPISODES),
+      read_ahead=value('read_ahead',
+                       value('pool_episodes', pools.DEFAULT_POOL_EPISODES)),
+      episode_shuffle_buffer=value('episode_shuffle_buffer', 0),
+      prefetch=value('prefetch', DEFAULT_PREFETCH)), None
+
+
+def estimate_memory(name_or_dir: PathLike,
+                    split: str = 'train',
+                    *,
+                    batch_size: int,
+                    data_dir: Optional[PathLike] = None,
+                    num_slices: Optional[int] = None,
+                    cycle_length: Optional[int] = None,
+                    pool_episodes: Optional[int] = None,
+                    read_ahead: Optional[int] = None,
+                    episode_shuffle_buffer: Optional[int] = None,
+                    num_parallel_reads: Optional[int] = None,
+                    prefetch: Optional[int] = None,
+                    memory_budget: Union[int, str, None] = None,
+                    fields: Optional[Sequence[str]] = None,
+                    num_steps: Optional[int] = None) -> ShuffleMemory:
+  """The memory ``shuffled_steps`` with these arguments would hold (estimate).
+
+  Step bytes come from the dataset's step features (decoded: images count
+  their pixels), the mean episode length from ``num_steps`` (the split's step
+  count) or, if None, from ``count_steps`` (one pass, cached). See the module
+  docstring for the formula; knobs left None take ``shuffled_steps``'s
+  defaults, or are picked for ``memory_budget`` (``pick_knobs``).
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic, tfds as rtfds
+    >>> path = rtfds.write_dataset(synthetic.episodes(40, seed=0),
+    ...                            tempfile.mkdtemp(), 'toy')
+    >>> small = estimate_memory(path, batch_size=8, memory_budget='600KB')
+    >>> large = estimate_memory(path, batch_size=8, memory_budget='20MB')
+    >>> small.knobs.pool_episodes < large.knobs.pool_episodes
+    True
+    >>> small.total <= 2 * 10**6
+    True
+  """
+  op = 'estimate_memory'
+  batch_size = inputs.check_positive_int(batch_size, 'batch_size', op)
+  facts = _split_facts(name_or_dir, split, data_dir, fields, op)
+  if num_steps is None:
+    num_steps = count_steps(name_or_dir, split, data_dir=data_dir)
+  knobs = dict(num_slices=num_slices, cycle_length=cycle_length,
+               pool_episodes=pool_episodes, read_ahead=read_ahead,
+               episode_shuffle_buffer=episode_shuffle_buffer,
+               num_parallel_reads=num_parallel_reads, prefetch=prefetch)
+  resolved, memory = _resolve(facts, batch_size, knobs, memory_budget,
+                              num_steps, op)
+  if memory is None:
+    memory = _memory(resolved, batch_size, _step_bytes(facts.step_spec),
+                     num_steps / facts.num_episodes)
+  return memory
+
+
+def _slice_split(split: Any, splits: Any, num_slices: int
+                 ) -> tfds.core.ReadInstruction:
+  """``split`` cut into ``num_slices`` even, disjoint slices (absolute indices).
+
+  Slices of several sub-splits (``'train[:10]+test'``) are cut over their
+  concatenation; a slice spanning two sub-splits becomes two instructions.
+  """
+  spec = (tfds.core.ReadInstruction.from_spec(split) if isinstance(split, str)
+          else split)
+  ranges = []
+  for part in spec.to_absolute(splits):
+    start = part.from_ or 0
+    stop = splits[part.splitname].num_examples if part.to is None else part.to
+    ranges.append((part.splitname, start, stop))
+  total = sum(stop - start for _, start, stop in ranges)
+  bounds = [i * total // num_slices for i in range(num_slices + 1)]
+  pieces, offset = [], 0
+  for name, start, stop in ranges:
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+      lo, hi = max(lo, offset), min(hi, offset + stop - start)
+      if lo < hi:
+        pieces.append(tfds.core.ReadInstruction(
+            name, from_=start + lo - offset, to=start + hi - offset,
+            unit='abs'))
+    offset += stop - start
+  return functools.reduce(operator.add, pieces)
+
+
+class _OrderingGuardFilter(logging.Filter):
+  """Drops TFDS's warning that an ordered dataset is read out of order."""
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    return 'is an ordered dataset' not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _quiet_ordering_guard() -> Iterator[None]:
+  """Silences the warnings TFDS gives when an ordered dataset is shuffled.
+
+  Shuffling is the point here; the warnings would only confuse. Also drops
+  tf.data's warning that ``deterministic`` is unused by a sequential
+  interleave (TFDS always passes it).
+  """
+  absl_logger = logging.getLogger('absl')
+  quiet = _OrderingGuardFilter()
+  absl_logger.addFilter(quiet)
+  try:
+    with warnings.catch_warnings():
+      warnings.filterwarnings('ignore', message='The `deterministic` argument')
+      yield
+  finally:
+    absl_logger.removeFilter(quiet)
+
+
+def _interleaved(name_or_dir: PathLike, facts: _Split,
+                 data_dir: Optional[PathLike], knobs: ShuffleKnobs,
+                 seed: Optional[int], keep: Tuple[str, ...]
+                 ) -> tf.data.Dataset:
+  """Dense episodes of the slices, ``cycle_length`` slices read at a time.
+
+  One TFDS pipeline: each slice is one file instruction (or two, across a
+  file boundary); TFDS shuffles the instructions (seeded, again every epoch)
+  and interleaves ``cycle_length`` of them one episode at a time. The
+  ordering guard of ordered datasets (``disable_shuffling``) is lifted, as
+  the order is shuffled on purpose.
+  """
+  reads = knobs.num_parallel_reads
+  read_config = tfds.ReadConfig(
+      interleave_cycle_length=knobs.cycle_length, interleave_block_length=1,
+      num_parallel_calls_for_interleave_files=None if reads == 1 else reads,
+      override_buffer_size=READ_BUFFER_BYTES, skip_prefetch=True,
+      try_autocache=False, shuffle_seed=seed,
+      shuffle_reshuffle_each_iteration=True, enable_ordering_guard=False)
+  split = _slice_split(facts.split, facts.builder.info.splits,
+                       knobs.num_slices)
+  with _quiet_ordering_guard():
+    episodes = loading.load(name_or_dir, split, data_dir=data_dir,
+                            dense=True, shuffle_files=True,
+                            read_config=read_config)
+  step_fields = tuple(facts.step_spec)
+
+  @tf.autograph.experimental.do_not_convert
+  def select(episode: Dict[str, Any]) -> Dict[str, Any]:
+    steps = episode[rlds_types.STEPS]
+    return {rlds_types.STEPS: {f: steps[f] for f in step_fields},
+            **{f: episode[f] for f in keep}}
+
+  return episodes.map(select)
+
+
+def _episode_fields(facts: _Split, episode_fields: Any, op: str
+                    ) -> Tuple[str, ...]:
+  """The checked names of the episode metadata to keep (None: all)."""
+  available = [k for k in facts.builder.info.features.keys()
+               if k != rlds_types.STEPS]
+  if episode_fields is None:
+    return tuple(available)
+  return _check_fields(available, episode_fields or (), 'episode field',
+                       facts.label, op)
+
+
+def _steps_sampler(fields: Tuple[str, ...]) -> pools.Sampler:
+  """Samples = single steps, plus the episode ``fields``."""
+
+  def plan(episode: Dict[str, Any]) -> pools.Plan:
+    steps = episode[rlds_types.STEPS]
+    index = tf.range(dense.episode_length(steps), dtype=tf.int32)
+    return steps, index, inputs.episode_values(episode, fields,
+                                               tf.shape(index)[0])
+
+  def assemble(steps: Dict[str, Any], index: tf.Tensor,
+               values: Dict[str, Any]) -> Dict[str, Any]:
+    return {**dense.gather_steps(steps, index), **values}
+
+  return pools.Sampler(samples=lambda e: assemble(*plan(e)), plan=plan,
+                       assemble=assemble)
+
+
+def shuffled_steps(name_or_dir: PathLike,
+                   split: str = 'train',
+                   *,
+                   batch_size: int,
+                   data_dir: Optional[PathLike] = None,
+                   num_slices: Optional[int] = None,
+                   cycle_length: Optional[int] = None,
+                   pool_episodes: Optional[int] = None,
+                   read_ahead: Optional[int] = None,
+                   episode_shuffle_buffer: Optional[int] = None,
+                   num_parallel_reads: Optional[int] = None,
+                   prefetch: Optional[int] = None,
+                   memory_budget: Union[int, str, None] = None,
+                   seed: Optional[int] = None,
+                   drop_remainder: bool = False,
+                   fields: Optional[Sequence[str]] = None,
+                   episode_fields: Union[str, Sequence[str]] = (),
+                   num_steps: Optional[int] = None) -> tf.data.Dataset:
+  """Shuffled batches of the steps of a TFDS RLDS split, each step once.
+
+  The RLDS FAQ's "interleave disjoint split slices" recipe in one function,
+  with pooled step shuffling instead of a per-step buffer (see the module
+  docstring). Memory (``estimate_memory``) is bounded by the knobs.
+
+  Args:
+    name_or_dir: a TFDS name or a prepared dataset directory (as ``load``).
+    split: a split, TFDS slicing allowed (``'train[:80%]'``).
+    batch_size: steps per batch.
+    data_dir: where TFDS finds prepared datasets (names only).
+    num_slices: disjoint slices (default ``min(16, episodes)``; at most the
+      number of episodes). Costs nothing until opened.
+    cycle_length: slices open at once (default ``min(4, num_slices)``).
+      Memory ``cycle_length * (READ_BUFFER_BYTES + (2 * num_parallel_reads -
+      1) * E)``.
+    pool_episodes: episodes whose steps are permuted together (default 64);
+      a batch mixes about ``min(pool_episodes, batch_size)`` episodes.
+      Memory ``3 * pool_episodes * E``.
+    read_ahead: episodes read ahead of the pools in the background (default
+      ``pool_episodes``; 0: none): the next pool is read while the current
+      one is cut. Memory ``read_ahead * E``.
+    episode_shuffle_buffer: episodes in a shuffle buffer before pooling
+      (default 0: none). Memory ``episode_shuffle_buffer * E``.
+    num_parallel_reads: slices read in parallel (default 1: one after the
+      other, round-robin).
+    prefetch: batches to prefetch (default 2).
+    memory_budget: bytes (int) or a string like ``'512MB'``: the knobs left
+      None are picked to fit (``pick_knobs``); needs the step count (one
+      pass, cached, unless ``num_steps`` is given).
+    seed: seed of the slice order and the pools (None: random).
+    drop_remainder: drop a last batch smaller than ``batch_size`` (then the
+      batch axis is static). A ``batch_size`` larger than the split's steps
+      is then an error (checked with ``count_steps``).
+    fields: step fields to keep (default all): fewer fields, less memory.
+    episode_fields: episode metadata (e.g. ``'episode_id'``) copied into
+      every step (``[B, ...]``).
+    num_steps: the split's step count, if known (skips ``count_steps``).
+
+  Returns:
+    A dataset of dicts of ``[B, ...]`` step fields (plus ``episode_fields``).
+
+  Raises:
+    ValueError: for an unknown split or field, a non-positive knob,
+      ``num_slices`` above the number of episodes, a too small
+      ``memory_budget``, or ``batch_size`` above the step count with
+      ``drop_remainder``.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic, tfds as rtfds
+    >>> path = rtfds.write_dataset(synthetic.episodes(5, seed=0),
+    ...                            tempfile.mkdtemp(), 'toy')
+    >>> ds = shuffled_steps(path, batch_size=100, seed=1, fields=['reward'],
+    ...                     drop_remainder=True)
+    >>> [b['reward'].shape.as_list() for b in ds]
+    [[100]]
+    >>> shuffled_steps(path, batch_size=1000, drop_remainder=True)
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: shuffled_steps: batch_size=1000 is larger than the 178 steps of split 'train' of dataset '...', and drop_remainder=True would drop them all.
+  """
+  op = 'shuffled_steps'
+  batch_size = inputs.check_positive_int(batch_size, 'batch_size', op)
+  facts = _split_facts(name_or_dir, split, data_dir, fields, op)
+  keep = _episode_fields(facts, episode_fields, op)
+  if set(keep) & set(facts.step_spec):
+    clash = sorted(set(keep) & set(facts.step_spec))
+    raise ValueError(f'{op}: episode_fields {clash} have the names of step '
+                     'fields; rename them first.')
+  if num_steps is None and (drop_remainder or memory_budget is not None):
+    num_steps = count_steps(name_or_dir, split, data_dir=data_dir)
+  if drop_remainder and batch_size > num_steps:
+    raise ValueError(
+        f'{op}: batch_size={batch_size} is larger than the {num_steps} steps '
+        f'of split {split!r} of dataset {facts.label!r}, and '
+        'drop_remainder=True would drop them all.')
+  knobs, _ = _resolve(
+      facts, batch_size,
+      dict(num_slices=num_slices, cycle_length=cycle_length,
+           pool_episodes=pool_episodes, read_ahead=read_ahead,
+           episode_shuffle_buffer=episode_shuffle_buffer,
+           num_parallel_reads=num_parallel_reads, prefetch=prefetch),
+      memory_budget, num_steps, op)
+  episodes = _interleaved(name_or_dir, facts, data_dir, knobs, seed, keep)
+  if knobs.read_ahead:
+    episodes = episodes.prefetch(knobs.read_ahead)
+  return pools.pooled_batches(
+      episodes, _steps_sampler(keep), batch_size, shuffle=True,
+      pool='samples', pool_episodes=knobs.pool_episodes,
+      episode_shuffle_buffer=knobs.episode_shuffle_buffer, seed=seed,
+      drop_last_batch=drop_remainder, prefetch=knobs.prefetch, op=op)
+
+
+def shuffled_episodes(name_or_dir: PathLike,
+                      split: str = 'train',
+                      *,
+                      data_dir: Optional[PathLike] = None,
+                      num_slices: Optional[int] = None,
+                      cycle_length: Optional[int] = None,
+                      episode_shuffle_buffer: int = 16,
+                      num_parallel_reads: Optional[int] = None,
+                      seed: Optional[int] = None,
+                      fields: Optional[Sequence[str]] = None,
+                      episode_fields: Optional[Sequence[str]] = None
+                      ) -> tf.data.Dataset:
+  """Dense episodes of a split in a shuffled order, each episode once.
+
+  Disjoint slices in a seeded random order, ``cycle_length`` of them read
+  round-robin, then a shuffle buffer of ``episode_shuffle_buffer`` episodes
+  (both reshuffled every epoch). Memory: ``episode_shuffle_buffer * E`` plus
+  ``cycle_length * (READ_BUFFER_BYTES + (2 * num_parallel_reads - 1) * E)``.
+
+  Args:
+    name_or_dir: a TFDS name or a prepared dataset directory.
+    split: the split (slicing allowed).
+    data_dir: where TFDS finds prepared datasets (names only).
+    num_slices: disjoint slices (default ``min(16, episodes)``).
+    cycle_length: slices open at once (default ``min(4, num_slices)``).
+    episode_shuffle_buffer: episodes in the shuffle buffer (0: none).
+    num_parallel_reads: slices read in parallel (default 1).
+    seed: seed of the slice order and the buffer (None: random).
+    fields: step fields to keep (default all).
+    episode_fields: episode metadata to keep (default all).
+
+  Returns:
+    A dataset of episodes whose ``steps`` are dicts of ``[T, ...]`` tensors.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic, tfds as rtfds
+    >>> path = rtfds.write_dataset(synthetic.episodes(8, seed=0),
+    ...                            tempfile.mkdtemp(), 'toy')
+    >>> ids = [int(e['episode_id']) for e in shuffled_episodes(path, seed=0)]
+    >>> sorted(ids), ids != sorted(ids)
+    ([0, 1, 2, 3, 4, 5, 6, 7], True)
+  """
+  op = 'shuffled_episodes'
+  facts = _split_facts(name_or_dir, split, data_dir, fields, op)
+  keep = _episode_fields(facts, episode_fields, op)
+  knobs, _ = _resolve(
+      facts, 1,
+      dict(num_slices=num_slices, cycle_length=cycle_length,
+           episode_shuffle_buffer=episode_shuffle_buffer,
+           num_parallel_reads=num_parallel_reads), None, None, op)
+  episodes = _interleaved(name_or_dir, facts, data_dir, knobs, seed, keep)
+  if knobs.episode_shuffle_buffer:
+    episodes = episodes.shuffle(knobs.episode_shuffle_buffer, seed=seed,
+                                reshuffle_each_iteration=True)
+  return episodes
