@@ -23,6 +23,11 @@ bench: $(STAMP)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[bench]'
 	$(BIN)/python benchmarks/bench_fast_path.py
 	$(BIN)/python benchmarks/bench_build.py
+	$(BIN)/python benchmarks/bench_shuffle.py
+	$(BIN)/python benchmarks/bench_dataset_stats.py --scales 1,4,16
+	$(BIN)/python benchmarks/bench_convert_minari.py
+	$(BIN)/python benchmarks/bench_convert_formats.py
+	$(BIN)/python benchmarks/bench_validate.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
