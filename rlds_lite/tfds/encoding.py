@@ -9,8 +9,8 @@ images one graph call per episode (``tf.map_fn`` over ``tf.image.encode_png``,
 the op TFDS runs per image), and each serialized field is built from its
 whole column. Other features (text, class labels, images of unknown shape,
 ...) fall back to TFDS's per-step ``encode_example``. The serialized bytes are
-the ones TFDS's own encoder and serializer produce (tests check this), so
-TFDS reads them unchanged.
+the ones TFDS's own encoder and serializer produce, in protobuf's canonical
+form (feature keys sorted; tests check this), so TFDS reads them unchanged.
 
 Values are checked on the way in: every step column must have the same
 length, dtypes may only change when no value changes (``int64`` actions into
@@ -31,7 +31,8 @@ Example:
 
 import functools
 import zlib
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import (Any, Callable, Dict, List, Mapping, NamedTuple, Optional,
+                    Sequence, Tuple)
 
 import numpy as np
 import tensorflow as tf
@@ -40,6 +41,7 @@ from tensorflow_datasets.core import example_serializer
 
 from rlds_lite import rlds_types
 from rlds_lite.dense import conversion
+from rlds_lite.tfds import example_wire
 
 __all__ = ['EpisodeEncoder', 'columnar_steps', 'exact_cast']
 
@@ -210,8 +212,15 @@ def _flat_strings(value: Any) -> List[Any]:
   return [value]
 
 
-def _tf_feature(value: Any, info: Any, key: str) -> tf.train.Feature:
-  """The ``tf.train.Feature`` TFDS writes for an encoded (column) value."""
+class _ByteRows(NamedTuple):
+  """A byte-encoded tensor column whose rows' bytes are the stored values."""
+  array: np.ndarray
+
+
+def _feature_bytes(value: Any, info: Any, key: str) -> bytes:
+  """The serialized ``tf.train.Feature`` TFDS writes for an encoded column."""
+  if isinstance(value, _ByteRows):
+    return example_wire.fixed_size_bytes_feature(value.array)
   dtype = np.dtype(info.np_dtype)
   rank = info.sequence_rank
   if dtype == object:  # Strings and encoded bytes.
@@ -220,8 +229,7 @@ def _tf_feature(value: Any, info: Any, key: str) -> tf.train.Feature:
         not isinstance(x, (bytes, str)) for x in items):
       items = _flat_strings(value)
     try:
-      return tf.train.Feature(bytes_list=tf.train.BytesList(
-          value=[_as_bytes(x) for x in items]))
+      return example_wire.bytes_feature([_as_bytes(x) for x in items])
     except TypeError as e:
       raise ValueError(f'{key}: cannot serialize as bytes: {e}') from e
   array = np.asarray(value, dtype=dtype)
@@ -230,15 +238,11 @@ def _tf_feature(value: Any, info: Any, key: str) -> tf.train.Feature:
   if len(actual) != len(expected) or any(
       e is not None and e != a for e, a in zip(expected, actual)):
     raise ValueError(f'{key}: shape {actual} does not match {expected}.')
-  if dtype == np.bool_:
-    array = array.astype(np.int64)
-  elif dtype == np.uint64:
-    array = array.view(np.int64)
-  values = array.ravel().tolist()
-  if array.dtype.kind in 'iu':
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+  if array.dtype.kind in 'biu':   # bool as 0/1, uint64 as its int64 bits.
+    return example_wire.int64_feature(
+        array.view(np.int64) if dtype == np.uint64 else array)
   if array.dtype.kind == 'f':
-    return tf.train.Feature(float_list=tf.train.FloatList(value=values))
+    return example_wire.float_feature(array)
   raise ValueError(f'{key}: cannot serialize dtype {dtype}.')
 
 
@@ -325,6 +329,11 @@ class EpisodeEncoder:
       ValueError: naming the field, for missing or unknown fields, columns
         of different lengths, and values of the wrong shape or dtype.
     """
+    return self._encode(episode, byte_rows=False)
+
+  def _encode(self, episode: Mapping[str, Any], byte_rows: bool
+              ) -> Dict[str, Any]:
+    """`encode`; with ``byte_rows``, byte-encoded columns stay `_ByteRows`."""
     if not isinstance(episode, Mapping) or rlds_types.STEPS not in episode:
       raise ValueError(f'An episode must be a dict with a {rlds_types.STEPS!r} '
                        f'entry; got {type(episode).__name__}.')
@@ -332,7 +341,7 @@ class EpisodeEncoder:
     encoded = {}
     for key in self._features.keys():
       if key == rlds_types.STEPS:
-        encoded[key] = self._encode_steps(episode[key])
+        encoded[key] = self._encode_steps(episode[key], byte_rows)
       else:
         encoded[key] = self._encode_value(self._features[key], episode[key], key)
     return encoded
@@ -377,21 +386,23 @@ class EpisodeEncoder:
   def serialize(self, episode: Mapping[str, Any]) -> bytes:
     """The serialized ``tf.train.Example`` of ``episode`` (see `encode`).
 
-    The bytes are those of TFDS's ``ExampleSerializer``, built from whole
-    columns (TFDS converts each step of a steps feature separately).
+    The example TFDS's ``ExampleSerializer`` builds, written from whole
+    columns straight into the wire format (`rlds_lite.tfds.example_wire`;
+    TFDS converts each step of a steps feature separately): the same bytes
+    as TFDS's in canonical form (``SerializeToString(deterministic=True)``,
+    feature keys sorted).
     """
-    encoded = self.encode(episode)
     if not self._columnar_serializable:
-      return self._serializer.serialize_example(encoded)
+      return self._serializer.serialize_example(self.encode(episode))
+    encoded = self._encode(episode, byte_rows=True)
     flat = tfds.core.utils.flatten_nest_dict(encoded)
     features = {}
     for key, info in self._flat_specs.items():
       value = flat[key]
       if value is None and info.optional:
         continue
-      features[key] = _tf_feature(value, info, key)
-    return tf.train.Example(features=tf.train.Features(
-        feature=features)).SerializeToString()
+      features[key] = _feature_bytes(value, info, key)
+    return example_wire.example(features)
 
   def _check_keys(self, feature: tfds.features.FeaturesDict,
                   value: Mapping[str, Any], path: str,
@@ -426,17 +437,24 @@ class EpisodeEncoder:
     columns.setdefault(rlds_types.IS_LAST, index == length - 1)
     return columns if length else {}
 
-  def _encode_steps(self, steps: Any) -> Dict[str, Any]:
+  def _encode_steps(self, steps: Any, byte_rows: bool) -> Dict[str, Any]:
     columns = self._step_columns(steps)
     if not columns:
       return self._steps.encode_example([])
-    return self._encode_column(self._steps.feature, columns, rlds_types.STEPS)
+    return self._encode_column(self._steps.feature, columns, rlds_types.STEPS,
+                               byte_rows)
 
-  def _encode_column(self, feature: Any, column: Any, path: str) -> Any:
-    """Encodes a ``[T, ...]`` column of ``feature`` values."""
+  def _encode_column(self, feature: Any, column: Any, path: str,
+                     byte_rows: bool = False) -> Any:
+    """Encodes a ``[T, ...]`` column of ``feature`` values.
+
+    With ``byte_rows``, a byte-encoded tensor column is returned as
+    `_ByteRows` (its rows' bytes, not yet split) for `serialize`.
+    """
     if isinstance(feature, tfds.features.FeaturesDict):
       self._check_keys(feature, column, path)
-      return {k: self._encode_column(feature[k], column[k], f'{path}/{k}')
+      return {k: self._encode_column(feature[k], column[k], f'{path}/{k}',
+                                     byte_rows)
               for k in feature.keys()}
     if type(feature) in _PLAIN_TENSOR_TYPES and None not in feature.shape:
       array = _leaf_array(feature, column, path, batched=True)
@@ -445,6 +463,8 @@ class EpisodeEncoder:
         return array
       if encoding == 'zlib':
         return [zlib.compress(row.tobytes()) for row in array]
+      if byte_rows:
+        return _ByteRows(array)
       return [row.tobytes() for row in array]
     images = None
     if type(feature) is tfds.features.Image:  # pylint: disable=unidiomatic-typecheck

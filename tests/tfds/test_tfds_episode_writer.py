@@ -78,11 +78,17 @@ def _per_step(steps, length):
 
 
 def _tfds_serialized(features, episode, length):
-  """The serialized example TFDS itself produces (per-step encoding)."""
+  """The example TFDS itself serializes (per-step encoding), canonical bytes.
+
+  Protobuf leaves the order of map entries unspecified; the canonical form
+  (``deterministic=True``) sorts the feature keys, as rlds_lite writes them.
+  """
   per_step = dict(episode, steps=_per_step(episode['steps'], length))
   serializer = example_serializer.ExampleSerializer(
       features.get_serialized_info())
-  return serializer.serialize_example(features.encode_example(per_step))
+  record = serializer.serialize_example(features.encode_example(per_step))
+  return tf.train.Example.FromString(record).SerializeToString(
+      deterministic=True)
 
 
 ENCODER_CASES = {
