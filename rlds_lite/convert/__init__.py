@@ -25,6 +25,7 @@ from rlds_lite.convert import minari
 from rlds_lite.convert import ted
 from rlds_lite.convert import transitions
 from rlds_lite.convert.episodes import check_episode
+from rlds_lite.convert.episodes import checked_episodes
 from rlds_lite.convert.episodes import ConversionError
 from rlds_lite.convert.episodes import Episode
 from rlds_lite.convert.episodes import episode_slices
@@ -36,6 +37,7 @@ from rlds_lite.convert.episodes import write_tfds
 __all__ = [
     'alf',
     'check_episode',
+    'checked_episodes',
     'd4rl',
     'il_representations',
     'minari',

@@ -229,8 +229,8 @@ def to_alf(episodes: episodes_lib.EpisodesLike, *,
     raise ValueError(f"to_alf: one_step={one_step!r}; 'error' or 'skip'.")
   source = '<episodes>'
   parts: Dict[str, List[Any]] = {}
-  for index, episode in enumerate(episodes_lib.numpy_episodes(episodes)):
-    episode = episodes_lib.check_episode(episode, source=source, index=index)
+  for index, episode in enumerate(
+      episodes_lib.checked_episodes(episodes, source=source)):
     steps = episode[rlds_types.STEPS]
     for name in (rlds_types.OBSERVATION, rlds_types.ACTION):
       if name not in steps:

@@ -62,9 +62,8 @@ def _load(data: D4RLLike) -> Tuple[Dict[str, Any], str]:
   """The data as nested dicts of NumPy arrays, and a name for errors."""
   if isinstance(data, dict):
     return nest_paths.nest_from_paths(data), '<d4rl dict>'
-  import h5py  # pylint: disable=g-import-not-at-top
   if isinstance(data, (str, os.PathLike)):
-    with h5py.File(os.fspath(data), 'r') as file:
+    with episodes_lib.open_hdf5(data) as file:
       return _load_group(file), os.fspath(data)
   return _load_group(data), getattr(data, 'name', '<hdf5 group>')
 
@@ -264,6 +263,11 @@ def _map_pair(fn, nest: Any, other: Any, source: str,
   if isinstance(other, dict):
     raise ConversionError('is a dict; observations is an array',
                           source=source, field=path)
+  if np.shape(other)[1:] != np.shape(nest)[1:]:
+    raise ConversionError(
+        f'has rows of shape {np.shape(other)[1:]}; '
+        f'{path.replace("next_observations", "observations", 1)} has '
+        f'{np.shape(nest)[1:]}', source=source, field=path)
   return fn(nest, other)
 
 
@@ -331,8 +335,8 @@ def to_d4rl(episodes: episodes_lib.EpisodesLike,
   discounts: List[np.ndarray] = []
   stored_discount = False
   source = '<episodes>'
-  for index, episode in enumerate(episodes_lib.numpy_episodes(episodes)):
-    episode = episodes_lib.check_episode(episode, source=source, index=index)
+  for index, episode in enumerate(
+      episodes_lib.checked_episodes(episodes, source=source)):
     steps = episode[rlds_types.STEPS]
     for field in (rlds_types.OBSERVATION, rlds_types.ACTION, rlds_types.REWARD):
       if field not in steps:

@@ -153,6 +153,86 @@ def check_episode(episode: Episode, *, source: str = '<memory>',
   return {**episode, rlds_types.STEPS: steps}
 
 
+def _step_specs(steps: Dict[str, Any]) -> Dict[str, Any]:
+  """Path -> (per-step shape, dtype) of every step field (strings: kind)."""
+  specs = {}
+  for path, leaf in nest_paths.flatten_with_paths(steps):
+    dtype = np.asarray(leaf).dtype
+    specs[path] = (np.shape(leaf)[1:],
+                   dtype.kind if dtype.kind in 'OSU' else dtype)
+  return specs
+
+
+def checked_episodes(episodes: EpisodesLike, *,
+                     source: str = '<episodes>') -> Iterator[Episode]:
+  """Episodes as NumPy, each checked (`check_episode`) and shaped like the first.
+
+  Writers of concatenated formats need one structure: every episode must
+  have the first one's step fields, per-step shapes and dtypes.
+
+  Raises:
+    ConversionError: naming source, episode and field.
+
+  Example:
+    >>> ep = lambda obs: {'steps': {'observation': obs, **rlds_flags(2, True)}}
+    >>> list(checked_episodes([ep(np.zeros((2, 3))), ep(np.zeros((2, 4)))]))
+    Traceback (most recent call last):
+    ...
+    rlds_lite.convert.episodes.ConversionError: <episodes>: episode 1, field 'observation': has steps of shape (4,); episode 0 has (3,)
+  """
+  first = None
+  for index, episode in enumerate(numpy_episodes(episodes)):
+    episode = check_episode(episode, source=source, index=index)
+    specs = _step_specs(episode[rlds_types.STEPS])
+    if first is None:
+      first = specs
+    _check_like_first(first, specs, source, index)
+    yield episode
+
+
+def _check_like_first(first: Dict[str, Any], specs: Dict[str, Any],
+                      source: str, index: int) -> None:
+  """Raises unless episode ``index``'s step specs are episode 0's."""
+  unshared = sorted(set(first) ^ set(specs))
+  if unshared:
+    raise ConversionError('is in some episodes only', source=source,
+                          episode=index, field=unshared[0])
+  for path, (shape, dtype) in specs.items():
+    first_shape, first_dtype = first[path]
+    if shape != first_shape:
+      raise ConversionError(f'has steps of shape {shape}; episode 0 has '
+                            f'{first_shape}', source=source,
+                            episode=index, field=path)
+    if dtype != first_dtype:
+      raise ConversionError(f'has dtype {dtype}; episode 0 has '
+                            f'{first_dtype}', source=source,
+                            episode=index, field=path)
+
+
+def open_hdf5(path: Union[str, os.PathLike]) -> Any:
+  """``h5py.File(path, 'r')``; a file that is not HDF5 is a ConversionError.
+
+  Example:
+    >>> import tempfile
+    >>> bad = os.path.join(tempfile.mkdtemp(), 'x.h5')
+    >>> with open(bad, 'wb') as f:
+    ...   _ = f.write(b'not HDF5')
+    >>> open_hdf5(bad)
+    Traceback (most recent call last):
+    ...
+    rlds_lite.convert.episodes.ConversionError: /.../x.h5: is not a readable HDF5 file: Unable to ... (file signature not found)
+  """
+  import h5py  # pylint: disable=g-import-not-at-top
+  path = os.fspath(path)
+  try:
+    return h5py.File(path, 'r')
+  except FileNotFoundError:
+    raise
+  except OSError as error:
+    raise ConversionError(f'is not a readable HDF5 file: {error}',
+                          source=path) from None
+
+
 def episode_slices(ends: Any, *, source: str = '<memory>',
                    field: str = 'dones') -> List[slice]:
   """Slices of the episodes of a concatenated layout, from its end flags.
@@ -264,12 +344,22 @@ def to_dataset(episodes: Iterable[Episode], *,
   each pass over the dataset, so pass a list (or a re-iterable) if the
   dataset is iterated more than once.
 
+  Every episode must have the first one's step fields, per-step shapes and
+  dtypes: a sequence is checked here (a ``ConversionError`` naming the
+  episode and field), a one-shot iterator as it is read (the same message,
+  inside the ``tf.errors`` error that iteration raises).
+
   Example:
     >>> ds = to_dataset([{'steps': {'reward': np.zeros(2), **rlds_flags(2, True)},
     ...                   'episode_id': np.int64(7)}])
     >>> e = next(iter(ds))
     >>> int(e['episode_id']), [bool(s['is_last']) for s in e['steps']]
     (7, [False, True])
+    >>> to_dataset([{'steps': {'reward': np.zeros(2)}},
+    ...             {'steps': {'reward': np.zeros((2, 3))}}])
+    Traceback (most recent call last):
+    ...
+    rlds_lite.convert.episodes.ConversionError: <episodes>: episode 1, field 'reward': has steps of shape (3,); episode 0 has ()
   """
   iterator = iter(episodes)
   try:
@@ -285,11 +375,24 @@ def to_dataset(episodes: Iterable[Episode], *,
                     lambda s: tf.TensorSpec([None] + s.shape.as_list(),
                                         s.dtype), metadata_spec))
 
+  first_specs = _step_specs(first[rlds_types.STEPS])
+
+  def checked(iterable: Iterable[Episode]) -> Iterator[Episode]:
+    for index, episode in enumerate(iterable):
+      _check_like_first(first_specs, _step_specs(episode[rlds_types.STEPS]),
+                        '<episodes>', index)
+      yield episode
+
   def generate():
     if isinstance(episodes, Iterator):
-      yield from _chunks(itertools.chain([first], iterator), _CHUNK_STEPS)
+      yield from _chunks(checked(itertools.chain([first], iterator)),
+                         _CHUNK_STEPS)
     else:
       yield from _chunks(episodes, _CHUNK_STEPS)
+
+  if not isinstance(episodes, Iterator):
+    for _ in checked(episodes):   # Now, while the error can be plain.
+      pass
 
   def episodes_of(columns, lengths, metadata):
     starts = tf.cumsum(lengths, exclusive=True)

@@ -24,6 +24,7 @@ Example:
 """
 
 import os
+import zipfile
 from typing import Any, Callable, Dict, Iterable, Iterator, NamedTuple, Optional
 
 import numpy as np
@@ -61,8 +62,13 @@ def _save_npz(data: Dict[str, Any], path: str) -> str:
 
 
 def _load_npz(path: str) -> Dict[str, Any]:
-  with np.load(path, allow_pickle=False) as data:
-    return nest_paths.nest_from_paths({k: data[k] for k in data.files})
+  try:
+    with np.load(path, allow_pickle=False) as data:
+      return nest_paths.nest_from_paths({k: data[k] for k in data.files})
+  except (OSError, EOFError, ValueError, zipfile.BadZipFile) as error:
+    raise episodes_lib.ConversionError(
+        f'is not a readable .npz file: {error}', source=os.fspath(path)
+    ) from None
 
 
 def _read_rlds(path, split='train'):

@@ -250,13 +250,17 @@ def _map_pair(fn, nest: Any, other: Any) -> Any:
 
 def same_structure(nest: Any, other: Any, name: str, other_name: str,
                    source: str) -> None:
-  """Raises ConversionError unless both nests have the same dict keys.
+  """Raises unless both nests have the same dict keys and per-row shapes.
 
   Example:
     >>> same_structure({'a': 1}, {'b': 1}, 'next_obs', 'obs', 'x')
     Traceback (most recent call last):
     ...
     rlds_lite.convert.episodes.ConversionError: x: field 'next_obs': has keys ['b']; obs has ['a']
+    >>> same_structure(np.zeros((3, 2)), np.zeros((3, 4)), 'next_obs', 'obs', 'x')
+    Traceback (most recent call last):
+    ...
+    rlds_lite.convert.episodes.ConversionError: x: field 'next_obs': has rows of shape (4,); obs has (2,)
   """
   if isinstance(nest, dict) != isinstance(other, dict):
     kind = 'a dict' if isinstance(other, dict) else 'an array'
@@ -269,6 +273,10 @@ def same_structure(nest: Any, other: Any, name: str, other_name: str,
     for key in nest:
       same_structure(nest[key], other[key], f'{name}/{key}',
                      f'{other_name}/{key}', source)
+  elif np.shape(nest)[1:] != np.shape(other)[1:]:
+    raise ConversionError(f'has rows of shape {np.shape(other)[1:]}; '
+                          f'{other_name} has {np.shape(nest)[1:]}',
+                          source=source, field=name)
 
 
 def rows_from_episodes(episodes: episodes_lib.EpisodesLike, *,
@@ -305,8 +313,8 @@ def rows_from_episodes(episodes: episodes_lib.EpisodesLike, *,
   stored_discount = False
   metadata = []
   has_reward = None
-  for index, episode in enumerate(episodes_lib.numpy_episodes(episodes)):
-    episode = episodes_lib.check_episode(episode, source=source, index=index)
+  for index, episode in enumerate(
+      episodes_lib.checked_episodes(episodes, source=source)):
     steps = episode[rlds_types.STEPS]
     for name in (rlds_types.OBSERVATION, rlds_types.ACTION):
       if name not in steps:

@@ -111,13 +111,16 @@ def read_metadata(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     >>> meta['total_episodes'], meta['total_steps'], meta['dataset_id']
     (1, 1, 'm-v0')
   """
-  import h5py  # pylint: disable=g-import-not-at-top
   file_path = locate(path)
   json_path = os.path.join(os.path.dirname(file_path), METADATA_FILE)
   if os.path.isfile(json_path):
     with open(json_path) as f:
-      return json.load(f)
-  with h5py.File(file_path, 'r') as f:
+      try:
+        return json.load(f)
+      except ValueError as error:
+        raise ConversionError(f'is not valid JSON: {error}',
+                              source=json_path) from None
+  with episodes_lib.open_hdf5(file_path) as f:
     return {k: (v.item() if isinstance(v, np.generic) else v)
             for k, v in f.attrs.items()}
 
@@ -429,7 +432,7 @@ def from_minari(path: Union[str, os.PathLike], *,
     images.update(_image_shapes(metadata.get('observation_space'),
                                 'observations'))
     images.update(_image_shapes(metadata.get('action_space'), 'actions'))
-  with h5py.File(file_path, 'r') as file:
+  with episodes_lib.open_hdf5(file_path) as file:
     indices = _episode_numbers(file) if episodes is None else episodes
     for index in indices:
       name = f'episode_{int(index)}'
@@ -657,9 +660,8 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
     spaces = {}
     total_steps = total_episodes = 0
     with h5py.File(os.path.join(data, MAIN_FILE), 'w') as file:
-      for index, episode in enumerate(episodes_lib.numpy_episodes(episodes)):
-        episode = episodes_lib.check_episode(episode, source=source,
-                                             index=index)
+      for index, episode in enumerate(
+          episodes_lib.checked_episodes(episodes, source=source)):
         if not spaces:
           steps = episode[rlds_types.STEPS]
           spaces = {

@@ -70,9 +70,8 @@ def _load(data: TEDLike) -> (Dict[str, Any], str):
     data = data.to_dict()  # a tensordict.TensorDict (CPU tensors)
   if isinstance(data, dict):
     return nest_paths.nest_from_paths(data), '<ted dict>'
-  import h5py  # pylint: disable=g-import-not-at-top
   if isinstance(data, (str, os.PathLike)):
-    with h5py.File(os.fspath(data), 'r') as file:
+    with episodes_lib.open_hdf5(data) as file:
       return _load_group(file), os.fspath(data)
   return _load_group(data), getattr(data, 'name', '<h5 group>')
 

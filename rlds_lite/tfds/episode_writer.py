@@ -266,6 +266,9 @@ class EpisodeWriter:
       self._write_dir = os.path.join(
           os.path.dirname(self._path),
           f'.{os.path.basename(self._path)}.incomplete-{uuid.uuid4().hex}')
+    # The dataset's name folder, if this writer is the one to create it.
+    name_dir = os.path.dirname(self._path)
+    self._new_name_dir = None if tf.io.gfile.exists(name_dir) else name_dir
     self._writers: Dict[str, shards.ShardWriter] = {}
     self._num_added = 0
     self._state = 'open'
@@ -361,9 +364,17 @@ class EpisodeWriter:
 
   def add_episodes(self, episodes: Iterable[Mapping[str, Any]],
                    split: Optional[str] = None) -> None:
-    """Adds every episode of ``episodes`` (see `add_episode`)."""
-    for episode in episodes:
-      self.add_episode(episode, split)
+    """Adds every episode of ``episodes`` (see `add_episode`).
+
+    Raises:
+      ValueError: as `add_episode`, with the index of the episode in
+        ``episodes`` first (``'episode 3: steps/reward: ...'``).
+    """
+    for index, episode in enumerate(episodes):
+      try:
+        self.add_episode(episode, split)
+      except ValueError as e:
+        raise ValueError(f'episode {index}: {e}') from e
 
   def _info(self, split_infos: Sequence[tfds.core.SplitInfo]
             ) -> tfds.core.DatasetInfo:
@@ -485,6 +496,9 @@ class EpisodeWriter:
             tf.io.gfile.remove(path)
     elif tf.io.gfile.exists(self._write_dir):
       tf.io.gfile.rmtree(self._write_dir)
+    if (self._new_name_dir and tf.io.gfile.isdir(self._new_name_dir) and
+        not tf.io.gfile.listdir(self._new_name_dir)):
+      tf.io.gfile.rmtree(self._new_name_dir)   # Created here, left empty.
     self._state = 'aborted'
 
   def __enter__(self) -> 'EpisodeWriter':

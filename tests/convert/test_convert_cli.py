@@ -94,6 +94,32 @@ def test_bad_file_names_episode_and_field(tmp_path, capsys):
   assert 'converted 2 episodes' in capsys.readouterr().out
 
 
+@pytest.mark.parametrize('from_format, name, message', [
+    ('ted', 'bad.h5', 'is not a readable HDF5 file: Unable to synchronously '
+     'open file (file signature not found)'),
+    ('d4rl', 'bad.hdf5', 'is not a readable HDF5 file: Unable to '
+     'synchronously open file (file signature not found)'),
+    ('minari', 'bad-v0/data/main_data.hdf5', 'is not a readable HDF5 file: '
+     'Unable to synchronously open file (file signature not found)'),
+    ('minari', 'json-v0/data/metadata.json', 'is not valid JSON: Expecting '
+     'value: line 1 column 1 (char 0)'),
+    ('alf', 'bad.npz', 'is not a readable .npz file: This file contains '
+     'pickled (object) data. If you trust the file you can load it unsafely '
+     'using the `allow_pickle=` keyword argument or `pickle.load()`.'),
+], ids=['ted', 'd4rl', 'minari', 'minari-metadata', 'npz'])
+def test_unreadable_file_is_one_line_naming_it(tmp_path, capsys, from_format,
+                                               name, message):
+  path = tmp_path / name
+  path.parent.mkdir(parents=True, exist_ok=True)
+  path.write_bytes(b'xx')
+  if name.endswith('.json'):
+    (path.parent / 'main_data.hdf5').write_bytes(b'xx')
+  source = path.parent.parent if from_format == 'minari' else path
+  assert cli.main(['convert', '--from', from_format, '--to', 'rlds',
+                   str(source), str(tmp_path / 'out'), '--no-progress']) == 2
+  assert capsys.readouterr().err == f'rlds-lite convert: {path}: {message}\n'
+
+
 def test_convert_runs_as_a_command(tmp_path):
   episodes = rlds_lite.synthetic.episodes(num_episodes=4, seed=0)
   source = files.write_episodes('ted', episodes, tmp_path / 'b.h5')

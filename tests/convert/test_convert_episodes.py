@@ -47,6 +47,60 @@ def test_check_episode_defaults_is_terminal_to_truncated():
   assert episode['steps']['is_first'].dtype == bool
 
 
+def _reshaped(episode, **steps):
+  return {**episode, 'steps': {**episode['steps'], **steps}}
+
+
+@pytest.mark.parametrize('change, field, message', [
+    (lambda s: {'observation': s['observation'][:, :2]}, 'observation',
+     'has steps of shape (2,); episode 0 has (3,)'),
+    (lambda s: {'reward': s['reward'].astype(np.float64)}, 'reward',
+     'has dtype float64; episode 0 has float32'),
+    (lambda s: {'observation': {'pos': s['observation']}}, 'observation',
+     'is in some episodes only'),
+    (lambda s: {'infos': np.zeros(len(s['reward']))}, 'infos',
+     'is in some episodes only'),
+], ids=['shape', 'dtype', 'structure', 'extra-field'])
+def test_checked_episodes_names_the_episode_unlike_the_first(change, field,
+                                                             message,
+                                                             tmp_path):
+  from rlds_lite.convert import alf, d4rl, il_representations, minari, ted  # pylint: disable=g-import-not-at-top
+  first, second = convert_testing.NAMED_EPISODES['mixed-ends'][2:]
+  episodes = [first, _reshaped(second, **change(second['steps']))]
+  writers = {
+      'checked_episodes': lambda e: list(convert.checked_episodes(e)),
+      'to_minari': lambda e: minari.to_minari(e, tmp_path / 'm', 'x-v0'),
+      'to_d4rl': d4rl.to_d4rl,
+      'to_il_dict': il_representations.to_il_dict,
+      'to_webdataset': lambda e: il_representations.to_webdataset(
+          e, tmp_path / 'w'),
+      'to_ted': ted.to_ted,
+      'to_alf': alf.to_alf,
+  }
+  for name, write in writers.items():
+    with pytest.raises(convert.ConversionError) as error:
+      write(episodes)
+    assert str(error.value) == (
+        f"<episodes>: episode 1, field '{field}': {message}"), name
+  # Strings compare by kind: lengths of fixed-width strings may differ.
+  words = [_reshaped(first, note=np.array(['a'] * 7)),
+           _reshaped(second, note=np.array(['bcd'] * 2))]
+  assert len(list(convert.checked_episodes(words))) == 2
+
+
+def test_open_hdf5_names_a_file_that_is_not_hdf5(tmp_path):
+  from rlds_lite.convert import episodes as episodes_lib  # pylint: disable=g-import-not-at-top
+  path = tmp_path / 'x.h5'
+  path.write_bytes(b'not HDF5')
+  with pytest.raises(convert.ConversionError) as error:
+    episodes_lib.open_hdf5(path)
+  assert str(error.value) == (
+      f'{path}: is not a readable HDF5 file: Unable to synchronously open '
+      'file (file signature not found)')
+  with pytest.raises(FileNotFoundError):
+    episodes_lib.open_hdf5(tmp_path / 'missing.h5')
+
+
 @pytest.mark.parametrize('ends, expected', [
     ([], []),
     ([True], [(0, 1)]),
@@ -84,6 +138,27 @@ def test_to_dataset_of_no_episodes_is_an_error():
     convert.to_dataset([])
 
 
+def _unlike_episodes():
+  first, second = convert_testing.NAMED_EPISODES['mixed-ends'][2:]
+  return [first, _reshaped(second,
+                           observation=second['steps']['observation'][:, :2])]
+
+
+def test_to_dataset_checks_a_list_of_unlike_episodes_at_once():
+  with pytest.raises(convert.ConversionError) as error:
+    convert.to_dataset(_unlike_episodes(), dense=True)
+  assert str(error.value) == ("<episodes>: episode 1, field 'observation': "
+                              'has steps of shape (2,); episode 0 has (3,)')
+
+
+def test_to_dataset_names_an_unlike_episode_of_an_iterator_when_read():
+  ds = convert.to_dataset(iter(_unlike_episodes()), dense=True)
+  with pytest.raises(tf.errors.OpError) as error:
+    list(ds)
+  assert ("<episodes>: episode 1, field 'observation': has steps of shape "
+          '(2,); episode 0 has (3,)') in str(error.value)
+
+
 def test_to_dataset_reiterates_a_list():
   ds = convert.to_dataset(convert_testing.NAMED_EPISODES['mixed-ends'])
   assert ds.reduce(0, lambda n, _: n + 1).numpy() == 4
@@ -116,3 +191,12 @@ def test_to_dataset_chunks_do_not_change_episodes(monkeypatch, chunk_steps):
   ds = convert.to_dataset(iter(episodes), dense=True)
   convert_testing.assert_episodes_equal(list(convert.numpy_episodes(ds)),
                                         episodes)
+
+
+def test_write_tfds_names_the_episode_unlike_the_first(tmp_path):
+  with pytest.raises(ValueError) as error:
+    convert.write_tfds(_unlike_episodes(), tmp_path, 'unlike')
+  assert str(error.value) == (
+      'episode 1: steps/observation: shape (2,) does not match the feature '
+      'shape (3,).')
+  assert not (tmp_path / 'unlike').exists()

@@ -162,6 +162,13 @@ BAD_INPUT = {
     'next-obs-structure': (
         lambda d: d.update(obs={'a': np.zeros(3)}), None,
         "<il dict>: field 'next_obs': is an array; obs is not"),
+    'next-obs-shape': (
+        lambda d: d.update(next_obs=np.zeros((3, 4))), None,
+        "<il dict>: field 'next_obs': has rows of shape (4,); obs has (2,)"),
+    'nested-next-obs-shape': (
+        lambda d: d.update(obs={'a': np.zeros((3, 2))},
+                           next_obs={'a': np.zeros(3)}), None,
+        "<il dict>: field 'next_obs/a': has rows of shape (); obs/a has (2,)"),
     'dones-never-set-at-end': (
         lambda d: d.update(dones=np.array([0, 1, 0], bool)), None,
         "<il dict>: episode 1, field 'dones': is not set on the last row "

@@ -236,6 +236,10 @@ BAD_INPUT = {
         _set(('next', 'observation'), {'a': np.zeros(3)}),
         "<ted dict>: field 'next/observation': is a dict; observation is "
         'not'),
+    'next-observation-shape': (
+        _set(('next', 'observation'), np.zeros((3, 2), np.float32)),
+        "<ted dict>: field 'next/observation': has rows of shape (2,); "
+        'observation has ()'),
 }
 
 

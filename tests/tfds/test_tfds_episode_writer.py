@@ -331,7 +331,7 @@ def test_failure_inside_the_with_block_publishes_nothing(tmp_path):
                        max_episodes_per_file=1) as writer:
       writer.add_episodes([vector_episode(2), vector_episode(3)])
       raise RuntimeError('boom')
-  assert os.listdir(tmp_path / 'failed') == []
+  assert os.listdir(tmp_path) == []  # Not even the empty name folder.
   with pytest.raises(ValueError, match=r'add_episode\(\) after aborted'):
     writer.add_episode(vector_episode(1))
 
@@ -343,7 +343,7 @@ def test_failure_while_publishing_leaves_no_dataset(tmp_path, monkeypatch):
   with pytest.raises(OSError, match='disk full'):
     with EpisodeWriter(tmp_path, 'crash', vector_features()) as writer:
       writer.add_episode(vector_episode(2))
-  assert os.listdir(tmp_path / 'crash') == []
+  assert os.listdir(tmp_path) == []  # Not even the empty name folder.
 
 
 def test_failed_append_keeps_the_existing_dataset(tmp_path, monkeypatch):
