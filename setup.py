@@ -42,6 +42,9 @@ setuptools.setup(
             'ipykernel>=6.29',
             'minari==0.5.4',
             'Pillow>=10',
+            # MP4 output of episode_to_video (the video extra) is tested too.
+            'imageio>=2.30',
+            'imageio-ffmpeg>=0.5',
             # colabs/performance.ipynb compares with upstream (needs absl-py, numpy).
             'rlds==0.1.8',
         ],

@@ -3,7 +3,6 @@
 import argparse
 import json
 import os
-import re
 import sys
 
 from rlds_lite.commands import dataset_options
@@ -19,30 +18,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
       'registered name): per-field count, mean, std, min, max and p01/p50/p99 '
       '(approximate, bounded memory), episode lengths and returns, terminated '
       'vs truncated episodes. Cached next to the dataset.')
-  parser.add_argument('path', help='TFDS dataset directory or registered name')
-  parser.add_argument('--split', default='train', help='split (default train)')
+  dataset_options.add_dataset_arguments(parser)
   parser.add_argument('--keys', default=None,
                       help='comma-separated field paths (e.g. '
                       'action,observation/pos); default all numeric fields')
-  parser.add_argument('--data-dir', default=None,
-                      help='TFDS data directory for registered names')
-  parser.add_argument('--json', action='store_true',
-                      help='print the statistics as JSON (no table)')
   parser.add_argument('--plot', default=None, metavar='OUT.png',
                       help='write histograms to this PNG file')
   parser.add_argument('--no-cache', action='store_true',
                       help='neither read nor write the statistics cache')
-  parser.add_argument('--no-progress', action='store_true',
-                      help='hide the progress bar')
   parser.add_argument('--keep-last-step', action='store_true',
                       help='count the (invalid) action/reward/discount of '
                       'last steps too')
 
 
 def _one_line(error: BaseException) -> str:
-  message = error.args[0] if isinstance(error, KeyError) and error.args else (
-      str(error))
-  message = re.sub(r'\s+', ' ', str(message)).strip()
+  """The error on one line, without the ``load:`` prefix, at most 300 chars.
+
+  Example:
+    >>> _one_line(ValueError("load: dataset 'x' has no split 'test'."))
+    "dataset 'x' has no split 'test'."
+  """
+  text = error.args[0] if isinstance(error, KeyError) and error.args else error
+  message = ' '.join(str(text).split()).removeprefix('load: ')
   if len(message) > _MAX_MESSAGE:
     message = message[:_MAX_MESSAGE - 3] + '...'
   return message
@@ -61,30 +58,46 @@ def _quiet() -> None:
   logging.set_verbosity(logging.ERROR)
 
 
+def _default_split(source: str, data_dir: str) -> str:
+  """``'train'``, or the dataset's first split (as the other commands)."""
+  # pylint: disable=g-import-not-at-top
+  from rlds_lite import loading
+  from rlds_lite.checks import sources
+  builder, _ = loading.rlds_builder(source, data_dir)
+  return sources.default_split(builder)
+
+
 def run(args: argparse.Namespace) -> int:
   path = os.path.expanduser(args.path)
   if (path.startswith(('/', './', '../')) or os.sep in path and
       ':' not in path) and not os.path.exists(path):
-    return _fail(f'no such dataset directory: {args.path!r}')
+    return _fail(f'dataset directory {args.path!r} does not exist.')
   _quiet()
   # pylint: disable=g-import-not-at-top
   from rlds_lite import stats as stats_lib
   keys = None
   if args.keys:
     keys = [k.strip() for k in args.keys.split(',') if k.strip()]
+  source = path if os.path.exists(path) else args.path
   try:
+    split = args.split or _default_split(source, args.data_dir)
     stats = stats_lib.compute(
-        path if os.path.exists(path) else args.path, split=args.split,
+        source, split=split,
         keys=keys, mask_last_step=not args.keep_last_step,
         cache=not args.no_cache, progress=not args.no_progress,
         data_dir=args.data_dir)
   except (FileNotFoundError, ValueError, KeyError, TypeError) as e:
     return _fail(_one_line(e))
+  written = None
+  if args.plot:
+    try:
+      written = stats_lib.plot_stats(stats, args.plot)
+    except OSError as e:  # An unwritable path.
+      return _fail(f'cannot write the plot {args.plot!r}: {_one_line(e)}')
   if args.json:
     print(json.dumps(stats.summary(), indent=2))
   else:
     print(stats.table())
-  if args.plot:
-    written = stats_lib.plot_stats(stats, args.plot)
+  if written:
     print(f'plot: {written}', file=sys.stderr if args.json else sys.stdout)
   return 0

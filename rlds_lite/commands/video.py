@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     frames = video.episode_frames(episode, args.key)
     video.episode_to_video({'steps': {'frames': frames}}, 'frames', args.out,
                            fps=args.fps)
-  except dataset_options.BAD_INPUT_ERRORS as e:
+  except dataset_options.BAD_INPUT_ERRORS + (OSError,) as e:  # OSError: --out.
     return dataset_options.report_error('video', e)
   num_frames, height, width, _ = frames.shape
   if args.json:

@@ -73,3 +73,13 @@ def test_bad_input_exits_2(catch, tmp_path, capsys, monkeypatch, args,
   err = capsys.readouterr().err
   assert err.count('\n') == 1 and err.startswith(message)
   assert not (tmp_path / 'x.gif').exists()
+
+
+def test_unwritable_out_path_is_one_line_and_exit_2(catch, tmp_path, capsys):
+  blocker = tmp_path / 'a_file'
+  blocker.write_text('')
+  out = str(blocker / 'x.gif')
+  assert cli.main(['video', catch[0], '--key', checks_testing.IMAGE_KEY,
+                   '--out', out]) == 2
+  assert capsys.readouterr().err == (
+      f"rlds-lite video: [Errno 20] Not a directory: '{out}'\n")

@@ -166,3 +166,18 @@ def test_unknown_format_and_bad_fps(tmp_path):
     video.episode_to_video(episode, 'img', tmp_path / 'x.png')
   with pytest.raises(ValueError, match='fps must be positive'):
     video.episode_to_video(episode, 'img', tmp_path / 'x.gif', fps=0)
+
+
+def test_mp4_round_trip_through_ffmpeg(tmp_path):
+  """Real MP4 (imageio-ffmpeg, in the test extra): frames, even sizes, colours."""
+  import imageio.v2 as imageio  # pylint: disable=g-import-not-at-top
+  colours = np.array([[255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 255, 255],
+                      [0, 0, 0]], np.uint8)
+  frames = np.broadcast_to(colours[:, None, None, :], (5, 15, 16, 3))
+  path = video.episode_to_video({'img': frames}, 'img', tmp_path / 'x.mp4',
+                                fps=5)
+  assert path == str(tmp_path / 'x.mp4')
+  decoded = np.stack(imageio.mimread(path))
+  assert decoded.shape == (5, 16, 16, 3)  # The odd height padded to even.
+  means = decoded[:, 4:12, 4:12].reshape(5, -1, 3).mean(axis=1)
+  np.testing.assert_allclose(means, colours, atol=12)  # Lossy, but close.

@@ -96,19 +96,20 @@ def test_missing_path_exits_non_zero_with_one_line(runs):
   assert code == 2
   assert out == ''
   ours = [line for line in err.splitlines() if line.startswith(PREFIX)]
-  assert ours == [f"{PREFIX}no such dataset directory: '{runs['root']}/nowhere'"]
+  assert ours == [
+      f"{PREFIX}dataset directory '{runs['root']}/nowhere' does not exist."]
   assert err.rstrip('\n').endswith(ours[0])
   assert 'Traceback' not in err
 
 
 @pytest.mark.parametrize('args, message', [
-    (lambda r: [r['not_rlds']], "load: dataset '{not_rlds}' is not an RLDS "
+    (lambda r: [r['not_rlds']], "dataset '{not_rlds}' is not an RLDS "
      "dataset: it has no 'steps' feature"),
     (lambda r: [r['path'], '--keys', 'observation/velocity'],
      "no step field 'observation/velocity' (step fields: action, discount, "
      'is_first, is_last, is_terminal, observation, reward).'),
     (lambda r: [r['path'], '--split', 'test'],
-     "load: dataset '{path}' has no split 'test' (its splits: ['train'])."),
+     "dataset '{path}' has no split 'test' (its splits: ['train'])."),
 ], ids=['not-rlds', 'unknown-key', 'unknown-split'])
 def test_bad_input_exits_non_zero_with_one_line(runs, capsys, args, message):
   assert cli.main(['stats', *args(runs), '--no-progress']) == 2
@@ -117,3 +118,24 @@ def test_bad_input_exits_non_zero_with_one_line(runs, capsys, args, message):
   assert err.count('\n') == 1 and err.startswith(PREFIX)
   assert err[len(PREFIX):].startswith(
       message.format(not_rlds=runs['not_rlds'], path=runs['path']))
+
+
+def test_unwritable_plot_path_exits_non_zero_with_one_line(runs, capsys,
+                                                           tmp_path):
+  blocker = tmp_path / 'a_file'
+  blocker.write_text('')
+  plot = str(blocker / 'stats.png')
+  assert cli.main(['stats', runs['path'], '--no-progress', '--keys', 'reward',
+                   '--plot', plot]) == 2
+  out, err = capsys.readouterr()
+  assert out == ''  # Nothing printed before the failure.
+  assert err == (f"{PREFIX}cannot write the plot '{plot}': [Errno 17] File "
+                 f"exists: '{blocker}'\n")
+
+
+def test_split_defaults_to_the_first_split_without_train(tmp_path, capsys):
+  path = write_dataset(synthetic.episodes(num_episodes=3, seed=4),
+                       str(tmp_path), 'eval_only', split='eval')
+  assert cli.main(['stats', path, '--no-progress', '--no-cache', '--json']) == 0
+  summary = json.loads(capsys.readouterr().out)
+  assert summary['num_episodes'] == 3

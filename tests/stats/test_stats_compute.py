@@ -98,6 +98,12 @@ def test_large_dataset_quantiles_within_rank_error():
   assert result['observation'].sketch.rank_error > 0  # Compacted.
   observation = result['observation']
   assert observation.rank_error <= observation.sketch.levels / (2 * 16)
+  # Bounded memory: the pass keeps only sketches, log2(n / k) + 1 levels of
+  # at most 2k values each, whatever the number of steps.
+  sketch = observation.sketch
+  assert sketch.count == result.num_steps
+  assert sketch.levels <= np.log2(sketch.count / 16) + 1
+  assert sketch.size <= sketch.levels * 2 * 16 < sketch.count
   _check(result, arrays)
 
 
