@@ -7,8 +7,8 @@ terminal, in 3 shard files) and runs four pipelines that produce shuffled
 batches of 256 steps, each in its own subprocess (for its peak RSS):
 
   (1) ``rlds_lite``: ``pipeline.shuffled_steps`` with its defaults
-      (16 disjoint slices, 4 read at a time, pools of 64 episodes, 64
-      episodes read ahead);
+      (16 disjoint slices, 4 read at a time, a sliding window of 8 blocks of
+      8 episodes, one block read ahead);
   (2) ``faq_interleave``: the RLDS FAQ recipe with disjoint split slices:
       ``tfds`` ``as_dataset`` of ``N`` even slices (``tfds.even_splits``),
       each ``flat_map(lambda e: e['steps'])``, interleaved round-robin
@@ -18,10 +18,10 @@ batches of 256 steps, each in its own subprocess (for its peak RSS):
       episodes as rlds_lite's (about 60; both are printed);
   (3) ``shuffle_same_steps``: one ``as_dataset`` of the split, ``flat_map``
       to steps, ``shuffle(H)``, ``batch``, where ``H`` is the number of steps
-      rlds_lite's pools and read-ahead hold at most (4 x 64 episodes: the
-      pool being cut, the next one's episodes and their concatenation, and
-      the episodes read ahead): it mixes more episodes per batch than
-      rlds_lite;
+      rlds_lite's window and read-ahead hold at most (12 blocks of 8
+      episodes: the window, the next unit's block, the block being read and
+      its concatenation, and the block read ahead): it mixes more episodes
+      per batch than rlds_lite;
   (4) ``shuffle_same_quality``: the same with the smallest ``H`` (found by
       bisection on the measured quality, in the parent process) whose batches
       mix at least as many episodes as rlds_lite's.
@@ -278,8 +278,8 @@ def _table(results: Dict[str, Any], args: Any, memory: Any,
       f'files; batches of {BATCH} steps, {args.epochs} epochs (each step '
       'once per epoch). '
       f'Baselines: FAQ interleave of {args.faq_slices} disjoint slices; '
-      f'shuffle buffers of {args.buffer_steps} steps (what rlds_lite pools '
-      f'hold) and {args.matched_buffer_steps} steps (same quality).',
+      f'shuffle buffers of {args.buffer_steps} steps (what the rlds_lite window '
+      f'holds) and {args.matched_buffer_steps} steps (same quality).',
       '',
       f'rlds_lite estimate: `{memory!r}`',
       '',

@@ -130,13 +130,14 @@ def gather_size(batch_size: int, sample_size: int) -> int:
   return batch_size * max(1, GATHER_BYTES // (batch_size * sample_size))
 
 
-def _seeds(seed: Optional[int]) -> tf.data.Dataset:
+def pool_seeds(seed: Optional[int]) -> tf.data.Dataset:
   """Per-pool stateless seeds: reproducible with ``seed``, new every epoch."""
   return tf.data.Dataset.random(
       seed=seed, rerandomize_each_iteration=True).batch(2)
 
 
-def _order(n: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
+def random_order(n: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
+  """A seeded (stateless) random permutation of ``range(n)``."""
   return tf.random.experimental.stateless_shuffle(tf.range(n), seed=seed)
 
 
@@ -144,16 +145,16 @@ _ALL_ROWS = tf.int64.max
 """A ``rebatch`` size no pool reaches: rebatching by it concatenates all."""
 
 
-def _zero_rows(spec: Any) -> Any:
+def zero_rows(spec: Any) -> Any:
   """Tensors of ``spec`` with no rows (unknown inner dims -> 0)."""
   return tf.nest.map_structure(
       lambda s: tf.zeros([0] + [d or 0 for d in s.shape.as_list()[1:]],
                          s.dtype), spec)
 
 
-def _concat_rows(rows: tf.data.Dataset) -> Any:
+def concat_rows(rows: tf.data.Dataset) -> Any:
   """The elements of ``rows`` (leaves ``[n, ...]``) concatenated along rows."""
-  empty = tf.data.Dataset.from_tensors(_zero_rows(rows.element_spec))
+  empty = tf.data.Dataset.from_tensors(zero_rows(rows.element_spec))
   all_rows = rows.rebatch(_ALL_ROWS).concatenate(empty).take(1)
   return all_rows.get_single_element()
 
@@ -165,15 +166,15 @@ def _pool(plans: Dict[str, Any], seed: tf.Tensor) -> Dict[str, Any]:
   once per sample), each episode's sample indices shifted by the episode's
   offset in them, and the samples (indices and values) permuted together.
   """
-  steps = _concat_rows(tf.data.Dataset.zip(plans[_STEPS]))
-  index, values = _concat_rows(
+  steps = concat_rows(tf.data.Dataset.zip(plans[_STEPS]))
+  index, values = concat_rows(
       tf.data.Dataset.zip((plans[_INDEX], plans[_VALUES])))
   num_steps, num_samples = tf.data.Dataset.zip(
       (plans[_NUM_STEPS], plans[_NUM_SAMPLES])).batch(
           _ALL_ROWS).get_single_element()
   shift = tf.repeat(tf.cumsum(num_steps, exclusive=True), num_samples)
   index += indexing.broadcast_mask(shift, index)
-  order = _order(tf.shape(index)[0], seed)
+  order = random_order(tf.shape(index)[0], seed)
   index, values = tf.nest.map_structure(lambda x: tf.gather(x, order),
                                         (index, values))
   return {_STEPS: steps, _INDEX: index, _VALUES: values}
@@ -245,7 +246,7 @@ def _step_pools(episodes: tf.data.Dataset, sampler: Sampler,
 
   plans = episodes.map(plan, num_parallel_calls=num_parallel_calls,
                        deterministic=deterministic)
-  windows = tf.data.Dataset.zip(plans.window(pool_episodes), _seeds(seed))
+  windows = tf.data.Dataset.zip(plans.window(pool_episodes), pool_seeds(seed))
   pools = windows.scan(tf.constant(0, tf.int64), _pooler(batch_size))
   return pools.flat_map(_parts(gather)).map(
       assemble, num_parallel_calls=num_parallel_calls,
@@ -263,7 +264,7 @@ def _episode_interleave(planned: tf.data.Dataset, sampler: Sampler,
                         ) -> tf.data.Dataset:
   """``'episodes'`` mode: ``pool_episodes`` open episodes, chunks in turn."""
   if shuffle:
-    planned = tf.data.Dataset.zip(planned, _seeds(seed)).map(_permute_plan)
+    planned = tf.data.Dataset.zip(planned, pool_seeds(seed)).map(_permute_plan)
   else:
     pool_episodes = 1   # Episode order.
   chunk = _chunk_size(batch_size, pool_episodes)
@@ -290,7 +291,7 @@ def _episode_interleave(planned: tf.data.Dataset, sampler: Sampler,
 @_graph_fn
 def _permute_plan(plan: Dict[str, Any], seed: tf.Tensor) -> Dict[str, Any]:
   """An episode plan with its samples (indices and values) in random order."""
-  order = _order(tf.shape(plan[_INDEX])[0], seed)
+  order = random_order(tf.shape(plan[_INDEX])[0], seed)
   index, values = tf.nest.map_structure(lambda x: tf.gather(x, order),
                                         (plan[_INDEX], plan[_VALUES]))
   return {_STEPS: plan[_STEPS], _INDEX: index, _VALUES: values}

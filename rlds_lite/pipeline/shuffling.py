@@ -16,10 +16,12 @@ per-step ``tf.data`` element:
 3. optionally an episode shuffle buffer of ``episode_shuffle_buffer``
    episodes;
 4. ``read_ahead`` episodes read ahead in the background (a ``prefetch``,
-   so that the next pool is read while the current one is cut);
-5. pools of ``pool_episodes`` consecutive episodes, whose steps are
-   concatenated and permuted together (``pooled_batches`` with
-   ``pool='samples'``), cut into batches.
+   so that reading goes on while batches are cut);
+5. a sliding window mixing the steps of ``pool_episodes`` consecutive
+   episodes (`rlds_lite.pipeline.sliding`): blocks of ``block_episodes =
+   ceil(pool_episodes / num_blocks)`` episodes, ``num_blocks = min(8,
+   pool_episodes)`` of them in the window, each block's steps permuted once
+   and given out over ``num_blocks`` units, cut into batches.
 
 Every step of the split comes out exactly once per pass. ``estimate_memory``
 says what each knob costs (a ``ShuffleMemory``), and ``memory_budget`` picks
@@ -33,8 +35,10 @@ x bytes of one decoded step, from the features; ``S`` = step bytes)::
   episode_buffer = episode_shuffle_buffer * E
   interleave     = cycle_length * (READ_BUFFER_BYTES
                                    + (2 * num_parallel_reads - 1) * E)
-  pools          = 3 * pool_episodes * E   # being cut, next, concatenation
-  read_ahead     = read_ahead * E
+  pools          = (num_blocks + 3) * block_episodes * E  # window, next
+                                       # unit's block, block being read and
+                                       # concatenated (~1.4 x pool_episodes)
+  read_ahead     = read_ahead * E      # default: block_episodes
   batches        = prefetch * batch_size * S + gather_size * S
 
 Example:
@@ -47,7 +51,7 @@ Example:
   >>> sum(int(b['reward'].shape[0]) for b in ds) == count_steps(path)  # once
   True
   >>> memory = estimate_memory(path, batch_size=32)
-  >>> memory.pools == 3 * 64 * memory.episode_bytes  # 64 pool episodes
+  >>> memory.pools == (8 + 3) * 8 * memory.episode_bytes  # 8 blocks of 8
   True
 """
 
@@ -70,6 +74,7 @@ from rlds_lite import loading
 from rlds_lite import rlds_types
 from rlds_lite.pipeline import inputs
 from rlds_lite.pipeline import pools
+from rlds_lite.pipeline import sliding
 
 PathLike = Union[str, os.PathLike]
 
@@ -83,9 +88,9 @@ DEFAULT_NUM_PARALLEL_READS = 1
 """Default files read in parallel per open slice."""
 DEFAULT_PREFETCH = 2
 """Batches prefetched at the end of ``shuffled_steps``."""
-POOL_COPIES = 3
-"""Pools held at once: the one being cut, the next one's episodes and their
-concatenation (measured: RSS growth ~3x a pool for large steps)."""
+POOL_EXTRA_BLOCKS = 3
+"""Blocks held beside the window: the next unit's, and the block being read
+and its concatenation (see `rlds_lite.pipeline.sliding`)."""
 MAX_POOL_EPISODES = 4096
 """``memory_budget`` never picks larger pools (first-batch latency)."""
 _UNITS = {'': 1, 'B': 1, 'KB': 10**3, 'MB': 10**6, 'GB': 10**9, 'TB': 10**12,
@@ -99,8 +104,8 @@ class ShuffleKnobs(NamedTuple):
     num_slices: disjoint slices the split is cut into.
     cycle_length: slices open (read) at once.
     num_parallel_reads: files read in parallel per open slice.
-    pool_episodes: episodes per pool whose steps are permuted together.
-    read_ahead: episodes read ahead of the pools (0: none).
+    pool_episodes: episodes whose steps are mixed (the sliding window).
+    read_ahead: episodes read ahead of the window (0: none).
     episode_shuffle_buffer: episodes in the episode shuffle buffer (0: none).
     prefetch: batches prefetched.
   """
@@ -135,8 +140,9 @@ class ShuffleMemory(NamedTuple):
       num_parallel_reads - 1) * episode_bytes)``: each open slice's read
       buffer and episode being parsed, and two episodes buffered per open
       slice per extra parallel read.
-    pools: ``POOL_COPIES * pool_episodes * episode_bytes`` (3 copies): the
-      pool being cut, the next pool's episodes and their concatenation.
+    pools: ``(num_blocks + POOL_EXTRA_BLOCKS) * block_episodes *
+      episode_bytes`` (`window_blocks`): the window of blocks, the next
+      unit's block, the block being read and its concatenation.
     read_ahead: ``read_ahead * episode_bytes``.
     batches: ``(prefetch * batch_size + gather) * step_bytes``: prefetched
       batches and the samples gathered at once.
@@ -297,10 +303,16 @@ def _memory(knobs: ShuffleKnobs, batch_size: int, step_bytes: int,
       episode_buffer=knobs.episode_shuffle_buffer * episode,
       interleave=knobs.cycle_length * (
           READ_BUFFER_BYTES + (2 * knobs.num_parallel_reads - 1) * episode),
-      pools=POOL_COPIES * knobs.pool_episodes * episode,
+      pools=_pool_bytes(knobs.pool_episodes, episode),
       read_ahead=knobs.read_ahead * episode,
       batches=(knobs.prefetch * batch_size + gather) * step_bytes,
       knobs=knobs)
+
+
+def _pool_bytes(pool_episodes: int, episode_bytes: int) -> int:
+  """The ``pools`` part of the estimate for a window of ``pool_episodes``."""
+  num_blocks, block_episodes = window_blocks(pool_episodes)
+  return (num_blocks + POOL_EXTRA_BLOCKS) * block_episodes * episode_bytes
 
 
 def pick_knobs(budget: int, batch_size: int, step_bytes: int,
@@ -311,7 +323,8 @@ def pick_knobs(budget: int, batch_size: int, step_bytes: int,
 
   Rule: the knobs in ``given`` (not None) are kept; the others start at their
   smallest (1 pool episode, 1 open slice, no episode buffer, 1 parallel read,
-  ``DEFAULT_PREFETCH`` batches; ``read_ahead`` follows ``pool_episodes``).
+  ``DEFAULT_PREFETCH`` batches; ``read_ahead`` is one block of the window,
+  `window_blocks`).
   What the budget leaves beyond that goes half to larger pools (at most
   ``min(num_episodes, MAX_POOL_EPISODES)`` episodes, with their read-ahead),
   a quarter to more open slices (at most ``num_slices``) and a
@@ -323,7 +336,7 @@ def pick_knobs(budget: int, batch_size: int, step_bytes: int,
 
   Example:
     >>> pick_knobs(10**6, 32, 40, 25.0, 1000, 16, {})
-    ShuffleKnobs(num_slices=16, cycle_length=1, num_parallel_reads=1, pool_episodes=59, read_ahead=59, episode_shuffle_buffer=117, prefetch=2)
+    ShuffleKnobs(num_slices=16, cycle_length=1, num_parallel_reads=1, pool_episodes=152, read_ahead=19, episode_shuffle_buffer=117, prefetch=2)
   """
   def value(name: str, default: int) -> int:
     return default if given.get(name) is None else given[name]
@@ -333,7 +346,8 @@ def pick_knobs(budget: int, batch_size: int, step_bytes: int,
       cycle_length=value('cycle_length', 1),
       num_parallel_reads=value('num_parallel_reads', 1),
       pool_episodes=value('pool_episodes', 1),
-      read_ahead=value('read_ahead', value('pool_episodes', 1)),
+      read_ahead=value('read_ahead',
+                       window_blocks(value('pool_episodes', 1))[1]),
       episode_shuffle_buffer=value('episode_shuffle_buffer', 0),
       prefetch=value('prefetch', DEFAULT_PREFETCH))
   memory = _memory(smallest, batch_size, step_bytes, mean_steps)
@@ -351,10 +365,20 @@ def pick_knobs(budget: int, batch_size: int, step_bytes: int,
   if given.get('pool_episodes') is None:
     cap = min(num_episodes, MAX_POOL_EPISODES)
     follows = given.get('read_ahead') is None
-    extra = left // 2 // ((POOL_COPIES + follows) * episode)
-    knobs = knobs._replace(pool_episodes=int(min(cap, 1 + extra)))
+
+    def cost(pool_episodes: int) -> int:   # Grows with pool_episodes.
+      ahead = window_blocks(pool_episodes)[1] if follows else 0
+      return _pool_bytes(pool_episodes, episode) + ahead * episode
+
+    allowed = left // 2 + cost(1)
+    low, high = 1, max(1, cap)   # The largest pool whose cost is allowed.
+    while low < high:
+      middle = (low + high + 1) // 2
+      low, high = (middle, high) if cost(middle) <= allowed else (
+          low, middle - 1)
+    knobs = knobs._replace(pool_episodes=low)
     if follows:
-      knobs = knobs._replace(read_ahead=knobs.pool_episodes)
+      knobs = knobs._replace(read_ahead=window_blocks(low)[1])
   if given.get('cycle_length') is None:
     per_slice = READ_BUFFER_BYTES + (2 * knobs.num_parallel_reads - 1) * episode
     extra = left // 4 // per_slice
@@ -407,8 +431,8 @@ def _resolve(facts: _Split, batch_size: int, knobs: Dict[str, Any],
       num_parallel_reads=value('num_parallel_reads',
                                DEFAULT_NUM_PARALLEL_READS),
       pool_episodes=value('pool_episodes', pools.DEFAULT_POOL_EPISODES),
-      read_ahead=value('read_ahead',
-                       value('pool_episodes', pools.DEFAULT_POOL_EPISODES)),
+      read_ahead=value('read_ahead', window_blocks(
+          value('pool_episodes', pools.DEFAULT_POOL_EPISODES))[1]),
       episode_shuffle_buffer=value('episode_shuffle_buffer', 0),
       prefetch=value('prefetch', DEFAULT_PREFETCH)), None
 
@@ -566,21 +590,27 @@ def _episode_fields(facts: _Split, episode_fields: Any, op: str
                        facts.label, op)
 
 
-def _steps_sampler(fields: Tuple[str, ...]) -> pools.Sampler:
-  """Samples = single steps, plus the episode ``fields``."""
+def _step_rows(fields: Tuple[str, ...]):
+  """Episode -> its steps, with the episode ``fields`` repeated per step."""
 
-  def plan(episode: Dict[str, Any]) -> pools.Plan:
+  @tf.autograph.experimental.do_not_convert
+  def rows(episode: Dict[str, Any]) -> Dict[str, Any]:
     steps = episode[rlds_types.STEPS]
-    index = tf.range(dense.episode_length(steps), dtype=tf.int32)
-    return steps, index, inputs.episode_values(episode, fields,
-                                               tf.shape(index)[0])
+    num = dense.episode_length(steps)
+    return {**steps, **inputs.episode_values(episode, fields, num)}
 
-  def assemble(steps: Dict[str, Any], index: tf.Tensor,
-               values: Dict[str, Any]) -> Dict[str, Any]:
-    return {**dense.gather_steps(steps, index), **values}
+  return rows
 
-  return pools.Sampler(samples=lambda e: assemble(*plan(e)), plan=plan,
-                       assemble=assemble)
+
+def window_blocks(pool_episodes: int) -> Tuple[int, int]:
+  """``(num_blocks, block_episodes)`` of a window mixing ``pool_episodes``.
+
+  Example:
+    >>> window_blocks(64), window_blocks(3), window_blocks(10)
+    ((8, 8), (3, 1), (8, 2))
+  """
+  num_blocks = min(sliding.DEFAULT_NUM_BLOCKS, pool_episodes)
+  return num_blocks, -(-pool_episodes // num_blocks)
 
 
 def shuffled_steps(name_or_dir: PathLike,
@@ -604,8 +634,8 @@ def shuffled_steps(name_or_dir: PathLike,
   """Shuffled batches of the steps of a TFDS RLDS split, each step once.
 
   The RLDS FAQ's "interleave disjoint split slices" recipe in one function,
-  with pooled step shuffling instead of a per-step buffer (see the module
-  docstring). Memory (``estimate_memory``) is bounded by the knobs.
+  with a sliding window of shuffled blocks instead of a per-step buffer (see
+  the module docstring). Memory (``estimate_memory``) is bounded by the knobs.
 
   Args:
     name_or_dir: a TFDS name or a prepared dataset directory (as ``load``).
@@ -617,12 +647,12 @@ def shuffled_steps(name_or_dir: PathLike,
     cycle_length: slices open at once (default ``min(4, num_slices)``).
       Memory ``cycle_length * (READ_BUFFER_BYTES + (2 * num_parallel_reads -
       1) * E)``.
-    pool_episodes: episodes whose steps are permuted together (default 64);
-      a batch mixes about ``min(pool_episodes, batch_size)`` episodes.
-      Memory ``3 * pool_episodes * E``.
-    read_ahead: episodes read ahead of the pools in the background (default
-      ``pool_episodes``; 0: none): the next pool is read while the current
-      one is cut. Memory ``read_ahead * E``.
+    pool_episodes: episodes whose steps are mixed (default 64): a batch
+      mixes about ``min(pool_episodes, batch_size)`` episodes. Memory
+      ``(num_blocks + 3) * block_episodes * E`` (`window_blocks`; about
+      ``1.4 * pool_episodes * E``).
+    read_ahead: episodes read ahead in the background (default one block,
+      ``ceil(pool_episodes / 8)``; 0: none). Memory ``read_ahead * E``.
     episode_shuffle_buffer: episodes in a shuffle buffer before pooling
       (default 0: none). Memory ``episode_shuffle_buffer * E``.
     num_parallel_reads: slices read in parallel (default 1: one after the
@@ -687,12 +717,15 @@ def shuffled_steps(name_or_dir: PathLike,
            num_parallel_reads=num_parallel_reads, prefetch=prefetch),
       memory_budget, num_steps, op)
   episodes = _interleaved(name_or_dir, facts, data_dir, knobs, seed, keep)
+  if knobs.episode_shuffle_buffer:
+    episodes = episodes.shuffle(knobs.episode_shuffle_buffer, seed=seed,
+                                reshuffle_each_iteration=True)
   if knobs.read_ahead:
     episodes = episodes.prefetch(knobs.read_ahead)
-  return pools.pooled_batches(
-      episodes, _steps_sampler(keep), batch_size, shuffle=True,
-      pool='samples', pool_episodes=knobs.pool_episodes,
-      episode_shuffle_buffer=knobs.episode_shuffle_buffer, seed=seed,
+  num_blocks, block_episodes = window_blocks(knobs.pool_episodes)
+  return sliding.sliding_step_batches(
+      episodes.map(_step_rows(keep)), batch_size,
+      block_episodes=block_episodes, num_blocks=num_blocks, seed=seed,
       drop_last_batch=drop_remainder, prefetch=knobs.prefetch, op=op)
 
 

@@ -216,8 +216,10 @@ def test_memory_estimate_equals_hand_computation(datasets, knobs):
   assert memory.episode_bytes == episode
   assert memory.episode_buffer == knobs.get('episode_shuffle_buffer', 0) * episode
   assert memory.interleave == cycle * (256 * 1024 + (2 * reads - 1) * episode)
-  assert memory.pools == 3 * pool * episode
-  assert memory.read_ahead == knobs.get('read_ahead', pool) * episode
+  blocks = min(8, pool)
+  block = math.ceil(pool / blocks)
+  assert memory.pools == (blocks + 3) * block * episode
+  assert memory.read_ahead == knobs.get('read_ahead', block) * episode
   assert memory.batches == (knobs.get('prefetch', 2) * 8 + gather) * step
   assert memory.total == (memory.episode_buffer + memory.interleave +
                           memory.pools + memory.read_ahead + memory.batches)
@@ -233,7 +235,8 @@ def test_smaller_budgets_pick_smaller_knobs(datasets):
   for budget, memory in zip(budgets, memories):
     assert memory.total <= budget
   knobs = [m.knobs for m in memories]
-  assert all(k.read_ahead == k.pool_episodes for k in knobs)
+  assert all(k.read_ahead == shuffling.window_blocks(k.pool_episodes)[1]
+             for k in knobs)  # One block of the window.
   for field in ('pool_episodes', 'cycle_length', 'episode_shuffle_buffer'):
     values = [getattr(k, field) for k in knobs]
     assert values == sorted(values), (field, values)
@@ -316,9 +319,11 @@ BAD = {
 def test_bad_input_errors(datasets, name):
   kwargs, message = BAD[name]
   path, _ = datasets('truncated')   # 3 episodes of 5, 4, 6 steps
-  # The smallest pipeline: one open slice's read buffer and episode, a pool of
-  # one episode (three copies) and one read ahead, two prefetched batches and one gather of steps.
-  needs = ((256 * 1024 + 155) + 3 * 155 + 155 +
+  # The smallest pipeline: one open slice's read buffer and episode, a window
+  # of one one-episode block (plus the next unit's block, the block being read
+  # and its concatenation) and one read ahead, two prefetched batches and one
+  # gather of steps.
+  needs = ((256 * 1024 + 155) + (1 + 3) * 155 + 155 +
            (2 * 2 + pools.gather_size(2, 31)) * 31)
   message = message.format(path=path,
                            needs=f'{needs / 1e3:.1f} KB ({needs} bytes)')
