@@ -239,16 +239,3 @@ def test_next_observations_must_match_observations():
   assert str(error.value) == (
       "<d4rl dict>: field 'next_observations/a': has rows of shape (3,); "
       'observations/a has (1,)')
-
-
-def test_unreadable_hdf5_file_names_the_file(tmp_path):
-  path = tmp_path / 'd4rl.hdf5'
-  path.write_bytes(b'not HDF5')
-  with pytest.raises(convert.ConversionError) as error:
-    d4rl.from_d4rl(path)
-  assert str(error.value) == (
-      f'{path}: is not a readable HDF5 file: Unable to synchronously open '
-      'file (file signature not found)')
-  assert (error.value.source, error.value.episode) == (str(path), None)
-  with pytest.raises(FileNotFoundError):
-    d4rl.from_d4rl(tmp_path / 'missing.hdf5')

@@ -88,17 +88,25 @@ def test_checked_episodes_names_the_episode_unlike_the_first(change, field,
   assert len(list(convert.checked_episodes(words))) == 2
 
 
-def test_open_hdf5_names_a_file_that_is_not_hdf5(tmp_path):
-  from rlds_lite.convert import episodes as episodes_lib  # pylint: disable=g-import-not-at-top
+def _hdf5_readers():
+  from rlds_lite.convert import d4rl, episodes as episodes_lib, ted  # pylint: disable=g-import-not-at-top
+  return {'open_hdf5': episodes_lib.open_hdf5, 'from_d4rl': d4rl.from_d4rl,
+          'from_ted': ted.from_ted}
+
+
+@pytest.mark.parametrize('reader', ['open_hdf5', 'from_d4rl', 'from_ted'])
+def test_hdf5_readers_name_a_file_that_is_not_hdf5(tmp_path, reader):
+  read = _hdf5_readers()[reader]
   path = tmp_path / 'x.h5'
   path.write_bytes(b'not HDF5')
   with pytest.raises(convert.ConversionError) as error:
-    episodes_lib.open_hdf5(path)
+    read(path)
   assert str(error.value) == (
       f'{path}: is not a readable HDF5 file: Unable to synchronously open '
       'file (file signature not found)')
+  assert (error.value.source, error.value.episode) == (str(path), None)
   with pytest.raises(FileNotFoundError):
-    episodes_lib.open_hdf5(tmp_path / 'missing.h5')
+    read(tmp_path / 'missing.h5')
 
 
 @pytest.mark.parametrize('ends, expected', [
