@@ -155,8 +155,12 @@ def check_episode(episode: Episode, *, source: str = '<memory>',
 
 def _step_specs(steps: Dict[str, Any]) -> Dict[str, Any]:
   """Path -> (per-step shape, dtype) of every step field (strings: kind)."""
+  if all(type(leaf) is np.ndarray for leaf in steps.values()):  # pylint: disable=unidiomatic-typecheck
+    leaves = sorted(steps.items())  # Flat steps (the usual case): no walk.
+  else:
+    leaves = nest_paths.flatten_with_paths(steps)
   specs = {}
-  for path, leaf in nest_paths.flatten_with_paths(steps):
+  for path, leaf in leaves:
     dtype = np.asarray(leaf).dtype
     specs[path] = (np.shape(leaf)[1:],
                    dtype.kind if dtype.kind in 'OSU' else dtype)
