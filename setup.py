@@ -25,7 +25,7 @@ setuptools.setup(
         'numpy>=2,<3',
         'tqdm>=4.60',
         'matplotlib>=3.8',  # The demo's plots.
-        'envlogger==1.2',  # 1.3 wheels need glibc >= 2.38; see rlds_lite/envlogger.py.
+        'envlogger==1.2',  # 1.3 wheels need glibc >= 2.38; see rlds_lite/envlogger/compat.py.
         'h5py>=3.10',  # Minari, D4RL and TorchRL TED files (rlds_lite.convert).
     ],
     extras_require={

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from rlds_lite import envlogger as rlds_envlogger
+from rlds_lite.envlogger import compat as envlogger_compat
 
 GLIBC_ERROR = ("/lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.38' not found "
                '(required by .../envlogger/backends/python/'
@@ -33,7 +34,7 @@ def broken_import(monkeypatch):
   def install(error, version):
     monkeypatch.delitem(sys.modules, 'envlogger', raising=False)
     monkeypatch.setattr(sys, 'meta_path', [_FailingFinder(error)] + sys.meta_path)
-    monkeypatch.setattr(rlds_envlogger, '_installed_version', lambda: version)
+    monkeypatch.setattr(envlogger_compat, '_installed_version', lambda: version)
 
   return install
 
@@ -105,7 +106,7 @@ def test_import_errors_name_the_cause(broken_import, error, version, match):
 
 def test_none_in_sys_modules_reads_as_not_installed(monkeypatch):
   monkeypatch.setitem(sys.modules, 'envlogger', None)
-  monkeypatch.setattr(rlds_envlogger, '_installed_version', lambda: None)
+  monkeypatch.setattr(envlogger_compat, '_installed_version', lambda: None)
   with pytest.raises(ImportError, match='EnvLogger is not installed'):
     rlds_envlogger.import_envlogger()
 

@@ -1,0 +1,474 @@
+"""`record`: an agent acting in a dm_env environment, recorded with EnvLogger.
+"""
+
+import collections.abc
+import dataclasses
+import os
+import types
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+
+import dm_env
+from dm_env import specs as dm_specs
+import numpy as np
+import tensorflow as tf
+import tqdm
+
+from rlds_lite import metadata as rlds_metadata
+from rlds_lite.envlogger.compat import import_envlogger
+from rlds_lite.envlogger.compat import PathLike
+from rlds_lite.envlogger.files import has_recording
+from rlds_lite.envlogger.files import METADATA_FILE
+from rlds_lite.envlogger.files import open_shard
+from rlds_lite.envlogger.files import shard_dirs
+from rlds_lite.envlogger.files import SHARD_FILES
+from rlds_lite.envlogger.files import validate_recording
+
+RECORDER_KEY = 'rlds_lite_recorder'
+"""Dataset-metadata key marking recordings made by `record`.
+
+Such recordings store an `episode_id` for every episode, so `read_episodes`
+reports an episode without one as a corrupt `episode_metadata.riegeli`.
+"""
+FLUSH_EVERY_STEPS = 5000
+"""`record` flushes the riegeli files every this many timesteps."""
+
+Policy = Callable[[dm_env.TimeStep], Any]
+MetadataFn = Callable[[dm_env.TimeStep, Any, dm_env.Environment],
+                      Optional[Mapping[str, Any]]]
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordingSummary:
+  """What `record` wrote.
+
+  Attributes:
+    data_dir: Absolute path of the recording.
+    num_episodes: Episodes recorded by this call.
+    num_steps: EnvLogger timesteps recorded by this call, the reset timestep
+      of each episode included (an episode of n actions has n + 1).
+    episode_ids: The `episode_id` given to each episode (stored in its
+      metadata unless `episode_metadata_fn` returns its own).
+    episode_lengths: Timesteps per episode (reset timestep included).
+    returns: Undiscounted sum of rewards per episode (all reward leaves).
+  """
+  data_dir: str
+  num_episodes: int
+  num_steps: int
+  episode_ids: Tuple[int, ...]
+  episode_lengths: Tuple[int, ...]
+  returns: Tuple[float, ...]
+
+  @property
+  def mean_return(self) -> float:
+    """Mean of `returns`."""
+    return float(np.mean(self.returns))
+
+
+class _KeepOpen(dm_env.Environment):
+  """Delegates to `env` but ignores `close()`: EnvLogger closes what it wraps."""
+
+  def __init__(self, env: dm_env.Environment):
+    self._env = env
+
+  def reset(self) -> dm_env.TimeStep:
+    return self._env.reset()
+
+  def step(self, action) -> dm_env.TimeStep:
+    return self._env.step(action)
+
+  def observation_spec(self):
+    return self._env.observation_spec()
+
+  def action_spec(self):
+    return self._env.action_spec()
+
+  def reward_spec(self):
+    return self._env.reward_spec()
+
+  def discount_spec(self):
+    return self._env.discount_spec()
+
+  def close(self) -> None:
+    pass
+
+
+def _as_spec_dtype(value: Any, spec: Any, path: str) -> Any:
+  """`value` as an array of `spec`'s dtype; 0-d arrays become NumPy scalars."""
+  try:
+    array = np.asarray(value)
+  except ValueError as e:
+    raise ValueError(
+        f'The policy returned {path}={value!r}, which is not an array, for '
+        f'the action spec {spec!r}: {e}') from e
+  dtype = np.dtype(spec.dtype)
+  if array.dtype != dtype:
+    if not np.can_cast(array.dtype, dtype, casting='same_kind'):
+      raise TypeError(
+          f'The policy returned {path} of dtype {array.dtype} for the action '
+          f'spec {spec!r}; expected {dtype} (or a value castable to it within '
+          'its kind).')
+    array = array.astype(dtype)
+  if array.shape != tuple(spec.shape):
+    raise ValueError(
+        f'The policy returned {path} of shape {array.shape} for the action '
+        f'spec {spec!r}; expected shape {tuple(spec.shape)}.')
+  return array[()] if array.ndim == 0 else array
+
+
+def _conform_action(action: Any, spec: Any, path: str = 'action') -> Any:
+  """`action` shaped like the (nested) `spec`, leaves in the spec's dtypes."""
+  if isinstance(spec, dm_specs.Array):
+    return _as_spec_dtype(action, spec, path)
+  if isinstance(spec, collections.abc.Mapping):
+    if (not isinstance(action, collections.abc.Mapping) or
+        set(action) != set(spec)):
+      raise ValueError(
+          f'The policy returned {path}={action!r}; env.action_spec() expects '
+          f'a dict with keys {sorted(spec)}.')
+    return {k: _conform_action(action[k], spec[k], f'{path}[{k!r}]')
+            for k in spec}
+  if isinstance(spec, (tuple, list)):
+    if (not isinstance(action, (tuple, list)) or len(action) != len(spec)):
+      raise ValueError(
+          f'The policy returned {path}={action!r}; env.action_spec() expects '
+          f'a sequence of {len(spec)} values.')
+    values = [_conform_action(a, s, f'{path}[{i}]')
+              for i, (a, s) in enumerate(zip(action, spec))]
+    if hasattr(spec, '_fields'):  # A namedtuple.
+      return type(spec)(*values)
+    return type(spec)(values)
+  raise TypeError(f'env.action_spec() holds {spec!r}, not a dm_env spec.')
+
+
+def _checked_metadata(fn_name: str, value: Any, check_values: bool,
+                      codec: Any) -> Dict[str, Any]:
+  """Validates what a metadata callback returned; `None` means no metadata."""
+  if value is None:
+    return {}
+  if not isinstance(value, collections.abc.Mapping):
+    raise TypeError(
+        f'`{fn_name}` must return a dict of str keys (or None), got '
+        f'{type(value).__name__}: {value!r}.')
+  for key, item in value.items():
+    if not isinstance(key, str):
+      raise TypeError(f'`{fn_name}` returned a non-str key {key!r}.')
+    if check_values:
+      try:
+        codec.encode(item)
+      except (TypeError, ValueError, AttributeError) as e:
+        raise TypeError(
+            f'`{fn_name}` returned {key!r}={item!r}, which EnvLogger cannot '
+            f'store: {e}') from e
+  return dict(value)
+
+
+def _flush_scheduler() -> Any:
+  """Flushes every `FLUSH_EVERY_STEPS` timesteps (and after the first one).
+
+  EnvLogger's default flushes at random (probability 1/5000 per timestep),
+  so two identical recordings could differ byte for byte; this one does not.
+  """
+  from envlogger.backends import schedulers  # pylint: disable=g-import-not-at-top
+  return schedulers.NStepScheduler(FLUSH_EVERY_STEPS)
+
+
+class _Callbacks:
+  """EnvLogger's `episode_fn` / `step_fn` around the user's callbacks."""
+
+  def __init__(self, env: dm_env.Environment,
+               episode_metadata_fn: Optional[MetadataFn],
+               step_metadata_fn: Optional[MetadataFn], codec: Any):
+    self._env = env
+    self._fns = {'episode_metadata_fn': episode_metadata_fn,
+                 'step_metadata_fn': step_metadata_fn}
+    self._codec = codec
+    self._checked = set()
+    self._step_keys = None
+    self._episode_id = 0
+    self._episode = {}
+
+  def start_episode(self, episode_id: int) -> None:
+    self._episode_id = episode_id
+    self._episode = {}
+
+  def _call(self, name: str, timestep: dm_env.TimeStep,
+            action: Any) -> Dict[str, Any]:
+    fn = self._fns[name]
+    value = None if fn is None else fn(timestep, action, self._env)
+    result = _checked_metadata(name, value, name not in self._checked,
+                               self._codec)
+    if result:
+      self._checked.add(name)
+    return result
+
+  def episode_fn(self, timestep: dm_env.TimeStep, action: Any,
+                 unused_env: Any) -> Dict[str, Any]:
+    self._episode.update(self._call('episode_metadata_fn', timestep, action))
+    return {rlds_metadata.EPISODE_ID: np.int64(self._episode_id),
+            **self._episode}
+
+  def step_fn(self, timestep: dm_env.TimeStep, action: Any,
+              unused_env: Any) -> Optional[Dict[str, Any]]:
+    result = self._call('step_metadata_fn', timestep, action)
+    keys = sorted(result)
+    if self._step_keys is None:
+      self._step_keys = keys
+    elif keys != self._step_keys:
+      raise ValueError(
+          f'`step_metadata_fn` returned keys {keys} for a '
+          f'{timestep.step_type.name} timestep of episode {self._episode_id} '
+          f'but {self._step_keys} before: it must return the same keys for '
+          'every timestep, the reset one included.')
+    return result or None
+
+
+def _episode_return(rewards: Sequence[Any]) -> float:
+  """Sum of all reward leaves (a None reward, off the dm_env contract, is 0)."""
+  return float(sum(np.sum(leaf) for reward in rewards if reward is not None
+                   for leaf in tf.nest.flatten(reward)))
+
+
+def _delete_recording(data_dir: str) -> None:
+  """Deletes EnvLogger's files (only) from `data_dir`."""
+  metadata_path = os.path.join(data_dir, METADATA_FILE)
+  if os.path.exists(metadata_path):
+    os.remove(metadata_path)
+  for shard in shard_dirs(data_dir):
+    for name in SHARD_FILES:
+      path = os.path.join(shard, name)
+      if os.path.exists(path):
+        os.remove(path)
+    if not os.listdir(shard):
+      os.rmdir(shard)
+
+
+def _specs_equal(a: Any, b: Any) -> bool:
+  try:
+    return bool(a == b)
+  except (ValueError, TypeError):
+    return False
+
+
+def _inspect_existing(envlogger: types.ModuleType, data_dir: str,
+                      env: dm_env.Environment) -> Tuple[int, bool]:
+  """Episode count and `record` marker of the recording at `data_dir`.
+
+  Raises:
+    ValueError: `env`'s specs differ from the recorded ones.
+  """
+  count = 0
+  for shard in validate_recording(data_dir):
+    with open_shard(envlogger, data_dir, shard) as reader:
+      count += len(reader.episodes)
+      marked = RECORDER_KEY in (reader.metadata() or {})
+      recorded = {
+          'observation_spec': reader.observation_spec(),
+          'action_spec': reader.action_spec(),
+          'reward_spec': reader.reward_spec(),
+          'discount_spec': reader.discount_spec(),
+      }
+  for name, spec in recorded.items():
+    current = getattr(env, name)()
+    if not _specs_equal(spec, current):
+      raise ValueError(
+          f'Cannot append to {data_dir}: the recorded {name} {spec!r} differs '
+          f'from env.{name}() {current!r}. Record into another directory.')
+  return count, marked
+
+
+def _prepare_data_dir(envlogger: types.ModuleType, data_dir: str,
+                      env: dm_env.Environment, overwrite: bool,
+                      append: bool) -> Tuple[int, bool]:
+  """Creates or checks `data_dir`.
+
+  Returns:
+    The first new episode id, and whether to mark the recording as made by
+    `record` (not when appending to a recording made otherwise).
+  """
+  if os.path.exists(data_dir) and not os.path.isdir(data_dir):
+    raise NotADirectoryError(
+        f'`data_dir` {data_dir} is a file, not a directory.')
+  os.makedirs(data_dir, exist_ok=True)
+  if not os.access(data_dir, os.W_OK):
+    raise PermissionError(f'`data_dir` {data_dir} is not writable.')
+  if not has_recording(data_dir):
+    return 0, True
+  if overwrite:
+    _delete_recording(data_dir)
+    return 0, True
+  if append:
+    return _inspect_existing(envlogger, data_dir, env)
+  raise FileExistsError(
+      f'`data_dir` {data_dir} already holds an EnvLogger recording. Pass '
+      'overwrite=True to replace it, append=True to add episodes to it, or '
+      'choose another directory.')
+
+
+def _seed(env: dm_env.Environment, policy: Policy, seed: int) -> None:
+  if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+    raise TypeError(f'`seed` must be an int or None, got {seed!r}.')
+  if seed < 0:
+    raise ValueError(f'`seed` must be >= 0, got {seed}.')
+  env_seed = getattr(env, 'seed', None)
+  if not callable(env_seed):
+    raise TypeError(
+        f'`seed` was given but the environment {type(env).__name__} has no '
+        'seed(int) method; seed it yourself and pass seed=None.')
+  env_seed(int(seed))
+  policy_seed = getattr(policy, 'seed', None)
+  if callable(policy_seed):
+    policy_seed(int(seed) + 1)
+
+
+def _check_record_args(env: Any, policy: Any, num_episodes: Any,
+                       callbacks: Mapping[str, Any], metadata: Any,
+                       overwrite: bool, append: bool) -> None:
+  if not isinstance(env, dm_env.Environment):
+    raise TypeError(
+        f'`env` must be a dm_env.Environment, got {type(env).__name__}.')
+  if not callable(policy):
+    raise TypeError(
+        f'`policy` must be callable as policy(timestep) -> action, got '
+        f'{policy!r}.')
+  if (isinstance(num_episodes, bool) or
+      not isinstance(num_episodes, (int, np.integer)) or num_episodes < 1):
+    raise ValueError(
+        f'`num_episodes` must be a positive int, got {num_episodes!r}.')
+  for name, fn in callbacks.items():
+    if fn is not None and not callable(fn):
+      raise TypeError(f'`{name}` must be callable or None, got {fn!r}.')
+  if metadata is not None and not isinstance(metadata, collections.abc.Mapping):
+    raise TypeError(f'`metadata` must be a dict or None, got {metadata!r}.')
+  for key in ('environment_specs', RECORDER_KEY):
+    if metadata and key in metadata:
+      raise ValueError(
+          f'`metadata` key {key!r} is reserved (EnvLogger stores the '
+          'environment specs and rlds_lite its marker there).')
+  if overwrite and append:
+    raise ValueError('Pass at most one of `overwrite` and `append`.')
+
+
+def record(env: dm_env.Environment,
+           policy: Policy,
+           data_dir: PathLike,
+           num_episodes: int,
+           *,
+           episode_metadata_fn: Optional[MetadataFn] = None,
+           step_metadata_fn: Optional[MetadataFn] = None,
+           seed: Optional[int] = None,
+           progress: bool = True,
+           metadata: Optional[Mapping[str, Any]] = None,
+           overwrite: bool = False,
+           append: bool = False) -> RecordingSummary:
+  """Runs `policy` in `env` for `num_episodes` episodes, recording with EnvLogger.
+
+  Wraps `env` in `envlogger.EnvLogger` (riegeli backend) writing to
+  `data_dir`. Each episode is a `reset()` followed by `step(policy(timestep))`
+  until a LAST timestep. Every episode's metadata holds `episode_id` (an
+  int64, numbering this recording's episodes from 0, continuing after the
+  existing ones when appending) merged with `episode_metadata_fn`'s dict.
+
+  Unlike a bare `EnvLogger`: `data_dir` is created if missing, an existing
+  recording is never silently mixed with a new one, `env` is not closed (it
+  stays usable, e.g. for evaluation), actions are converted to the action
+  spec's dtype before being applied and recorded (a Python `1` is recorded as
+  the spec's int64, not as EnvLogger's arbitrary-precision integer), and the
+  files are flushed every `FLUSH_EVERY_STEPS` timesteps instead of at random,
+  so that the same seed gives byte-identical files.
+
+  Args:
+    env: A `dm_env.Environment` whose episodes end (LAST) by themselves.
+    policy: `policy(timestep) -> action`, called on every non-LAST timestep.
+    data_dir: Directory of the recording; created if missing.
+    num_episodes: Number of episodes to record (>= 1).
+    episode_metadata_fn: Optional `fn(timestep, action, env) -> dict | None`
+      called after the reset and after every step (action is None after the
+      reset). The dicts it returns during an episode are merged (later values
+      win) into `{'episode_id': ...}` (an `episode_id` it returns wins) and
+      stored as the episode's metadata. Unlike EnvLogger's `episode_fn`,
+      returning None does not erase what earlier calls returned.
+    step_metadata_fn: Optional `fn(timestep, action, env) -> dict | None`
+      called for every recorded timestep, the reset one included; its dict
+      is stored with that timestep (EnvLogger's custom data; RLDS step
+      metadata) and must have the same keys every time.
+    seed: If given, calls `env.seed(seed)` (the environment must have such a
+      method) and `policy.seed(seed + 1)` if the policy has one (a policy
+      without it must be deterministic), so the recording is reproducible.
+    progress: Shows a tqdm progress bar over episodes.
+    metadata: Optional dataset-level dict stored in `metadata.riegeli`
+      (EnvLogger adds the environment specs, rlds_lite its `RECORDER_KEY`).
+    overwrite: Replaces a recording already in `data_dir` (deletes only
+      EnvLogger's files).
+    append: Adds episodes to a recording already in `data_dir` (EnvLogger
+      writes one more timestamped folder; the specs must match; the
+      dataset-level metadata becomes this call's).
+
+  Returns:
+    A `RecordingSummary`.
+
+  Raises:
+    TypeError: `env`, `policy`, a callback or `seed` has the wrong type, a
+      callback returns something that is not a dict of EnvLogger-storable
+      values, or an action has a dtype that cannot be cast to the spec's.
+    ValueError: `num_episodes` is not positive, `overwrite` and `append` are
+      both set, appended specs differ, `metadata` uses a reserved key, or
+      `step_metadata_fn` changes its keys.
+    FileExistsError: `data_dir` already holds a recording and neither
+      `overwrite` nor `append` is set.
+    EnvLoggerUnavailableError: EnvLogger cannot be imported.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import envs
+    >>> env = envs.make('reach', seed=0)
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> summary = record(
+    ...     env, envs.random_policy(env.action_spec()), tmp.name, 3, seed=7,
+    ...     episode_metadata_fn=lambda ts, action, env: {'policy': 'random'},
+    ...     progress=False)
+    >>> summary.episode_ids, summary.episode_lengths
+    ((0, 1, 2), (51, 51, 51))
+    >>> tmp.cleanup()
+  """
+  _check_record_args(
+      env, policy, num_episodes,
+      {'episode_metadata_fn': episode_metadata_fn,
+       'step_metadata_fn': step_metadata_fn}, metadata, overwrite, append)
+  envlogger = import_envlogger()
+  from envlogger.converters import codec  # pylint: disable=g-import-not-at-top
+  data_dir = os.path.abspath(os.fspath(data_dir))
+  first_id, marked = _prepare_data_dir(envlogger, data_dir, env, overwrite,
+                                       append)
+  if seed is not None:
+    _seed(env, policy, seed)
+
+  callbacks = _Callbacks(env, episode_metadata_fn, step_metadata_fn, codec)
+  dataset_metadata = dict(metadata or {})
+  if marked:
+    dataset_metadata[RECORDER_KEY] = 'rlds_lite.envlogger.record'
+  action_spec = env.action_spec()
+  ids, lengths, returns = [], [], []
+  with envlogger.EnvLogger(
+      _KeepOpen(env), data_directory=data_dir,
+      episode_fn=callbacks.episode_fn,
+      step_fn=callbacks.step_fn if step_metadata_fn is not None else None,
+      metadata=dataset_metadata,
+      flush_scheduler=_flush_scheduler()) as logged, tqdm.tqdm(
+          total=num_episodes, unit='episode', disable=not progress,
+          desc='Recording') as bar:
+    for episode_id in range(first_id, first_id + int(num_episodes)):
+      callbacks.start_episode(episode_id)
+      timestep = logged.reset()
+      rewards = []
+      while not timestep.last():
+        timestep = logged.step(_conform_action(policy(timestep), action_spec))
+        rewards.append(timestep.reward)
+      ids.append(episode_id)
+      lengths.append(len(rewards) + 1)
+      returns.append(_episode_return(rewards))
+      bar.update(1)
+      bar.set_postfix(mean_return=f'{np.mean(returns):.3g}')
+  return RecordingSummary(
+      data_dir=data_dir, num_episodes=len(ids), num_steps=sum(lengths),
+      episode_ids=tuple(ids), episode_lengths=tuple(lengths),
+      returns=tuple(returns))
