@@ -212,6 +212,32 @@ def _flat_strings(value: Any) -> List[Any]:
   return [value]
 
 
+class _PlainLeaf(NamedTuple):
+  """A plain tensor feature, serialized straight from an array of its type."""
+  key: str  # The flat key of the serialized example ('steps/reward').
+  path: Tuple[str, ...]  # Where its value sits in an episode dict.
+  dtype: np.dtype
+  shape: Tuple[int, ...]  # Of one step (steps) or of the value (metadata).
+  in_steps: bool
+  write: Callable[[np.ndarray], bytes]
+
+
+def _plain_writer(dtype: np.dtype, encoding: str
+                  ) -> Optional[Callable[[np.ndarray], bytes]]:
+  """How a plain tensor of ``dtype`` and ``encoding`` is serialized, or None."""
+  if encoding == 'bytes':
+    return example_wire.fixed_size_bytes_feature
+  if encoding != 'none':
+    return None
+  if dtype.kind == 'f':
+    return example_wire.float_feature
+  if dtype == np.uint64:
+    return lambda array: example_wire.int64_feature(array.view(np.int64))
+  if dtype.kind in 'biu':
+    return example_wire.int64_feature
+  return None
+
+
 class _ByteRows(NamedTuple):
   """A byte-encoded tensor column whose rows' bytes are the stored values."""
   array: np.ndarray
@@ -309,6 +335,88 @@ class EpisodeEncoder:
     # Nested sequences (ragged) are left to TFDS's serializer.
     self._columnar_serializable = all(
         info.sequence_rank <= 1 for info in self._flat_specs.values())
+    self._dict_keys: Dict[Tuple[str, ...], frozenset] = {}
+    self._plain = self._plain_leaves()
+
+  def _plain_leaves(self) -> Optional[Tuple[_PlainLeaf, ...]]:
+    """The leaves `_serialize_exact` writes, or None if a feature is not plain.
+
+    Plain: ``Tensor``/``Scalar`` features of static shape, stored as numbers
+    or as each value's bytes (``encoding='bytes'``); the dict of every level
+    is remembered (``_dict_keys``) so that extra or missing fields are left
+    to the checked path and its errors.
+    """
+    leaves = []
+
+    def walk(feature: Any, path: Tuple[str, ...], in_steps: bool) -> bool:
+      if isinstance(feature, tfds.features.FeaturesDict):
+        self._dict_keys[path] = frozenset(feature.keys())
+        return all(walk(feature[k], path + (k,), in_steps)
+                   for k in feature.keys())
+      if type(feature) not in _PLAIN_TENSOR_TYPES or None in feature.shape:
+        return False
+      dtype = np.dtype(feature.np_dtype)
+      write = _plain_writer(dtype, self._tensor_encoding(feature))
+      if write is None:
+        return False
+      leaves.append(_PlainLeaf('/'.join(path), path, dtype,
+                               tuple(feature.shape), in_steps, write))
+      return True
+
+    self._dict_keys[()] = frozenset(self._features.keys())
+    for key in self._features.keys():
+      if key == rlds_types.STEPS:
+        plain = walk(self._steps.feature, (key,), True)
+      else:
+        plain = walk(self._features[key], (key,), False)
+      if not plain:
+        return None
+    if {leaf.key for leaf in leaves} != set(self._flat_specs):
+      return None
+    return tuple(leaves)
+
+  def _serialize_exact(self, episode: Any) -> Optional[bytes]:
+    """`serialize` for an episode already of the features' exact types.
+
+    Every field present (flags too), each a NumPy array of the feature's
+    dtype and shape (steps: ``[T, ...]``, ``T > 0``, the same ``T`` for all):
+    no conversion, cast or check is left to do, and the bytes are written
+    straight from the arrays. Anything else returns None for the checked
+    path (which converts, derives flags, or names the problem).
+    """
+    if self._plain is None or type(episode) is not dict:  # pylint: disable=unidiomatic-typecheck
+      return None
+    for path, keys in self._dict_keys.items():
+      node = episode
+      for name in path:
+        node = node[name]
+      if type(node) is not dict or node.keys() != keys:  # pylint: disable=unidiomatic-typecheck
+        return None
+    length = None
+    features = {}
+    for leaf in self._plain:
+      value = episode
+      for name in leaf.path:
+        value = value[name]
+      if type(value) is not np.ndarray:  # pylint: disable=unidiomatic-typecheck
+        if leaf.in_steps or not isinstance(value, np.generic):
+          return None
+        value = np.asarray(value)
+      if value.dtype != leaf.dtype:
+        return None
+      if leaf.in_steps:
+        if not value.ndim or value.shape[1:] != leaf.shape:
+          return None
+        if length is None:
+          length = value.shape[0]
+        elif value.shape[0] != length:
+          return None
+      elif value.shape != leaf.shape:
+        return None
+      features[leaf.key] = leaf.write(value)
+    if not length:
+      return None  # No steps: TFDS's own encoding of an empty sequence.
+    return example_wire.example(features)
 
   @property
   def features(self) -> tfds.features.FeaturesDict:
@@ -392,6 +500,13 @@ class EpisodeEncoder:
     as TFDS's in canonical form (``SerializeToString(deterministic=True)``,
     feature keys sorted).
     """
+    record = self._serialize_exact(episode)
+    if record is not None:
+      return record
+    return self._serialize_checked(episode)
+
+  def _serialize_checked(self, episode: Mapping[str, Any]) -> bytes:
+    """`serialize` through `encode`: converts, derives flags, checks all."""
     if not self._columnar_serializable:
       return self._serializer.serialize_example(self.encode(episode))
     encoded = self._encode(episode, byte_rows=True)

@@ -66,15 +66,22 @@ def _delimited(tag: bytes, payload: bytes) -> bytes:
   return tag + _varint(len(payload)) + payload
 
 
+_UINT64_MASK = (1 << 64) - 1
+_SMALL = 64  # Arrays up to this size are encoded in Python (fewer calls).
+
+
 def _varints(values: np.ndarray) -> bytes:
   """int64 values as concatenated varints (two's complement, as protobuf)."""
   values = np.asarray(values)
   if values.dtype == np.bool_:   # 0/1: one byte each, as they are stored.
-    return np.ascontiguousarray(values).tobytes()
+    return values.tobytes()
+  if values.size <= _SMALL:
+    ints = values.ravel().tolist()
+    if all(0 <= v < 0x80 for v in ints):
+      return bytes(ints)
+    return b''.join(_varint(v & _UINT64_MASK) for v in ints)
   unsigned = np.ascontiguousarray(values, dtype=np.int64).ravel().view(
       np.uint64)
-  if not unsigned.size:
-    return b''
   if unsigned.max() < 0x80:   # Flags, small counts and ids: one byte each.
     return unsigned.astype(np.uint8).tobytes()
   groups = (unsigned[:, None] >> _SHIFTS) & np.uint64(0x7f)
@@ -155,8 +162,9 @@ def fixed_size_bytes_feature(rows: np.ndarray) -> bytes:
     return _delimited(_FIELD_1, b'')
   data = rows.reshape(len(rows), -1).view(np.uint8)
   prefix = np.frombuffer(_FIELD_1 + _varint(data.shape[1]), np.uint8)
-  framed = np.concatenate(
-      [np.broadcast_to(prefix, (len(rows), len(prefix))), data], axis=1)
+  framed = np.empty((len(rows), len(prefix) + data.shape[1]), np.uint8)
+  framed[:, :len(prefix)] = prefix
+  framed[:, len(prefix):] = data
   return _delimited(_FIELD_1, framed.tobytes())
 
 

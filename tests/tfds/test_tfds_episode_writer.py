@@ -97,6 +97,8 @@ ENCODER_CASES = {
     'truncated': (vector_features, lambda: vector_episode(5, 1, False), 5),
     'images_text_labels_nested': (rich_features, lambda: rich_episode(3), 3),
     'rich_one_step': (rich_features, lambda: rich_episode(1, 4), 1),
+    'nested_uint64_bytes': (lambda: _nested_features(),
+                            lambda: _nested_episode(4), 4),
 }
 
 
@@ -107,6 +109,88 @@ def test_columnar_encoding_is_byte_identical_to_tfds(make_features,
   features, episode = make_features(), make_episode()
   ours = encoding.EpisodeEncoder(features).serialize(episode)
   assert ours == _tfds_serialized(features, episode, length)
+
+
+def _nested_features():
+  return rlds_features(
+      {'observation': {'pos': Tensor(shape=(2,), dtype=np.float32),
+                       'id': np.uint64},
+       'action': Tensor(shape=(2,), dtype=np.int16, encoding='bytes')},
+      {'episode_id': np.int64})
+
+
+def _nested_episode(length):
+  t = np.arange(length)
+  return {'steps': {
+      'observation': {'pos': np.stack([t, -t], -1).astype(np.float32),
+                      'id': np.full(length, 2**63 + 5, np.uint64)},
+      'action': np.stack([t, 3 * t], -1).astype(np.int16),
+      **_flags(length, False)}, 'episode_id': np.int64(7)}
+
+
+EXACT_CASES = {
+    'one_step': (vector_features, lambda: vector_episode(1)),
+    'two_steps': (vector_features, lambda: vector_episode(2, 3)),
+    'truncated': (vector_features, lambda: vector_episode(5, 1, False)),
+    'long_negative_ids': (vector_features, lambda: vector_episode(300, -4)),
+    'nested_uint64_bytes': (_nested_features, lambda: _nested_episode(4)),
+}
+
+
+@pytest.mark.parametrize('make_features, make_episode', EXACT_CASES.values(),
+                         ids=EXACT_CASES.keys())
+def test_exact_episodes_skip_checks_with_the_same_bytes(make_features,
+                                                        make_episode):
+  encoder = encoding.EpisodeEncoder(make_features())
+  episode = make_episode()
+  fast = encoder._serialize_exact(episode)  # pylint: disable=protected-access
+  assert fast is not None
+  assert fast == encoder._serialize_checked(episode)  # pylint: disable=protected-access
+  assert fast == encoder.serialize(episode)
+
+
+def _without_flags(episode):
+  steps = {k: v for k, v in episode['steps'].items() if k != 'is_first'}
+  return dict(episode, steps=steps)
+
+
+DECLINED = {
+    # Each needs the checked path: a conversion, a derived field or an error.
+    'missing_flag': _without_flags(vector_episode(3)),
+    'int32_actions': dict(vector_episode(3), steps=dict(
+        vector_episode(3)['steps'], action=np.arange(3, dtype=np.int32))),
+    'squeezed_discount': dict(vector_episode(3), steps=dict(
+        vector_episode(3)['steps'], discount=np.ones((3, 1), np.float32))),
+    'list_column': dict(vector_episode(3), steps=dict(
+        vector_episode(3)['steps'], action=[1, 2, 3])),
+    'python_int_id': dict(vector_episode(3), episode_id=5),
+    'step_list': dict(vector_episode(2), steps=[
+        {k: v[i] for k, v in vector_episode(2)['steps'].items()}
+        for i in range(2)]),
+    'empty': {'steps': {k: v[:0] for k, v in vector_episode(2)['steps'].items()},
+              'episode_id': np.int64(0)},
+}
+
+
+@pytest.mark.parametrize('episode', DECLINED.values(), ids=DECLINED.keys())
+def test_other_episodes_take_the_checked_path(episode):
+  encoder = encoding.EpisodeEncoder(vector_features())
+  assert encoder._serialize_exact(episode) is None  # pylint: disable=protected-access
+  assert encoder.serialize(episode) == encoder._serialize_checked(episode)  # pylint: disable=protected-access
+
+
+def test_unlike_step_lengths_and_extra_fields_still_fail_clearly():
+  encoder = encoding.EpisodeEncoder(vector_features())
+  episode = vector_episode(3)
+  short = dict(episode, steps=dict(episode['steps'],
+                                   reward=episode['steps']['reward'][:2]))
+  with pytest.raises(ValueError, match='all step fields must have the same '
+                     'number of steps'):
+    encoder.serialize(short)
+  extra = dict(episode, steps=dict(episode['steps'], extra=np.zeros(3)))
+  with pytest.raises(ValueError, match=r"steps: field\(s\) \['extra'\] are "
+                     'not in the dataset features'):
+    encoder.serialize(extra)
 
 
 @pytest.mark.parametrize('form', ['columnar', 'list_of_steps', 'dataset',
