@@ -46,6 +46,7 @@ from rlds_lite.tfds import example_wire
 __all__ = ['EpisodeEncoder', 'columnar_steps', 'exact_cast']
 
 _PLAIN_TENSOR_TYPES = (tfds.features.Tensor, tfds.features.Scalar)
+_NUMPY_VALUES = (np.ndarray, np.generic)
 _FLAGS = (rlds_types.IS_FIRST, rlds_types.IS_LAST)
 
 
@@ -59,13 +60,19 @@ def _stack_steps(steps: Sequence[Mapping[str, Any]], path: str) -> Any:
   """A list of (nested) step dicts as one dict of stacked columns."""
   first = steps[0]
   if isinstance(first, Mapping):
+    fields = first.keys()
     for i, step in enumerate(steps):
-      if not isinstance(step, Mapping) or set(step) != set(first):
+      if not isinstance(step, Mapping) or step.keys() != fields:
         raise ValueError(
             f'{path}: step {i} has fields {sorted(step)} but step 0 has '
             f'{sorted(first)}.')
     return {k: _stack_steps([s[k] for s in steps], f'{path}/{k}')
             for k in first}
+  if all(issubclass(kind, _NUMPY_VALUES) for kind in set(map(type, steps))):
+    try:  # The usual case, NumPy values: no per-value conversion.
+      return np.stack(steps)
+    except ValueError:
+      return list(steps)  # Shapes differ: left to the feature.
   values = [_to_numpy(s) for s in steps]
   if all(isinstance(v, (np.ndarray, np.generic)) for v in values):
     try:
@@ -500,6 +507,10 @@ class EpisodeEncoder:
     as TFDS's in canonical form (``SerializeToString(deterministic=True)``,
     feature keys sorted).
     """
+    steps = (episode.get(rlds_types.STEPS) if isinstance(episode, Mapping)
+             else None)
+    if isinstance(steps, (list, tuple)):  # Step dicts: stacked once, here.
+      episode = {**episode, rlds_types.STEPS: columnar_steps(steps)}
     record = self._serialize_exact(episode)
     if record is not None:
       return record
