@@ -231,7 +231,12 @@ class _PlainLeaf(NamedTuple):
 
 def _plain_writer(dtype: np.dtype, encoding: str
                   ) -> Optional[Callable[[np.ndarray], bytes]]:
-  """How a plain tensor of ``dtype`` and ``encoding`` is serialized, or None."""
+  """How a plain tensor of ``dtype`` and ``encoding`` is serialized, or None.
+
+  Numbers as TFDS stores them: floats in a ``float_list`` (as float32), bools
+  (0/1) and integers in an ``int64_list`` (uint64 as its int64 bits);
+  ``encoding='bytes'``: each value's bytes in a ``bytes_list``.
+  """
   if encoding == 'bytes':
     return example_wire.fixed_size_bytes_feature
   if encoding != 'none':
@@ -271,12 +276,10 @@ def _feature_bytes(value: Any, info: Any, key: str) -> bytes:
   if len(actual) != len(expected) or any(
       e is not None and e != a for e, a in zip(expected, actual)):
     raise ValueError(f'{key}: shape {actual} does not match {expected}.')
-  if array.dtype.kind in 'biu':   # bool as 0/1, uint64 as its int64 bits.
-    return example_wire.int64_feature(
-        array.view(np.int64) if dtype == np.uint64 else array)
-  if array.dtype.kind == 'f':
-    return example_wire.float_feature(array)
-  raise ValueError(f'{key}: cannot serialize dtype {dtype}.')
+  write = _plain_writer(array.dtype, 'none')
+  if write is None:
+    raise ValueError(f'{key}: cannot serialize dtype {dtype}.')
+  return write(array)
 
 
 @functools.lru_cache(maxsize=None)
@@ -505,7 +508,11 @@ class EpisodeEncoder:
     columns straight into the wire format (`rlds_lite.tfds.example_wire`;
     TFDS converts each step of a steps feature separately): the same bytes
     as TFDS's in canonical form (``SerializeToString(deterministic=True)``,
-    feature keys sorted).
+    feature keys sorted). An episode already of the features' exact dtypes
+    and shapes (what `build_from_envlogger` and columnar writers produce) is
+    written straight from its arrays; any other goes through `encode` (which
+    converts, derives missing flags and names what is wrong). Step lists are
+    stacked into columns first.
     """
     steps = (episode.get(rlds_types.STEPS) if isinstance(episode, Mapping)
              else None)
