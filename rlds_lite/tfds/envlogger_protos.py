@@ -79,9 +79,15 @@ def _decode(serialized: tf.Tensor, message: str, fields: Sequence[str],
                             list(types), descriptor_source=_descriptor_source())
 
 
-def _exactly(sizes: tf.Tensor, count: int) -> None:
-  if not bool(tf.reduce_all(tf.equal(sizes, count))):
+def _exactly(sizes: Any, count: int) -> None:
+  """Raises Unsupported unless every size (a tensor or array) is ``count``."""
+  if not np.all(np.asarray(sizes) == count):
     raise Unsupported()
+
+
+def _single(values: tf.Tensor) -> tf.Tensor:
+  """``[N]`` from ``[N, 1]`` (sizes checked): a reshape, no copy or slice op."""
+  return tf.reshape(values, [-1])
 
 
 def _message_field(serialized: tf.Tensor, message: str, field: str
@@ -89,7 +95,7 @@ def _message_field(serialized: tf.Tensor, message: str, field: str
   """The serialized sub-message ``field`` of every row (each must have it)."""
   sizes, (values,) = _decode(serialized, message, [field], [tf.string])
   _exactly(sizes, 1)
-  return values[:, 0]
+  return _single(values)
 
 
 def _repeated_messages(serialized: tf.Tensor, message: str, field: str,
@@ -100,15 +106,24 @@ def _repeated_messages(serialized: tf.Tensor, message: str, field: str,
   return tf.reshape(values, [-1, count])
 
 
+def _repeated_columns(serialized: tf.Tensor, message: str, field: str,
+                      count: int) -> List[tf.Tensor]:
+  """The ``count`` columns (``[N]`` each) of `_repeated_messages`, one op."""
+  return tf.unstack(_repeated_messages(serialized, message, field, count),
+                    num=count, axis=1)
+
+
 def _datum_column(serialized: tf.Tensor, template: Any) -> np.ndarray:
   """``[N, ...]`` array of ``Datum`` messages shaped like ``template``."""
   sizes, (shapes, values) = _decode(serialized, 'Datum', ['shape', 'values'],
                                     [tf.string, tf.string])
+  sizes = sizes.numpy()
   _exactly(sizes[:, 1], 1)
+  values = _single(values)
   shape_bytes = template.shape.SerializeToString()
   if shape_bytes:
     _exactly(sizes[:, 0], 1)
-    if not bool(tf.reduce_all(tf.equal(shapes[:, 0], shape_bytes))):
+    if not bool(tf.reduce_all(tf.equal(_single(shapes), shape_bytes))):
       raise Unsupported()
   else:
     _exactly(sizes[:, 0], 0)
@@ -123,16 +138,16 @@ def _datum_column(serialized: tf.Tensor, template: Any) -> np.ndarray:
   count = int(serialized.shape[0])
   size = int(np.prod(shape, dtype=np.int64))
   if name in _RAW:
-    field_sizes, (raw,) = _decode(values[:, 0], 'Datum.Values', [name],
+    field_sizes, (raw,) = _decode(values, 'Datum.Values', [name],
                                   [tf.string])
     _exactly(field_sizes, 1)
-    flat = tf.io.decode_raw(raw[:, 0], _RAW[name], little_endian=False)
+    flat = tf.io.decode_raw(_single(raw), _RAW[name], little_endian=False)
   elif name in _REPEATED:
-    field_sizes, (flat,) = _decode(values[:, 0], 'Datum.Values', [name],
+    field_sizes, (flat,) = _decode(values, 'Datum.Values', [name],
                                    [_REPEATED[name]])
     _exactly(field_sizes, size)
   elif name == 'bigint_values' and not shape:
-    return _python_ints(values[:, 0])
+    return _python_ints(values)
   else:
     raise Unsupported()  # Strings, bytes, arrays of Python ints: per timestep.
   array = flat.numpy()
@@ -146,7 +161,8 @@ def _python_ints(values: tf.Tensor) -> np.ndarray:
   sizes, (ints,) = _decode(values, 'Datum.Values', ['bigint_values'],
                            [tf.string])
   _exactly(sizes, 1)
-  ints = [int.from_bytes(b, 'big', signed=True) for b in ints[:, 0].numpy()]
+  ints = [int.from_bytes(b, 'big', signed=True)
+          for b in _single(ints).numpy()]
   try:
     return np.array(ints, np.int64)
   except OverflowError:
@@ -161,9 +177,9 @@ def _column(serialized: tf.Tensor, template: Any) -> Any:
                          template.datum)
   if kind == 'tuple':
     width = len(template.tuple.values)
-    items = _repeated_messages(_message_field(serialized, 'Data', 'tuple'),
-                               'Data.Tuple', 'values', width)
-    return tuple(_column(items[:, i], template.tuple.values[i])
+    items = _repeated_columns(_message_field(serialized, 'Data', 'tuple'),
+                              'Data.Tuple', 'values', width)
+    return tuple(_column(items[i], template.tuple.values[i])
                  for i in range(width))
   if kind == 'dict':
     if template.dict.HasField('kvs'):
@@ -248,23 +264,23 @@ def decode_timesteps(serialized: List[bytes]) -> Dict[str, Any]:
   """
   data = _proto_module().Data
   top = tf.constant(serialized, tf.string)
-  step = _repeated_messages(_message_field(top, 'Data', 'tuple'), 'Data.Tuple',
-                            'values', 3)
-  timestep = _repeated_messages(_message_field(step[:, 0], 'Data', 'tuple'),
-                                'Data.Tuple', 'values', 4)
+  step = _repeated_columns(_message_field(top, 'Data', 'tuple'), 'Data.Tuple',
+                           'values', 3)
+  timestep = _repeated_columns(_message_field(step[0], 'Data', 'tuple'),
+                               'Data.Tuple', 'values', 4)
   first = data.FromString(serialized[0]).tuple.values[0].tuple.values
-  step_types = _step_types(timestep[:, 0], first[0])
-  observation = _column(timestep[:, 3], first[3])
-  custom = step[:, 2]
+  step_types = _step_types(timestep[0], first[0])
+  observation = _column(timestep[3], first[3])
+  custom = step[2]
   has_custom = tf.strings.length(custom).numpy() > 0
   if has_custom.any() and not has_custom.all():
     raise Unsupported()
   return {
       'step_type': step_types,
       'observation': observation,
-      'reward': _optional_column(timestep[:, 1], step_types),
-      'discount': _optional_column(timestep[:, 2], step_types),
-      'action': _optional_column(step[:, 1], step_types),
+      'reward': _optional_column(timestep[1], step_types),
+      'discount': _optional_column(timestep[2], step_types),
+      'action': _optional_column(step[1], step_types),
       'custom': (_column(custom, data.FromString(serialized[0]).tuple.values[2])
                  if has_custom.all() else None),
   }
