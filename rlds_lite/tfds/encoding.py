@@ -56,20 +56,28 @@ def _to_numpy(value: Any) -> Any:
   return value
 
 
+def _is_mapping(value: Any) -> bool:
+  """``isinstance(value, Mapping)``, without the ABC check for plain dicts."""
+  return type(value) is dict or isinstance(value, Mapping)  # pylint: disable=unidiomatic-typecheck
+
+
 def _stack_steps(steps: Sequence[Mapping[str, Any]], path: str) -> Any:
   """A list of (nested) step dicts as one dict of stacked columns."""
   first = steps[0]
-  if isinstance(first, Mapping):
+  if _is_mapping(first):
     fields = first.keys()
     for i, step in enumerate(steps):
-      if not isinstance(step, Mapping) or step.keys() != fields:
+      if not _is_mapping(step) or step.keys() != fields:
         raise ValueError(
             f'{path}: step {i} has fields {sorted(step)} but step 0 has '
             f'{sorted(first)}.')
     return {k: _stack_steps([s[k] for s in steps], f'{path}/{k}')
             for k in first}
-  if all(issubclass(kind, _NUMPY_VALUES) for kind in set(map(type, steps))):
-    try:  # The usual case, NumPy values: no per-value conversion.
+  kinds = set(map(type, steps))
+  if len(kinds) == 1 and issubclass(next(iter(kinds)), np.generic):
+    return np.array(steps)  # NumPy scalars of one type: one call.
+  if all(issubclass(kind, _NUMPY_VALUES) for kind in kinds):
+    try:  # NumPy arrays: no per-value conversion.
       return np.stack(steps)
     except ValueError:
       return list(steps)  # Shapes differ: left to the feature.
