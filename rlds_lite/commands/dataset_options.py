@@ -56,13 +56,20 @@ def quiet_logs() -> None:
   logging.set_verbosity(logging.ERROR)
 
 
+def one_line(error: BaseException) -> str:
+  """The error's message on one line, without a ``load:`` prefix.
+
+  Example:
+    >>> one_line(KeyError("load: no field\\n  'x'."))
+    "no field 'x'."
+  """
+  text = error.args[0] if isinstance(error, KeyError) and error.args else error
+  return ' '.join(str(text).split()).removeprefix('load: ')
+
+
 def error_message(command: str, error: BaseException) -> str:
   """``rlds-lite COMMAND: message`` on one line (``load:`` prefix dropped)."""
-  text = error.args[0] if isinstance(error, KeyError) and error.args else error
-  text = ' '.join(str(text).split())
-  if text.startswith('load: '):
-    text = text[len('load: '):]
-  return f'rlds-lite {command}: {text}'
+  return f'rlds-lite {command}: {one_line(error)}'
 
 
 def report_error(command: str, error: BaseException) -> int:

@@ -38,8 +38,7 @@ def _one_line(error: BaseException) -> str:
     >>> _one_line(ValueError("load: dataset 'x' has no split 'test'."))
     "dataset 'x' has no split 'test'."
   """
-  text = error.args[0] if isinstance(error, KeyError) and error.args else error
-  message = ' '.join(str(text).split()).removeprefix('load: ')
+  message = dataset_options.one_line(error)
   if len(message) > _MAX_MESSAGE:
     message = message[:_MAX_MESSAGE - 3] + '...'
   return message
