@@ -12,10 +12,11 @@ oldest block's last part, in one random order. So
   unit);
 * a unit, and a batch cut from it, mixes steps of ``num_blocks *
   block_episodes`` episodes, like a pool of that many episodes;
-* but only ``num_blocks`` blocks are held, plus the one being read: about
-  ``(num_blocks + 1) / num_blocks`` pools, where a pool that is cut and then
-  replaced needs one pool being served while the next is read (two, and a
-  third while it is concatenated).
+* but only the window's ``num_blocks`` blocks are held, plus the next
+  unit's block (read ahead) and, while that one is read, its episodes and
+  their concatenation: about ``(num_blocks + 3) / num_blocks`` pools, where
+  a pool that is cut and then replaced holds three (the pool being served,
+  the next one's episodes and their concatenation).
 
 The first unit waits until the window is full (it then holds the parts
 every block in it has due so far); the end of the input flushes what is
@@ -125,8 +126,9 @@ def sliding_step_batches(steps: tf.data.Dataset,
 
   See the module docstring. Each step of ``steps`` comes out once per pass;
   a batch mixes about ``min(num_blocks * block_episodes, batch_size)``
-  episodes; about ``num_blocks + 1`` blocks of ``block_episodes`` episodes
-  are held (plus the one being concatenated while it is read).
+  episodes; about ``num_blocks + 3`` blocks of ``block_episodes`` episodes
+  are held (the window, the next unit's block, and the block being read and
+  its concatenation).
 
   Args:
     steps: a dataset of dicts of ``[T, ...]`` tensors, one per episode (any
