@@ -5,7 +5,8 @@ Building a ``tf.train.Example`` through the protobuf API costs a Python list
 for RLDS episodes of a few steps that is most of the cost of writing a
 dataset. This module writes the protobuf wire format directly: packed
 ``float`` lists are one ``astype('<f4').tobytes()``, packed ``int64`` lists
-one vectorised varint encoding, byte lists a join.
+one vectorised varint encoding (short ones, up to 64 values, in plain Python,
+which is faster there), byte lists a join.
 
 The bytes are those of ``tf.train.Example(...).SerializeToString(
 deterministic=True)``: the same fields, with the feature map in sorted key
