@@ -91,8 +91,14 @@ DEFAULT_POOL_EPISODES = 64
 """Default episodes per pool (``'samples'``) or open (``'episodes'``)."""
 AUTO_EPISODES_ABOVE = 16 << 10
 """``pool='auto'`` uses ``'episodes'`` for samples larger than this (bytes)."""
-GATHER_BYTES = 1 << 18
-"""About how many bytes of samples ``'samples'`` mode gathers at once."""
+GATHER_BYTES = 1 << 22
+"""About how many bytes of samples ``'samples'`` mode gathers at once.
+
+Large enough that the per-gather costs of ``tf.data`` (a ``map`` call, a
+``flat_map`` element, nine ops for nine fields) are small next to the copy
+itself: for windows of vector steps 4 MiB gathers cost ~30% less CPU per
+batch than 256 KiB ones (``benchmarks/RESULTS.md``, Fast path).
+"""
 _STEPS = 'steps'
 _INDEX = 'index'
 _VALUES = 'values'
@@ -120,14 +126,17 @@ def sample_bytes(spec: Any) -> int:
   return max(total, 1)
 
 
-def gather_size(batch_size: int, sample_size: int) -> int:
-  """Samples gathered at once: a multiple of ``batch_size``, ~``GATHER_BYTES``.
+def gather_size(batch_size: int, sample_size: int,
+                max_bytes: int = GATHER_BYTES) -> int:
+  """Samples gathered at once: a multiple of ``batch_size``, ~``max_bytes``.
 
   Example:
     >>> gather_size(256, 444), gather_size(256, 84 * 84 * 3 * 4)
-    (512, 256)
+    (9216, 256)
+    >>> gather_size(256, 444, max_bytes=1 << 18)
+    512
   """
-  return batch_size * max(1, GATHER_BYTES // (batch_size * sample_size))
+  return batch_size * max(1, max_bytes // (batch_size * sample_size))
 
 
 def pool_seeds(seed: Optional[int]) -> tf.data.Dataset:

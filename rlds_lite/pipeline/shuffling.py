@@ -295,7 +295,7 @@ def _memory(knobs: ShuffleKnobs, batch_size: int, step_bytes: int,
             mean_steps: float) -> ShuffleMemory:
   """The estimate of the module docstring for ``knobs``."""
   episode = int(np.ceil(mean_steps * step_bytes))
-  gather = pools.gather_size(batch_size, step_bytes)
+  gather = pools.gather_size(batch_size, step_bytes, sliding.GATHER_BYTES)
   return ShuffleMemory(
       step_bytes=step_bytes,
       mean_episode_steps=float(mean_steps),

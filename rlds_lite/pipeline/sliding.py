@@ -43,10 +43,14 @@ from rlds_lite.dense import indexing
 from rlds_lite.pipeline import inputs
 from rlds_lite.pipeline import pools
 
-__all__ = ['DEFAULT_NUM_BLOCKS', 'sliding_step_batches']
+__all__ = ['DEFAULT_NUM_BLOCKS', 'GATHER_BYTES', 'sliding_step_batches']
 
 DEFAULT_NUM_BLOCKS = 8
 """Blocks in the window: more means less memory per episode mixed."""
+GATHER_BYTES = 1 << 18
+"""About how many bytes of steps are gathered at once (they count in the
+memory estimate of ``shuffling.estimate_memory``, so smaller than the
+``pools.GATHER_BYTES`` of windows and transitions)."""
 
 _graph_fn = tf.autograph.experimental.do_not_convert
 Steps = Dict[str, Any]
@@ -174,7 +178,8 @@ def sliding_step_batches(steps: tf.data.Dataset,
   units = tf.data.Dataset.zip(tagged, pools.pool_seeds(seed)).scan(
       initial, _window_step(num_blocks))
   units = units.filter(lambda window, unit: tf.shape(unit)[0] > 0)
-  gather = pools.gather_size(batch_size, pools.sample_bytes(empty))
+  gather = pools.gather_size(batch_size, pools.sample_bytes(empty),
+                            GATHER_BYTES)
 
   @_graph_fn
   def pieces(window: Tuple[Steps, ...], unit: tf.Tensor) -> tf.data.Dataset:

@@ -11,6 +11,7 @@ import pipeline_testing as pt
 from rlds_lite import pipeline
 from rlds_lite.pipeline import pools
 from rlds_lite.pipeline import shuffling
+from rlds_lite.pipeline import sliding
 from rlds_lite.tfds import EpisodeWriter
 
 # Name -> (episode lengths, terminal flags, episodes per shard file).
@@ -210,7 +211,7 @@ def test_memory_estimate_equals_hand_computation(datasets, knobs):
   cycle = knobs.get('cycle_length', 4)
   reads = knobs.get('num_parallel_reads', 1)
   pool = knobs.get('pool_episodes', 64)
-  gather = pools.gather_size(8, step)
+  gather = pools.gather_size(8, step, sliding.GATHER_BYTES)
   assert memory.step_bytes == step
   assert memory.mean_episode_steps == mean
   assert memory.episode_bytes == episode
@@ -324,7 +325,7 @@ def test_bad_input_errors(datasets, name):
   # and its concatenation) and one read ahead, two prefetched batches and one
   # gather of steps.
   needs = ((256 * 1024 + 155) + (1 + 3) * 155 + 155 +
-           (2 * 2 + pools.gather_size(2, 31)) * 31)
+           (2 * 2 + pools.gather_size(2, 31, sliding.GATHER_BYTES)) * 31)
   message = message.format(path=path,
                            needs=f'{needs / 1e3:.1f} KB ({needs} bytes)')
   kwargs = dict(kwargs)
