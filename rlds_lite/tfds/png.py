@@ -1,0 +1,289 @@
+"""PNG files of whole image batches, filtered in NumPy and compressed by zlib.
+
+``tf.image.encode_png`` (what TFDS's ``Image`` feature runs per image) costs
+~200-1500 us per 64x64 or 84x84 RGB frame, mostly in libpng's adaptive row
+filtering and zlib at level 6 with ``Z_FILTERED``. `encode_png_batch` writes
+the same pixels several times faster:
+
+- Row filters (PNG filter types 0-4: None, Sub, Up, Average, Paeth) depend
+  only on the original bytes, so each candidate is computed for every row of
+  every frame at once in NumPy; each row takes the candidate with the
+  smallest sum of absolute (signed byte) values, libpng's heuristic.
+  The default candidates are None, Sub and Up: Average and Paeth cost ~5x
+  more to compute and shrank the files by < 1% on the frames measured.
+- zlib at level 1 (not 6): ~3x faster, ~0-20% larger on natural-ish frames.
+- Frames are compressed on a small thread pool (zlib and most NumPy
+  operations release the GIL) when the batch is large enough to pay.
+
+The files are standard PNGs (IHDR, one IDAT, IEND; 8 or 16 bits per sample,
+16-bit samples big-endian as PNG requires): every decoder reads the input's
+exact pixels, though the bytes differ from libpng's.
+
+Example:
+  >>> import numpy as np
+  >>> import tensorflow as tf
+  >>> images = np.arange(2 * 3 * 5 * 3, dtype=np.uint8).reshape(2, 3, 5, 3)
+  >>> pngs = encode_png_batch(images)
+  >>> [png[:8] for png in pngs] == [b'\\x89PNG\\r\\n\\x1a\\n'] * 2
+  True
+  >>> np.array_equal(tf.io.decode_png(pngs[1]).numpy(), images[1])
+  True
+"""
+
+import concurrent.futures
+import os
+import struct
+import threading
+import zlib
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+
+__all__ = ['CHANNELS', 'DEFAULT_FILTERS', 'DEFAULT_LEVEL', 'FILTERS',
+           'encode_png_batch']
+
+CHANNELS = (1, 2, 3, 4)
+"""The channels PNG stores: gray, gray+alpha, RGB, RGBA."""
+FILTERS = ('none', 'sub', 'up', 'average', 'paeth')
+"""The PNG filter types, by number (0-4)."""
+DEFAULT_FILTERS = ('none', 'sub', 'up')
+"""The candidate filters of each row by default (see the module docstring)."""
+DEFAULT_LEVEL = 1
+"""The default zlib level (see the module docstring)."""
+
+_SIGNATURE = b'\x89PNG\r\n\x1a\n'
+_COLOR_TYPES = dict(zip(CHANNELS, (0, 4, 2, 6)))  # PNG colour type of each.
+_IDAT_CRC = zlib.crc32(b'IDAT')
+_MAX_CHUNK_DATA = 2**31 - 1  # PNG's limit on a chunk's length.
+# Raw bytes one task filters and compresses (at least one frame): a task's
+# candidate rows stay in cache (4x fewer bytes per task was ~15% slower: more
+# NumPy calls), and a batch of at least two tasks is split over the thread
+# pool (a task takes >= ~1 ms, dispatching it ~20 us).
+_TASK_BYTES = 1 << 18
+_MAX_THREADS = 4
+
+_pool_lock = threading.Lock()
+_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+_pool_key: Tuple[int, int] = (0, 0)  # (pid, threads) of _pool.
+
+
+def _chunk(tag: bytes, data: bytes) -> bytes:
+  """A PNG chunk: length, tag, data, CRC of tag and data."""
+  crc = zlib.crc32(data, zlib.crc32(tag))
+  return struct.pack('>I', len(data)) + tag + data + struct.pack('>I', crc)
+
+
+_IEND = _chunk(b'IEND', b'')
+
+
+def _checked_images(images: np.ndarray) -> np.ndarray:
+  """``images`` as a ``[T, h, w, c]`` uint8/uint16 array, or a ValueError."""
+  images = np.asarray(images)
+  if images.dtype not in (np.uint8, np.uint16):
+    raise ValueError(
+        f'encode_png_batch: images must be uint8 or uint16, got dtype '
+        f'{images.dtype} (shape {images.shape}).')
+  if images.ndim != 4 or images.shape[-1] not in _COLOR_TYPES:
+    raise ValueError(
+        f'encode_png_batch: images must be [T, height, width, channels] with '
+        f'1 (gray), 2 (gray+alpha), 3 (RGB) or 4 (RGBA) channels, got shape '
+        f'{images.shape} ({images.dtype}).')
+  _, height, width, _ = images.shape
+  if len(images) and not (0 < height < 2**31 and 0 < width < 2**31):
+    raise ValueError(
+        f'encode_png_batch: a PNG needs a height and width of at least 1, got '
+        f'shape {images.shape} ({images.dtype}).')
+  return images
+
+
+def _filter_numbers(filters: Sequence[str]) -> Tuple[int, ...]:
+  """The PNG filter types of ``filters`` (names from `FILTERS`), checked."""
+  if isinstance(filters, str):
+    filters = (filters,)
+  unknown = [f for f in filters if f not in FILTERS]
+  if unknown or not filters:
+    raise ValueError(f'encode_png_batch: filters must be a non-empty subset of '
+                     f'{FILTERS}, got {tuple(filters)!r}.')
+  return tuple(sorted({FILTERS.index(f) for f in filters}))
+
+
+def _left(x: np.ndarray, bpp: int) -> np.ndarray:
+  """The byte ``bpp`` to the left of each byte (0 in a row's first pixel)."""
+  left = np.zeros_like(x)
+  left[:, :, bpp:] = x[:, :, :-bpp]
+  return left
+
+
+def _up(x: np.ndarray) -> np.ndarray:
+  """The byte above each byte (0 in a frame's first row)."""
+  up = np.zeros_like(x)
+  up[:, 1:] = x[:, :-1]
+  return up
+
+
+def _apply_filter(kind: int, x: np.ndarray, bpp: int, out: np.ndarray) -> None:
+  """Writes filter ``kind`` of rows ``x`` (``[t, h, row bytes]``) to ``out``.
+
+  uint8 arithmetic wraps modulo 256, as PNG's filters do.
+  """
+  if kind == 0:  # None.
+    out[...] = x
+  elif kind == 1:  # Sub: x - left.
+    out[:, :, :bpp] = x[:, :, :bpp]
+    np.subtract(x[:, :, bpp:], x[:, :, :-bpp], out=out[:, :, bpp:])
+  elif kind == 2:  # Up: x - above.
+    out[:, 0] = x[:, 0]
+    np.subtract(x[:, 1:], x[:, :-1], out=out[:, 1:])
+  elif kind == 3:  # Average: x - floor((left + above) / 2), without overflow.
+    a, b = _left(x, bpp), _up(x)
+    np.subtract(x, (a & b) + ((a ^ b) >> 1), out=out)
+  else:  # Paeth: x - whichever of left, above, upper-left is nearest to
+    # left + above - upper-left (ties in that order).
+    a, b = _left(x, bpp), _up(x)
+    c = _up(a)
+    da = a.astype(np.int16) - c  # p - above
+    db = b.astype(np.int16) - c  # p - left
+    pa, pb, pc = np.abs(db), np.abs(da), np.abs(da + db)
+    nearest = np.where((pa <= pb) & (pa <= pc), a, np.where(pb <= pc, b, c))
+    np.subtract(x, nearest, out=out)
+
+
+def _scanlines(x: np.ndarray, bpp: int, kinds: Tuple[int, ...]) -> np.ndarray:
+  """Filtered scanlines of rows ``x`` (``[t, h, n]``): ``[t, h * (1 + n)]``.
+
+  Each row is its filter type byte then its filtered bytes; with several
+  candidate ``kinds``, each row takes the one whose bytes, read as signed,
+  have the smallest sum of absolute values (libpng's heuristic).
+  """
+  t, h, n = x.shape
+  candidates = np.empty((len(kinds), t, h, 1 + n), np.uint8)
+  for i, kind in enumerate(kinds):
+    candidates[i, :, :, 0] = kind
+    _apply_filter(kind, x, bpp, candidates[i, :, :, 1:])
+  if len(kinds) == 1:
+    return candidates[0].reshape(t, -1)
+  # |signed byte| as uint8 (abs(-128) wraps to -128, i.e. 128 unsigned).
+  magnitudes = np.abs(candidates[:, :, :, 1:].view(np.int8)).view(np.uint8)
+  total = np.uint16 if n * 128 < 2**16 else np.uint32
+  best = magnitudes.sum(axis=-1, dtype=total).argmin(axis=0)  # [t, h]
+  rows = best * (t * h) + np.arange(t * h).reshape(t, h)
+  chosen = np.take(candidates.reshape(-1, 1 + n), rows.ravel(), axis=0)
+  return chosen.reshape(t, -1)
+
+
+def _encode_frames(raw: np.ndarray, bpp: int, kinds: Tuple[int, ...],
+                   level: int, header: bytes) -> List[bytes]:
+  """PNG files of the frames of ``raw`` (``[t, h, row bytes]`` uint8)."""
+  scanlines = _scanlines(raw, bpp, kinds)
+  if level >= 4 and kinds != (0,):
+    # zlib's lazy matching (levels 4-9) with Z_FILTERED, as libpng: ~15%
+    # smaller on filtered rows. Levels 1-3 ignore the strategy.
+    def compress(data):
+      stream = zlib.compressobj(level, zlib.DEFLATED, 15, 8, zlib.Z_FILTERED)
+      return stream.compress(data) + stream.flush()
+  else:
+    def compress(data):
+      return zlib.compress(data, level)
+  files = []
+  for frame in scanlines:
+    data = compress(frame)
+    if len(data) > _MAX_CHUNK_DATA:
+      raise ValueError(f'encode_png_batch: a frame compresses to {len(data)} '
+                       f'bytes, more than one PNG chunk holds.')
+    crc = zlib.crc32(data, _IDAT_CRC)
+    files.append(b''.join((header, struct.pack('>I', len(data)), b'IDAT',
+                           data, struct.pack('>I', crc), _IEND)))
+  return files
+
+
+def _executor(threads: int) -> concurrent.futures.ThreadPoolExecutor:
+  """The module's thread pool, with at least ``threads`` threads.
+
+  Made again in a forked child (whose copy has no threads).
+  """
+  global _pool, _pool_key  # pylint: disable=global-statement
+  with _pool_lock:
+    pid = os.getpid()
+    if _pool is None or _pool_key[0] != pid or _pool_key[1] < threads:
+      if _pool is not None and _pool_key[0] == pid:
+        _pool.shutdown(wait=False)
+      _pool = concurrent.futures.ThreadPoolExecutor(
+          threads, thread_name_prefix='rlds_lite_png')
+      _pool_key = (pid, threads)
+    return _pool
+
+
+def _default_threads() -> int:
+  try:
+    cpus = len(os.sched_getaffinity(0))
+  except AttributeError:  # Not on Linux.
+    cpus = os.cpu_count() or 1
+  return max(1, min(_MAX_THREADS, cpus))
+
+
+def encode_png_batch(images: np.ndarray,
+                     *,
+                     level: int = DEFAULT_LEVEL,
+                     filters: Sequence[str] = DEFAULT_FILTERS,
+                     threads: Optional[int] = None) -> List[bytes]:
+  """One PNG file per frame of ``images``, decoding to exactly its pixels.
+
+  Args:
+    images: ``[T, height, width, channels]`` uint8 or uint16 frames
+      (channels 1: gray, 2: gray+alpha, 3: RGB, 4: RGBA), as
+      ``tfds.features.Image`` stores them (its shape is always
+      ``(h, w, c)``). ``T`` may be 0.
+    level: the zlib level, 0 (stored) to 9 (smallest, slowest).
+    filters: the candidate row filters (names from `FILTERS`); each row takes
+      the one with the smallest sum of absolute filtered bytes. One name
+      filters every row the same way.
+    threads: the most threads to compress on; None: up to 4 (the CPUs this
+      process may use), when the batch is large enough for threads to pay.
+      1: in the calling thread.
+
+  Returns:
+    The PNG files, one per frame.
+
+  Raises:
+    ValueError: for another dtype, rank or number of channels, an empty
+      frame, or an unknown filter or level (the message names them).
+
+  Example:
+    >>> gray16 = np.array([[[[0], [300]], [[65535], [1]]]], np.uint16)
+    >>> pngs = encode_png_batch(gray16, filters=['paeth'], threads=1)
+    >>> len(pngs), pngs[0][12:16], pngs[0][24:26]  # IHDR: 16-bit gray.
+    (1, b'IHDR', b'\\x10\\x00')
+  """
+  images = _checked_images(images)
+  kinds = _filter_numbers(filters)
+  if isinstance(level, bool) or not isinstance(level, (int, np.integer)) or (
+      not 0 <= level <= 9):
+    raise ValueError(f'encode_png_batch: level must be an int from 0 to 9, '
+                     f'got {level!r}.')
+  if threads is not None and (isinstance(threads, bool) or
+                              not isinstance(threads, (int, np.integer)) or
+                              threads < 1):
+    raise ValueError(f'encode_png_batch: threads must be None or an int >= 1, '
+                     f'got {threads!r}.')
+  count, height, width, channels = images.shape
+  if not count:
+    return []
+  depth = images.dtype.itemsize * 8
+  header = _SIGNATURE + _chunk(b'IHDR', struct.pack(
+      '>IIBBBBB', width, height, depth, _COLOR_TYPES[channels], 0, 0, 0))
+  # PNG stores 16-bit samples big-endian; filters work on bytes.
+  raw = np.ascontiguousarray(images, dtype='>u2' if depth == 16 else None)
+  raw = raw.view(np.uint8).reshape(count, height, -1)
+  bpp = channels * images.dtype.itemsize  # Bytes per pixel.
+  per_task = max(1, _TASK_BYTES // raw[0].size)
+  starts = range(0, count, per_task)
+  tasks = [raw[i:i + per_task] for i in starts]
+  threads = min(threads or _default_threads(), len(tasks))
+  if threads == 1:
+    results = [_encode_frames(task, bpp, kinds, int(level), header)
+               for task in tasks]
+  else:
+    results = list(_executor(threads).map(
+        lambda task: _encode_frames(task, bpp, kinds, int(level), header),
+        tasks))
+  return [png for files in results for png in files]
