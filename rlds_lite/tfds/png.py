@@ -1,9 +1,10 @@
 """PNG files of whole image batches, filtered in NumPy and compressed by zlib.
 
 ``tf.image.encode_png`` (what TFDS's ``Image`` feature runs per image) costs
-~200-1500 us per 64x64 or 84x84 RGB frame, mostly in libpng's adaptive row
-filtering and zlib at level 6 with ``Z_FILTERED``. `encode_png_batch` writes
-the same pixels several times faster:
+~300-1600 us of CPU per 64x64 or 84x84 RGB frame, mostly in libpng's
+adaptive row filtering and zlib at level 6 with ``Z_FILTERED``.
+`encode_png_batch` writes the same pixels in 2.5-5x less CPU time, in files
+of about the same size (``benchmarks/bench_png.py`` measures both):
 
 - Row filters (PNG filter types 0-4: None, Sub, Up, Average, Paeth) depend
   only on the original bytes, so each candidate is computed for every row of
@@ -11,7 +12,12 @@ the same pixels several times faster:
   smallest sum of absolute (signed byte) values, libpng's heuristic.
   The default candidates are None, Sub and Up: Average and Paeth cost ~5x
   more to compute and shrank the files by < 1% on the frames measured.
-- zlib at level 1 (not 6): ~3x faster, ~0-20% larger on natural-ish frames.
+- zlib with ``Z_RLE`` (runs of equal bytes only) on filtered rows is ~1.5x
+  faster than its level-1 string matching and as small as libpng's level 6
+  on rendered and natural-ish frames, but many times larger on repeated
+  textures (tiles); so by default (``strategy='auto'``) the first frame of
+  a batch is compressed both ways, and the batch takes RLE unless level-1
+  matching makes that frame more than 10% smaller.
 - Frames are compressed on a small thread pool (zlib and most NumPy
   operations release the GIL) when the batch is large enough to pay.
 
@@ -31,16 +37,17 @@ Example:
 """
 
 import concurrent.futures
+import functools
 import os
 import struct
 import threading
 import zlib
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 __all__ = ['CHANNELS', 'DEFAULT_FILTERS', 'DEFAULT_LEVEL', 'FILTERS',
-           'encode_png_batch']
+           'STRATEGIES', 'encode_png_batch']
 
 CHANNELS = (1, 2, 3, 4)
 """The channels PNG stores: gray, gray+alpha, RGB, RGBA."""
@@ -49,7 +56,9 @@ FILTERS = ('none', 'sub', 'up', 'average', 'paeth')
 DEFAULT_FILTERS = ('none', 'sub', 'up')
 """The candidate filters of each row by default (see the module docstring)."""
 DEFAULT_LEVEL = 1
-"""The default zlib level (see the module docstring)."""
+"""The default zlib level of ``'lz77'`` (see the module docstring)."""
+STRATEGIES = ('auto', 'rle', 'lz77')
+"""How frames are compressed (see `encode_png_batch`)."""
 
 _SIGNATURE = b'\x89PNG\r\n\x1a\n'
 _COLOR_TYPES = dict(zip(CHANNELS, (0, 4, 2, 6)))  # PNG colour type of each.
@@ -57,10 +66,15 @@ _IDAT_CRC = zlib.crc32(b'IDAT')
 _MAX_CHUNK_DATA = 2**31 - 1  # PNG's limit on a chunk's length.
 # Raw bytes one task filters and compresses (at least one frame): a task's
 # candidate rows stay in cache (4x fewer bytes per task was ~15% slower: more
-# NumPy calls), and a batch of at least two tasks is split over the thread
-# pool (a task takes >= ~1 ms, dispatching it ~20 us).
+# NumPy calls). Threads take tasks of at least _MIN_TASK_BYTES, so a batch
+# needs twice that to use them (measured on 2 CPUs: 84x84x3 frames 1.4-1.7x
+# faster from 10 frames; 64x64x3 Catch frames, cheap to compress, 0-20%).
 _TASK_BYTES = 1 << 18
+_MIN_TASK_BYTES = 1 << 16
 _MAX_THREADS = 4
+# 'auto' takes RLE unless string matching makes the first frame this much
+# smaller (RLE is ~1.5x faster).
+_RLE_TOLERANCE = 1.1
 
 _pool_lock = threading.Lock()
 _pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
@@ -171,29 +185,41 @@ def _scanlines(x: np.ndarray, bpp: int, kinds: Tuple[int, ...]) -> np.ndarray:
   return chosen.reshape(t, -1)
 
 
-def _encode_frames(raw: np.ndarray, bpp: int, kinds: Tuple[int, ...],
-                   level: int, header: bytes) -> List[bytes]:
-  """PNG files of the frames of ``raw`` (``[t, h, row bytes]`` uint8)."""
-  scanlines = _scanlines(raw, bpp, kinds)
-  if level >= 4 and kinds != (0,):
-    # zlib's lazy matching (levels 4-9) with Z_FILTERED, as libpng: ~15%
-    # smaller on filtered rows. Levels 1-3 ignore the strategy.
-    def compress(data):
-      stream = zlib.compressobj(level, zlib.DEFLATED, 15, 8, zlib.Z_FILTERED)
-      return stream.compress(data) + stream.flush()
+Compress = Callable[[np.ndarray], bytes]
+
+
+def _compressor(strategy: str, level: int, filtered: bool) -> Compress:
+  """zlib compression of scanlines: ``'rle'`` or ``'lz77'`` at ``level``."""
+  if level and strategy == 'rle':
+    zlib_strategy = zlib.Z_RLE
+  elif level >= 4 and filtered:
+    # Lazy matching (levels 4-9) with Z_FILTERED, as libpng: ~15% smaller on
+    # filtered rows. Levels 1-3 ignore the strategy.
+    zlib_strategy = zlib.Z_FILTERED
   else:
-    def compress(data):
-      return zlib.compress(data, level)
-  files = []
-  for frame in scanlines:
-    data = compress(frame)
-    if len(data) > _MAX_CHUNK_DATA:
-      raise ValueError(f'encode_png_batch: a frame compresses to {len(data)} '
-                       f'bytes, more than one PNG chunk holds.')
-    crc = zlib.crc32(data, _IDAT_CRC)
-    files.append(b''.join((header, struct.pack('>I', len(data)), b'IDAT',
-                           data, struct.pack('>I', crc), _IEND)))
-  return files
+    return functools.partial(zlib.compress, level=level)
+
+  def compress(data: np.ndarray) -> bytes:
+    stream = zlib.compressobj(level, zlib.DEFLATED, 15, 8, zlib_strategy)
+    return stream.compress(data) + stream.flush()
+  return compress
+
+
+def _png_file(header: bytes, data: bytes) -> bytes:
+  """A PNG file: signature and IHDR (``header``), one IDAT of ``data``, IEND."""
+  if len(data) > _MAX_CHUNK_DATA:
+    raise ValueError(f'encode_png_batch: a frame compresses to {len(data)} '
+                     f'bytes, more than one PNG chunk holds.')
+  crc = zlib.crc32(data, _IDAT_CRC)
+  return b''.join((header, struct.pack('>I', len(data)), b'IDAT', data,
+                   struct.pack('>I', crc), _IEND))
+
+
+def _encode_frames(raw: np.ndarray, bpp: int, kinds: Tuple[int, ...],
+                   compress: Compress, header: bytes) -> List[bytes]:
+  """PNG files of the frames of ``raw`` (``[t, h, row bytes]`` uint8)."""
+  return [_png_file(header, compress(frame))
+          for frame in _scanlines(raw, bpp, kinds)]
 
 
 def _executor(threads: int) -> concurrent.futures.ThreadPoolExecutor:
@@ -225,6 +251,7 @@ def encode_png_batch(images: np.ndarray,
                      *,
                      level: int = DEFAULT_LEVEL,
                      filters: Sequence[str] = DEFAULT_FILTERS,
+                     strategy: str = 'auto',
                      threads: Optional[int] = None) -> List[bytes]:
   """One PNG file per frame of ``images``, decoding to exactly its pixels.
 
@@ -233,10 +260,18 @@ def encode_png_batch(images: np.ndarray,
       (channels 1: gray, 2: gray+alpha, 3: RGB, 4: RGBA), as
       ``tfds.features.Image`` stores them (its shape is always
       ``(h, w, c)``). ``T`` may be 0.
-    level: the zlib level, 0 (stored) to 9 (smallest, slowest).
+    level: the zlib level of ``'lz77'``, 1 (fastest) to 9 (smallest); 0
+      stores the rows uncompressed (whatever the strategy).
     filters: the candidate row filters (names from `FILTERS`); each row takes
       the one with the smallest sum of absolute filtered bytes. One name
       filters every row the same way.
+    strategy: ``'rle'``: zlib's ``Z_RLE``, runs of a repeated byte only
+      (fastest; poor on repeated textures); ``'lz77'``: zlib's string
+      matching at ``level`` (``Z_FILTERED`` from level 4 on filtered rows,
+      as libpng); ``'auto'``: the first frame is compressed both ways and
+      the batch takes ``'rle'`` unless ``'lz77'`` makes that frame more than
+      10% smaller. The choice never depends on ``threads``: the files do
+      not either.
     threads: the most threads to compress on; None: up to 4 (the CPUs this
       process may use), when the batch is large enough for threads to pay.
       1: in the calling thread.
@@ -246,7 +281,7 @@ def encode_png_batch(images: np.ndarray,
 
   Raises:
     ValueError: for another dtype, rank or number of channels, an empty
-      frame, or an unknown filter or level (the message names them).
+      frame, an unknown filter, strategy or level (the message names them).
 
   Example:
     >>> gray16 = np.array([[[[0], [300]], [[65535], [1]]]], np.uint16)
@@ -260,6 +295,9 @@ def encode_png_batch(images: np.ndarray,
       not 0 <= level <= 9):
     raise ValueError(f'encode_png_batch: level must be an int from 0 to 9, '
                      f'got {level!r}.')
+  if strategy not in STRATEGIES:
+    raise ValueError(f'encode_png_batch: strategy must be one of {STRATEGIES}, '
+                     f'got {strategy!r}.')
   if threads is not None and (isinstance(threads, bool) or
                               not isinstance(threads, (int, np.integer)) or
                               threads < 1):
@@ -275,15 +313,32 @@ def encode_png_batch(images: np.ndarray,
   raw = np.ascontiguousarray(images, dtype='>u2' if depth == 16 else None)
   raw = raw.view(np.uint8).reshape(count, height, -1)
   bpp = channels * images.dtype.itemsize  # Bytes per pixel.
-  per_task = max(1, _TASK_BYTES // raw[0].size)
-  starts = range(0, count, per_task)
-  tasks = [raw[i:i + per_task] for i in starts]
-  threads = min(threads or _default_threads(), len(tasks))
-  if threads == 1:
-    results = [_encode_frames(task, bpp, kinds, int(level), header)
-               for task in tasks]
+  level, filtered = int(level), kinds != (0,)
+  first = []  # The first frame's file, when 'auto' compressed it to choose.
+  if strategy == 'auto':
+    strategy = 'lz77'  # Level 0 stores: nothing to choose.
+    if level:
+      scanlines = _scanlines(raw[:1], bpp, kinds)[0]
+      by_rle = _compressor('rle', level, filtered)(scanlines)
+      by_lz77 = _compressor('lz77', level, filtered)(scanlines)
+      if len(by_rle) <= _RLE_TOLERANCE * len(by_lz77):
+        strategy = 'rle'
+      first = [_png_file(header, by_rle if strategy == 'rle' else by_lz77)]
+      raw = raw[1:]
+  compress = _compressor(strategy, level, filtered)
+  # Tasks of ~_TASK_BYTES; on threads, at least _MIN_TASK_BYTES and as many
+  # for each thread.
+  threads = min(threads or _default_threads(), raw.nbytes // _MIN_TASK_BYTES)
+  num_tasks = max(1, -(-raw.nbytes // _TASK_BYTES))
+  if threads > 1:
+    num_tasks = -(-max(num_tasks, threads) // threads) * threads
+  per_task = max(1, -(-len(raw) // num_tasks))
+  tasks = [raw[i:i + per_task] for i in range(0, len(raw), per_task)]
+  threads = min(threads, len(tasks))
+  encode = functools.partial(_encode_frames, bpp=bpp, kinds=kinds,
+                             compress=compress, header=header)
+  if threads <= 1:
+    results = [encode(task) for task in tasks]
   else:
-    results = list(_executor(threads).map(
-        lambda task: _encode_frames(task, bpp, kinds, int(level), header),
-        tasks))
-  return [png for files in results for png in files]
+    results = list(_executor(threads).map(encode, tasks))
+  return first + [png for files in results for png in files]

@@ -84,19 +84,46 @@ def test_an_empty_batch_is_an_empty_list():
                          ids=lambda f: '+'.join(f) if not isinstance(f, str)
                          else f)
 @pytest.mark.parametrize('level', [0, 1, 6, 9])
-def test_every_filter_and_level_round_trips(filters, level):
+@pytest.mark.parametrize('strategy', png.STRATEGIES)
+def test_every_filter_strategy_and_level_round_trips(filters, level, strategy):
   images = np.concatenate([_gradient(2, 10, 9, 3), _random((2, 10, 9, 3),
                                                            np.uint8)])
-  for data, frame in zip(png.encode_png_batch(images, filters=filters,
-                                              level=level), images):
+  for data, frame in zip(png.encode_png_batch(
+      images, filters=filters, level=level, strategy=strategy), images):
     np.testing.assert_array_equal(_decoded(data, np.uint8), frame)
 
 
-def test_threads_give_the_same_files():
-  images = _random((30, 40, 40, 3), np.uint8)
-  one = png.encode_png_batch(images, threads=1)
-  assert png.encode_png_batch(images, threads=2) == one
-  assert png.encode_png_batch(images) == one
+def _tiles(count, size=42):
+  """Frames of a random 6x6 tile repeated: string matching beats RLE."""
+  tiles = _random((count, 6, 6, 3), np.uint8)
+  return np.tile(tiles, (1, size // 6, size // 6, 1))
+
+
+@pytest.mark.parametrize('images', [
+    _tiles(4), _gradient(4, 40, 40, 3), CASES['all_zero'],
+    CASES['random_noise']], ids=['tiles', 'gradient', 'zeros', 'noise'])
+def test_auto_strategy_is_within_10_percent_of_the_smaller(images):
+  def size(strategy):
+    return sum(map(len, png.encode_png_batch(images, strategy=strategy)))
+  assert size('auto') <= 1.1 * min(size('rle'), size('lz77'))
+
+
+def test_auto_strategy_takes_lz77_for_repeated_tiles():
+  images = _tiles(3)
+  auto = png.encode_png_batch(images)
+  assert auto == png.encode_png_batch(images, strategy='lz77')
+  assert sum(map(len, auto)) * 5 < sum(map(len, png.encode_png_batch(
+      images, strategy='rle')))
+
+
+@pytest.mark.parametrize('strategy', png.STRATEGIES)
+def test_threads_give_the_same_files(strategy):
+  images = np.concatenate([_random((15, 40, 40, 3), np.uint8),
+                           _gradient(15, 40, 40, 3)])
+  one = png.encode_png_batch(images, strategy=strategy, threads=1)
+  assert png.encode_png_batch(images, strategy=strategy, threads=2) == one
+  assert png.encode_png_batch(images, strategy=strategy, threads=3) == one
+  assert png.encode_png_batch(images, strategy=strategy) == one
 
 
 def test_adaptive_rows_pick_the_filter_that_zeroes_them():
@@ -127,14 +154,17 @@ def _image_batches(draw):
       0, np.iinfo(dtype).max)))
   filters = draw(st.lists(st.sampled_from(png.FILTERS), min_size=1,
                           max_size=5))
-  return images, filters, draw(st.integers(0, 9))
+  options = {'filters': filters, 'level': draw(st.integers(0, 9)),
+             'strategy': draw(st.sampled_from(png.STRATEGIES)),
+             'threads': draw(st.sampled_from([None, 1, 2]))}
+  return images, options
 
 
 @hypothesis.settings(max_examples=40, deadline=None)
 @hypothesis.given(_image_batches())
 def test_random_batches_decode_to_the_same_pixels(batch):
-  images, filters, level = batch
-  files = png.encode_png_batch(images, filters=filters, level=level)
+  images, options = batch
+  files = png.encode_png_batch(images, **options)
   assert len(files) == len(images)
   for data, frame in zip(files, images):
     np.testing.assert_array_equal(_decoded(data, images.dtype), frame)
@@ -159,6 +189,9 @@ ERRORS = {
                   'non-empty subset'),
     'level_10': (np.zeros((1, 2, 2, 3), np.uint8), {'level': 10},
                  'level must be an int from 0 to 9, got 10'),
+    'unknown_strategy': (np.zeros((1, 2, 2, 3), np.uint8),
+                         {'strategy': 'huffman'},
+                         "strategy must be one of .*, got 'huffman'"),
     'threads_0': (np.zeros((1, 2, 2, 3), np.uint8), {'threads': 0},
                   'threads must be None or an int >= 1, got 0'),
 }
