@@ -93,7 +93,7 @@ _IEND = _chunk(b'IEND', b'')
 def _checked_images(images: np.ndarray) -> np.ndarray:
   """``images`` as a ``[T, h, w, c]`` uint8/uint16 array, or a ValueError."""
   images = np.asarray(images)
-  if images.dtype not in (np.uint8, np.uint16):
+  if images.dtype.kind != 'u' or images.dtype.itemsize > 2:  # Any byte order.
     raise ValueError(
         f'encode_png_batch: images must be uint8 or uint16, got dtype '
         f'{images.dtype} (shape {images.shape}).')
@@ -240,6 +240,7 @@ def _executor(threads: int) -> concurrent.futures.ThreadPoolExecutor:
 
 
 def _default_threads() -> int:
+  """Up to `_MAX_THREADS`: the CPUs this process may run on."""
   try:
     cpus = len(os.sched_getaffinity(0))
   except AttributeError:  # Not on Linux.
