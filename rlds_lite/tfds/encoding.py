@@ -4,13 +4,17 @@ TFDS encodes and serializes an episode one step at a time
 (``transpose_dict_list``, then a Python call per step and field, then
 ``np.stack`` per field). `EpisodeEncoder` works on whole ``[T, ...]``
 columns instead: plain tensors need no per-step work at all, byte/zlib
-encoded tensors one ``tobytes`` (and ``zlib.compress``) per step, PNG/JPEG
-images one graph call per episode (``tf.map_fn`` over ``tf.image.encode_png``,
-the op TFDS runs per image), and each serialized field is built from its
-whole column. Other features (text, class labels, images of unknown shape,
-...) fall back to TFDS's per-step ``encode_example``. The serialized bytes are
-the ones TFDS's own encoder and serializer produce, in protobuf's canonical
-form (feature keys sorted; tests check this), so TFDS reads them unchanged.
+encoded tensors one ``tobytes`` (and ``zlib.compress``) per step, PNG images
+one `rlds_lite.tfds.png.encode_png_batch` call per episode (NumPy filters,
+zlib on a thread pool; several times faster than ``tf.image.encode_png``,
+the op TFDS runs per image), JPEG images one graph call per episode
+(``tf.map_fn`` over ``tf.image.encode_jpeg``), and each serialized field is
+built from its whole column. Other features (text, class labels, images of
+unknown shape, ...) fall back to TFDS's per-step ``encode_example``. The
+serialized bytes are the ones TFDS's own encoder and serializer produce, in
+protobuf's canonical form (feature keys sorted; tests check this), so TFDS
+reads them unchanged; except PNG files, whose bytes are rlds_lite's encoder's:
+they decode to exactly the same pixels (PNG is lossless).
 
 Values are checked on the way in: every step column must have the same
 length, dtypes may only change when no value changes (``int64`` actions into
@@ -42,6 +46,7 @@ from tensorflow_datasets.core import example_serializer
 from rlds_lite import rlds_types
 from rlds_lite.dense import conversion
 from rlds_lite.tfds import example_wire
+from rlds_lite.tfds import png
 
 __all__ = ['EpisodeEncoder', 'columnar_steps', 'exact_cast']
 
@@ -291,42 +296,89 @@ def _feature_bytes(value: Any, info: Any, key: str) -> bytes:
 
 
 @functools.lru_cache(maxsize=None)
-def _image_batch_encoder(encoding_format: str, dtype: tf.DType,
-                         shape: Tuple[int, ...]) -> Callable[[Any], tf.Tensor]:
+def _jpeg_batch_encoder(dtype: tf.DType, shape: Tuple[int, ...]
+                        ) -> Callable[[Any], tf.Tensor]:
   """A graph encoding ``[T, h, w, c]`` images as TFDS does, one call per batch."""
-  encode = {'png': tf.image.encode_png, 'jpeg': tf.image.encode_jpeg}[
-      encoding_format]
 
   @tf.function(input_signature=[tf.TensorSpec((None,) + shape, dtype)],
                autograph=False)
   def encode_batch(images):
-    return tf.map_fn(encode, images,
+    return tf.map_fn(tf.image.encode_jpeg, images,
                      fn_output_signature=tf.TensorSpec([], tf.string))
 
   return encode_batch
 
 
+def _writes_png(feature: Any) -> bool:
+  """Whether `png.encode_png_batch` writes ``feature``'s images.
+
+  A plain ``tfds.features.Image`` (not a subclass) of static shape, PNG
+  encoded (TFDS's default), uint8 or uint16, with 1-4 channels.
+  """
+  return (type(feature) is tfds.features.Image and  # pylint: disable=unidiomatic-typecheck
+          None not in feature.shape and
+          (feature.encoding_format or 'png') == 'png' and
+          feature.np_dtype in (np.uint8, np.uint16) and
+          feature.shape[-1] in png.CHANNELS)
+
+
+def _png_feature(frames: np.ndarray) -> bytes:
+  """The serialized ``bytes_list`` feature of a ``[T, h, w, c]`` image column."""
+  return example_wire.bytes_feature(png.encode_png_batch(frames))
+
+
+def _png_image_feature(image: np.ndarray) -> bytes:
+  """The serialized ``bytes_list`` feature of one ``[h, w, c]`` image."""
+  return _png_feature(image[None])
+
+
+def _png_column(feature: Any, column: Any) -> Optional[List[bytes]]:
+  """PNG files of a column of ``feature`` images, or None.
+
+  Only when `_writes_png` and the column is already a ``[T, h, w, c]`` array
+  of the feature's shape and dtype (anything else is left to TFDS, which
+  converts or names the problem). The files decode to exactly the pixels
+  TFDS's per-image ``tf.image.encode_png`` stores; their bytes differ.
+  """
+  if not _writes_png(feature):
+    return None
+  column = _to_numpy(column)
+  if (not isinstance(column, np.ndarray) or column.ndim != 4 or
+      column.shape[1:] != tuple(feature.shape) or
+      column.dtype != feature.np_dtype):
+    return None
+  return png.encode_png_batch(column)
+
+
+def _png_image(feature: Any, image: Any) -> Optional[bytes]:
+  """The PNG file of one ``feature`` image, or None (see `_png_column`)."""
+  if not isinstance(image, np.ndarray):
+    return None
+  files = _png_column(feature, image[None])
+  return None if files is None else files[0]
+
+
 def _batch_encodable_images(feature: Any, column: Any,
                             encoding_format: str) -> Optional[List[bytes]]:
-  """PNG/JPEG bytes of a column of images in one graph call, or None.
+  """PNG/JPEG bytes of a column of images, one call per column, or None.
 
   Only for a plain ``tfds.features.Image`` of static shape and integer dtype
-  whose column is already an array of that shape and dtype; the bytes are
-  those of TFDS's per-image ``tf.image.encode_png``/``encode_jpeg``.
+  whose column is already an array of that shape and dtype. PNG: see
+  `_png_column` (the same pixels as TFDS's files, other bytes); JPEG: the
+  bytes of TFDS's per-image ``tf.image.encode_jpeg``, in one graph call.
   """
   if type(feature) is not tfds.features.Image:  # pylint: disable=unidiomatic-typecheck
     return None
+  encoding_format = encoding_format or 'png'
+  if encoding_format == 'png':
+    return _png_column(feature, column)
   shape = tuple(feature.shape)
   column = _to_numpy(column)
-  if (None in shape or not isinstance(column, np.ndarray) or
-      column.shape[1:] != shape or column.dtype != feature.np_dtype or
-      column.dtype not in (np.uint8, np.uint16)):
+  if (encoding_format != 'jpeg' or None in shape or
+      not isinstance(column, np.ndarray) or column.shape[1:] != shape or
+      column.dtype != feature.np_dtype or column.dtype != np.uint8):
     return None
-  encoding_format = encoding_format or 'png'
-  if encoding_format not in ('png', 'jpeg'):
-    return None
-  encoder = _image_batch_encoder(encoding_format, tf.as_dtype(column.dtype),
-                                 shape)
+  encoder = _jpeg_batch_encoder(tf.as_dtype(column.dtype), shape)
   return list(encoder(column).numpy())
 
 
@@ -360,9 +412,10 @@ class EpisodeEncoder:
     """The leaves `_serialize_exact` writes, or None if a feature is not plain.
 
     Plain: ``Tensor``/``Scalar`` features of static shape, stored as numbers
-    or as each value's bytes (``encoding='bytes'``); the dict of every level
-    is remembered (``_dict_keys``) so that extra or missing fields are left
-    to the checked path and its errors.
+    or as each value's bytes (``encoding='bytes'``), and PNG images of static
+    shape (`_writes_png`: written by `png.encode_png_batch`); the dict of
+    every level is remembered (``_dict_keys``) so that extra or missing
+    fields are left to the checked path and its errors.
     """
     leaves = []
 
@@ -371,6 +424,12 @@ class EpisodeEncoder:
         self._dict_keys[path] = frozenset(feature.keys())
         return all(walk(feature[k], path + (k,), in_steps)
                    for k in feature.keys())
+      if _writes_png(feature):
+        leaves.append(_PlainLeaf(
+            '/'.join(path), path, np.dtype(feature.np_dtype),
+            tuple(feature.shape), in_steps,
+            _png_feature if in_steps else _png_image_feature))
+        return True
       if type(feature) not in _PLAIN_TENSOR_TYPES or None in feature.shape:
         return False
       dtype = np.dtype(feature.np_dtype)
@@ -443,6 +502,9 @@ class EpisodeEncoder:
   def encode(self, episode: Mapping[str, Any]) -> Dict[str, Any]:
     """The encoded episode, as ``features.encode_example`` returns it.
 
+    PNG images are rlds_lite's files (`png.encode_png_batch`): the pixels
+    of TFDS's, other bytes.
+
     Args:
       episode: ``{'steps': steps, **metadata}``; ``steps`` as accepted by
         `columnar_steps`. Missing ``is_first``/``is_last`` columns are
@@ -477,7 +539,9 @@ class EpisodeEncoder:
 
     Steps become columns; plain tensor values get the feature's dtype and
     shape (same checks as `encode`), missing ``is_first``/``is_last`` are
-    derived; other values (images, text, ...) are left to TFDS.
+    derived; PNG image columns (and images) already of the feature's shape
+    and dtype become PNG files (`_png_column`; TFDS stores encoded images as
+    given); other values (other images, text, ...) are left to TFDS.
 
     Args:
       episode: as for `encode`.
@@ -507,7 +571,10 @@ class EpisodeEncoder:
               for k in feature.keys()}
     if type(feature) in _PLAIN_TENSOR_TYPES and None not in feature.shape:
       return _leaf_array(feature, value, path, batched)
-    return _to_numpy(value)
+    value = _to_numpy(value)
+    encoded = (_png_column(feature, value) if batched else
+               _png_image(feature, value))
+    return value if encoded is None else encoded
 
   def serialize(self, episode: Mapping[str, Any]) -> bytes:
     """The serialized ``tf.train.Example`` of ``episode`` (see `encode`).
@@ -516,7 +583,8 @@ class EpisodeEncoder:
     columns straight into the wire format (`rlds_lite.tfds.example_wire`;
     TFDS converts each step of a steps feature separately): the same bytes
     as TFDS's in canonical form (``SerializeToString(deterministic=True)``,
-    feature keys sorted). An episode already of the features' exact dtypes
+    feature keys sorted), except that PNG files are rlds_lite's (the same
+    pixels, other bytes; see `png.encode_png_batch`). An episode already of the features' exact dtypes
     and shapes (what `build_from_envlogger` and columnar writers produce) is
     written straight from its arrays; any other goes through `encode` (which
     converts, derives missing flags and names what is wrong). Step lists are
@@ -648,6 +716,10 @@ class EpisodeEncoder:
     value = _to_numpy(value)
     if type(feature) in _PLAIN_TENSOR_TYPES:
       value = _leaf_array(feature, value, path, batched=False)
+    else:
+      encoded = _png_image(feature, value)
+      if encoded is not None:
+        return encoded
     try:
       return feature.encode_example(value)
     except Exception as e:  # pylint: disable=broad-except
