@@ -8,9 +8,12 @@ chunk at once, in up to three tiers:
 
 1. batched protobuf decoding in TF (`rlds_lite.tfds.envlogger_protos`): one
    ``tf.io.decode_proto`` per level of the timestep tree for the whole chunk,
-   array payloads as one ``tf.io.decode_raw`` per field;
-2. if the chunk has something that path does not cover, protobuf parsing in
-   Python and column-wise decoding: fixed-size arrays stored as byte buffers
+   array payloads as one ``tf.io.decode_raw`` per field. Each level copies
+   the messages below it, so this tier is skipped for chunks of large
+   timesteps (over ``TF_DECODE_MAX_STEP_BYTES``, e.g. image frames);
+2. if the chunk has something that path does not cover, or large timesteps,
+   protobuf parsing in Python and column-wise decoding: fixed-size arrays
+   stored as byte buffers
    become one ``np.frombuffer`` per field, numeric repeated fields one
    ``np.fromiter``, Python ints one ``int.from_bytes`` per value;
 3. anything else (strings, lists, fields whose shape changes between
@@ -278,6 +281,13 @@ def _logged_episode(parsed: Tuple[List[Any], List[Any], List[Any]],
 
 _CHUNK_STEPS = 4096
 """Timesteps decoded together: per-field work is paid once per chunk."""
+TF_DECODE_MAX_STEP_BYTES = 4096
+"""Chunks whose timesteps are larger on average (serialized bytes) skip the
+TF tier: its ``decode_proto`` per tree level copies the payloads below that
+level, while Python's protobuf parsing costs per field, not per byte.
+Measured on this project's recordings (`benchmarks/RESULTS.md`, Build): TF
+decodes 200-byte vector timesteps ~2x faster than Python, and 12 KB image
+timesteps (64x64x3) ~2x slower."""
 
 
 def _episode_records(reader: Any, recording: str
@@ -384,10 +394,12 @@ def _decode_batch(batch: List[Any], recording: str,
                   specs: Mapping[str, Any]) -> LoggedChunk:
   where = (f'Episodes {batch[0][0]}..{batch[-1][0]} of EnvLogger recording '
            f'{recording}')
+  timesteps = [s for _, serialized, _, _ in batch for s in serialized]
   try:
-    # Batched protobuf decoding in TF: the fast path.
-    columns = envlogger_protos.decode_timesteps(
-        [s for _, serialized, _, _ in batch for s in serialized])
+    if sum(map(len, timesteps)) > TF_DECODE_MAX_STEP_BYTES * len(timesteps):
+      raise envlogger_protos.Unsupported()  # Large timesteps: tier 2 below.
+    # Batched protobuf decoding in TF: the fast path for small timesteps.
+    columns = envlogger_protos.decode_timesteps(timesteps)
     logged = _logged_from_columns(columns, specs, where)
   except Exception:  # pylint: disable=broad-except
     # Per-timestep decoding in Python: everything, with precise errors.

@@ -477,3 +477,30 @@ def test_batched_proto_decoding_hands_python_ints_beyond_int64_back(tmp_path):
   assert columns['custom']['small'].tolist() == [-5, -5]
   assert columns['action'].tolist() == [1, 1]
   assert columns['step_type'].tolist() == [1, 1]
+
+
+@pytest.mark.parametrize('max_step_bytes,tf_tier', [(0, False), (1 << 30, True)],
+                         ids=['large_timesteps_python_tier',
+                              'small_timesteps_tf_tier'])
+def test_timestep_size_picks_the_decoding_tier(tmp_path, monkeypatch,
+                                               max_step_bytes, tf_tier):
+  # Chunks of timesteps larger than TF_DECODE_MAX_STEP_BYTES on average skip
+  # tf.io.decode_proto (it copies payloads once per tree level) for Python's
+  # protobuf parsing; the episodes are the same either way.
+  from rlds_lite.tfds import envlogger_protos  # pylint: disable=g-import-not-at-top
+  scripts, kind, discrete = ALIGNMENT_CASES['image_observation']
+  logs = str(tmp_path / 'logs')
+  raw = et.record_script(logs, scripts, kind, discrete)
+  calls = []
+  decode = envlogger_protos.decode_timesteps
+  monkeypatch.setattr(envlogger_protos, 'decode_timesteps',
+                      lambda s: calls.append(len(s)) or decode(s))
+  monkeypatch.setattr(envlogger_decode, 'TF_DECODE_MAX_STEP_BYTES',
+                      max_step_bytes)
+  specs = envlogger_episodes.recording_specs(logs)
+  episodes = [e for _, e in envlogger_episodes.read_rlds_episodes(logs, specs)]
+  assert bool(calls) == tf_tier
+  expected = _expected(raw, discrete)
+  assert len(episodes) == len(expected) == len(scripts)
+  for episode, want in zip(episodes, expected):
+    _assert_steps_equal(episode['steps'], want)
