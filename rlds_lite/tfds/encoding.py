@@ -584,11 +584,11 @@ class EpisodeEncoder:
     TFDS converts each step of a steps feature separately): the same bytes
     as TFDS's in canonical form (``SerializeToString(deterministic=True)``,
     feature keys sorted), except that PNG files are rlds_lite's (the same
-    pixels, other bytes; see `png.encode_png_batch`). An episode already of the features' exact dtypes
-    and shapes (what `build_from_envlogger` and columnar writers produce) is
-    written straight from its arrays; any other goes through `encode` (which
-    converts, derives missing flags and names what is wrong). Step lists are
-    stacked into columns first.
+    pixels, other bytes; see `png.encode_png_batch`). An episode already of
+    the features' exact dtypes and shapes (what `build_from_envlogger` and
+    columnar writers produce) is written straight from its arrays; any other
+    goes through `encode` (which converts, derives missing flags and names
+    what is wrong). Step lists are stacked into columns first.
     """
     steps = (episode.get(rlds_types.STEPS) if isinstance(episode, Mapping)
              else None)
