@@ -82,17 +82,15 @@ def _stack_steps(steps: Sequence[Mapping[str, Any]], path: str) -> Any:
   if len(kinds) == 1 and issubclass(next(iter(kinds)), np.generic):
     return np.array(steps)  # NumPy scalars of one type: one call.
   if all(issubclass(kind, _NUMPY_VALUES) for kind in kinds):
-    try:  # NumPy arrays: no per-value conversion.
-      return np.stack(steps)
-    except ValueError:
-      return list(steps)  # Shapes differ: left to the feature.
-  values = [_to_numpy(s) for s in steps]
-  if all(isinstance(v, (np.ndarray, np.generic)) for v in values):
-    try:
-      return np.stack(values)  # Keeps the dtype (checked against the feature).
-    except ValueError:
-      pass  # Shapes differ: left to the feature (images of varying size...).
-  return values
+    values = list(steps)  # NumPy values already: no per-value conversion.
+  else:
+    values = [_to_numpy(s) for s in steps]
+    if not all(isinstance(v, _NUMPY_VALUES) for v in values):
+      return values
+  try:
+    return np.stack(values)  # Keeps the dtype (checked against the feature).
+  except ValueError:
+    return values  # Shapes differ: left to the feature (e.g. image sizes).
 
 
 def columnar_steps(steps: Any) -> Dict[str, Any]:
@@ -137,7 +135,7 @@ def _leaf_array(feature: tfds.features.Tensor, value: Any, path: str,
   """``value`` as an array of the feature's dtype/shape (+ a batch axis)."""
   dtype = feature.np_dtype
   value = _to_numpy(value)
-  if isinstance(value, (np.ndarray, np.generic)):
+  if isinstance(value, _NUMPY_VALUES):
     array = np.asarray(value)
   else:  # Python values take the feature's dtype, as in TFDS.
     try:
