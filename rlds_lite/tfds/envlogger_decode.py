@@ -67,6 +67,7 @@ _REPEATED = {
     'bool_values': np.bool_,
 }
 _SCALAR_DIM = -438  # EnvLogger's marker of a scalar datum.
+_ROW_COPY_MIN_BYTES = 1024  # Buffers this large are copied one by one.
 
 
 class _Fallback(Exception):
@@ -77,6 +78,30 @@ def _codec():
   envlogger_compat.import_envlogger()
   from envlogger.converters import codec  # pylint: disable=g-import-not-at-top
   return codec
+
+
+def _concatenated_buffers(datums: Sequence[Any], name: str, code: np.dtype,
+                          size: int) -> np.ndarray:
+  """The byte-buffer field ``name`` of each datum, one after another.
+
+  Large buffers (image frames) are copied into one preallocated array as
+  soon as each is read, so the chunk never holds them all as separate
+  ``bytes``: joining them cost more than the copies (fresh memory for every
+  chunk). A buffer that does not hold ``size`` values raises `_Fallback`.
+  """
+  width = size * code.itemsize
+  buffers = (getattr(datum.values, name) for datum in datums)
+  if width < _ROW_COPY_MIN_BYTES:
+    buffers = list(buffers)
+    if any(len(buffer) != width for buffer in buffers):
+      raise _Fallback()
+    return np.frombuffer(b''.join(buffers), code)
+  flat = np.empty(len(datums) * width, np.uint8)
+  for j, buffer in enumerate(buffers):
+    if len(buffer) != width:
+      raise _Fallback()
+    flat[j * width:(j + 1) * width] = np.frombuffer(buffer, np.uint8)
+  return flat.view(code)
 
 
 def _decode_datums(datums: Sequence[Any]) -> np.ndarray:
@@ -96,8 +121,7 @@ def _decode_datums(datums: Sequence[Any]) -> np.ndarray:
   size = int(np.prod(shape, dtype=np.int64))
   if name in _BUFFERS:
     code, dtype = _BUFFERS[name]
-    buffer = b''.join([getattr(d.values, name) for d in datums])
-    flat = np.frombuffer(buffer, code)
+    flat = _concatenated_buffers(datums, name, np.dtype(code), size)
   elif name == 'bigint_values' and not shape:  # Python ints (StepType too).
     dtype = np.int64
     flat = np.array([int.from_bytes(d.values.bigint_values[0], 'big',
@@ -143,7 +167,14 @@ def _decode_column(datas: Sequence[Any]) -> Any:
 def _generic_column(datas: Sequence[Any], field: str, where: str) -> Any:
   """EnvLogger's codec per timestep, then stacking (the slow, general path)."""
   codec = _codec()
-  values = [codec.decode(d) for d in datas]
+  values = []
+  for j, data in enumerate(datas):
+    try:
+      values.append(codec.decode(data))
+    except Exception as e:  # pylint: disable=broad-except
+      raise envlogger_compat.CorruptRecordingError(
+          f'{where}: cannot decode {field} value {j} of {len(datas)} (its '
+          f'values do not match its shape?): {e!r}') from e
   try:
     return tf.nest.map_structure(lambda *xs: np.stack(xs), *values)
   except (ValueError, TypeError) as e:
