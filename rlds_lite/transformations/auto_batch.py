@@ -45,6 +45,19 @@ def get_batch_size(dataset: tf.data.Dataset,
     TypeError: if the size is not an int.
     ValueError: if the size is neither positive nor ``BATCH_AUTO_TUNE``.
   """
+  return batch_size_for_steps(step_element_spec(dataset),
+                              optimization_batch_size)
+
+
+def batch_size_for_steps(step_spec: Any,
+                         optimization_batch_size: int = BATCH_AUTO_TUNE
+                         ) -> int:
+  """`get_batch_size` given the spec of one step instead of a dataset.
+
+  Example:
+    >>> batch_size_for_steps({'obs': tf.TensorSpec([10], tf.float32)})
+    5000
+  """
   if (isinstance(optimization_batch_size, bool) or
       not hasattr(optimization_batch_size, '__index__')):
     raise TypeError('batch size must be an int or BATCH_AUTO_TUNE (-1), got '
@@ -55,5 +68,5 @@ def get_batch_size(dataset: tf.data.Dataset,
           'batch size must be positive or BATCH_AUTO_TUNE (-1), got '
           f'{optimization_batch_size}.')
     return int(optimization_batch_size)
-  step_size = shape_ops.size_from_spec(step_element_spec(dataset))
+  step_size = shape_ops.size_from_spec(step_spec)
   return max(1, DEFAULT_BATCH_SIZE_IN_BYTES // step_size)

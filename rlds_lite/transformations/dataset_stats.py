@@ -30,6 +30,18 @@ _SAR_FIELDS = (rlds_types.OBSERVATION, rlds_types.ACTION, rlds_types.REWARD)
 _graph_fn = tf.autograph.experimental.do_not_convert
 
 
+def _traced_once(fn: Callable[..., Any]) -> Callable[..., Any]:
+  """``fn`` as a ``tf.function`` kept across calls of `mean_and_std`.
+
+  ``tf.data`` traces the function of every ``map``/``reduce`` anew each time
+  a pipeline is built; given a ``tf.function`` it only wraps a call to the
+  graph already traced for that input structure. Building ops costs ~1 ms
+  each here, so this takes most of a call's fixed cost away (~180 -> ~60 ms
+  on the fast-path benchmark's vectors).
+  """
+  return tf.function(fn, autograph=False)
+
+
 def sar_fields_mask(
     step: rlds_types.Step) -> Tuple[Dict[str, Any], Dict[str, tf.Tensor]]:
   """The observation, action and reward of a step, and where they are valid.
@@ -77,6 +89,9 @@ def sar_fields_mask(
           else valid_unless_last) for k in fields
   }
   return fields, mask
+
+
+_sar_fields_mask_traced = _traced_once(sar_fields_mask)
 
 
 # ---------------------------------------------------------------------------
@@ -162,6 +177,26 @@ def _merge_moments(a: _Moments, b: _Moments) -> _Moments:
           tf.nest.map_structure(merged_m2, mean_a, mean_b, m2_a, m2_b))
 
 
+@_traced_once
+def _fields_moments(fields: Mapping[str, Any], mask: Mapping[str, Any]
+                    ) -> Dict[str, _Moments]:
+  """The moments of each field of a batch, over its valid rows."""
+  return {k: _batch_moments(fields[k], mask[k]) for k in fields}
+
+
+@_traced_once
+def _merge_fields_moments(total: Mapping[str, _Moments],
+                          batch: Mapping[str, _Moments]
+                          ) -> Dict[str, _Moments]:
+  """``total`` with the moments of one more batch merged in, per field."""
+  return {k: _merge_moments(total[k], batch[k]) for k in total}
+
+
+@_traced_once
+def _steps_of_episode(episode: Mapping[str, Any]) -> Any:
+  return episode[rlds_types.STEPS]
+
+
 def _is_dense_and_static(spec: Any) -> bool:
   leaves = tf.nest.flatten(spec)
   return bool(leaves) and all(
@@ -195,7 +230,7 @@ def _fields_batches(steps: tf.data.Dataset,
   static = _is_dense_and_static(step_spec)
   if static and get_step_fields is sar_fields_mask and isinstance(
       step_spec, Mapping):
-    return batches.map(_graph_fn(sar_fields_mask),
+    return batches.map(_sar_fields_mask_traced,
                        num_parallel_calls=tf.data.AUTOTUNE)
   step_fn = _step_function(get_step_fields)
   if static:
@@ -227,8 +262,7 @@ def _steps_of(episodes_dataset: tf.data.Dataset) -> Tuple[tf.data.Dataset,
         '[T, ...] tensors (dense episodes).')
   steps_spec = spec[rlds_types.STEPS]
   if isinstance(steps_spec, tf.data.DatasetSpec):
-    return episodes_dataset.flat_map(
-        _graph_fn(lambda episode: episode[rlds_types.STEPS])), False
+    return episodes_dataset.flat_map(_steps_of_episode), False
   leaves = tf.nest.flatten(steps_spec)
   if not isinstance(steps_spec, Mapping) or not leaves or not all(
       isinstance(s, tf.TensorSpec) and s.shape.rank for s in leaves):
@@ -236,8 +270,7 @@ def _steps_of(episodes_dataset: tf.data.Dataset) -> Tuple[tf.data.Dataset,
         f'episodes_dataset: episode field {rlds_types.STEPS!r} must be a '
         'nested dataset of steps or a dict of [T, ...] tensors, got '
         f'{steps_spec}.')
-  return episodes_dataset.map(
-      _graph_fn(lambda episode: episode[rlds_types.STEPS])), True
+  return episodes_dataset.map(_steps_of_episode), True
 
 
 def mean_and_std(
@@ -313,20 +346,16 @@ def mean_and_std(
   if not callable(get_step_fields):
     raise TypeError('get_step_fields must be callable.')
   steps, dense = _steps_of(episodes_dataset)
-  batch_size = auto_batch.get_batch_size(
-      steps.unbatch() if dense else steps, optimization_batch_size)
+  batch_size = auto_batch.batch_size_for_steps(
+      _step_spec(steps.element_spec) if dense else steps.element_spec,
+      optimization_batch_size)
   batches = _fields_batches(steps, get_step_fields, batch_size, dense)
   _check_fields_and_mask(batches.element_spec)
 
-  def moments(fields, mask):
-    return {k: _batch_moments(fields[k], mask[k]) for k in fields}
-
-  per_batch = batches.map(_graph_fn(moments),
+  per_batch = batches.map(_fields_moments,
                           num_parallel_calls=tf.data.AUTOTUNE)
   initial = shape_ops.zeros_from_spec(per_batch.element_spec)
-  total = per_batch.reduce(
-      initial, _graph_fn(lambda acc, batch: {
-          k: _merge_moments(acc[k], batch[k]) for k in acc}))
+  total = per_batch.reduce(initial, _merge_fields_moments)
   return _finalize(total)
 
 
