@@ -141,7 +141,7 @@ class ShuffleMemory(NamedTuple):
       buffer and episode being parsed, and two episodes buffered per open
       slice per extra parallel read.
     pools: ``(num_blocks + POOL_EXTRA_BLOCKS) * block_episodes *
-      episode_bytes`` (`window_blocks`): the window of blocks, the next
+      episode_bytes`` (`sliding.window_blocks`): the window of blocks, the next
       unit's block, the block being read and its concatenation.
     read_ahead: ``read_ahead * episode_bytes``.
     batches: ``(prefetch * batch_size + gather) * step_bytes``: prefetched
@@ -311,7 +311,7 @@ def _memory(knobs: ShuffleKnobs, batch_size: int, step_bytes: int,
 
 def _pool_bytes(pool_episodes: int, episode_bytes: int) -> int:
   """The ``pools`` part of the estimate for a window of ``pool_episodes``."""
-  num_blocks, block_episodes = window_blocks(pool_episodes)
+  num_blocks, block_episodes = sliding.window_blocks(pool_episodes)
   return (num_blocks + POOL_EXTRA_BLOCKS) * block_episodes * episode_bytes
 
 
@@ -347,7 +347,7 @@ def pick_knobs(budget: int, batch_size: int, step_bytes: int,
       num_parallel_reads=value('num_parallel_reads', 1),
       pool_episodes=value('pool_episodes', 1),
       read_ahead=value('read_ahead',
-                       window_blocks(value('pool_episodes', 1))[1]),
+                       sliding.window_blocks(value('pool_episodes', 1))[1]),
       episode_shuffle_buffer=value('episode_shuffle_buffer', 0),
       prefetch=value('prefetch', DEFAULT_PREFETCH))
   memory = _memory(smallest, batch_size, step_bytes, mean_steps)
@@ -367,7 +367,7 @@ def pick_knobs(budget: int, batch_size: int, step_bytes: int,
     follows = given.get('read_ahead') is None
 
     def cost(pool_episodes: int) -> int:   # Grows with pool_episodes.
-      ahead = window_blocks(pool_episodes)[1] if follows else 0
+      ahead = sliding.window_blocks(pool_episodes)[1] if follows else 0
       return _pool_bytes(pool_episodes, episode) + ahead * episode
 
     allowed = left // 2 + cost(1)
@@ -378,7 +378,7 @@ def pick_knobs(budget: int, batch_size: int, step_bytes: int,
           low, middle - 1)
     knobs = knobs._replace(pool_episodes=low)
     if follows:
-      knobs = knobs._replace(read_ahead=window_blocks(low)[1])
+      knobs = knobs._replace(read_ahead=sliding.window_blocks(low)[1])
   if given.get('cycle_length') is None:
     per_slice = READ_BUFFER_BYTES + (2 * knobs.num_parallel_reads - 1) * episode
     extra = left // 4 // per_slice
@@ -431,7 +431,7 @@ def _resolve(facts: _Split, batch_size: int, knobs: Dict[str, Any],
       num_parallel_reads=value('num_parallel_reads',
                                DEFAULT_NUM_PARALLEL_READS),
       pool_episodes=value('pool_episodes', pools.DEFAULT_POOL_EPISODES),
-      read_ahead=value('read_ahead', window_blocks(
+      read_ahead=value('read_ahead', sliding.window_blocks(
           value('pool_episodes', pools.DEFAULT_POOL_EPISODES))[1]),
       episode_shuffle_buffer=value('episode_shuffle_buffer', 0),
       prefetch=value('prefetch', DEFAULT_PREFETCH)), None
@@ -602,17 +602,6 @@ def _step_rows(fields: Tuple[str, ...]):
   return rows
 
 
-def window_blocks(pool_episodes: int) -> Tuple[int, int]:
-  """``(num_blocks, block_episodes)`` of a window mixing ``pool_episodes``.
-
-  Example:
-    >>> window_blocks(64), window_blocks(3), window_blocks(10)
-    ((8, 8), (3, 1), (8, 2))
-  """
-  num_blocks = min(sliding.DEFAULT_NUM_BLOCKS, pool_episodes)
-  return num_blocks, -(-pool_episodes // num_blocks)
-
-
 def shuffled_steps(name_or_dir: PathLike,
                    split: str = 'train',
                    *,
@@ -649,7 +638,7 @@ def shuffled_steps(name_or_dir: PathLike,
       1) * E)``.
     pool_episodes: episodes whose steps are mixed (default 64): a batch
       mixes about ``min(pool_episodes, batch_size)`` episodes. Memory
-      ``(num_blocks + 3) * block_episodes * E`` (`window_blocks`; about
+      ``(num_blocks + 3) * block_episodes * E`` (`sliding.window_blocks`; about
       ``1.4 * pool_episodes * E``).
     read_ahead: episodes read ahead in the background (default one block,
       ``ceil(pool_episodes / 8)``; 0: none). Memory ``read_ahead * E``.
@@ -722,7 +711,7 @@ def shuffled_steps(name_or_dir: PathLike,
                                 reshuffle_each_iteration=True)
   if knobs.read_ahead:
     episodes = episodes.prefetch(knobs.read_ahead)
-  num_blocks, block_episodes = window_blocks(knobs.pool_episodes)
+  num_blocks, block_episodes = sliding.window_blocks(knobs.pool_episodes)
   return sliding.sliding_step_batches(
       episodes.map(_step_rows(keep)), batch_size,
       block_episodes=block_episodes, num_blocks=num_blocks, seed=seed,

@@ -43,7 +43,8 @@ from rlds_lite.dense import indexing
 from rlds_lite.pipeline import inputs
 from rlds_lite.pipeline import pools
 
-__all__ = ['DEFAULT_NUM_BLOCKS', 'GATHER_BYTES', 'sliding_step_batches']
+__all__ = ['DEFAULT_NUM_BLOCKS', 'GATHER_BYTES', 'sliding_step_batches',
+           'window_blocks']
 
 DEFAULT_NUM_BLOCKS = 8
 """Blocks in the window: more means less memory per episode mixed."""
@@ -54,6 +55,17 @@ memory estimate of ``shuffling.estimate_memory``, so smaller than the
 
 _graph_fn = tf.autograph.experimental.do_not_convert
 Steps = Dict[str, Any]
+
+
+def window_blocks(pool_episodes: int) -> Tuple[int, int]:
+  """``(num_blocks, block_episodes)`` of a window mixing ``pool_episodes``.
+
+  Example:
+    >>> window_blocks(64), window_blocks(3), window_blocks(10)
+    ((8, 8), (3, 1), (8, 2))
+  """
+  num_blocks = min(DEFAULT_NUM_BLOCKS, pool_episodes)
+  return num_blocks, -(-pool_episodes // num_blocks)
 
 
 def _unit_index(emitted: tf.Tensor, target: tf.Tensor,

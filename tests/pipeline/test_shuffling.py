@@ -236,7 +236,7 @@ def test_smaller_budgets_pick_smaller_knobs(datasets):
   for budget, memory in zip(budgets, memories):
     assert memory.total <= budget
   knobs = [m.knobs for m in memories]
-  assert all(k.read_ahead == shuffling.window_blocks(k.pool_episodes)[1]
+  assert all(k.read_ahead == sliding.window_blocks(k.pool_episodes)[1]
              for k in knobs)  # One block of the window.
   for field in ('pool_episodes', 'cycle_length', 'episode_shuffle_buffer'):
     values = [getattr(k, field) for k in knobs]
