@@ -36,12 +36,14 @@ from rlds_lite.envlogger.files import SHARD_FILES
 from rlds_lite.envlogger.files import validate_recording
 from rlds_lite.envlogger.reading import as_metadata_dict
 from rlds_lite.envlogger.reading import read_episodes
+from rlds_lite.envlogger.recording import COMPRESSIONS
 from rlds_lite.envlogger.recording import FLUSH_EVERY_STEPS
 from rlds_lite.envlogger.recording import record
 from rlds_lite.envlogger.recording import RECORDER_KEY
 from rlds_lite.envlogger.recording import RecordingSummary
 
 __all__ = [
+    'COMPRESSIONS',
     'CorruptRecordingError',
     'EnvLoggerUnavailableError',
     'FLUSH_EVERY_STEPS',
