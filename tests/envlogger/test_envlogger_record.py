@@ -110,18 +110,20 @@ def test_same_seed_gives_byte_identical_files(tmp_path):
     env = envs.make('catch_pixels')
     record(env, envs.random_policy(env.action_spec()), tmp_path / name, 3,
            seed=0, progress=False)
-  shard_a, = rlds_envlogger.validate_recording(tmp_path / 'a')
-  shard_b, = rlds_envlogger.validate_recording(tmp_path / 'b')
-  for name in rlds_envlogger.SHARD_FILES:
-    with open(os.path.join(shard_a, name), 'rb') as a, open(
-        os.path.join(shard_b, name), 'rb') as b:
-      assert a.read() == b.read(), name
+  assert _shard_files(tmp_path / 'a') == _shard_files(tmp_path / 'b')
   # metadata.riegeli holds protobuf maps, whose byte order may vary.
 
 
-def _steps_file_bytes(recording) -> int:
+def _shard_files(recording):
+  """``{name: bytes}`` of the files of a one-shard recording (not metadata)."""
   shard, = rlds_envlogger.validate_recording(recording)
-  return os.path.getsize(os.path.join(shard, rlds_envlogger.SHARD_FILES[0]))
+  files = {}
+  for name in rlds_envlogger.SHARD_FILES:
+    with open(os.path.join(shard, name), 'rb') as f:
+      files[name] = f.read()
+  return files
+
+
 
 
 def test_each_compression_reads_back_the_same_episodes(tmp_path):
@@ -142,7 +144,8 @@ def test_each_compression_reads_back_the_same_episodes(tmp_path):
     for episode, want in zip(fast, got, strict=True):
       np.testing.assert_array_equal(episode['observation'],
                                     want['observation'])
-  sizes = {c: _steps_file_bytes(path) for c, path in recordings.items()}
+  sizes = {c: len(_shard_files(path)[rlds_envlogger.SHARD_FILES[0]])
+           for c, path in recordings.items()}
   timesteps = sum(len(e['step_type']) for e in episodes['none'])
   assert sizes['none'] > timesteps * 64 * 64 * 3
   for compression in ('zstd', 'brotli', 'snappy'):
@@ -154,12 +157,7 @@ def test_default_compression_is_zstd(tmp_path):
     env = envs.make('catch_pixels')
     record(env, env.expert_policy, tmp_path / name, 2, seed=0,
            progress=False, **kwargs)
-  shard_default, = rlds_envlogger.validate_recording(tmp_path / 'default')
-  shard_zstd, = rlds_envlogger.validate_recording(tmp_path / 'zstd')
-  for name in rlds_envlogger.SHARD_FILES:
-    with open(os.path.join(shard_default, name), 'rb') as a, open(
-        os.path.join(shard_zstd, name), 'rb') as b:
-      assert a.read() == b.read(), name
+  assert _shard_files(tmp_path / 'default') == _shard_files(tmp_path / 'zstd')
 
 
 def test_seed_calls_env_seed_and_policy_seed_plus_one(tmp_path):
