@@ -177,11 +177,7 @@ def _generic_column(datas: Sequence[Any], field: str, where: str) -> Any:
       raise envlogger_compat.CorruptRecordingError(
           f'{where}: cannot decode {field} value {j} of {len(datas)} (its '
           f'values do not match its shape?): {e!r}') from e
-  try:
-    return tf.nest.map_structure(lambda *xs: np.stack(xs), *values)
-  except (ValueError, TypeError) as e:
-    raise ValueError(f'{where}: the {field} of its timesteps differ in '
-                     f'structure or shape: {e}') from e
+  return _generic_column_values(values, field, where)
 
 
 def _column(datas: Sequence[Any], field: str, where: str) -> Any:
@@ -254,6 +250,11 @@ def _step_metadata(datas: Sequence[Any], where: str) -> Dict[str, Any]:
 
 
 def _generic_column_values(values: Sequence[Any], field: str, where: str) -> Any:
+  """Decoded per-timestep values stacked into ``[T, ...]`` arrays.
+
+  Raises a ValueError naming ``where`` and ``field`` if they differ in
+  structure or shape.
+  """
   try:
     return tf.nest.map_structure(lambda *xs: np.stack(xs), *values)
   except (ValueError, TypeError) as e:
