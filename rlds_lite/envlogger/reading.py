@@ -19,7 +19,20 @@ from rlds_lite.envlogger.files import SHARD_FILES
 from rlds_lite.envlogger.files import validate_recording
 from rlds_lite.envlogger.recording import RECORDER_KEY
 
-def _zeros_from_spec(spec: Any, field: str, where: str) -> Any:
+def reset_zeros(spec: Any, field: str, where: str) -> Any:
+  """The zero value of ``spec``: what a reset timestep without ``field`` holds.
+
+  A reset (FIRST) timestep has no action, reward or discount; readers fill
+  them with zeros of the recorded spec.
+
+  Raises:
+    CorruptRecordingError: if the recording stores no spec for ``field``.
+
+  Example:
+    >>> from dm_env import specs
+    >>> reset_zeros(specs.Array((2,), np.int32), 'action', 'Episode 0')
+    array([0, 0], dtype=int32)
+  """
   if spec is None:
     raise CorruptRecordingError(
         f'{where}: the recording stores no {field} spec, so the missing '
@@ -28,8 +41,22 @@ def _zeros_from_spec(spec: Any, field: str, where: str) -> Any:
       lambda s: np.zeros(s.shape, np.dtype(s.dtype))[()], spec)
 
 
-def _stack(values: Sequence[Any], field: str, where: str) -> Any:
-  """Stacks per-timestep (nested) values into `[T, ...]` arrays."""
+def stack_timesteps(values: Sequence[Any], field: str, where: str) -> Any:
+  """Per-timestep (nested) values of ``field`` stacked into ``[T, ...]`` arrays.
+
+  Raises:
+    ValueError: naming ``where`` and ``field``, if the values differ in
+      structure or shape.
+
+  Example:
+    >>> stack_timesteps([{'x': 1.0}, {'x': 2.0}], 'observation', 'Episode 0')
+    {'x': array([1., 2.])}
+    >>> stack_timesteps([[1, 2], [3]], 'action', 'Episode 0')
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: Episode 0: the action of its timesteps differ in structure or shape: ...
+  """
   try:
     return tf.nest.map_structure(lambda *xs: np.stack(xs), *values)
   except (ValueError, TypeError) as e:
@@ -42,7 +69,7 @@ def _stack_filled(values: Sequence[Any], step_types: np.ndarray, spec: Any,
                   field: str, where: str) -> Any:
   """Stacks values, with zeros for the `None` of FIRST (reset) timesteps."""
   template = next((v for v in values if v is not None), None)
-  zeros = (_zeros_from_spec(spec, field, where) if template is None else
+  zeros = (reset_zeros(spec, field, where) if template is None else
            tf.nest.map_structure(np.zeros_like, template))
   filled = []
   for j, (value, step_type) in enumerate(zip(values, step_types)):
@@ -53,7 +80,7 @@ def _stack_filled(values: Sequence[Any], step_types: np.ndarray, spec: Any,
             f'no {field}; only a reset (FIRST) timestep may lack it.')
       value = zeros
     filled.append(value)
-  return _stack(filled, field, where)
+  return stack_timesteps(filled, field, where)
 
 
 def as_metadata_dict(value: Any) -> Dict[str, Any]:
@@ -65,7 +92,19 @@ def as_metadata_dict(value: Any) -> Dict[str, Any]:
   return {'custom_data': value}
 
 
-def _stack_step_metadata(custom: Sequence[Any], where: str) -> Dict[str, Any]:
+def stack_step_metadata(custom: Sequence[Any], where: str) -> Dict[str, Any]:
+  """Per-timestep step metadata (EnvLogger custom data) as ``{key: [T, ...]}``.
+
+  Raises:
+    ValueError: naming ``where``, if the timesteps have different keys, or
+      values of a key that differ in structure or shape.
+
+  Example:
+    >>> stack_step_metadata([{'t': 0}, {'t': 1}], 'Episode 0')
+    {'t': array([0, 1])}
+    >>> stack_step_metadata([None, None], 'Episode 0')
+    {}
+  """
   if all(c is None for c in custom):
     return {}
   dicts = [as_metadata_dict(c) for c in custom]
@@ -75,7 +114,8 @@ def _stack_step_metadata(custom: Sequence[Any], where: str) -> Dict[str, Any]:
       raise ValueError(
           f'{where}: step metadata keys differ between timestep 0 '
           f'{sorted(keys)} and timestep {j} {sorted(d)}.')
-  return {key: _stack([d[key] for d in dicts], f'step metadata {key!r}', where)
+  return {key: stack_timesteps([d[key] for d in dicts],
+                               f'step metadata {key!r}', where)
           for key in sorted(keys)}
 
 
@@ -84,7 +124,7 @@ def _episode_dict(steps: Sequence[Any], step_types: np.ndarray,
                   where: str) -> Dict[str, Any]:
   """One episode's EnvLogger timesteps as a dict of `[T, ...]` arrays."""
   return {
-      rlds_types.OBSERVATION: _stack(
+      rlds_types.OBSERVATION: stack_timesteps(
           [s.timestep.observation for s in steps], 'observation', where),
       rlds_types.ACTION: _stack_filled(
           [s.action for s in steps], step_types, reader.action_spec(),
@@ -96,7 +136,7 @@ def _episode_dict(steps: Sequence[Any], step_types: np.ndarray,
           [s.timestep.discount for s in steps], step_types,
           reader.discount_spec(), 'discount', where),
       'step_type': step_types,
-      'step_metadata': _stack_step_metadata(
+      'step_metadata': stack_step_metadata(
           [s.custom_data for s in steps], where),
       'episode_metadata': as_metadata_dict(episode_metadata),
   }

@@ -44,6 +44,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlds_lite import envlogger as envlogger_compat
+from rlds_lite.envlogger import reading as envlogger_reading
 from rlds_lite import rlds_types
 from rlds_lite.tfds import envlogger_protos
 
@@ -177,7 +178,7 @@ def _generic_column(datas: Sequence[Any], field: str, where: str) -> Any:
       raise envlogger_compat.CorruptRecordingError(
           f'{where}: cannot decode {field} value {j} of {len(datas)} (its '
           f'values do not match its shape?): {e!r}') from e
-  return _generic_column_values(values, field, where)
+  return envlogger_reading.stack_timesteps(values, field, where)
 
 
 def _column(datas: Sequence[Any], field: str, where: str) -> Any:
@@ -195,13 +196,11 @@ def _is_none(data: Any) -> bool:
   return not data.ListFields()
 
 
-def _zeros_from_spec(spec: Any, field: str, where: str) -> Any:
-  if spec is None:
-    raise envlogger_compat.CorruptRecordingError(
-        f'{where}: the recording stores no {field} spec, so the missing '
-        f'{field} of its reset timestep cannot be filled.')
+def _zero_row(spec: Any, field: str, where: str) -> Any:
+  """One ``[1, ...]`` row of zeros of ``spec`` (a reset timestep's value)."""
   return tf.nest.map_structure(
-      lambda s: np.zeros((1,) + tuple(s.shape), np.dtype(s.dtype)), spec)
+      lambda z: np.asarray(z)[None],
+      envlogger_reading.reset_zeros(spec, field, where))
 
 
 def _filled_column(datas: Sequence[Any], step_types: np.ndarray, spec: Any,
@@ -212,7 +211,7 @@ def _filled_column(datas: Sequence[Any], step_types: np.ndarray, spec: Any,
     missing[j] = _is_none(datas[j])
   present = [d for d, m in zip(datas, missing) if not m]
   if not present:
-    zeros = _zeros_from_spec(spec, field, where)
+    zeros = _zero_row(spec, field, where)
     return tf.nest.map_structure(
         lambda z: np.repeat(z, len(datas), axis=0), zeros)
   values = _column(present, field, where)
@@ -236,30 +235,9 @@ def _step_metadata(datas: Sequence[Any], where: str) -> Dict[str, Any]:
     column = _decode_column(datas)
   except _Fallback:
     codec = _codec()
-    dicts = [envlogger_compat.as_metadata_dict(codec.decode(d)) for d in datas]
-    keys = set(dicts[0])
-    for j, d in enumerate(dicts):
-      if set(d) != keys:
-        raise ValueError(
-            f'{where}: step metadata keys differ between timestep 0 '
-            f'{sorted(keys)} and timestep {j} {sorted(d)}.') from None
-    return {k: _generic_column_values([d[k] for d in dicts],
-                                      f'step metadata {k!r}', where)
-            for k in sorted(keys)}
+    return envlogger_reading.stack_step_metadata(
+        [codec.decode(d) for d in datas], where)
   return envlogger_compat.as_metadata_dict(column)
-
-
-def _generic_column_values(values: Sequence[Any], field: str, where: str) -> Any:
-  """Decoded per-timestep values stacked into ``[T, ...]`` arrays.
-
-  Raises a ValueError naming ``where`` and ``field`` if they differ in
-  structure or shape.
-  """
-  try:
-    return tf.nest.map_structure(lambda *xs: np.stack(xs), *values)
-  except (ValueError, TypeError) as e:
-    raise ValueError(f'{where}: the {field} of its timesteps differ in '
-                     f'structure or shape: {e}') from e
 
 
 def _parse(serialized: List[bytes], recording: str, index: int
@@ -382,7 +360,7 @@ def _logged_from_columns(columns: Dict[str, Any], specs: Mapping[str, Any],
     values = columns[field]
     if values is not None:
       return values
-    zeros = _zeros_from_spec(specs.get(field), field, where)
+    zeros = _zero_row(specs.get(field), field, where)
     return tf.nest.map_structure(lambda z: np.repeat(z, count, axis=0), zeros)
 
   custom = columns['custom']
@@ -454,7 +432,8 @@ def _decode_batch(batch: List[Any], recording: str,
 
 def _decode_batch_now(batch: List[Any], recording: str,
                       specs: Mapping[str, Any]) -> LoggedChunk:
-  where = (f'Episodes {batch[0][0]}..{batch[-1][0]} of EnvLogger recording '
+  where = (batch[0][3] if len(batch) == 1 else
+           f'Episodes {batch[0][0]}..{batch[-1][0]} of EnvLogger recording '
            f'{recording}')
   timesteps = [s for _, serialized, _, _ in batch for s in serialized]
   try:

@@ -404,6 +404,36 @@ def test_observation_shapes_changing_within_an_episode(tmp_path):
     list(read_episodes(tmp_path))
 
 
+def log_step_metadata(data_dir, step_fn):
+  """One Catch (rows=3) episode logged by a plain EnvLogger with ``step_fn``."""
+  envlogger = rlds_envlogger.import_envlogger()
+  env = envs.Catch(rows=3, seed=0)
+  with envlogger.EnvLogger(env, data_directory=str(data_dir),
+                           step_fn=step_fn) as logged:
+    timestep = logged.reset()
+    while not timestep.last():
+      timestep = logged.step(env.expert_policy(timestep))
+
+
+def test_step_metadata_keys_changing_within_an_episode(tmp_path):
+  # EnvLogger stores whatever step_fn returns; rlds_lite's record refuses it.
+  log_step_metadata(tmp_path, lambda t, a, e: (
+      {'t': np.int64(0)} if t.first() else {'t': np.int64(1), 'u': 1.0}))
+  with pytest.raises(ValueError,
+                     match=r"Episode 0 of .*: step metadata keys differ between "
+                     r"timestep 0 \['t'\] and timestep 1 \['t', 'u'\]"):
+    list(read_episodes(tmp_path))
+
+
+def test_step_metadata_shapes_changing_within_an_episode(tmp_path):
+  log_step_metadata(tmp_path, lambda t, a, e: {
+      'v': np.zeros(1 if t.first() else 2, np.float32)})
+  with pytest.raises(ValueError,
+                     match=r"Episode 0 of .*: the step metadata 'v' of its "
+                     r"timesteps differ in structure or shape"):
+    list(read_episodes(tmp_path))
+
+
 def test_step_type_values(recording):
   (first, *_) = read_episodes(recording)
   assert first['step_type'].dtype == np.uint8

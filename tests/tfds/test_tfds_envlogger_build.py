@@ -313,6 +313,27 @@ def _mixed_action_structure(tmp_path):
           r"different specs for 'action'.*logs/b has shape \(2,\)")
 
 
+def _step_metadata_keys_change(tmp_path):
+  # EnvLogger stores whatever step_fn returns; episode 1 adds a key mid-way.
+  logs = str(tmp_path / 'logs')
+  os.makedirs(logs)
+  envlogger = envlogger_compat.import_envlogger()
+  env = et.ScriptedEnv('vector')
+  keys = iter([('a',), ('a',), ('a',), ('a', 'b')])
+
+  def step_fn(unused_timestep, unused_action, unused_env):
+    return {k: np.float32(1) for k in next(keys)}
+
+  with envlogger.EnvLogger(env, data_directory=logs, step_fn=step_fn) as logged:
+    for _ in range(2):
+      env.start(E(1, et.TERMINAL))
+      logged.reset()
+      logged.step(np.int64(1))
+  return (tmp_path / 'logs', ValueError,
+          r"Episode 1 of EnvLogger recording .*logs: step metadata keys differ "
+          r"between timestep 0 \['a'\] and timestep 1 \['a', 'b'\]")
+
+
 BAD_INPUT_CASES = {
     'missing_steps_file': _missing_steps,
     'corrupt_episode_index': _corrupt_index,
@@ -322,6 +343,7 @@ BAD_INPUT_CASES = {
     'no_such_directory': _no_such_directory,
     'mixed_observation_specs': _mixed_specs,
     'mixed_action_specs': _mixed_action_structure,
+    'step_metadata_keys_change': _step_metadata_keys_change,
 }
 
 
