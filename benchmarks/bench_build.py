@@ -19,7 +19,8 @@ from the recorded specs, float64 rewards stored exactly):
 
 Every output is read back (``rlds_lite.load(dense=True)``) and checked to
 hold the same episodes as the rlds_lite conversion before the numbers count.
-Throughput is RLDS steps per second of wall time (best of ``--repeats``);
+Throughput is RLDS steps per second of wall time (best of ``--repeats``;
+the contenders take turns, so each sees the same minutes of the machine);
 the ratio per CPU-second (process CPU time, all threads) is less sensitive to
 other load on the machine.
 
@@ -240,10 +241,16 @@ def assert_same(reference, path: str, label: str) -> None:
 
 def measure(contenders, repeats: int, work_dir: str, num_steps: int,
             label: str) -> Dict[str, Dict[str, float]]:
-  results, reference = {}, None
-  for name, fn in contenders:
-    best = None
-    for r in range(repeats):
+  """Best run of each contender; the contenders take turns, run by run.
+
+  Taking turns (a, b, c, a, b, c, ...) rather than running each contender's
+  repeats back to back puts every contender through the same minutes of this
+  machine's varying speed.
+  """
+  best: Dict[str, Dict[str, float]] = {}
+  reference = None
+  for r in range(repeats):
+    for name, fn in contenders:
       out_dir = os.path.join(work_dir, f'{name}_{r}')
       shutil.rmtree(out_dir, ignore_errors=True)
       os.makedirs(out_dir)
@@ -252,15 +259,15 @@ def measure(contenders, repeats: int, work_dir: str, num_steps: int,
         reference = dense_episodes(path)
       elif r == 0:
         assert_same(reference, path, f'{label}: {name}')
-      if best is None or wall < best['wall']:
-        best = {'wall': wall, 'cpu': cpu}
+      if name not in best or wall < best[name]['wall']:
+        best[name] = {'wall': wall, 'cpu': cpu}
       shutil.rmtree(out_dir, ignore_errors=True)
-    best['rate'] = num_steps / best['wall']
-    best['cpu_rate'] = num_steps / max(best['cpu'], 1e-9)
-    results[name] = best
-    print(f'    {name}: {best["rate"]:,.0f} steps/s '
-          f'({best["wall"]:.2f}s wall, {best["cpu"]:.2f}s CPU)')
-  return results
+  for name, result in best.items():
+    result['rate'] = num_steps / result['wall']
+    result['cpu_rate'] = num_steps / max(result['cpu'], 1e-9)
+    print(f'    {name}: {result["rate"]:,.0f} steps/s '
+          f'({result["wall"]:.2f}s wall, {result["cpu"]:.2f}s CPU)')
+  return best
 
 
 def measure_read(recording: str, repeats: int, num_steps: int
@@ -410,7 +417,8 @@ def main() -> None:
       'recorded specs; float64 reward/discount byte-encoded, images PNG); '
       'every output read back and checked equal to the rlds_lite conversion '
       '(all episodes, core step fields). Throughput: RLDS steps per wall '
-      f'second, best of {args.repeats}; the per-CPU-second ratio uses the '
+      f'second, best of {args.repeats} (the contenders take turns, run by '
+      'run); the per-CPU-second ratio uses the '
       'process CPU time (all threads). The second table shows the share of '
       'the rlds_lite conversion\'s CPU time spent reading the riegeli files '
       '(EnvLogger\'s native reader, one call per step, then decoding); the rest is '

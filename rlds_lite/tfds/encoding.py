@@ -5,7 +5,8 @@ TFDS encodes and serializes an episode one step at a time
 ``np.stack`` per field). `EpisodeEncoder` works on whole ``[T, ...]``
 columns instead: plain tensors need no per-step work at all, byte/zlib
 encoded tensors one ``tobytes`` (and ``zlib.compress``) per step, PNG images
-one `rlds_lite.tfds.png.encode_png_batch` call per episode (NumPy filters,
+one `rlds_lite.tfds.png.encode_png_batch` call per episode, or per run of
+episodes decoded together (`EpisodeEncoder.serialize_many`) (NumPy filters,
 zlib on a thread pool; several times faster than ``tf.image.encode_png``,
 the op TFDS runs per image), JPEG images one graph call per episode
 (``tf.map_fn`` over ``tf.image.encode_jpeg``), and each serialized field is
@@ -34,6 +35,7 @@ Example:
 """
 
 import functools
+import itertools
 import zlib
 from typing import (Any, Callable, Dict, List, Mapping, NamedTuple, Optional,
                     Sequence, Tuple)
@@ -330,6 +332,70 @@ def _png_image_feature(image: np.ndarray) -> bytes:
   return _png_feature(image[None])
 
 
+def _lookup(episode: Any, path: Tuple[str, ...]) -> Any:
+  """The value at ``path`` of nested plain dicts, or None."""
+  for name in path:
+    if type(episode) is not dict:  # pylint: disable=unidiomatic-typecheck
+      return None
+    episode = episode.get(name)
+  return episode
+
+
+def adjacent_runs(columns: Sequence[np.ndarray]) -> List[Tuple[int, int, np.ndarray]]:
+  """Runs of columns that are consecutive rows of one array, joined uncopied.
+
+  Returns ``(start, stop, rows)`` for each maximal run ``columns[start:stop]``
+  of C-contiguous views of the same array, each beginning where the one
+  before ends: ``rows`` is their concatenation, viewing the same memory (no
+  copy). Any other column is a run of its own (``rows`` is the column).
+  Episodes read by `read_rlds_episodes` are such views of the chunk they
+  were decoded in.
+
+  Example:
+    >>> chunk = np.arange(12).reshape(6, 2)
+    >>> columns = [chunk[0:2], chunk[2:5], np.zeros((1, 2), int), chunk[5:6]]
+    >>> [(a, b, rows.shape) for a, b, rows in adjacent_runs(columns)]
+    [(0, 2, (5, 2)), (2, 3, (1, 2)), (3, 4, (1, 2))]
+    >>> np.shares_memory(adjacent_runs(columns)[0][2], chunk)
+    True
+  """
+  runs = []
+  start = 0
+  for i in range(1, len(columns) + 1):
+    if i < len(columns) and _continues(columns[start], columns[i - 1],
+                                      columns[i]):
+      continue
+    runs.append((start, i, _joined(columns[start:i])))
+    start = i
+  return runs
+
+
+def _address(array: np.ndarray) -> int:
+  return array.__array_interface__['data'][0]
+
+
+def _continues(first: np.ndarray, last: np.ndarray, column: np.ndarray
+               ) -> bool:
+  """Whether ``column`` continues the run ``first..last`` in memory."""
+  base = first.base
+  return (isinstance(base, np.ndarray) and base.flags.c_contiguous and
+          column.base is base and
+          first.flags.c_contiguous and column.flags.c_contiguous and
+          column.dtype == first.dtype and column.shape[1:] == first.shape[1:]
+          and _address(column) == _address(last) + last.nbytes)
+
+
+def _joined(run: Sequence[np.ndarray]) -> np.ndarray:
+  """The rows of a run (see `adjacent_runs`) as one array, uncopied."""
+  first = run[0]
+  if len(run) == 1:
+    return first
+  base = first.base
+  rows = sum(len(column) for column in run)
+  return np.ndarray((rows,) + first.shape[1:], first.dtype, buffer=base,
+                    offset=_address(first) - _address(base))
+
+
 def _png_column(feature: Any, column: Any) -> Optional[List[bytes]]:
   """PNG files of a column of ``feature`` images, or None.
 
@@ -450,14 +516,17 @@ class EpisodeEncoder:
       return None
     return tuple(leaves)
 
-  def _serialize_exact(self, episode: Any) -> Optional[bytes]:
+  def _serialize_exact(self, episode: Any,
+                       pngs: Mapping[str, List[bytes]] = None
+                       ) -> Optional[bytes]:
     """`serialize` for an episode already of the features' exact types.
 
     Every field present (flags too), each a NumPy array of the feature's
     dtype and shape (steps: ``[T, ...]``, ``T > 0``, the same ``T`` for all):
     no conversion, cast or check is left to do, and the bytes are written
     straight from the arrays. Anything else returns None for the checked
-    path (which converts, derives flags, or names the problem).
+    path (which converts, derives flags, or names the problem). ``pngs``:
+    the PNG files of image step columns already encoded, by flat key.
     """
     if self._plain is None or type(episode) is not dict:  # pylint: disable=unidiomatic-typecheck
       return None
@@ -488,7 +557,10 @@ class EpisodeEncoder:
           return None
       elif value.shape != leaf.shape:
         return None
-      features[leaf.key] = leaf.write(value)
+      if pngs and leaf.key in pngs:
+        features[leaf.key] = example_wire.bytes_feature(pngs[leaf.key])
+      else:
+        features[leaf.key] = leaf.write(value)
     if not length:
       return None  # No steps: TFDS's own encoding of an empty sequence.
     return example_wire.example(features)
@@ -596,6 +668,88 @@ class EpisodeEncoder:
     if record is not None:
       return record
     return self._serialize_checked(episode)
+
+  def serialize_many(self, episodes: Sequence[Mapping[str, Any]]
+                     ) -> List[bytes]:
+    """`serialize` of each episode, image columns encoded together.
+
+    The PNG image columns of episodes that are consecutive rows of one array
+    (`adjacent_runs`: the episodes `read_rlds_episodes` decodes from one
+    chunk) are encoded in one `png.encode_png_batch` call per run instead of
+    one per episode: for 10-step episodes of 64x64x3 frames, ~28 instead of
+    ~36 us per frame. The files decode to the same pixels either way; their
+    bytes can differ, as the compression is chosen once per call.
+
+    Args:
+      episodes: episodes as for `serialize`.
+
+    Returns:
+      Their serialized ``tf.train.Example`` s, in order.
+
+    Raises:
+      ValueError: as `serialize`, for the first episode that has a problem.
+
+    Example:
+      >>> from rlds_lite.tfds.features import rlds_features
+      >>> encoder = EpisodeEncoder(rlds_features(
+      ...     {'image': tfds.features.Image(shape=(2, 2, 1))}))
+      >>> frames = np.zeros((5, 2, 2, 1), np.uint8)
+      >>> flags = np.zeros(5, bool)
+      >>> episodes = [{'steps': {'image': frames[a:b], 'is_first': flags[a:b],
+      ...                        'is_last': flags[a:b],
+      ...                        'is_terminal': flags[a:b]}}
+      ...             for a, b in [(0, 2), (2, 5)]]
+      >>> [len(r) for r in encoder.serialize_many(episodes)] == [
+      ...     len(encoder.serialize(e)) for e in episodes]
+      True
+    """
+    episodes = list(episodes)
+    pngs = self._png_runs(episodes)
+    records = []
+    for i, episode in enumerate(episodes):
+      record = self._serialize_exact(
+          episode, {key: files[i] for key, files in pngs.items()
+                    if files[i] is not None})
+      records.append(record if record is not None else
+                     self.serialize(episode))
+    return records
+
+  def _png_runs(self, episodes: List[Any]
+                ) -> Dict[str, List[Optional[List[bytes]]]]:
+    """``{flat key: each episode's PNG files or None}`` of image step columns.
+
+    Files only for columns in a run of several episodes (`adjacent_runs`)
+    whose columns are arrays of the feature's dtype and shape (what
+    `_serialize_exact` writes); None for the others (encoded by `serialize`,
+    episode by episode).
+    """
+    if self._plain is None or len(episodes) < 2:
+      return {}
+    encoded = {}
+    for leaf in self._plain:
+      if not (leaf.in_steps and leaf.write is _png_feature):
+        continue
+      columns = [_lookup(episode, leaf.path) for episode in episodes]
+      exact = [type(c) is np.ndarray and c.dtype == leaf.dtype and  # pylint: disable=unidiomatic-typecheck
+               c.ndim > 0 and c.shape[1:] == leaf.shape for c in columns]
+      files: List[Optional[List[bytes]]] = [None] * len(columns)
+      for is_exact, group in itertools.groupby(range(len(columns)),
+                                               exact.__getitem__):
+        group = list(group)
+        if not is_exact or len(group) < 2:
+          continue
+        first = group[0]
+        for a, b, rows in adjacent_runs(columns[first:group[-1] + 1]):
+          if b - a < 2:
+            continue
+          pngs = png.encode_png_batch(rows)
+          offset = 0
+          for i in range(first + a, first + b):
+            files[i] = pngs[offset:offset + len(columns[i])]
+            offset += len(columns[i])
+      if any(f is not None for f in files):
+        encoded[leaf.key] = files
+    return encoded
 
   def _serialize_checked(self, episode: Mapping[str, Any]) -> bytes:
     """`serialize` through `encode`: converts, derives flags, checks all."""
