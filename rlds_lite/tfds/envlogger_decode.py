@@ -293,6 +293,9 @@ def _logged_episode(parsed: Tuple[List[Any], List[Any], List[Any]],
 
 _CHUNK_STEPS = 4096
 """Timesteps decoded together: per-field work is paid once per chunk."""
+_CHUNK_BYTES = 64 << 20
+"""At most about this many serialized bytes are decoded together (large
+frames: a chunk and its arrays stay within a few hundred MB)."""
 TF_DECODE_MAX_STEP_BYTES = 4096
 """Chunks whose timesteps are larger on average (serialized bytes) skip the
 TF tier: its ``decode_proto`` per tree level copies the payloads below that
@@ -322,15 +325,20 @@ def _episode_records(reader: Any, recording: str
     yield i, serialized, metadata, where
 
 
-def _batches(records: Iterator[Any], max_steps: int) -> Iterator[List[Any]]:
-  """Consecutive episode records, about ``max_steps`` timesteps a batch."""
-  batch, steps = [], 0
+def _batches(records: Iterator[Any], max_steps: int,
+             max_bytes: int = None) -> Iterator[List[Any]]:
+  """Consecutive episode records, about ``max_steps`` timesteps and
+  ``max_bytes`` serialized bytes (default `_CHUNK_BYTES`) a batch."""
+  max_bytes = max_bytes or _CHUNK_BYTES
+  batch, steps, size = [], 0, 0
   for record in records:
     batch.append(record)
     steps += len(record[1])
-    if steps >= max_steps:
+    # None: an unreadable record, reported when the chunk is decoded.
+    size += sum(len(s) for s in record[1] if s is not None)
+    if steps >= max_steps or size >= max_bytes:
       yield batch
-      batch, steps = [], 0
+      batch, steps, size = [], 0, 0
   if batch:
     yield batch
 
@@ -468,7 +476,8 @@ def read_logged_chunks(recording: str, specs: Mapping[str, Any],
     recording: an EnvLogger recording directory.
     specs: the recording's dm_env specs.
     max_steps: timesteps per chunk (about; whole episodes); default
-      ``_CHUNK_STEPS``.
+      ``_CHUNK_STEPS``. A chunk also ends once its timesteps hold
+      ``_CHUNK_BYTES`` serialized bytes (large frames).
 
   Yields:
     `LoggedChunk` s in recording order.

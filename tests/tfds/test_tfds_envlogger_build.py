@@ -432,6 +432,42 @@ def test_chunked_decoding_equals_episode_by_episode(tmp_path, monkeypatch,
     _assert_steps_equal(episode['steps'], want)
 
 
+BATCH_CASES = {
+    # episode record sizes (bytes of each timestep), max_steps, max_bytes ->
+    # the episodes of each chunk.
+    'steps_bound': ([[1] * 3] * 4, 6, 10**6, [[0, 1], [2, 3]]),
+    'bytes_bound': ([[100] * 3] * 4, 100, 450, [[0, 1], [2, 3]]),
+    'large_episode_closes_its_chunk': ([[10], [1000] * 2, [10]], 100, 500,
+                                [[0, 1], [2]]),
+    'nothing_reached': ([[1]] * 3, 100, 10**6, [[0, 1, 2]]),
+    'every_episode': ([[5]] * 3, 1, 10**6, [[0], [1], [2]]),
+}
+
+
+@pytest.mark.parametrize('sizes, max_steps, max_bytes, expected',
+                         BATCH_CASES.values(), ids=BATCH_CASES.keys())
+def test_chunks_end_at_steps_or_bytes(sizes, max_steps, max_bytes, expected):
+  records = [(i, [b'x' * n for n in episode], None, f'Episode {i}')
+             for i, episode in enumerate(sizes)]
+  batches = envlogger_decode._batches(iter(records), max_steps, max_bytes)  # pylint: disable=protected-access
+  assert [[r[0] for r in batch] for batch in batches] == expected
+
+
+def test_chunks_bounded_in_bytes_decode_the_same(tmp_path, monkeypatch):
+  logs = str(tmp_path / 'logs')
+  raw = et.record_script(logs, [E(3, et.TERMINAL)] * 4, 'image')
+  specs = envlogger_episodes.recording_specs(logs)
+  assert [c.indices for c in envlogger_decode.read_logged_chunks(
+      logs, specs)] == [[0, 1, 2, 3]]
+  monkeypatch.setattr(envlogger_decode, '_CHUNK_BYTES', 1)
+  assert [c.indices for c in envlogger_decode.read_logged_chunks(
+      logs, specs)] == [[0], [1], [2], [3]]
+  episodes = [e for _, e in envlogger_episodes.read_rlds_episodes(logs, specs)]
+  assert len(episodes) == 4
+  for episode, want in zip(episodes, _expected(raw, True)):
+    _assert_steps_equal(episode['steps'], want)
+
+
 def test_chunk_with_a_bad_episode_names_that_episode(tmp_path, monkeypatch):
   logs = str(tmp_path / 'logs')
   et.record_script(logs, [E(2, et.TERMINAL), E(3, et.TERMINAL)], 'vector',
