@@ -127,12 +127,21 @@ about this many steps and bytes of step arrays."""
 
 
 def _step_arrays(episode: Any) -> List[np.ndarray]:
-  """The arrays of a columnar episode's steps (``[]`` for other forms)."""
+  """The ``[T, ...]`` arrays of a columnar episode's steps, or ``[]``.
+
+  ``[]`` for any other form (step lists, odd keys, ...): such an episode is
+  a group of its own, and `EpisodeEncoder.serialize` names its problems.
+  """
   steps = (episode.get(rlds_types.STEPS) if isinstance(episode, Mapping)
            else None)
   if not isinstance(steps, Mapping):
     return []
-  return [x for x in tf.nest.flatten(steps) if isinstance(x, np.ndarray)]
+  try:
+    leaves = tf.nest.flatten(steps)
+  except (TypeError, ValueError):  # E.g. keys that do not sort.
+    return []
+  arrays = [x for x in leaves if isinstance(x, np.ndarray)]
+  return arrays if arrays and all(x.ndim for x in arrays) else []
 
 
 def _groups(episodes: Iterable[Tuple[int, str, Episode]],
@@ -359,11 +368,17 @@ class RLDSBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
         template, self.info.file_format,
         max_examples_per_shard=self.rlds_config.max_episodes_per_file)
     try:
-      episodes = itertools.islice(self._sourced_episodes(split), limit)
+      episodes = itertools.islice(self._sourced_episodes(split),
+                                  None if limit is None else max(limit, 0))
+      # Recorded episodes are grouped (their image columns are views of one
+      # decoded chunk). Generated ones are serialized as they come: a
+      # generator may refill its arrays for the next episode once it yields.
+      groups = (_groups(episodes) if self._recordings else
+                ([item] for item in episodes))
       progress = tqdm.tqdm(desc=f'Writing {self.name} {split}',
                            unit=' episodes', leave=False, mininterval=1.0)
       with progress:
-        for group in _groups(episodes):
+        for group in groups:
           for record in self._serialized(encoder, group):
             writer.write(record)
           progress.update(len(group))
