@@ -14,8 +14,8 @@ and ``tfds.load`` then work as for any TFDS dataset::
         description='Catch, expert policy, recorded with EnvLogger.',
         envlogger_dirs={'train': '~/recordings/catch'})
 
-Without Beam, episodes are encoded column-wise, several at a time
-(`EpisodeEncoder.serialize_many`: the image columns of consecutive recorded
+Without Beam, episodes are encoded column-wise (recorded ones several at a
+time, `EpisodeEncoder.serialize_many`: the image columns of consecutive
 episodes in one PNG call), much faster than TFDS's per-step encoding, and
 written by rlds_lite's shard writer (shards are named
 ``name-split.tfrecord-00000``, by index, so `EpisodeWriter` can append to
