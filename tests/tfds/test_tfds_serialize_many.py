@@ -1,4 +1,4 @@
-"""EpisodeEncoder.serialize_many and RLDSBuilder's groups of episodes.
+"""encoding.adjacent_runs, EpisodeEncoder.serialize_many, RLDSBuilder groups.
 
 serialize_many must give the records of per-episode `serialize` (PNG files
 compared as pixels) whatever the memory layout of the episodes' columns; the
@@ -170,6 +170,92 @@ def test_serialize_many_nested_images_in_one_chunk():
   encoder = encoding.EpisodeEncoder(features)
   want = [_png_as_pixels(encoder.serialize(e)) for e in episodes]
   assert [_png_as_pixels(r) for r in encoder.serialize_many(episodes)] == want
+
+
+_CHUNK = np.arange(6 * 4, dtype=np.uint8).reshape(6, 2, 2, 1)
+ADJACENT_RUN_CASES = {
+    # columns -> [(start, stop)] of the runs.
+    'one_column': ([_CHUNK], [(0, 1)]),
+    'consecutive_views': ([_CHUNK[0:1], _CHUNK[1:3], _CHUNK[3:6]], [(0, 3)]),
+    # NumPy gives an empty view no base: a run of its own.
+    'empty_view_inside': ([_CHUNK[0:2], _CHUNK[2:2], _CHUNK[2:4]],
+                          [(0, 1), (1, 2), (2, 3)]),
+    'gap': ([_CHUNK[0:2], _CHUNK[3:5]], [(0, 1), (1, 2)]),
+    'out_of_order': ([_CHUNK[2:4], _CHUNK[0:2]], [(0, 1), (1, 2)]),
+    'overlapping': ([_CHUNK[0:3], _CHUNK[2:4]], [(0, 1), (1, 2)]),
+    'separate_arrays': ([_CHUNK[0:2].copy(), _CHUNK[2:4].copy()],
+                        [(0, 1), (1, 2)]),
+    'strided_view': ([_CHUNK[0:2], _CHUNK[2::2]], [(0, 1), (1, 2)]),
+    'another_row_shape': ([_CHUNK[0:2], _CHUNK.reshape(12, 2, 1, 1)[4:6]],
+                          [(0, 1), (1, 2)]),
+    'runs_then_other_array': ([_CHUNK[0:2], _CHUNK[2:3], np.zeros(
+        (1, 2, 2, 1), np.uint8), _CHUNK[3:4], _CHUNK[4:6]],
+                              [(0, 2), (2, 3), (3, 5)]),
+}
+
+
+@pytest.mark.parametrize('columns, expected', ADJACENT_RUN_CASES.values(),
+                         ids=ADJACENT_RUN_CASES.keys())
+def test_adjacent_runs(columns, expected):
+  runs = encoding.adjacent_runs(columns)
+  assert [(a, b) for a, b, _ in runs] == expected
+  for a, b, rows in runs:
+    np.testing.assert_array_equal(rows, np.concatenate(columns[a:b]))
+    if b - a > 1:
+      assert np.shares_memory(rows, columns[a])  # Joined, not copied.
+
+
+def _episodes_of_one_chunk(lengths, seed=0):
+  """png_episode columns cut into episodes of ``lengths``: views of one chunk."""
+  stops = np.cumsum(lengths)
+  return _cut(png_episode(int(stops[-1]), seed),
+              list(zip(stops - lengths, stops)))
+
+
+SERIALIZE_MANY_CASES = {
+    # episodes -> the batch sizes of encode_png_batch's calls, sorted: one
+    # call per image step field (rgb, depth) and run of views of one chunk;
+    # one per field and episode for the others; the goal image (episode
+    # metadata) one per episode.
+    'one_chunk': (lambda: _episodes_of_one_chunk([1, 2, 3, 1]),
+                  [1] * 4 + [7, 7]),
+    'two_chunks': (lambda: _episodes_of_one_chunk([2, 1]) +
+                   _episodes_of_one_chunk([3, 2], seed=1),
+                   [1] * 4 + [3, 3, 5, 5]),
+    'separate_arrays': (lambda: [png_episode(2, 0), png_episode(3, 1)],
+                        [1, 1, 2, 2, 3, 3]),
+    'one_episode': (lambda: _episodes_of_one_chunk([3]), [1, 3, 3]),
+    'a_step_list_between': (lambda: _episodes_of_one_chunk([2]) + [dict(
+        png_episode(2, 5), steps=_per_step(png_episode(2, 5)['steps'], 2))] +
+                            _episodes_of_one_chunk([1, 1], seed=2),
+                            [1] * 4 + [2] * 4 + [2, 2]),
+}
+
+
+@pytest.mark.parametrize('make_episodes, png_calls',
+                         SERIALIZE_MANY_CASES.values(),
+                         ids=SERIALIZE_MANY_CASES.keys())
+def test_serialize_many_encodes_runs_together(monkeypatch, make_episodes,
+                                              png_calls):
+  encoder = encoding.EpisodeEncoder(png_features())
+  episodes = make_episodes()
+  one_by_one = [_png_as_pixels(encoder.serialize(e)) for e in episodes]
+  calls = []
+  encode = encoding.png.encode_png_batch
+  monkeypatch.setattr(encoding.png, 'encode_png_batch',
+                      lambda images: calls.append(len(images)) or encode(images))
+  records = encoder.serialize_many(episodes)
+  # The same examples, PNG files compared as pixels.
+  assert [_png_as_pixels(r) for r in records] == one_by_one
+  assert sorted(calls) == png_calls
+
+
+def test_serialize_many_errors_name_the_field():
+  encoder = encoding.EpisodeEncoder(png_features())
+  episodes = _episodes_of_one_chunk([2, 2])
+  del episodes[1]['steps']['action']
+  with pytest.raises(ValueError, match=r"steps: missing field\(s\) \['action'\]"):
+    encoder.serialize_many(episodes)
 
 
 # -----------------------------------------------------------------------------
