@@ -473,6 +473,7 @@ def record(env: dm_env.Environment,
     dataset_metadata[RECORDER_KEY] = 'rlds_lite.envlogger.record'
   action_spec = env.action_spec()
   ids, lengths, returns = [], [], []
+  total_return = 0.0
   with envlogger.EnvLogger(
       _KeepOpen(env), data_directory=data_dir,
       episode_fn=callbacks.episode_fn,
@@ -492,8 +493,12 @@ def record(env: dm_env.Environment,
       ids.append(episode_id)
       lengths.append(len(rewards) + 1)
       returns.append(_episode_return(rewards))
+      total_return += returns[-1]
+      # Drawn with the count, at most every tqdm mininterval: not a redraw
+      # (and a mean over all returns) per episode.
+      bar.set_postfix(mean_return=f'{total_return / len(returns):.3g}',
+                      refresh=False)
       bar.update(1)
-      bar.set_postfix(mean_return=f'{np.mean(returns):.3g}')
   return RecordingSummary(
       data_dir=data_dir, num_episodes=len(ids), num_steps=sum(lengths),
       episode_ids=tuple(ids), episode_lengths=tuple(lengths),
