@@ -167,8 +167,8 @@ def _decode_column(datas: Sequence[Any]) -> Any:
   raise _Fallback()
 
 
-def _generic_column(datas: Sequence[Any], field: str, where: str) -> Any:
-  """EnvLogger's codec per timestep, then stacking (the slow, general path)."""
+def _codec_values(datas: Sequence[Any], field: str, where: str) -> List[Any]:
+  """EnvLogger's codec per timestep; a value it cannot decode is named."""
   codec = _codec()
   values = []
   for j, data in enumerate(datas):
@@ -178,7 +178,13 @@ def _generic_column(datas: Sequence[Any], field: str, where: str) -> Any:
       raise envlogger_compat.CorruptRecordingError(
           f'{where}: cannot decode {field} value {j} of {len(datas)} (its '
           f'values do not match its shape?): {e!r}') from e
-  return envlogger_reading.stack_timesteps(values, field, where)
+  return values
+
+
+def _generic_column(datas: Sequence[Any], field: str, where: str) -> Any:
+  """EnvLogger's codec per timestep, then stacking (the slow, general path)."""
+  return envlogger_reading.stack_timesteps(
+      _codec_values(datas, field, where), field, where)
 
 
 def _column(datas: Sequence[Any], field: str, where: str) -> Any:
@@ -234,9 +240,8 @@ def _step_metadata(datas: Sequence[Any], where: str) -> Dict[str, Any]:
   try:
     column = _decode_column(datas)
   except _Fallback:
-    codec = _codec()
     return envlogger_reading.stack_step_metadata(
-        [codec.decode(d) for d in datas], where)
+        _codec_values(datas, 'step metadata', where), where)
   return envlogger_compat.as_metadata_dict(column)
 
 
