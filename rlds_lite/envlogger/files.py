@@ -145,10 +145,6 @@ def _check_directory(data_dir: str) -> None:
   if not os.path.isdir(data_dir):
     raise NotADirectoryError(
         f'EnvLogger directory {data_dir} is a file, not a directory.')
-  if not [n for n in os.listdir(data_dir) if not n.startswith('.')]:
-    raise FileNotFoundError(
-        f'{data_dir} is empty: no EnvLogger recording (expected '
-        f'{METADATA_FILE} and one folder per writer).')
   metadata_path = os.path.join(data_dir, METADATA_FILE)
   if (not os.path.exists(metadata_path) and
       staging.overwrite_in_progress(data_dir)):
@@ -157,6 +153,10 @@ def _check_directory(data_dir: str) -> None:
         'overwrite=True) was interrupted while it swapped the new recording '
         'in. Call rlds_lite.envlogger.finish_overwrite('
         f'{data_dir!r}) (or record into it again) to complete it.')
+  if not [n for n in os.listdir(data_dir) if not n.startswith('.')]:
+    raise FileNotFoundError(
+        f'{data_dir} is empty: no EnvLogger recording (expected '
+        f'{METADATA_FILE} and one folder per writer).')
   _check_metadata_file(metadata_path)
 
 
