@@ -56,10 +56,11 @@ def warn_recovered(message: str) -> None:
   warnings.warn(message, RecoveredRecordingWarning, stacklevel=2)
 
 
-def _scan(path: str, verify_last: bool = False) -> riegeli_files.Extent:
+def _scan(path: str, verify_last: bool = False,
+          tail_only: bool = False) -> riegeli_files.Extent:
   """`riegeli_files.scan`, damage raised as an error naming the file."""
   try:
-    return riegeli_files.scan(path, verify_last)
+    return riegeli_files.scan(path, verify_last, tail_only)
   except riegeli_files.DamagedFileError as e:
     raise CorruptRecordingError(f'EnvLogger file {path} {e}.') from e
 
@@ -112,7 +113,10 @@ def folder_extents(shard: str) -> Optional[Dict[str, riegeli_files.Extent]]:
     if os.path.isfile(path):
       # The last chunk of the offsets and the index decides which episodes
       # exist: damage there (unlike a truncation) must not pass for a kill.
-      extents[name] = _scan(path, verify_last=name in (offsets, index))
+      # Only the end of the (large) steps file is walked: its damage is
+      # found when its records are read.
+      extents[name] = _scan(path, verify_last=name in (offsets, index),
+                            tail_only=name == SHARD_FILES[0])
   if not any(extents[n].records for n in (offsets, index) if n in extents):
     size = sum(e.size for e in extents.values())
     warn_recovered(

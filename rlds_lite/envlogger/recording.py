@@ -432,17 +432,22 @@ def record(env: dm_env.Environment,
     flushes as each reset is recorded: an episode is on disk once the next
     episode's `reset()` has been recorded, or `record` has returned. A crash
     loses the episode in progress and, if it strikes after an episode's last
-    step but before the next reset is recorded (while `env.reset()` runs),
-    that episode too. Every reader then drops the unfinished episode with a
+    step but before the next reset is recorded (while `env.reset()` runs,
+    or during the flush that records it), that episode too. Every reader then drops the unfinished episode with a
     `RecoveredRecordingWarning` (see `read_episodes`).
-  - The cost: four small chunks and four fsyncs per flush. Measured here
-    (ext4 on a virtual disk, 2 cores, busy): 10-timestep Catch episodes
-    record at ~1.5K instead of ~12K timesteps/s (CPU ~8K instead of ~19K
-    timesteps/s; files ~9x larger, ~63 bytes per timestep), 64x64x3 Catch
-    frames at ~1.6K instead of ~2.9K (files ~3x larger), 51-timestep Reach
-    episodes at ~2.3K instead of ~5K. `flush_every_episodes=n` flushes at
-    every n-th reset instead: a crash may then also lose the n - 1 episodes
-    before the one in progress.
+  - The cost: each flush ends a riegeli chunk in each of the four files of
+    the writer folder and fsyncs them. Measured with
+    `benchmarks/bench_record_flush.py` (ext4 on a virtual disk, 2 cores
+    under a load of 7-10, so wall times are noisy; about 12 ms a flush),
+    flushing every episode vs almost never: 10-timestep Catch episodes
+    record at ~0.7-1.4K instead of ~4.4-5.1K timesteps/s (CPU ~6-7K instead
+    of ~11K timesteps/s) in files ~10x as large (78 instead of 7.5 bytes a
+    timestep); 64x64x3 Catch frames at ~0.3-0.4K instead of ~0.7-1.3K
+    (CPU ~2.0K vs ~2.5K; 94 vs 26 bytes a timestep); 51-timestep Reach
+    episodes at ~0.5K instead of ~3.5-4K (CPU ~5K vs ~9K; 110 vs 34 bytes).
+    Decoding the recordings is as fast either way (within 10%).
+    `flush_every_episodes=n` flushes at every n-th reset instead: a crash
+    may then also lose the up to n - 1 episodes before the one in progress.
   - `append=True` records a new writer folder beside the old ones, which it
     never touches (EnvLogger keeps `metadata.riegeli` as it is): a crash
     loses at most what it would lose of a new recording, and the next append

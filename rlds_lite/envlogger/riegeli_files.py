@@ -24,6 +24,7 @@ Example:
   Extent(size=64, whole_end=64, records=0, problem=None)
 """
 
+import mmap
 import os
 from typing import List, NamedTuple, Optional, Sequence
 
@@ -135,13 +136,14 @@ class Extent(NamedTuple):
     size: the file's size in bytes.
     whole_end: where its last whole chunk ends (``size`` for a whole file;
       0 for an empty one).
-    records: the records its whole chunks hold (from their headers).
+    records: the records its whole chunks hold (from their headers; None
+      when only the tail was walked).
     problem: None for a whole file; otherwise why bytes after ``whole_end``
       were not counted (the file ends inside a chunk: a truncated tail).
   """
   size: int
   whole_end: int
-  records: int
+  records: Optional[int]
   problem: Optional[str]
 
   @property
@@ -165,16 +167,15 @@ def _chunk_end(chunk_begin: int, data_size: int, num_records: int) -> int:
   return max(end, records_end + max(remaining - (_USABLE_BLOCK_SIZE - 1), 0))
 
 
-def _read_chunk_bytes(f, pos: int, n: int) -> Optional[bytes]:
-  """``n`` chunk bytes from file position ``pos`` (skipping block headers);
-  None if the file ends first."""
+def _read_chunk_bytes(buf, pos: int, n: int) -> Optional[bytes]:
+  """``n`` chunk bytes of ``buf`` (a file's bytes) from ``pos``, skipping
+  block headers; None if the file ends first."""
   out = b''
   while len(out) < n:
     if pos % _BLOCK_SIZE == 0:
       pos += _BLOCK_HEADER_SIZE
     take = min(n - len(out), _BLOCK_SIZE - pos % _BLOCK_SIZE)
-    f.seek(pos)
-    data = f.read(take)
+    data = buf[pos:pos + take]
     if len(data) < take:
       return None
     out += data
@@ -182,19 +183,38 @@ def _read_chunk_bytes(f, pos: int, n: int) -> Optional[bytes]:
   return out
 
 
+def _last_block_chunk(buf, size: int) -> int:
+  """Where the chunk holding the file's last whole block header begins.
+
+  Riegeli puts a block header every 64 KiB, saying how far back the chunk it
+  interrupts began; a walk can start there instead of at the first chunk.
+  """
+  block = (size - 1) // _BLOCK_SIZE * _BLOCK_SIZE
+  while block > 0 and block + _BLOCK_HEADER_SIZE > size:
+    block -= _BLOCK_SIZE
+  if block <= 0:
+    return len(SIGNATURE)
+  header = buf[block:block + _BLOCK_HEADER_SIZE]
+  if header[:8] != highway_hash(header[8:]).to_bytes(8, 'little'):
+    raise DamagedFileError(
+        f'is corrupt: the block header at byte {block} does not match its '
+        'hash')
+  return block - int.from_bytes(header[8:16], 'little')
+
+
 _VERIFY_MAX_BYTES = 1 << 18
 
 
-def _verify_chunk(f, pos: int) -> None:
+def _verify_chunk(buf, pos: int) -> None:
   """Raises unless the chunk at ``pos`` matches its header and data hashes.
 
   Data larger than 256 KiB is not hashed (pure Python: ~1 ms per KiB).
   """
-  header = _read_chunk_bytes(f, pos, _CHUNK_HEADER_SIZE)
+  header = _read_chunk_bytes(buf, pos, _CHUNK_HEADER_SIZE)
   data_size = int.from_bytes(header[8:16], 'little')
   ok = header[:8] == highway_hash(header[8:]).to_bytes(8, 'little')
   if ok and data_size <= _VERIFY_MAX_BYTES:
-    data = _read_chunk_bytes(f, pos, _CHUNK_HEADER_SIZE + data_size)
+    data = _read_chunk_bytes(buf, pos, _CHUNK_HEADER_SIZE + data_size)
     ok = header[16:24] == highway_hash(
         data[_CHUNK_HEADER_SIZE:]).to_bytes(8, 'little')
   if not ok:
@@ -202,11 +222,15 @@ def _verify_chunk(f, pos: int) -> None:
         f'is corrupt: the chunk at byte {pos} does not match its hash')
 
 
-def scan(path: str, verify_last: bool = False) -> Extent:
+def scan(path: str, verify_last: bool = False,
+         tail_only: bool = False) -> Extent:
   """Walks the chunk headers of the riegeli file ``path``.
 
   Args:
     path: a riegeli file.
+    tail_only: walk only the chunks from the last 64 KiB block on (the
+      file's end is checked, in time independent of its size); ``records``
+      is then None.
     verify_last: also check the hashes of the last whole chunk (its data
       only up to 256 KiB): its damage, unlike a truncation, cannot come
       from a killed writer.
@@ -225,19 +249,24 @@ def scan(path: str, verify_last: bool = False) -> Extent:
       or (``verify_last``) the last whole chunk does not match its hashes.
   """
   size = os.path.getsize(path)
-  with open(path, 'rb') as f:
-    head = f.read(len(SIGNATURE))
+  if size == 0:
+    return Extent(0, 0, 0, None)
+  with open(path, 'rb') as f, mmap.mmap(f.fileno(), 0,
+                                        access=mmap.ACCESS_READ) as buf:
+    head = buf[:len(SIGNATURE)]
     if head != SIGNATURE[:len(head)]:
       raise DamagedFileError(
           'is corrupt: it does not start with the riegeli file signature '
           '(truncated or overwritten)')
     if size < len(SIGNATURE):
-      problem = (None if size == 0 else
-                 f'ends inside the riegeli signature ({size} bytes)')
-      return Extent(size, 0, 0, problem)
+      return Extent(size, 0, 0,
+                    f'ends inside the riegeli signature ({size} bytes)')
     pos, records, last = len(SIGNATURE), 0, None
+    if tail_only and size > _BLOCK_SIZE:
+      pos, records = max(pos, _last_block_chunk(buf, size)), None
+    header = end = None
     while pos < size:
-      header = _read_chunk_bytes(f, pos, _CHUNK_HEADER_SIZE)
+      header = _read_chunk_bytes(buf, pos, _CHUNK_HEADER_SIZE)
       if header is None:
         break
       if header[24] not in _CHUNK_TYPES:
@@ -252,10 +281,11 @@ def scan(path: str, verify_last: bool = False) -> Extent:
               f'is corrupt: the header of the chunk at byte {pos} does not '
               'match its hash')
         break
-      records += num_records
+      if records is not None:
+        records += num_records
       last, pos = pos, end
     if verify_last and last is not None:
-      _verify_chunk(f, last)
+      _verify_chunk(buf, last)
   if pos >= size:
     return Extent(size, size, records, None)
   if header is None:
