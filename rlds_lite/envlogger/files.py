@@ -34,14 +34,14 @@ SHARD_FILES = ('steps.riegeli', 'step_offsets.riegeli',
 def shard_dirs(data_dir: str) -> List[str]:
   """Sub-folders holding at least one shard file, in chronological order.
 
-  Hidden folders (``.name``, e.g. the staging folder of
-  ``record(overwrite=True)``) are never writer folders.
+  (The staging folder of ``record(overwrite=True)`` holds a recording, not
+  shard files: it is not one, for EnvLogger's reader either.)
   """
   shards = []
   for name in sorted(os.listdir(data_dir)):
     path = os.path.join(data_dir, name)
-    if (not name.startswith('.') and os.path.isdir(path) and
-        any(os.path.exists(os.path.join(path, f)) for f in SHARD_FILES)):
+    if os.path.isdir(path) and any(
+        os.path.exists(os.path.join(path, f)) for f in SHARD_FILES):
       shards.append(path)
   return shards
 

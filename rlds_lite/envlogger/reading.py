@@ -253,9 +253,10 @@ def read_episodes(data_dir: PathLike) -> Iterator[Dict[str, Any]]:
     data_dir: An EnvLogger (riegeli) recording directory.
 
   Returns:
-    An iterator of episode dicts. The files are checked before it is
-    returned (see `validate_recording`); damage inside them is reported when
-    the damaged episode is reached.
+    An iterator of episode dicts. The files are checked, and each writer
+    folder's episodes found (their index checked against the step offsets,
+    the last one's timesteps read), before it is returned; other damage is
+    reported when the damaged episode is reached.
 
   Raises:
     FileNotFoundError: `data_dir` or one of its files is missing, or it is
