@@ -433,8 +433,12 @@ def record(env: dm_env.Environment,
     episode's `reset()` has been recorded, or `record` has returned. A crash
     loses the episode in progress and, if it strikes after an episode's last
     step but before the next reset is recorded (while `env.reset()` runs,
-    or during the flush that records it), that episode too. Every reader then drops the unfinished episode with a
-    `RecoveredRecordingWarning` (see `read_episodes`).
+    or during the flush that records it), that episode too. Every reader
+    then drops the unfinished episode with a `RecoveredRecordingWarning`
+    (see `read_episodes`). An exception (from the policy, the environment
+    or a callback) closes the files instead: the episode in progress is
+    kept, cut off (without a LAST timestep, as an episode cut off by
+    `reset()`), and the exception propagates.
   - The cost: each flush ends a riegeli chunk in each of the four files of
     the writer folder and fsyncs them. Measured with
     `benchmarks/bench_record_flush.py` (ext4 on a virtual disk, 2 cores
