@@ -274,7 +274,8 @@ def _values_equal(a: Any, b: Any) -> bool:
 
 def _inspect_existing(envlogger: types.ModuleType, data_dir: str,
                       env: dm_env.Environment,
-                      metadata: Optional[Mapping[str, Any]]) -> Tuple[int, bool]:
+                      metadata: Optional[Mapping[str, Any]]
+                      ) -> Tuple[int, bool]:
   """Episode count and `record` marker of the recording at `data_dir`.
 
   Counts the episodes every reader reads (see `rlds_lite.envlogger.folders`:
