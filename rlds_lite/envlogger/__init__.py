@@ -10,6 +10,14 @@ A recording (EnvLogger's riegeli backend) is a directory with
 timestamped folder per writer holding `steps.riegeli`, `step_offsets.riegeli`,
 `episode_metadata.riegeli` and `episode_index.riegeli`.
 
+Recordings survive crashes: `record` flushes as each episode starts, so a
+crash (even SIGKILL) loses at most the episode in progress; every reader
+(`read_episodes`, `validate_recording`, `rlds_lite.tfds.build_from_envlogger`)
+reads what a killed writer left as EnvLogger's own reader does, dropping the
+unfinished episode with a `RecoveredRecordingWarning`; `record(append=True)`
+and `record(overwrite=True)` never destroy the recording that was there
+before the new data is complete (see docs/guarantees.md).
+
 Example:
   >>> import tempfile
   >>> from rlds_lite import envs
@@ -30,6 +38,7 @@ from rlds_lite.envlogger.compat import CorruptRecordingError
 from rlds_lite.envlogger.compat import EnvLoggerUnavailableError
 from rlds_lite.envlogger.compat import import_envlogger
 from rlds_lite.envlogger.compat import patch_numpy_for_envlogger
+from rlds_lite.envlogger.compat import RecoveredRecordingWarning
 from rlds_lite.envlogger.compat import SUPPORTED_ENVLOGGER
 from rlds_lite.envlogger.files import METADATA_FILE
 from rlds_lite.envlogger.files import SHARD_FILES
@@ -37,22 +46,25 @@ from rlds_lite.envlogger.files import validate_recording
 from rlds_lite.envlogger.reading import as_metadata_dict
 from rlds_lite.envlogger.reading import read_episodes
 from rlds_lite.envlogger.recording import COMPRESSIONS
-from rlds_lite.envlogger.recording import FLUSH_EVERY_STEPS
 from rlds_lite.envlogger.recording import record
 from rlds_lite.envlogger.recording import RECORDER_KEY
 from rlds_lite.envlogger.recording import RecordingSummary
+from rlds_lite.envlogger.staging import finish_overwrite
+from rlds_lite.envlogger.staging import RecordingLockedError
 
 __all__ = [
     'COMPRESSIONS',
     'CorruptRecordingError',
     'EnvLoggerUnavailableError',
-    'FLUSH_EVERY_STEPS',
     'METADATA_FILE',
     'RECORDER_KEY',
+    'RecordingLockedError',
     'RecordingSummary',
+    'RecoveredRecordingWarning',
     'SHARD_FILES',
     'SUPPORTED_ENVLOGGER',
     'as_metadata_dict',
+    'finish_overwrite',
     'import_envlogger',
     'patch_numpy_for_envlogger',
     'read_episodes',

@@ -34,6 +34,16 @@ class CorruptRecordingError(ValueError):
   """A file of an EnvLogger recording is damaged; the message names it."""
 
 
+class RecoveredRecordingWarning(UserWarning):
+  """Data a killed writer left unfinished was skipped; the message says which.
+
+  Issued (once per file or writer folder) when a reader ignores the
+  truncated tail of a file, a writer folder holding nothing yet, or the
+  unfinished episode at the end of a writer folder. Turn it into an error
+  with ``warnings.simplefilter('error', RecoveredRecordingWarning)``.
+  """
+
+
 def patch_numpy_for_envlogger() -> Tuple[str, ...]:
   """Defines `np.unicode_` and `np.string_` if missing (NumPy 2 removed them).
 

@@ -4,8 +4,9 @@ A recording (EnvLogger's riegeli backend) is a directory with
 `metadata.riegeli` (dataset metadata and the environment specs) and one
 timestamped folder per writer holding `steps.riegeli`, `step_offsets.riegeli`,
 `episode_metadata.riegeli` and `episode_index.riegeli`. `validate_recording`
-checks the files (names, riegeli signatures, truncated chunks) and names the
-damaged one.
+checks the files (names, riegeli signatures, chunk headers) and names the
+damaged one; what a killed writer leaves (a truncated tail, a folder with
+nothing flushed yet) is read as EnvLogger's reader reads it, with a warning.
 """
 
 import contextlib
@@ -13,10 +14,14 @@ import logging
 import os
 import tempfile
 import types
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+import warnings
 
+from rlds_lite.envlogger import riegeli_files
+from rlds_lite.envlogger import staging
 from rlds_lite.envlogger.compat import CorruptRecordingError
 from rlds_lite.envlogger.compat import PathLike
+from rlds_lite.envlogger.compat import RecoveredRecordingWarning
 
 METADATA_FILE = 'metadata.riegeli'
 """The dataset-level file at the root of a recording."""
@@ -24,15 +29,14 @@ SHARD_FILES = ('steps.riegeli', 'step_offsets.riegeli',
                'episode_metadata.riegeli', 'episode_index.riegeli')
 """The files of each writer's (timestamped) folder in a recording."""
 
-# Every riegeli file starts with this 64-byte file signature.
-_RIEGELI_SIGNATURE = bytes.fromhex(
-    '83af70d10d884a3f00000000000000004000000000000000'
-    '91bac23c9287e1a90000000000000000e19f13c0e9b1c372'
-    '73000000000000000000000000000000')
 
 
 def shard_dirs(data_dir: str) -> List[str]:
-  """Sub-folders holding at least one shard file, in chronological order."""
+  """Sub-folders holding at least one shard file, in chronological order.
+
+  (The staging folder of ``record(overwrite=True)`` holds a recording, not
+  shard files: it is not one, for EnvLogger's reader either.)
+  """
   shards = []
   for name in sorted(os.listdir(data_dir)):
     path = os.path.join(data_dir, name)
@@ -47,107 +51,165 @@ def has_recording(data_dir: str) -> bool:
           bool(shard_dirs(data_dir)))
 
 
-# Riegeli layout constants (github.com/google/riegeli, riegeli_records_file_format.md).
-_BLOCK_SIZE = 1 << 16
-_BLOCK_HEADER_SIZE = 24
-_USABLE_BLOCK_SIZE = _BLOCK_SIZE - _BLOCK_HEADER_SIZE
-_CHUNK_HEADER_SIZE = 40
-_CHUNK_TYPES = frozenset(b'smprt')  # signature, metadata, padding, records.
+def warn_recovered(message: str) -> None:
+  """Issues a `RecoveredRecordingWarning` (shown once per message)."""
+  warnings.warn(message, RecoveredRecordingWarning, stacklevel=2)
 
 
-def _chunk_end(chunk_begin: int, data_size: int, num_records: int) -> int:
-  """End of a riegeli chunk, counting the block headers that interrupt it."""
-  size = _CHUNK_HEADER_SIZE + data_size
-  overhead = (size + (chunk_begin + _USABLE_BLOCK_SIZE - 1) % _BLOCK_SIZE
-             ) // _USABLE_BLOCK_SIZE
-  end = chunk_begin + size + overhead * _BLOCK_HEADER_SIZE
-  records_end = chunk_begin + num_records
-  remaining = _BLOCK_SIZE - 1 - (records_end + _BLOCK_SIZE - 1) % _BLOCK_SIZE
-  return max(end, records_end + max(remaining - (_USABLE_BLOCK_SIZE - 1), 0))
+def _scan(path: str, verify_last: bool = False,
+          tail_only: bool = False) -> riegeli_files.Extent:
+  """`riegeli_files.scan`, damage raised as an error naming the file."""
+  try:
+    return riegeli_files.scan(path, verify_last, tail_only)
+  except riegeli_files.DamagedFileError as e:
+    raise CorruptRecordingError(f'EnvLogger file {path} {e}.') from e
 
 
-def _read_skipping_block_headers(f: Any, pos: int, n: int) -> Optional[bytes]:
-  """`n` chunk bytes from file position `pos`; None if the file ends first."""
-  out = b''
-  while len(out) < n:
-    if pos % _BLOCK_SIZE == 0:
-      pos += _BLOCK_HEADER_SIZE
-    take = min(n - len(out), _BLOCK_SIZE - pos % _BLOCK_SIZE)
-    f.seek(pos)
-    data = f.read(take)
-    if len(data) < take:
-      return None
-    out += data
-    pos += take
-  return out
+def _check_metadata_file(path: str) -> None:
+  """Raises unless ``metadata.riegeli`` is a whole riegeli file with a record.
 
-
-def _riegeli_damage(path: str) -> Optional[str]:
-  """Why `path` is not a complete riegeli file, or None if it looks whole.
-
-  Walks the chunk headers (no hashes: damage inside chunk data is found by
-  EnvLogger's reader): the file must start with the signature and its last
-  chunk must end exactly at the end of the file.
+  EnvLogger writes it whole before any writer folder exists, so (unlike a
+  writer folder's files) it is never legitimately cut short.
   """
-  size = os.path.getsize(path)
-  if size == 0:
-    return ('is empty (the writer was killed before EnvLogger.close(), or '
-            'the copy is incomplete)')
-  with open(path, 'rb') as f:
-    if f.read(len(_RIEGELI_SIGNATURE)) != _RIEGELI_SIGNATURE:
-      return ('is corrupt: it does not start with the riegeli file '
-              'signature (truncated or overwritten)')
-    pos = len(_RIEGELI_SIGNATURE)
-    while pos < size:
-      header = _read_skipping_block_headers(f, pos, _CHUNK_HEADER_SIZE)
-      if header is None:
-        return f'is truncated: it ends inside the chunk header at byte {pos}'
-      if header[24] not in _CHUNK_TYPES:
-        return f'is corrupt: the chunk at byte {pos} has an unknown type'
-      end = _chunk_end(pos, int.from_bytes(header[8:16], 'little'),
-                       int.from_bytes(header[25:32], 'little'))
-      if end > size:
-        return (f'is truncated: the chunk at byte {pos} ends at byte {end} '
-                f'but the file has {size} bytes')
-      pos = end
-  return None
-
-
-def _check_riegeli_file(path: str, needs_records: bool = False) -> None:
-  """Raises if `path` is missing, or is not a complete riegeli file."""
   if not os.path.isfile(path):
     raise FileNotFoundError(
         f'EnvLogger file {path} is missing: the recording is incomplete.')
-  damage = _riegeli_damage(path)
-  if damage is None and needs_records and (
-      os.path.getsize(path) <= len(_RIEGELI_SIGNATURE)):
-    damage = 'holds no records'
-  if damage is not None:
-    raise CorruptRecordingError(f'EnvLogger file {path} {damage}.')
+  extent = _scan(path)
+  if extent.size == 0:
+    raise CorruptRecordingError(
+        f'EnvLogger file {path} is empty (the writer was killed while '
+        'creating the recording, or the copy is incomplete).')
+  if extent.problem is not None:
+    raise CorruptRecordingError(
+        f'EnvLogger file {path} is truncated: it {extent.problem}.')
+  if not extent.records:
+    raise CorruptRecordingError(f'EnvLogger file {path} holds no records.')
+
+
+def folder_extents(shard: str) -> Optional[Dict[str, riegeli_files.Extent]]:
+  """The `riegeli_files.Extent` of each file of a writer folder.
+
+  EnvLogger's writer flushes a folder's files in order (steps, step offsets,
+  episode metadata, episode index), each by appending whole chunks. A
+  truncated tail (a writer killed while appending a chunk) is not an error:
+  a `RecoveredRecordingWarning` names the file and the bytes after its last
+  whole chunk, which readers ignore (as EnvLogger's reader does).
+
+  Returns:
+    ``{file name: extent}``, or None (after a warning) for a folder without
+    a whole step-offsets record: its writer was killed (or is still
+    recording) before it first flushed, and EnvLogger's reader finds no
+    episode there either.
+
+  Raises:
+    FileNotFoundError: a file is missing from a folder holding data.
+    CorruptRecordingError: a file is damaged (not a riegeli file, a damaged
+      chunk header), or the index lists episodes without step offsets.
+  """
+  extents = {}
+  offsets, index = SHARD_FILES[1], SHARD_FILES[3]
+  for name in SHARD_FILES:
+    path = os.path.join(shard, name)
+    if os.path.isfile(path):
+      # The last chunk of the offsets and the index decides which episodes
+      # exist: damage there (unlike a truncation) must not pass for a kill.
+      # Only the end of the (large) steps file is walked: its damage is
+      # found when its records are read.
+      extents[name] = _scan(path, verify_last=name in (offsets, index),
+                            tail_only=name == SHARD_FILES[0])
+  if not any(extents[n].records for n in (offsets, index) if n in extents):
+    size = sum(e.size for e in extents.values())
+    warn_recovered(
+        f'EnvLogger writer folder {shard} holds no complete step offsets '
+        f'({size} bytes in all): its writer was killed (or is still '
+        'recording) before it first flushed. The folder was ignored.')
+    return None
+  for name in SHARD_FILES:
+    if name not in extents:
+      raise FileNotFoundError(
+          f'EnvLogger file {os.path.join(shard, name)} is missing: the '
+          'recording is incomplete.')
+  if not extents[offsets].records:
+    raise CorruptRecordingError(
+        f'EnvLogger file {os.path.join(shard, offsets)} is corrupt: it '
+        f'holds no step offsets but {index} lists episodes.')
+  for name, extent in extents.items():
+    if extent.problem is not None:
+      warn_recovered(
+          f'EnvLogger file {os.path.join(shard, name)} {extent.problem}: its '
+          f'last {extent.ignored_bytes} bytes (after byte '
+          f'{extent.whole_end}) were ignored. A writer killed while writing '
+          'leaves such a truncated tail.')
+  return extents
+
+
+def _check_directory(data_dir: str) -> None:
+  if not os.path.exists(data_dir):
+    raise FileNotFoundError(f'EnvLogger directory {data_dir} does not exist.')
+  if not os.path.isdir(data_dir):
+    raise NotADirectoryError(
+        f'EnvLogger directory {data_dir} is a file, not a directory.')
+  metadata_path = os.path.join(data_dir, METADATA_FILE)
+  if (not os.path.exists(metadata_path) and
+      staging.overwrite_in_progress(data_dir)):
+    raise FileNotFoundError(
+        f'EnvLogger file {metadata_path} is missing: a record(..., '
+        'overwrite=True) was interrupted while it swapped the new recording '
+        'in. Call rlds_lite.envlogger.finish_overwrite('
+        f'{data_dir!r}) (or record into it again) to complete it.')
+  if not [n for n in os.listdir(data_dir) if not n.startswith('.')]:
+    raise FileNotFoundError(
+        f'{data_dir} is empty: no EnvLogger recording (expected '
+        f'{METADATA_FILE} and one folder per writer).')
+  _check_metadata_file(metadata_path)
+
+
+def recording_folders(data_dir: PathLike, require_folders: bool = True
+                      ) -> Dict[str, Dict[str, riegeli_files.Extent]]:
+  """`validate_recording`'s checks; ``{writer folder: its file extents}``.
+
+  With ``require_folders`` False, a recording without writer folders (its
+  first writer was killed before its first reset) has none.
+  """
+  data_dir = os.fspath(data_dir)
+  _check_directory(data_dir)
+  shards = shard_dirs(data_dir)
+  if not shards and require_folders:
+    raise FileNotFoundError(
+        f'EnvLogger recording {data_dir} holds no episodes: it has '
+        f'{METADATA_FILE} but no writer folder with {", ".join(SHARD_FILES)}.')
+  folders = {}
+  for shard in shards:
+    extents = folder_extents(shard)
+    if extents is not None:
+      folders[shard] = extents
+  return folders
 
 
 def validate_recording(data_dir: PathLike) -> Tuple[str, ...]:
   """Checks the files of an EnvLogger recording; returns its writer folders.
 
-  Checks that `data_dir` exists, has `metadata.riegeli` and at least one
-  writer folder, that every writer folder has all of `SHARD_FILES`, and that
-  every file is a whole riegeli file: it starts with the riegeli signature and
-  its chunks end exactly at the end of the file (this finds empty, truncated
-  and overwritten files, naming them). Folders with none of the shard files
-  are ignored. Damage inside chunk data is found when reading
-  (`read_episodes`).
+  Checks that `data_dir` exists, that `metadata.riegeli` is a whole riegeli
+  file, and that every writer folder holding data has all of `SHARD_FILES`,
+  each a riegeli file (it starts with the riegeli signature and its chunk
+  headers are sound). What a killed writer leaves is read as EnvLogger's
+  reader reads it, with one `RecoveredRecordingWarning` each: a file ending
+  inside its last chunk is read up to its last whole chunk, and a folder
+  whose writer was killed before its first flush is ignored. Damage inside
+  chunk data is found when reading (`read_episodes`).
 
   Args:
     data_dir: The recording directory.
 
   Returns:
-    The writer folders' paths, oldest first.
+    The paths of the writer folders holding data, oldest first.
 
   Raises:
     FileNotFoundError: `data_dir`, `metadata.riegeli`, every writer folder,
       or one shard file is missing (the message names it).
     NotADirectoryError: `data_dir` is a file.
-    CorruptRecordingError: A file is empty, truncated or not a riegeli file.
+    CorruptRecordingError: A file is not a riegeli file or is damaged, or
+      `metadata.riegeli` is empty or truncated (the message names it).
 
   Example:
     >>> import tempfile
@@ -156,98 +218,111 @@ def validate_recording(data_dir: PathLike) -> Tuple[str, ...]:
     ...
     FileNotFoundError: ... is empty: no EnvLogger recording ...
   """
-  data_dir = os.fspath(data_dir)
-  if not os.path.exists(data_dir):
-    raise FileNotFoundError(f'EnvLogger directory {data_dir} does not exist.')
-  if not os.path.isdir(data_dir):
-    raise NotADirectoryError(
-        f'EnvLogger directory {data_dir} is a file, not a directory.')
-  if not os.listdir(data_dir):
-    raise FileNotFoundError(
-        f'{data_dir} is empty: no EnvLogger recording (expected '
-        f'{METADATA_FILE} and one folder per writer).')
-  _check_riegeli_file(os.path.join(data_dir, METADATA_FILE), needs_records=True)
-  shards = shard_dirs(data_dir)
-  if not shards:
-    raise FileNotFoundError(
-        f'EnvLogger recording {data_dir} holds no episodes: it has '
-        f'{METADATA_FILE} but no writer folder with {", ".join(SHARD_FILES)}.')
-  for shard in shards:
-    for name in SHARD_FILES:
-      # A writer without episode metadata leaves that file with no records.
-      _check_riegeli_file(os.path.join(shard, name),
-                          needs_records=name != SHARD_FILES[2])
-  return tuple(shards)
+  return tuple(recording_folders(data_dir))
 
 
-class _EmptyStepsFilter(logging.Filter):
-  """Catches EnvLogger's "empty step offset file" log, which it then ignores.
+@contextlib.contextmanager
+def _view(data_dir: str, shard: Optional[str]) -> Iterator[str]:
+  """A temporary directory linking `metadata.riegeli` and at most one folder.
 
-  EnvLogger's reader logs a misleading "you likely forgot to call close()"
-  traceback and carries on when `step_offsets.riegeli` cannot be read; this
-  filter hides that log and remembers it so that a clear error is raised.
+  EnvLogger's readers take a whole recording; this view lets each writer
+  folder be read, and its errors be reported, on its own. Readers keep their
+  files open, so the links can go once a reader is open.
   """
-
-  def __init__(self):
-    super().__init__()
-    self.seen = False
-
-  def filter(self, record: logging.LogRecord) -> bool:
-    if 'empty step offset file' in str(record.msg):
-      self.seen = True
-      return False
-    return True
-
-
-def _backend_reader(data_dir: str, shard: Optional[str]) -> Any:
-  """EnvLogger's riegeli reader over `metadata.riegeli` and one folder.
-
-  EnvLogger's reader takes a whole recording; a temporary directory of
-  symbolic links (the root metadata plus at most one writer folder) lets each
-  folder be read, and its errors be reported, on its own. The links are
-  removed once the native reader has opened the files.
-  """
-  from envlogger.backends import riegeli_backend_reader  # pylint: disable=g-import-not-at-top
-  absl_logger = logging.getLogger('absl')
-  empty_steps = _EmptyStepsFilter()
   with tempfile.TemporaryDirectory(prefix='rlds_lite_envlogger_') as view:
     os.symlink(os.path.abspath(os.path.join(data_dir, METADATA_FILE)),
                os.path.join(view, METADATA_FILE))
     if shard is not None:
       os.symlink(os.path.abspath(shard),
                  os.path.join(view, os.path.basename(shard)))
-    absl_logger.addFilter(empty_steps)
-    try:
-      backend = riegeli_backend_reader.RiegeliBackendReader(view)
-    except (RuntimeError, ValueError, TypeError) as e:
-      e.args = tuple(str(a).replace(view, data_dir) for a in e.args)
-      raise
-    finally:
-      absl_logger.removeFilter(empty_steps)
-  if empty_steps.seen and shard is not None:
-    backend.close()
-    raise CorruptRecordingError(
-        f'EnvLogger file {os.path.join(shard, SHARD_FILES[1])} is corrupt: '
-        'EnvLogger cannot read its step offsets.')
-  return backend
+    yield view
+
+
+def _open_error(data_dir: str, shard: str,
+                error: Exception) -> CorruptRecordingError:
+  """The error for a folder EnvLogger cannot open: names the culprit file."""
+  culprit = shard
+  try:
+    with _view(data_dir, None) as view:
+      from envlogger.backends.python import riegeli_dataset_reader  # pylint: disable=g-import-not-at-top
+      reader = riegeli_dataset_reader.RiegeliDatasetReader()
+      reader.init(view)
+      reader.close()
+  except (RuntimeError, ValueError, TypeError):
+    culprit = os.path.join(data_dir, METADATA_FILE)
+  return CorruptRecordingError(f'Cannot read EnvLogger data {culprit}: {error}')
 
 
 @contextlib.contextmanager
-def open_shard(envlogger: types.ModuleType, data_dir: str, shard: str):
-  """An `envlogger.Reader` over one writer folder of a recording."""
-  try:
-    backend = _backend_reader(data_dir, shard)
-  except CorruptRecordingError:
-    raise
-  except (RuntimeError, ValueError, TypeError) as e:
-    culprit = shard
+def open_native(data_dir: str, shard: str) -> Iterator[Any]:
+  """EnvLogger's native ``RiegeliDatasetReader`` over one writer folder.
+
+  Raises:
+    CorruptRecordingError: naming the file EnvLogger cannot read.
+  """
+  from envlogger.backends.python import riegeli_dataset_reader  # pylint: disable=g-import-not-at-top
+  reader = riegeli_dataset_reader.RiegeliDatasetReader()
+  with _view(data_dir, shard) as view:
     try:
-      _backend_reader(data_dir, None).close()
-    except (RuntimeError, ValueError, TypeError):
-      culprit = os.path.join(data_dir, METADATA_FILE)
-    raise CorruptRecordingError(
-        f'Cannot read EnvLogger data {culprit}: {e}') from e
-  reader = envlogger.Reader(backend=backend)
+      reader.init(view)
+    except RuntimeError as e:
+      message = str(e).replace(view, data_dir)
+      if message.startswith('NOT_FOUND: Empty steps in '):
+        error = CorruptRecordingError(
+            f'EnvLogger file {os.path.join(shard, SHARD_FILES[1])} is '
+            'corrupt: EnvLogger cannot read its step offsets.')
+      else:
+        error = _open_error(data_dir, shard, RuntimeError(message))
+      reader.close()
+      raise error from e
+  try:
+    yield reader
+  finally:
+    reader.close()
+
+
+class _EmptyStepsFilter(logging.Filter):
+  """Catches EnvLogger's "empty step offset file" log, which it then ignores.
+
+  EnvLogger's reader logs a misleading "you likely forgot to call close()"
+  traceback and carries on when `step_offsets.riegeli` cannot be read; the
+  folder plan (`rlds_lite.envlogger.folders`) has already raised a clear
+  error for that, so the log is hidden.
+  """
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    return 'empty step offset file' not in str(record.msg)
+
+
+def backend_reader(data_dir: str, shard: Optional[str]) -> Any:
+  """EnvLogger's ``RiegeliBackendReader`` over `metadata.riegeli` and a folder.
+
+  With ``shard`` None, it reads only the recording's metadata and specs.
+  """
+  from envlogger.backends import riegeli_backend_reader  # pylint: disable=g-import-not-at-top
+  absl_logger = logging.getLogger('absl')
+  empty_steps = _EmptyStepsFilter()
+  with _view(data_dir, shard) as view:
+    absl_logger.addFilter(empty_steps)
+    try:
+      return riegeli_backend_reader.RiegeliBackendReader(view)
+    except (RuntimeError, ValueError, TypeError) as e:
+      message = str(e).replace(view, data_dir)
+      if shard is None:
+        raise CorruptRecordingError(
+            f'Cannot read EnvLogger data '
+            f'{os.path.join(data_dir, METADATA_FILE)}: {message}') from e
+      raise _open_error(data_dir, shard, RuntimeError(message)) from e
+    finally:
+      absl_logger.removeFilter(empty_steps)
+
+
+@contextlib.contextmanager
+def open_shard(envlogger: types.ModuleType, data_dir: str,
+               shard: Optional[str]):
+  """An `envlogger.Reader` over one writer folder of a recording (or, with
+  ``shard`` None, over its metadata and specs only)."""
+  reader = envlogger.Reader(backend=backend_reader(data_dir, shard))
   try:
     yield reader
   finally:

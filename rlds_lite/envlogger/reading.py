@@ -3,7 +3,7 @@
 
 import os
 import types
-from typing import Any, Dict, Iterator, List, Sequence
+from typing import Any, Dict, Iterator, List, Sequence, Tuple
 
 import dm_env
 import numpy as np
@@ -14,9 +14,11 @@ from rlds_lite import rlds_types
 from rlds_lite.envlogger.compat import CorruptRecordingError
 from rlds_lite.envlogger.compat import import_envlogger
 from rlds_lite.envlogger.compat import PathLike
+from rlds_lite.envlogger import folders
+from rlds_lite.envlogger.files import open_native
 from rlds_lite.envlogger.files import open_shard
+from rlds_lite.envlogger.files import recording_folders
 from rlds_lite.envlogger.files import SHARD_FILES
-from rlds_lite.envlogger.files import validate_recording
 from rlds_lite.envlogger.recording import RECORDER_KEY
 
 def reset_zeros(spec: Any, field: str, where: str) -> Any:
@@ -142,9 +144,10 @@ def _episode_dict(steps: Sequence[Any], step_types: np.ndarray,
   }
 
 
-def _read_steps(episode: Sequence[Any], shard: str, index: int) -> List[Any]:
+def _read_steps(episode: Sequence[Any], length: int, shard: str,
+                index: int) -> List[Any]:
   steps = []
-  for j in range(len(episode)):
+  for j in range(length):
     try:
       steps.append(episode[j])
     except Exception as e:  # pylint: disable=broad-except
@@ -156,26 +159,6 @@ def _read_steps(episode: Sequence[Any], shard: str, index: int) -> List[Any]:
           f'{SHARD_FILES[1]}): the file is truncated or corrupt ({e!r}).'
       ) from e
   return steps
-
-
-def _check_index(reader: Any, shard: str) -> None:
-  """Raises unless the episode index covers exactly the recorded steps."""
-  index = os.path.join(shard, SHARD_FILES[3])
-  episodes = reader.episodes
-  if not len(episodes):  # pylint: disable=g-explicit-length-test
-    raise CorruptRecordingError(
-        f'EnvLogger file {index} lists no episodes although {shard} holds '
-        f'{SHARD_FILES[0]}: the index is corrupt, or the writer was killed '
-        'before EnvLogger.close().')
-  try:
-    lengths = [len(episode) for episode in episodes]
-  except ValueError:  # EnvLogger computed a negative length.
-    lengths = [-1]
-  if min(lengths) < 1 or sum(lengths) != len(reader.steps):
-    raise CorruptRecordingError(
-        f'EnvLogger files {index} and {SHARD_FILES[1]} disagree: the '
-        f'{len(episodes)} indexed episodes do not cover the '
-        f'{len(reader.steps)} listed timesteps; one of the files is corrupt.')
 
 
 def _check_boundaries(step_types: np.ndarray, index: str, i: int) -> None:
@@ -196,16 +179,34 @@ def _check_marked_metadata(metadata: Any, shard: str, i: int) -> None:
         'rlds_lite.envlogger.record stores for every episode.')
 
 
+def recording_episodes(data_dir: str
+                       ) -> List[Tuple[str, folders.Bounds]]:
+  """``(writer folder, episode bounds)`` of a recording, oldest folder first.
+
+  Checks every file and plans every folder (see
+  `rlds_lite.envlogger.folders.folder_episodes`) before anything is read, so
+  structural damage is raised, and what a killed writer left is warned
+  about, at once.
+  """
+  planned = []
+  for shard, extents in recording_folders(data_dir).items():
+    with open_native(data_dir, shard) as native:
+      planned.append((shard, folders.folder_episodes(native, shard, extents)))
+  return planned
+
+
 def _iterate_episodes(envlogger: types.ModuleType, data_dir: str,
-                      shards: Sequence[str]) -> Iterator[Dict[str, Any]]:
-  for shard in shards:
+                      planned: Sequence[Tuple[str, folders.Bounds]]
+                      ) -> Iterator[Dict[str, Any]]:
+  for shard, bounds in planned:
+    if not bounds:
+      continue
     with open_shard(envlogger, data_dir, shard) as reader:
-      _check_index(reader, shard)
       marked = RECORDER_KEY in (reader.metadata() or {})
       episodes = reader.episodes
       episode_metadata = reader.episode_metadata()
-      for i in range(len(episodes)):
-        steps = _read_steps(episodes[i], shard, i)
+      for i, (_, length) in enumerate(bounds):
+        steps = _read_steps(episodes[i], length, shard, i)
         try:
           metadata = episode_metadata[i]
         except Exception as e:  # pylint: disable=broad-except
@@ -238,13 +239,24 @@ def read_episodes(data_dir: PathLike) -> Iterator[Dict[str, Any]]:
   An episode cut off by a `reset()` ends without a LAST timestep, and an
   episode that is only a `reset()` has `T == 1`.
 
+  A recording whose writer was killed (or is still recording) is read as
+  EnvLogger's own reader reads it, every writer folder, with one
+  `RecoveredRecordingWarning` for each thing skipped: the truncated tail of
+  a file (read up to its last whole chunk), a writer folder with nothing
+  flushed, and the timesteps after the last episode a folder's index lists
+  (the unfinished episode: EnvLogger's reader would append them to that
+  last episode, with the next reset inside it). Every reader of rlds_lite
+  (`read_episodes`, `rlds_lite.tfds.read_rlds_episodes`,
+  `rlds_lite.tfds.build_from_envlogger`) gives the same episodes.
+
   Args:
     data_dir: An EnvLogger (riegeli) recording directory.
 
   Returns:
-    An iterator of episode dicts. The files are checked before it is
-    returned (see `validate_recording`); damage inside them is reported when
-    the damaged episode is reached.
+    An iterator of episode dicts. The files are checked, and each writer
+    folder's episodes found (their index checked against the step offsets,
+    the last one's timesteps read), before it is returned; other damage is
+    reported when the damaged episode is reached.
 
   Raises:
     FileNotFoundError: `data_dir` or one of its files is missing, or it is
@@ -267,6 +279,5 @@ def read_episodes(data_dir: PathLike) -> Iterator[Dict[str, Any]]:
     >>> tmp.cleanup()
   """
   data_dir = os.fspath(data_dir)
-  shards = validate_recording(data_dir)
   envlogger = import_envlogger()
-  return _iterate_episodes(envlogger, data_dir, shards)
+  return _iterate_episodes(envlogger, data_dir, recording_episodes(data_dir))

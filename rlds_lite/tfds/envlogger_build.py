@@ -6,7 +6,10 @@ exact) and the episodes are converted with the exact RLDS alignment described
 in `rlds_lite.tfds.envlogger_episodes`.
 
 Everything is checked before anything is written: the dataset must not exist
-yet, every path must hold complete recordings with the same specs. Episodes
+yet, every path must hold recordings with the same specs. A recording whose
+writer was killed is read as every rlds_lite reader reads it (see
+``rlds_lite.envlogger.read_episodes``): what EnvLogger's own reader reads,
+the unfinished episode dropped with a ``RecoveredRecordingWarning``. Episodes
 are then written to a temporary directory which becomes the dataset only when
 all were converted, so a failure (a damaged file found mid-way, a value that
 does not match its spec) leaves no dataset behind and loses nothing that
@@ -105,7 +108,9 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
   `rlds_lite.tfds.envlogger_episodes`): an episode that is only a ``reset()``
   becomes one step (first, last, not terminal, zero action/reward/discount),
   and an episode cut off by ``reset()`` (no LAST timestep) or by a time limit
-  (LAST with a non-zero discount) ends with a non-terminal last step.
+  (LAST with a non-zero discount) ends with a non-terminal last step. The
+  unfinished episode a killed writer leaves at the end of a writer folder
+  is dropped with a ``RecoveredRecordingWarning``, as by every reader.
 
   Returns:
     The dataset directory.

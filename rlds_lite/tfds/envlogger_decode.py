@@ -25,7 +25,9 @@ gives (tests check this), only faster.
 
 Episodes come in the layout of ``rlds_lite.envlogger.read_episodes``
 (EnvLogger alignment, zeros for the reset timestep's missing action, reward
-and discount).
+and discount), and they are the same episodes: each writer folder is read as
+`rlds_lite.envlogger.folders` plans it (what a killed writer left unfinished
+is dropped with a ``RecoveredRecordingWarning``).
 
 Example (not run here: it needs a recording)::
 
@@ -36,7 +38,6 @@ Example (not run here: it needs a recording)::
 import contextlib
 import gc
 import itertools
-import logging
 import os
 from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
@@ -44,6 +45,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlds_lite import envlogger as envlogger_compat
+from rlds_lite.envlogger import files as envlogger_files
 from rlds_lite.envlogger import reading as envlogger_reading
 from rlds_lite import rlds_types
 from rlds_lite.tfds import envlogger_protos
@@ -310,24 +312,36 @@ decodes 200-byte vector timesteps ~2x faster than Python, and 12 KB image
 timesteps (64x64x3) ~2x slower."""
 
 
-def _episode_records(reader: Any, recording: str
-                     ) -> Iterator[Tuple[int, List[bytes], Any, str]]:
-  """``(index, serialized timesteps, metadata proto, where)`` of each episode."""
-  for i in range(reader.num_episodes):
-    where = f'Episode {i} of EnvLogger recording {recording}'
-    try:
-      info = reader.episode(i, True)
-      serialized = [reader.serialized_step(info.start + j)
-                    for j in range(info.num_steps)]
-      metadata = info.metadata if info.metadata else None
-    except Exception as e:  # pylint: disable=broad-except
-      raise envlogger_compat.CorruptRecordingError(
-          f'Cannot read {where.lower()} (episode_index.riegeli, '
-          f'episode_metadata.riegeli or steps.riegeli corrupt?): {e!r}'
-      ) from e
-    if not serialized:
-      raise envlogger_compat.CorruptRecordingError(f'{where} has no timestep.')
-    yield i, serialized, metadata, where
+def _episode_records(recording: str
+                     ) -> Iterator[Tuple[int, List[bytes], Any, str,
+                                         Tuple[str, int]]]:
+  """``(index, serialized timesteps, metadata proto, where, (writer folder,
+  index in it))`` of each episode.
+
+  Folder by folder, the episodes every reader reads
+  (`rlds_lite.envlogger.reading.recording_episodes`: what a killed writer
+  left unfinished is dropped with a warning), numbered across the recording.
+  """
+  planned = envlogger_reading.recording_episodes(recording)
+  index = 0
+  for folder, bounds in planned:
+    if not bounds:
+      continue
+    with envlogger_files.open_native(recording, folder) as reader:
+      for i, (start, length) in enumerate(bounds):
+        where = f'Episode {index} of EnvLogger recording {recording}'
+        try:
+          info = reader.episode(i, True)
+          serialized = [reader.serialized_step(start + j)
+                        for j in range(length)]
+          metadata = info.metadata if info.metadata else None
+        except Exception as e:  # pylint: disable=broad-except
+          raise envlogger_compat.CorruptRecordingError(
+              f'Cannot read {where.lower()} (episode_index.riegeli, '
+              'episode_metadata.riegeli or steps.riegeli of '
+              f'{folder} corrupt?): {e!r}') from e
+        yield index, serialized, metadata, where, (folder, i)
+        index += 1
 
 
 def _batches(records: Iterator[Any], max_steps: int,
@@ -390,7 +404,7 @@ def _logged_from_columns(columns: Dict[str, Any], specs: Mapping[str, Any],
 
 def _episode_metadata(batch: List[Any]) -> List[Dict[str, Any]]:
   """The episodes' metadata dicts, decoded together when they allow it."""
-  protos = [m for _, _, m, _ in batch]
+  protos = [r[2] for r in batch]
   if all(m is None for m in protos):
     return [{} for _ in protos]
   if len(protos) > 1 and all(m is not None for m in protos):
@@ -404,7 +418,7 @@ def _episode_metadata(batch: List[Any]) -> List[Dict[str, Any]]:
       pass  # EnvLogger's codec, episode by episode.
   codec = _codec()
   decoded = []
-  for (_, _, metadata, where) in batch:
+  for (_, _, metadata, where, _) in batch:
     try:
       value = codec.decode(metadata) if metadata is not None else None
     except Exception as e:  # pylint: disable=broad-except
@@ -440,7 +454,30 @@ def _gc_paused() -> Iterator[None]:
 def _decode_batch(batch: List[Any], recording: str,
                   specs: Mapping[str, Any]) -> LoggedChunk:
   with _gc_paused():
-    return _decode_batch_now(batch, recording, specs)
+    chunk = _decode_batch_now(batch, recording, specs)
+  _check_resets(chunk, [r[4] for r in batch])
+  return chunk
+
+
+def _check_resets(chunk: LoggedChunk,
+                  sources: Sequence[Tuple[str, int]]) -> None:
+  """Raises unless each episode has one reset (FIRST), its first timestep.
+
+  As ``rlds_lite.envlogger.read_episodes``: an index mixed up with another
+  recording's cuts episodes elsewhere.
+  """
+  step_types = np.asarray(chunk.logged['step_type'])
+  starts = np.cumsum(chunk.lengths) - chunk.lengths
+  firsts = np.flatnonzero(step_types == 0)
+  if np.array_equal(firsts, starts):
+    return
+  for (folder, i), start, length in zip(sources, starts, chunk.lengths):
+    inside = np.flatnonzero(step_types[start:start + length] == 0)
+    if inside.tolist() != [0]:
+      raise envlogger_compat.CorruptRecordingError(
+          f'EnvLogger file {os.path.join(folder, "episode_index.riegeli")} is '
+          f'corrupt: episode {i} has FIRST timesteps at {inside.tolist()} '
+          'instead of only at 0.')
 
 
 def _decode_batch_now(batch: List[Any], recording: str,
@@ -448,7 +485,7 @@ def _decode_batch_now(batch: List[Any], recording: str,
   where = (batch[0][3] if len(batch) == 1 else
            f'Episodes {batch[0][0]}..{batch[-1][0]} of EnvLogger recording '
            f'{recording}')
-  timesteps = [s for _, serialized, _, _ in batch for s in serialized]
+  timesteps = [s for r in batch for s in r[1]]
   try:
     if sum(map(len, timesteps)) > TF_DECODE_MAX_STEP_BYTES * len(timesteps):
       raise envlogger_protos.Unsupported()  # Large timesteps: tier 2 below.
@@ -458,7 +495,7 @@ def _decode_batch_now(batch: List[Any], recording: str,
   except Exception:  # pylint: disable=broad-except
     # Per-timestep decoding in Python: everything, with precise errors.
     parsed = ([], [], [])
-    for i, serialized, _, _ in batch:
+    for i, serialized, *_ in batch:
       for column, values in zip(parsed, _parse(serialized, recording, i)):
         column.extend(values)
     logged = _logged_episode(parsed, specs, None, where)
@@ -488,33 +525,17 @@ def read_logged_chunks(recording: str, specs: Mapping[str, Any],
     `LoggedChunk` s in recording order.
   """
   recording = os.fspath(recording)
-  envlogger_compat.validate_recording(recording)
   envlogger_compat.import_envlogger()
-  from envlogger.backends.python import riegeli_dataset_reader  # pylint: disable=g-import-not-at-top
-  reader = riegeli_dataset_reader.RiegeliDatasetReader()
-  try:
-    try:
-      reader.init(recording)
-    except RuntimeError as e:
-      if not str(e).startswith('NOT_FOUND: Empty steps in '):
-        raise envlogger_compat.CorruptRecordingError(
-            f'Cannot open EnvLogger recording {recording}: {e}') from e
-      # As EnvLogger's reader: a writer killed before close() leaves an
-      # empty last shard; the complete shards are still read.
-      logging.warning('EnvLogger recording %s has an empty shard (a writer '
-                      'was not closed): %s', recording, e)
-    max_steps = max_steps or _CHUNK_STEPS
-    for batch in _batches(_episode_records(reader, recording), max_steps):
-      if len(batch) > 1:
-        try:
-          yield _decode_batch(batch, recording, specs)
-          continue
-        except Exception:  # pylint: disable=broad-except
-          pass  # Decoded one by one below, for a precise error or result.
-      for record in batch:
-        yield _decode_batch([record], recording, specs)
-  finally:
-    reader.close()
+  max_steps = max_steps or _CHUNK_STEPS
+  for batch in _batches(_episode_records(recording), max_steps):
+    if len(batch) > 1:
+      try:
+        yield _decode_batch(batch, recording, specs)
+        continue
+      except Exception:  # pylint: disable=broad-except
+        pass  # Decoded one by one below, for a precise error or result.
+    for record in batch:
+      yield _decode_batch([record], recording, specs)
 
 
 def split_chunk(chunk: LoggedChunk) -> Iterator[Tuple[int, Dict[str, Any]]]:

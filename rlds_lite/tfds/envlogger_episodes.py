@@ -53,6 +53,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from rlds_lite import envlogger as envlogger_compat
+from rlds_lite.envlogger import files as envlogger_files
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.tfds import encoding
@@ -81,7 +82,9 @@ def find_recordings(envlogger_dirs: Union[PathLike, Sequence[PathLike]]
   """The EnvLogger recordings (directories with ``metadata.riegeli``) given.
 
   Each path is a recording, or a directory whose sub-directories (at any
-  depth) hold recordings; these are listed in sorted order.
+  depth) hold recordings; these are listed in sorted order. Hidden
+  directories (``.name``, e.g. the staging folder of an unfinished
+  ``record(overwrite=True)``) are skipped.
 
   Args:
     envlogger_dirs: one path or a list of paths.
@@ -110,9 +113,12 @@ def find_recordings(envlogger_dirs: Union[PathLike, Sequence[PathLike]]
     raise ValueError('envlogger_dir: no EnvLogger directory given.')
   recordings = []
   for path in paths:
-    found = sorted(
-        root for root, _, files in os.walk(path)
-        if envlogger_compat.METADATA_FILE in files)
+    found = []
+    for root, dirs, files in os.walk(path):
+      dirs[:] = [d for d in dirs if not d.startswith('.')]
+      if envlogger_compat.METADATA_FILE in files:
+        found.append(root)
+    found.sort()
     if not found:
       # Raises the precise error (missing, empty, no metadata file, ...).
       envlogger_compat.validate_recording(path)
@@ -138,9 +144,12 @@ def recording_specs(recording: PathLike) -> Dict[str, Any]:
   envlogger_compat.validate_recording(recording)
   envlogger = envlogger_compat.import_envlogger()
   try:
-    with envlogger.Reader(recording) as reader:
+    # The metadata only: a writer folder's damage is reported when read.
+    with envlogger_files.open_shard(envlogger, recording, None) as reader:
       return {field: getattr(reader, name)()
               for field, name in _SPEC_NAMES.items()}
+  except envlogger_compat.CorruptRecordingError:
+    raise
   except Exception as e:  # pylint: disable=broad-except
     raise envlogger_compat.CorruptRecordingError(
         f'Cannot read the environment specs of {recording} (from '

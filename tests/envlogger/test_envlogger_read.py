@@ -5,7 +5,9 @@ structures, and every kind of missing, empty, truncated or corrupt file.
 """
 
 import os
+import re
 import shutil
+import warnings
 
 import dm_env
 import numpy as np
@@ -16,6 +18,8 @@ from envlogger_testing import NestedEnv
 from rlds_lite import envlogger as rlds_envlogger
 from rlds_lite import envs
 from rlds_lite.envlogger import CorruptRecordingError
+from rlds_lite.envlogger import RecoveredRecordingWarning
+from rlds_lite.envlogger import riegeli_files
 from rlds_lite.envlogger import read_episodes
 from rlds_lite.envlogger import record
 from rlds_lite.envlogger import validate_recording
@@ -212,15 +216,20 @@ def test_metadata_without_episodes(tmp_path):
     read_episodes(tmp_path)
 
 
-def test_a_killed_writer_leaves_empty_files(recording, tmp_path):
+def test_a_folder_killed_before_its_first_flush_is_ignored(recording,
+                                                           tmp_path):
   target, path = damaged_copy(recording, tmp_path, 'steps.riegeli',
                               lambda b: b'')
   for name in rlds_envlogger.SHARD_FILES:
     open(os.path.join(os.path.dirname(path), name), 'wb').close()
-  with pytest.raises(CorruptRecordingError,
-                     match=r'steps\.riegeli is empty \(the writer was killed '
-                     r'before EnvLogger\.close\(\)'):
-    read_episodes(target)
+  with pytest.warns(RecoveredRecordingWarning) as caught:
+    assert validate_recording(target) == ()
+    assert not list(read_episodes(target))
+  assert len(caught) == 2  # One per call.
+  assert str(caught[0].message) == (
+      f'EnvLogger writer folder {os.path.dirname(path)} holds no complete '
+      'step offsets (0 bytes in all): its writer was killed (or is still '
+      'recording) before it first flushed. The folder was ignored.')
 
 
 @pytest.mark.parametrize('name', rlds_envlogger.SHARD_FILES)
@@ -231,27 +240,41 @@ def test_missing_shard_file(recording, tmp_path, name):
     read_episodes(target)
 
 
+# Damage no killed writer leaves: an error naming the file, raised before any
+# episode is read.
 DAMAGES = {
-    'empty': (lambda b: b'', r'is empty'),
-    'garbage': (lambda b: bytes(range(256)) * 2,
+    'garbage': (ALL_FILES, lambda b: bytes(range(256)) * 2,
                 r'is corrupt: it does not start with the riegeli file '
                 r'signature'),
-    'truncated_in_chunk_header': (lambda b: b[:80],
-                                  r'is truncated: it ends inside the chunk '
-                                  r'header at byte 64'),
-    'truncated_in_chunk_data': (lambda b: b[:-10],
-                                r'is truncated: the chunk at byte \d+ ends at '
-                                r'byte \d+ but the file has \d+ bytes'),
-    'bad_chunk_type': (lambda b: b[:88] + b'\xee' + b[89:],
-                       r'is corrupt: the chunk at byte 64 has an unknown type'),
+    'bad_chunk_type': (ALL_FILES, lambda b: b[:88] + b'\xee' + b[89:],
+                       r'is corrupt: the chunk at byte 64 has an unknown '
+                       r'type'),
+    'bad_chunk_size': (ALL_FILES,
+                       lambda b: b[:72] + b'\x00\x00\x01' + b[75:],
+                       r'is corrupt: the header of the chunk at byte 64 does '
+                       r'not match its hash'),
+    'metadata_empty': ((rlds_envlogger.METADATA_FILE,), lambda b: b'',
+                       r'is empty'),
+    'metadata_truncated_in_chunk_header': (
+        (rlds_envlogger.METADATA_FILE,), lambda b: b[:80],
+        r'is truncated: it ends inside the chunk header at byte 64'),
+    'metadata_truncated_in_chunk_data': (
+        (rlds_envlogger.METADATA_FILE,), lambda b: b[:-10],
+        r'is truncated: it ends inside the chunk at byte 64 \(which ends at '
+        r'byte \d+\)'),
+    'metadata_signature_only': ((rlds_envlogger.METADATA_FILE,),
+                                lambda b: b[:64], r'holds no records'),
 }
+DAMAGE_CASES = [(name, damage, match) for damage, (names, _, match) in
+                DAMAGES.items() for name in names]
 
 
-@pytest.mark.parametrize('damage,match', DAMAGES.values(), ids=list(DAMAGES))
-@pytest.mark.parametrize('name', ALL_FILES)
+@pytest.mark.parametrize(
+    'name,damage,match', DAMAGE_CASES,
+    ids=[f'{n}-{d}' for n, d, _ in DAMAGE_CASES])
 def test_structurally_damaged_files_are_named(recording, tmp_path, name,
                                               damage, match):
-  target, path = damaged_copy(recording, tmp_path, name, damage)
+  target, path = damaged_copy(recording, tmp_path, name, DAMAGES[damage][1])
   with pytest.raises(CorruptRecordingError,
                      match=f'EnvLogger file {path} {match}'):
     read_episodes(target)  # Raised before any episode is read.
@@ -259,13 +282,82 @@ def test_structurally_damaged_files_are_named(recording, tmp_path, name,
     validate_recording(target)
 
 
-@pytest.mark.parametrize(
-    'name', [n for n in ALL_FILES if n != 'episode_metadata.riegeli'])
-def test_signature_only_file_has_no_records(recording, tmp_path, name):
-  target, path = damaged_copy(recording, tmp_path, name, lambda b: b[:64])
-  with pytest.raises(CorruptRecordingError,
-                     match=f'EnvLogger file {path} holds no records'):
-    read_episodes(target)
+# A shard file cut short, as a writer killed while writing it (at its close)
+# leaves it: the file's truncated tail is ignored with a warning, then either
+# the episodes before the cut are read (the index) or the cut is an error
+# (what is missing was referenced: no kill leaves that).
+CUTS = {'empty': lambda b: b'', 'in_chunk_header': lambda b: b[:80],
+        'signature_only': lambda b: b[:64], 'in_chunk_data': lambda b: b[:-10]}
+STEPS_LOST = (CorruptRecordingError,
+              r'Cannot read timestep \d of episode 2 from .*steps\.riegeli \(or '
+              r'its step_offsets\.riegeli\): the file is truncated or corrupt')
+NO_OFFSETS = (CorruptRecordingError,
+              r'step_offsets\.riegeli is corrupt: it holds no step offsets but '
+              r'episode_index\.riegeli lists episodes')
+CUT_OUTCOMES = {
+    ('steps.riegeli', 'empty'): STEPS_LOST,
+    ('steps.riegeli', 'in_chunk_header'): STEPS_LOST,
+    ('steps.riegeli', 'signature_only'): STEPS_LOST,
+    ('steps.riegeli', 'in_chunk_data'): STEPS_LOST,
+    ('step_offsets.riegeli', 'empty'): NO_OFFSETS,
+    ('step_offsets.riegeli', 'in_chunk_header'): NO_OFFSETS,
+    ('step_offsets.riegeli', 'signature_only'): NO_OFFSETS,
+    ('step_offsets.riegeli', 'in_chunk_data'): (
+        CorruptRecordingError,
+        r'episode_index\.riegeli and step_offsets\.riegeli disagree: the '
+        r'index lists episode 2 as the last one, which the truncated step '
+        r'offsets may not cover'),
+    # The episodes keep no metadata: record's episode_id is missing.
+    ('episode_metadata.riegeli', 'empty'): (
+        CorruptRecordingError, r"episode 0 has no 'episode_id'"),
+    ('episode_metadata.riegeli', 'in_chunk_header'): (
+        CorruptRecordingError, r"episode 0 has no 'episode_id'"),
+    ('episode_metadata.riegeli', 'signature_only'): (
+        CorruptRecordingError, r"episode 0 has no 'episode_id'"),
+    ('episode_metadata.riegeli', 'in_chunk_data'): (
+        CorruptRecordingError, r"episode 2 has no 'episode_id'"),
+    # Episodes the index no longer lists are dropped (3 x 4 timesteps).
+    ('episode_index.riegeli', 'empty'): (12, 3),
+    ('episode_index.riegeli', 'in_chunk_header'): (12, 3),
+    ('episode_index.riegeli', 'signature_only'): (12, 3),
+    ('episode_index.riegeli', 'in_chunk_data'): (4, 1),
+}
+
+
+@pytest.mark.parametrize('name,cut', CUT_OUTCOMES, ids=[
+    f'{n}-{c}' for n, c in CUT_OUTCOMES])
+def test_shard_files_cut_short(recording, tmp_path, name, cut):
+  target, path = damaged_copy(recording, tmp_path, name, CUTS[cut])
+  outcome = CUT_OUTCOMES[name, cut]
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    if isinstance(outcome[0], int):
+      episodes = list(read_episodes(target))
+    else:
+      with pytest.raises(outcome[0], match=outcome[1]):
+        list(read_episodes(target))
+  messages = [str(w.message) for w in caught
+              if issubclass(w.category, RecoveredRecordingWarning)]
+  truncated = [m for m in messages if m.startswith(f'EnvLogger file {path} ')]
+  if not isinstance(outcome[0], int):
+    return  # An error: warnings before it do not matter.
+  if cut in ('in_chunk_header', 'in_chunk_data'):
+    assert len(truncated) == 1, messages
+    assert re.fullmatch(
+        rf'EnvLogger file {re.escape(path)} ends inside the chunk (header )?'
+        r'at byte \d+( \(which ends at byte \d+\))?: its last \d+ bytes '
+        r'\(after byte \d+\) were ignored\. A writer killed while writing '
+        r'leaves such a truncated tail\.', truncated[0])
+  else:
+    assert not truncated, messages
+  dropped, unfinished = outcome
+  assert messages[-1] == (
+      f'EnvLogger writer folder {os.path.dirname(path)} ends with {dropped} '
+      f'timestep(s) of {unfinished} episode(s) after the last episode its '
+      'index lists (its writer was killed, or is still recording, before it '
+      'listed them): they were dropped.')
+  assert [e['episode_metadata']['episode_id'] for e in episodes] == list(
+      range(3 - unfinished))
 
 
 def flip(offset):
@@ -276,42 +368,46 @@ def flip(offset):
   return damage
 
 
-# `record` flushes after the first timestep, so the shard files have a chunk
-# for timestep 0 and one for the rest: offset 100 damages the first chunk's
-# data, offset -20 the last one's.
+# `record` flushes as each reset is recorded, so each shard file has a chunk
+# per flush: offset 100 damages the first chunk's header, offset -20 the last
+# chunk's data. Damaged chunks of the step offsets and index are found by
+# their hashes (a kill never damages a whole chunk); of the other files, when
+# read.
 FLIPS = {
-    'steps_first_chunk': ('steps.riegeli', 100,
-                          r'Cannot read timestep 0 of episode 0 from '
+    'steps_first_chunk': ('steps.riegeli', 100, True,
+                          r'Cannot read timestep \d+ of episode \d+ from '
                           r'.*steps\.riegeli \(or its step_offsets\.riegeli\): '
                           r'the file is truncated or corrupt'),
-    'steps_last_chunk': ('steps.riegeli', -20,
-                         r'Cannot read timestep 1 of episode 0 from '
+    'steps_last_chunk': ('steps.riegeli', -20, True,
+                         r'Cannot read timestep 1 of episode 2 from '
                          r'.*steps\.riegeli'),
-    'step_offsets_first_chunk': ('step_offsets.riegeli', 100,
+    'step_offsets_first_chunk': ('step_offsets.riegeli', 100, True,
                                  r'EnvLogger file .*step_offsets\.riegeli is '
                                  r'corrupt: EnvLogger cannot read its step '
                                  r'offsets'),
-    'step_offsets_last_chunk': ('step_offsets.riegeli', -20,
-                                r'EnvLogger files .*episode_index\.riegeli and '
-                                r'step_offsets\.riegeli disagree: the 3 indexed '
-                                r'episodes do not cover the 1 listed timesteps'),
-    'episode_metadata': ('episode_metadata.riegeli', -20,
+    'step_offsets_last_chunk': ('step_offsets.riegeli', -20, False,
+                                r'EnvLogger file .*step_offsets\.riegeli is '
+                                r'corrupt: the chunk at byte \d+ does not match '
+                                r'its hash'),
+    'episode_metadata': ('episode_metadata.riegeli', -20, True,
                          r"EnvLogger file .*episode_metadata\.riegeli is "
                          r"corrupt: episode 2 has no 'episode_id'"),
-    'episode_index': ('episode_index.riegeli', -20,
+    'episode_index': ('episode_index.riegeli', -20, False,
                       r'EnvLogger file .*episode_index\.riegeli is corrupt: '
-                      r'episode 1 has FIRST timesteps at \[0, 4\]'),
-    'metadata': ('metadata.riegeli', -20,
+                      r'the chunk at byte \d+ does not match its hash'),
+    'metadata': ('metadata.riegeli', -20, True,
                  r'Cannot read EnvLogger data .*/rec/metadata\.riegeli: '
                  r'INTERNAL: Failed to parse riegeli record'),
 }
 
 
-@pytest.mark.parametrize('name,offset,match', FLIPS.values(), ids=list(FLIPS))
-def test_damaged_chunk_data_is_named_when_read(recording, tmp_path, name,
-                                               offset, match):
+@pytest.mark.parametrize('name,offset,structure_intact,match', FLIPS.values(),
+                         ids=list(FLIPS))
+def test_damaged_chunk_data_is_named(recording, tmp_path, name, offset,
+                                     structure_intact, match):
   target, _ = damaged_copy(recording, tmp_path, name, flip(offset))
-  validate_recording(target)  # Structure intact: only reading finds it.
+  if structure_intact:
+    validate_recording(target)  # Only reading finds it.
   with pytest.raises(CorruptRecordingError, match=match):
     list(read_episodes(target))
 
@@ -326,14 +422,14 @@ def test_mixed_up_index_is_detected(recording, tmp_path):
   shutil.copy(os.path.join(validate_recording(other)[0],
                            'episode_index.riegeli'), path)
   with pytest.raises(CorruptRecordingError,
-                     match=r'episode_index\.riegeli is corrupt: episode 1 has '
-                     r'FIRST timesteps at \[1\] instead of only at 0'):
+                     match=r'episode_index\.riegeli is corrupt: episode 3 does '
+                     r'not start with a reset \(FIRST\) timestep'):
     list(read_episodes(target))
 
 
 @pytest.mark.parametrize(
     'episodes,match',
-    [(2, r'is corrupt: episode 1 has FIRST timesteps at \[1, 5\]'),
+    [(2, r'is corrupt: episode 1 does not start with a reset \(FIRST\)'),
      (6, r'and step_offsets\.riegeli disagree: the 6 indexed episodes do not '
       r'cover the 12 listed timesteps')],
     ids=['fewer_steps_indexed', 'more_steps_indexed'])
@@ -351,22 +447,42 @@ def test_index_with_another_step_count_is_detected(recording, tmp_path,
     list(read_episodes(target))
 
 
+def _chunk_begins(path):
+  """Where each chunk of a riegeli file begins (after the signature)."""
+  begins, size = [], os.path.getsize(path)
+  with open(path, 'rb') as f:
+    pos = 64
+    while pos < size:
+      begins.append(pos)
+      f.seek(pos)
+      header = f.read(40)
+      pos = riegeli_files._chunk_end(  # pylint: disable=protected-access
+          pos, int.from_bytes(header[8:16], 'little'),
+          int.from_bytes(header[25:32], 'little'))
+  return begins
+
+
 def test_good_folder_is_read_before_a_damaged_one(recording, tmp_path):
   target = tmp_path / 'rec'
   shutil.copytree(recording, target)
   env = envs.make('catch', rows=4)
-  record(env, env.expert_policy, target, 1, seed=1, progress=False,
+  record(env, env.expert_policy, target, 3, seed=1, progress=False,
          append=True)
   second = validate_recording(target)[1]
   path = os.path.join(second, 'steps.riegeli')
+  # The data of the second chunk: timesteps 1-3 of the folder's episode 0
+  # (and the reset of its episode 1).
+  damage = flip(_chunk_begins(path)[1] + 60)
   with open(path, 'rb') as f:
-    data = flip(-20)(f.read())
+    data = damage(f.read())
   with open(path, 'wb') as f:
     f.write(data)
   episodes = read_episodes(target)
   assert [next(episodes)['episode_metadata']['episode_id'] for _ in range(3)
          ] == [0, 1, 2]
-  with pytest.raises(CorruptRecordingError, match=second):
+  with pytest.raises(CorruptRecordingError,
+                     match=r'Cannot read timestep 1 of episode 0 from '
+                     + re.escape(path)):
     next(episodes)
 
 

@@ -12,6 +12,8 @@ from rlds_lite import envlogger as rlds_envlogger
 from rlds_lite import envs
 from rlds_lite.envlogger import read_episodes
 from rlds_lite.envlogger import record
+from rlds_lite.envlogger import riegeli_files
+from rlds_lite.envlogger import staging
 from rlds_lite.tfds import envlogger_decode
 
 
@@ -281,10 +283,12 @@ def test_progress_bar(tmp_path, capsys):
 
 
 def test_progress_bar_is_not_redrawn_every_episode(tmp_path, capsys):
-  # 300 short episodes take well under a second: tqdm redraws every 0.1 s,
-  # not once per episode, and its last line shows the mean of all returns.
+  # 300 short episodes take well under a second (flushed once: a flush per
+  # episode costs fsyncs): tqdm redraws every 0.1 s, not once per episode,
+  # and its last line shows the mean of all returns.
   env = envs.make('catch', rows=2, columns=3)
-  record(env, env.expert_policy, tmp_path, 300, progress=True)
+  record(env, env.expert_policy, tmp_path, 300, progress=True,
+         flush_every_episodes=300)
   err = capsys.readouterr().err
   assert err.count('\r') < 60, err.count('\r')
   assert '300/300' in err and 'mean_return=1]' in err.splitlines()[-1]
@@ -367,6 +371,60 @@ def test_append_to_a_plain_envlogger_recording(tmp_path):
   assert summary.episode_ids == (1,)
   assert [e['episode_metadata'] for e in read_episodes(tmp_path)] == [
       {}, {'episode_id': 1}]
+
+
+@pytest.mark.parametrize('every,flushes', [(1, 6), (2, 3), (10, 1)])
+def test_flushes_at_every_nth_reset(tmp_path, every, flushes):
+  # Each flush (and the close) appends one step-offsets record.
+  env = envs.make('catch', rows=2)
+  record(env, env.expert_policy, tmp_path, 6, progress=False,
+         flush_every_episodes=every)
+  (folder,) = rlds_envlogger.validate_recording(tmp_path)
+  offsets = riegeli_files.scan(os.path.join(folder, 'step_offsets.riegeli'))
+  assert offsets.records == flushes + 1
+
+
+def test_append_refuses_other_dataset_metadata(tmp_path):
+  env = envs.make('catch', rows=2)
+  record(env, env.expert_policy, tmp_path, 1, progress=False,
+         metadata={'agent': 'expert'})
+  # The stored metadata (or none) is fine: EnvLogger keeps what is stored.
+  for metadata in ({'agent': 'expert'}, None):
+    record(env, env.expert_policy, tmp_path, 1, progress=False, append=True,
+           metadata=metadata)
+  with pytest.raises(ValueError,
+                     match=r"Cannot append to .* with metadata 'agent'="
+                     r"'random': the recording stores 'expert', and EnvLogger "
+                     r"never rewrites its metadata\.riegeli"):
+    record(env, env.expert_policy, tmp_path, 1, progress=False, append=True,
+           metadata={'agent': 'random'})
+  assert len(list(read_episodes(tmp_path))) == 3
+
+
+def test_a_failed_overwrite_keeps_the_old_recording(tmp_path):
+  env = envs.make('catch', rows=3)
+  record(env, env.expert_policy, tmp_path, 2, seed=0, progress=False)
+  before = list(read_episodes(tmp_path))
+
+  def failing(timestep):
+    raise RuntimeError('policy crashed')
+
+  with pytest.raises(RuntimeError, match='policy crashed'):
+    record(env, failing, tmp_path, 3, progress=False, overwrite=True)
+  envlogger_testing.assert_episodes_match(list(read_episodes(tmp_path)),
+                                          before, ignore=())
+  assert sorted(os.listdir(tmp_path)) == sorted(
+      ['.rlds_lite.lock', 'metadata.riegeli',
+       os.path.basename(rlds_envlogger.validate_recording(tmp_path)[0])])
+
+
+def test_a_recorder_in_the_same_process_is_refused(tmp_path):
+  env = envs.make('catch', rows=2)
+  with staging.recorder_lock(tmp_path):
+    with pytest.raises(rlds_envlogger.RecordingLockedError,
+                       match=rf'Another recorder \(pid {os.getpid()}\) is '
+                       'recording into'):
+      record(env, env.expert_policy, tmp_path, 1, progress=False)
 
 
 def test_an_error_mid_recording_keeps_what_was_recorded(tmp_path):
@@ -454,6 +512,12 @@ RECORD_ERRORS = {
         r"`metadata` key 'rlds_lite_recorder' is reserved"),
     'overwrite_and_append': (dict(overwrite=True, append=True), ValueError,
                              r'Pass at most one of `overwrite` and `append`'),
+    'flush_every_zero': (dict(flush_every_episodes=0), ValueError,
+                         r'`flush_every_episodes` must be a positive int, '
+                         r'got 0'),
+    'flush_every_float': (dict(flush_every_episodes=2.0), ValueError,
+                          r'`flush_every_episodes` must be a positive int, '
+                          r'got 2\.0'),
     'seed_not_int': (dict(seed='0'), TypeError,
                      r"`seed` must be an int or None, got '0'"),
     'seed_negative': (dict(seed=-1), ValueError, r'`seed` must be >= 0, got -1'),

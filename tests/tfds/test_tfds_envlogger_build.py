@@ -276,8 +276,8 @@ def _corrupt_steps_content(tmp_path):
     f.seek(os.path.getsize(path) // 2)
     f.write(b'\0' * 200)
   return (tmp_path / 'logs', envlogger_compat.CorruptRecordingError,
-          r'Cannot read timestep \d+ of episode \d+ of EnvLogger recording '
-          r'.*logs: steps\.riegeli .*truncated or corrupt')
+          r'Cannot read timestep \d+ of episode \d+ from .*logs/\d{8}T\d+/'
+          r'steps\.riegeli .*truncated or corrupt')
 
 
 def _missing_metadata(tmp_path):
