@@ -16,6 +16,7 @@ from rlds_lite import dense
 from rlds_lite import pipeline
 from rlds_lite import synthetic
 from rlds_lite import stats
+from rlds_lite import catalog
 from rlds_lite import checks
 from rlds_lite import video
 from rlds_lite.checks import validate
