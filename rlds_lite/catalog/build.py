@@ -25,7 +25,8 @@ language fields         string step fields named like an instruction
                         ``language``, ``prompt``...): each episode's distinct
                         values in order of appearance, as a tuple of ``str``
 metadata fields         every scalar episode field (number, bool, string;
-                        nested ones by path, ``episode_metadata/success``)
+                        nested ones by path, ``episode_metadata/success``),
+                        sorted by path
 ``shard``, ``record``   the shard file holding the episode and its position
                         in it (from ``dataset_info.json``)
 ======================  ======================================================
@@ -165,15 +166,16 @@ def _plan(features: tfds.features.FeaturesDict) -> _Plan:
       rlds_types.IS_TERMINAL in step_leaves) else None
   if is_terminal:
     chosen[is_terminal] = step_leaves[is_terminal]
-  language = tuple(path for path, leaf in step_leaves.items()
-                   if is_language_field(path, leaf))
+  language = tuple(sorted(path for path, leaf in step_leaves.items()
+                          if is_language_field(path, leaf)))
   chosen.update((path, step_leaves[path]) for path in language)
   length_field = next((f for f in _LENGTH_FIELDS if f in step_leaves), None)
   if length_field is None:  # Odd steps: the first scalar, else any field.
     scalars = [p for p, leaf in step_leaves.items() if _is_scalar(leaf)]
     length_field = (scalars or list(step_leaves))[0]
   chosen.setdefault(length_field, step_leaves[length_field])
-  metadata = {path: leaf for path, leaf in _leaves(features)
+  metadata = {path: leaf for path, leaf in sorted(_leaves(features),
+                                                 key=lambda item: item[0])
               if path.split('/')[0] != rlds_types.STEPS and
               _is_metadata_column(leaf)}
   ids = [p for p in metadata if p.split('/')[-1] == _EPISODE_ID]

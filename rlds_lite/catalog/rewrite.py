@@ -241,7 +241,7 @@ def _write(operation: str, sources: Sequence[_Source], out_dir: str,
   """Copies the chosen episodes of ``sources`` into a new dataset."""
   total = sum(len(s.indices) for s in sources)
   if total == 0:
-    condition = f' match {where!r}' if where else ''
+    condition = f' matches {where!r}' if where else ' to write'
     raise ValueError(f'{operation}: no episode{condition}; nothing was '
                      'written.')
   validation = _validation_mask(total, val_fraction, seed)

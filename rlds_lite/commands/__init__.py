@@ -9,7 +9,10 @@ module keeps heavy imports (TensorFlow, TFDS, matplotlib) inside ``run``.
 COMMANDS = (
     'convert',
     'demo',
+    'episodes',
+    'filter',
     'inspect',
+    'merge',
     'stats',
     'validate',
     'version',
