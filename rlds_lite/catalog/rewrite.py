@@ -113,6 +113,24 @@ def _check_out_dir(out_dir: PathLike) -> str:
   return out_dir
 
 
+def _create_out_dir(out_dir: str) -> None:
+  """Creates ``out_dir``; a FileExistsError if it exists (even if just made).
+
+  A local directory is created exclusively (``os.mkdir``), so of two runs
+  writing to the same new ``out_dir`` one fails at once, and the cleanup of
+  a failed run removes only a directory it made.
+  """
+  if '://' in out_dir:  # Object stores have no exclusive create.
+    tf.io.gfile.makedirs(out_dir)
+    return
+  os.makedirs(os.path.dirname(os.path.abspath(out_dir)), exist_ok=True)
+  try:
+    os.mkdir(out_dir)
+  except FileExistsError:
+    raise FileExistsError(f'{out_dir!r} already exists; choose a new output '
+                          'directory (nothing was written).') from None
+
+
 def _flat_features(features: tfds.features.FeaturesDict
                    ) -> Dict[str, tfds.features.FeatureConnector]:
   flat = {}
@@ -265,7 +283,7 @@ def _write(operation: str, sources: Sequence[_Source], out_dir: str,
       'episodes': {split: _runs(sources, take)
                    for split, take in out_splits.items()},
   }}
-  tf.io.gfile.makedirs(out_dir)
+  _create_out_dir(out_dir)
   try:
     with episode_writer.EpisodeWriter(
         out_dir, name, info.features, splits=tuple(out_splits),

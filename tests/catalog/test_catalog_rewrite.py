@@ -231,3 +231,22 @@ def test_array_record_sources_copy_into_array_record(tmp_path):
       'array_record')
   source = _records(path)
   assert _records(out) == [source[i] for i in (1, 2, 4)]
+
+
+def test_an_output_directory_made_meanwhile_is_left_alone(robot, tmp_path,
+                                                          monkeypatch):
+  # Another run creates out_dir after our check: we fail, and remove nothing.
+  path, _ = robot
+  out_dir = tmp_path / 'out'
+  real_check = rewrite._check_out_dir  # pylint: disable=protected-access
+
+  def check_then_taken(directory):
+    checked = real_check(directory)
+    out_dir.mkdir()
+    (out_dir / 'theirs').write_text('data')
+    return checked
+
+  monkeypatch.setattr(rewrite, '_check_out_dir', check_then_taken)
+  with pytest.raises(FileExistsError, match='already exists'):
+    rewrite.filter_dataset(path, out_dir, progress=False)
+  assert (out_dir / 'theirs').read_text() == 'data'
