@@ -329,7 +329,18 @@ def _assemble(plan: _Plan, files: records_lib.SplitFiles,
 def catalog_of_builder(builder: tfds.core.DatasetBuilder, split: str,
                        *, cache: bool = True, progress: bool = True
                        ) -> table.Catalog:
-  """`episodes` for a TFDS builder (as `rlds_lite.loading.rlds_builder` gives)."""
+  """`episodes` for a TFDS builder (as `rlds_lite.loading.rlds_builder` gives).
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic
+    >>> from rlds_lite.tfds import write_dataset
+    >>> path = write_dataset(synthetic.episodes(num_episodes=3, seed=0),
+    ...                      tempfile.mkdtemp(), 'toy')
+    >>> builder, _ = loading.rlds_builder(path)
+    >>> catalog_of_builder(builder, 'train', progress=False)['length'].tolist()
+    [5, 46, 46]
+  """
   files = records_lib.split_files(builder, split)
   dataset_dir = os.fspath(builder.data_dir)
   key = storage.catalog_key(dataset_dir, split) if cache else None

@@ -67,16 +67,32 @@ class SplitFiles:
 
   @property
   def num_episodes(self) -> int:
+    """The number of episodes of the split.
+
+    Example:
+      >>> SplitFiles(('/d/a', '/d/b'), (2, 3), 'tfrecord').num_episodes
+      5
+    """
     return int(sum(self.lengths))
 
   @property
   def shard_names(self) -> Tuple[str, ...]:
-    """The shard file names (no directory)."""
+    """The shard file names (no directory).
+
+    Example:
+      >>> SplitFiles(('/d/a', '/d/b'), (2, 3), 'tfrecord').shard_names
+      ('a', 'b')
+    """
     return tuple(os.path.basename(p) for p in self.paths)
 
   @property
   def starts(self) -> np.ndarray:
-    """The split index of each shard's first episode."""
+    """The split index of each shard's first episode.
+
+    Example:
+      >>> SplitFiles(('/d/a', '/d/b'), (2, 3), 'tfrecord').starts.tolist()
+      [0, 2]
+    """
     return np.concatenate([[0], np.cumsum(self.lengths)[:-1]]).astype(np.int64)
 
   def locate(self, indices: Union[Sequence[int], np.ndarray]
@@ -99,6 +115,18 @@ def split_files(builder: tfds.core.DatasetBuilder, split: str) -> SplitFiles:
   Raises:
     ValueError: for an unknown split, a sliced split (``'train[:10]'``), or
       a file format other than tfrecord and array_record.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import loading, synthetic
+    >>> from rlds_lite.tfds import EpisodeWriter
+    >>> with EpisodeWriter(tempfile.mkdtemp(), 'toy', {'steps': {'x': np.int32}},
+    ...                    max_episodes_per_file=2) as writer:
+    ...   writer.add_episodes({'steps': {'x': [i], 'is_terminal': [True]}}
+    ...                       for i in range(3))
+    >>> files = split_files(loading.rlds_builder(writer.path)[0], 'train')
+    >>> files.shard_names, files.lengths
+    (('toy-train.tfrecord-00000', 'toy-train.tfrecord-00001'), (2, 1))
   """
   splits = builder.info.splits
   if not isinstance(split, str) or split not in splits:
@@ -276,6 +304,19 @@ def read_records(files: SplitFiles,
     IndexError: for an index outside the split.
     TypeError: for indices that are not integers.
     ValueError: for a shard whose records do not match the dataset info.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import loading
+    >>> from rlds_lite.tfds import EpisodeWriter
+    >>> with EpisodeWriter(tempfile.mkdtemp(), 'toy', {'steps': {'x': np.int32}},
+    ...                    max_episodes_per_file=2) as writer:
+    ...   writer.add_episodes({'steps': {'x': [i], 'is_terminal': [True]}}
+    ...                       for i in range(3))
+    >>> files = split_files(loading.rlds_builder(writer.path)[0], 'train')
+    >>> every = [r.numpy() for r in read_records(files)]
+    >>> [r.numpy() for r in read_records(files, [2, 0])] == [every[2], every[0]]
+    True
   """
   if indices is not None:
     indices = checked_indices(files, indices)
@@ -291,7 +332,20 @@ def read_records(files: SplitFiles,
 
 def iterate_records(files: SplitFiles,
                     indices: Optional[Sequence[int]] = None) -> Iterator[bytes]:
-  """`read_records` as a Python iterator of ``bytes``."""
+  """`read_records` as a Python iterator of ``bytes``.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import loading
+    >>> from rlds_lite.tfds import EpisodeWriter
+    >>> with EpisodeWriter(tempfile.mkdtemp(), 'toy', {'steps': {'x': np.int32}},
+    ...                    file_format='array_record') as writer:
+    ...   writer.add_episodes({'steps': {'x': [i], 'is_terminal': [True]}}
+    ...                       for i in range(3))
+    >>> files = split_files(loading.rlds_builder(writer.path)[0], 'train')
+    >>> [type(r).__name__ for r in iterate_records(files, [1, 1])]
+    ['bytes', 'bytes']
+  """
   if files.file_format == 'array_record':
     if indices is not None:
       indices = checked_indices(files, indices)

@@ -340,6 +340,18 @@ def filter_dataset(source: PathLike,
     FileExistsError: if ``out_dir`` exists.
     ExpressionError: for a bad EXPR (unknown columns are listed).
     ValueError: if no episode matches, or a split would be empty.
+
+  Example:
+    >>> import tempfile, os
+    >>> import rlds_lite
+    >>> from rlds_lite import synthetic
+    >>> from rlds_lite.tfds import write_dataset
+    >>> source = write_dataset(synthetic.episodes(num_episodes=6, seed=0),
+    ...                        tempfile.mkdtemp(), 'toy')
+    >>> path = filter_dataset(source, os.path.join(tempfile.mkdtemp(), 'out'),
+    ...                       'terminated', progress=False)
+    >>> [int(e['episode_id']) for e in rlds_lite.load(path)]
+    [0, 4]
   """
   out_dir = _check_out_dir(out_dir)
   opened = _open(source, split, data_dir)

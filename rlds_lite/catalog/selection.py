@@ -70,6 +70,16 @@ def episode_indices(episodes: Episodes, builder: tfds.core.DatasetBuilder,
     IndexError: for an index outside the split.
     TypeError: for something else than the forms above.
     ValueError: for a catalog of another dataset or split.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import loading, synthetic
+    >>> from rlds_lite.tfds import write_dataset
+    >>> path = write_dataset(synthetic.episodes(num_episodes=6, seed=0),
+    ...                      tempfile.mkdtemp(), 'toy')
+    >>> builder, _ = loading.rlds_builder(path)
+    >>> episode_indices('length < 20', builder, 'train', progress=False)
+    array([0, 5])
   """
   files = records_lib.split_files(builder, split)
   if isinstance(episodes, table.Catalog):
@@ -111,6 +121,17 @@ def load_episodes(builder: tfds.core.DatasetBuilder, split: str,
 
   Returns:
     A ``tf.data.Dataset`` of episodes (possibly empty).
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import loading, synthetic
+    >>> from rlds_lite.tfds import write_dataset
+    >>> path = write_dataset(synthetic.episodes(num_episodes=6, seed=0),
+    ...                      tempfile.mkdtemp(), 'toy')
+    >>> builder, _ = loading.rlds_builder(path)
+    >>> episodes = load_episodes(builder, 'train', [5, 0], dense=True)
+    >>> [int(e['steps']['reward'].shape[0]) for e in episodes]
+    [10, 5]
   """
   from rlds_lite import loading  # pylint: disable=g-import-not-at-top
   indices = episode_indices(episodes, builder, split, progress=progress)

@@ -47,14 +47,31 @@ FORMAT_VERSION = 1
 
 
 def fallback_dir() -> str:
-  """Where catalogs go when the dataset directory is read-only."""
+  """Where catalogs go when the dataset directory is read-only.
+
+  Example:
+    >>> os.environ['RLDS_LITE_CACHE_DIR'] = '/tmp/cache'
+    >>> fallback_dir()
+    '/tmp/cache/catalog'
+    >>> del os.environ['RLDS_LITE_CACHE_DIR']
+  """
   root = os.environ.get('RLDS_LITE_CACHE_DIR') or os.path.join(
       os.path.expanduser('~'), '.cache', 'rlds_lite')
   return os.path.join(root, 'catalog')
 
 
 def catalog_key(dataset_dir: str, split: str) -> str:
-  """The key of a split's catalog: changes when the dataset's files change."""
+  """The key of a split's catalog: changes when the dataset's files change.
+
+  Example:
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> before = catalog_key(d, 'train')
+    >>> with open(os.path.join(d, 'new-shard'), 'w') as f:
+    ...   _ = f.write('x')
+    >>> catalog_key(d, 'train') != before, len(before)
+    (True, 16)
+  """
   return stats_cache.cache_key(dataset_dir, {'catalog': FORMAT_VERSION,
                                              'split': split})
 
@@ -66,7 +83,13 @@ def _candidates(dataset_dir: str, split: str, key: str) -> List[str]:
 
 
 def read(dataset_dir: str, split: str, key: str) -> Optional[table.Catalog]:
-  """The cached catalog, or None (missing or unreadable)."""
+  """The cached catalog, or None (missing or unreadable).
+
+  Example:
+    >>> import tempfile
+    >>> read(tempfile.mkdtemp(), 'train', '0123456789abcdef') is None
+    True
+  """
   for path in _candidates(dataset_dir, split, key):
     if os.path.exists(path):
       try:
@@ -108,6 +131,13 @@ def write(dataset_dir: str, split: str, key: str,
 
   Raises:
     OSError: if neither place is writable.
+
+  Example:
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> path = write(d, 'test', 'k' * 16, table.Catalog({'index': [0]}))
+    >>> os.path.basename(path)
+    'test-kkkkkkkkkkkkkkkk.npz'
   """
   errors = []
   for path in _candidates(dataset_dir, split, key):

@@ -109,12 +109,22 @@ class Catalog:
   # Columns.
   @property
   def columns(self) -> Tuple[str, ...]:
-    """The column names, in order."""
+    """The column names, in order.
+
+    Example:
+      >>> Catalog({'index': [0], 'length': [3]}).columns
+      ('index', 'length')
+    """
     return tuple(self._columns)
 
   @property
   def info(self) -> Dict[str, Any]:
-    """What the catalog describes (dataset, split, column sources, ...)."""
+    """What the catalog describes (dataset, split, column sources, ...).
+
+    Example:
+      >>> Catalog({'index': [0]}, {'split': 'train'}).info
+      {'split': 'train'}
+    """
     return dict(self._info)
 
   def resolve(self, name: str) -> str:
@@ -138,7 +148,12 @@ class Catalog:
     raise KeyError(f'no column {name!r} (columns: {", ".join(self._columns)}).')
 
   def column(self, name: str) -> np.ndarray:
-    """The column ``name`` (see `resolve`)."""
+    """The column ``name`` (see `resolve`).
+
+    Example:
+      >>> Catalog({'episode_metadata/scene': [2, 5]}).column('scene').tolist()
+      [2, 5]
+    """
     return self._columns[self.resolve(name)]
 
   def __getitem__(self, name: str) -> np.ndarray:
@@ -156,12 +171,22 @@ class Catalog:
 
   @property
   def indices(self) -> np.ndarray:
-    """The ``index`` column: each episode's position in its split."""
+    """The ``index`` column: each episode's position in its split.
+
+    Example:
+      >>> Catalog({'index': [4, 9], 'length': [1, 2]}).indices.tolist()
+      [4, 9]
+    """
     return self.column('index')
 
   # Rows.
   def row(self, position: int) -> Dict[str, Any]:
-    """Row ``position`` (not the episode index) as a dict of Python values."""
+    """Row ``position`` (not the episode index) as a dict of Python values.
+
+    Example:
+      >>> Catalog({'index': [4, 9], 'return': [1.5, float('nan')]}).row(1)
+      {'index': 9, 'return': None}
+    """
     if not -self._size <= position < self._size:
       raise IndexError(f'Catalog: row {position} of {self._size}.')
     return {name: _python_value(values[position])
@@ -172,7 +197,14 @@ class Catalog:
       yield self.row(position)
 
   def to_records(self) -> List[Dict[str, Any]]:
-    """The rows as JSON-ready dicts (tuples become lists, NaN becomes None)."""
+    """The rows as JSON-ready dicts (tuples become lists, NaN becomes None).
+
+    Example:
+      >>> tasks = np.empty(1, dtype=object)
+      >>> tasks[0] = ('pick', 'place')
+      >>> Catalog({'index': [0], 'task': tasks}).to_records()
+      [{'index': 0, 'task': ['pick', 'place']}]
+    """
     names = list(self._columns)
     lists = [[_python_value(v) for v in self._columns[name].tolist()]
              if self._columns[name].dtype != object else
@@ -180,18 +212,33 @@ class Catalog:
     return [dict(zip(names, values)) for values in zip(*lists)]
 
   def to_json(self, **kwargs: Any) -> str:
-    """`to_records` as JSON text (``json.dumps`` keyword arguments apply)."""
+    """`to_records` as JSON text (``json.dumps`` keyword arguments apply).
+
+    Example:
+      >>> Catalog({'index': [0], 'ok': [True]}).to_json()
+      '[{"index": 0, "ok": true}]'
+    """
     return json.dumps(self.to_records(), **kwargs)
 
   # Selection.
   def take(self, positions: Union[Sequence[int], np.ndarray]) -> 'Catalog':
-    """The rows at ``positions`` (row positions, in that order)."""
+    """The rows at ``positions`` (row positions, in that order).
+
+    Example:
+      >>> Catalog({'index': [4, 9, 7]}).take([2, 0])['index'].tolist()
+      [7, 4]
+    """
     positions = np.asarray(positions, dtype=np.int64)
     return Catalog({name: values[positions]
                     for name, values in self._columns.items()}, self._info)
 
   def mask(self, where: Where) -> np.ndarray:
-    """The boolean mask of the rows matching ``where`` (see `select`)."""
+    """The boolean mask of the rows matching ``where`` (see `select`).
+
+    Example:
+      >>> Catalog({'length': [3, 30]}).mask('length > 10').tolist()
+      [False, True]
+    """
     if isinstance(where, (str, expression_lib.Expression)):
       parsed = expression_lib.parse(where)
       columns = {}
@@ -267,7 +314,12 @@ class Catalog:
     return self.take(np.concatenate([order, np.flatnonzero(missing)]))
 
   def head(self, n: int = 10) -> 'Catalog':
-    """The first ``n`` rows."""
+    """The first ``n`` rows.
+
+    Example:
+      >>> len(Catalog({'index': range(50)}).head(10))
+      10
+    """
     return self.take(np.arange(min(n, self._size)))
 
   # Text.
@@ -313,6 +365,13 @@ class Catalog:
 
     Strings are stored as UTF-8 bytes plus offsets, tuples of strings as their
     strings plus per-row offsets; `read` restores the columns exactly.
+
+    Example:
+      >>> import os, tempfile
+      >>> path = os.path.join(tempfile.mkdtemp(), 'catalog.npz')
+      >>> Catalog({'index': [0, 1]}).save(path)
+      >>> Catalog.read(path)['index'].tolist()
+      [0, 1]
     """
     arrays: Dict[str, np.ndarray] = {}
     layout = []

@@ -23,7 +23,7 @@ from typing import Dict, Tuple
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
-  """--out, --val-fraction, --seed, --name."""
+  """--out, --val-fraction, --seed, --name (see the module example)."""
   parser.add_argument('--out', required=True, metavar='DIR',
                       help='a new directory for the new dataset (its TFDS '
                       'data_dir: the dataset goes to DIR/NAME/VERSION)')
@@ -37,7 +37,14 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def out_dir_error(out: str) -> str:
-  """The message for an existing --out, or '' if it is new."""
+  """The message for an existing --out, or '' if it is new.
+
+  Example:
+    >>> out_dir_error('/no/such/directory')
+    ''
+    >>> out_dir_error('/')
+    "'/' already exists; choose a new output directory (nothing was written)."
+  """
   if os.path.exists(os.path.expanduser(out)):
     return (f'{out!r} already exists; choose a new output directory (nothing '
             'was written).')
