@@ -3,50 +3,91 @@
 A drop-in for Google's RLDS: ``import rlds_lite as rlds`` and RLDS code keeps
 working, on today's TensorFlow and without dm-reverb.
 
+Names are imported on first use (PEP 562): ``import rlds_lite`` itself does
+not load TensorFlow, so ``rlds-lite --help`` and ``--version`` answer at once.
+
 Example:
   >>> import rlds_lite as rlds
   >>> rlds.STEPS, rlds.IS_LAST, rlds.metadata.EPISODE_ID
   ('steps', 'is_last', 'episode_id')
 """
 
-from rlds_lite import metadata
-from rlds_lite import rlds_types
-from rlds_lite import transformations
-from rlds_lite import dense
-from rlds_lite import pipeline
-from rlds_lite import synthetic
-from rlds_lite import stats
-from rlds_lite import catalog
-from rlds_lite import checks
-from rlds_lite import video
-from rlds_lite.checks import validate
-from rlds_lite.checks import ValidationReport
-from rlds_lite.video import episode_to_video
-from rlds_lite.loading import load
-from rlds_lite.metadata import AGENT_ID
-from rlds_lite.metadata import ENVIRONMENT_CONFIG
-from rlds_lite.metadata import EPISODE_ID
-from rlds_lite.metadata import EXPERIMENT_ID
-from rlds_lite.metadata import INVALID
-from rlds_lite.rlds_types import ACTION
-from rlds_lite.rlds_types import ALIGNMENT
-from rlds_lite.rlds_types import BatchedEpisode
-from rlds_lite.rlds_types import BatchedStep
-from rlds_lite.rlds_types import build_episode
-from rlds_lite.rlds_types import build_step
-from rlds_lite.rlds_types import CORE_STEP_FIELDS
-from rlds_lite.rlds_types import DISCOUNT
-from rlds_lite.rlds_types import Episode
-from rlds_lite.rlds_types import IS_FIRST
-from rlds_lite.rlds_types import IS_LAST
-from rlds_lite.rlds_types import IS_TERMINAL
-from rlds_lite.rlds_types import MANDATORY_STEP_FIELDS
-from rlds_lite.rlds_types import OBSERVATION
-from rlds_lite.rlds_types import REWARD
-from rlds_lite.rlds_types import Step
-from rlds_lite.rlds_types import STEPS
-from rlds_lite.validation import is_valid_rlds_dataset
-from rlds_lite.validation import RLDSFormatError
-from rlds_lite.validation import validate_episodes
+import importlib
+import importlib.util
+from typing import Any, List, TYPE_CHECKING
 
 __version__ = '0.1.0'
+
+_SUBMODULES = ('metadata', 'rlds_types', 'transformations', 'dense',
+               'pipeline', 'synthetic', 'stats', 'catalog', 'checks', 'video')
+"""Submodules that are attributes of the package (as if imported here)."""
+
+_NAMES = {
+    'validate': 'checks',
+    'ValidationReport': 'checks',
+    'episode_to_video': 'video',
+    'load': 'loading',
+    'AGENT_ID': 'metadata',
+    'ENVIRONMENT_CONFIG': 'metadata',
+    'EPISODE_ID': 'metadata',
+    'EXPERIMENT_ID': 'metadata',
+    'INVALID': 'metadata',
+    'ACTION': 'rlds_types',
+    'ALIGNMENT': 'rlds_types',
+    'BatchedEpisode': 'rlds_types',
+    'BatchedStep': 'rlds_types',
+    'build_episode': 'rlds_types',
+    'build_step': 'rlds_types',
+    'CORE_STEP_FIELDS': 'rlds_types',
+    'DISCOUNT': 'rlds_types',
+    'Episode': 'rlds_types',
+    'IS_FIRST': 'rlds_types',
+    'IS_LAST': 'rlds_types',
+    'IS_TERMINAL': 'rlds_types',
+    'MANDATORY_STEP_FIELDS': 'rlds_types',
+    'OBSERVATION': 'rlds_types',
+    'REWARD': 'rlds_types',
+    'Step': 'rlds_types',
+    'STEPS': 'rlds_types',
+    'is_valid_rlds_dataset': 'validation',
+    'RLDSFormatError': 'validation',
+    'validate_episodes': 'validation',
+}
+"""Public names of the package and the submodule that defines each."""
+
+__all__ = sorted(_SUBMODULES + tuple(_NAMES)) + ['__version__']
+
+
+def __getattr__(name: str) -> Any:
+  """Imports a public name (or any submodule) on first use."""
+  if name in _NAMES:
+    value = getattr(importlib.import_module(f'{__name__}.{_NAMES[name]}'),
+                    name)
+  elif name in _SUBMODULES or (not name.startswith('_') and
+                               importlib.util.find_spec(f'{__name__}.{name}')):
+    value = importlib.import_module(f'{__name__}.{name}')
+  else:
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+  globals()[name] = value
+  return value
+
+
+def __dir__() -> List[str]:
+  return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # For type checkers and IDEs: the same names, eagerly.
+  # pylint: disable=g-import-not-at-top,g-bad-import-order
+  from rlds_lite import checks, dense, metadata, pipeline, rlds_types
+  from rlds_lite import catalog, stats, synthetic, transformations, video
+  from rlds_lite.checks import validate, ValidationReport
+  from rlds_lite.video import episode_to_video
+  from rlds_lite.loading import load
+  from rlds_lite.metadata import (AGENT_ID, ENVIRONMENT_CONFIG, EPISODE_ID,
+                                  EXPERIMENT_ID, INVALID)
+  from rlds_lite.rlds_types import (
+      ACTION, ALIGNMENT, BatchedEpisode, BatchedStep, build_episode,
+      build_step, CORE_STEP_FIELDS, DISCOUNT, Episode, IS_FIRST, IS_LAST,
+      IS_TERMINAL, MANDATORY_STEP_FIELDS, OBSERVATION, REWARD, Step, STEPS)
+  from rlds_lite.validation import (is_valid_rlds_dataset, RLDSFormatError,
+                                    validate_episodes)

@@ -89,8 +89,9 @@ def build_step(
   step.update({k: v for k, v in optional.items() if v is not None})
   for key, value in (metadata or {}).items():
     if key in step or key in CORE_STEP_FIELDS:
-      raise ValueError(
-          f'Invalid step metadata: key {key!r} is a step field; rename it.')
+      raise ValueError(  # Starts as upstream RLDS's message does.
+          f'Invalid Step Metadata: it contains step key {key} ({key!r} is '
+          'a step field; rename it).')
     step[key] = value
   return step
 
@@ -116,6 +117,6 @@ def build_episode(steps: Union[List[Any], tf.data.Dataset, Mapping[str, Any]],
   """
   metadata = dict(metadata or {})
   if STEPS in metadata:
-    raise ValueError(
-        f'Invalid episode metadata: it contains the episode key {STEPS!r}.')
+    raise ValueError(  # Upstream RLDS's message, word for word.
+        f'Invalid Episode Metadata: it contains an episode key ({STEPS})')
   return {STEPS: steps, **metadata}

@@ -7,7 +7,11 @@ silent switch to GIF: ask for a ``.gif`` path instead).
 
 Frames may be uint8 (or other integers in 0..255), bool, or floats in
 [0, 1] (scaled by 255); ``[H, W]`` and ``[H, W, 1]`` are grayscale,
-``[H, W, 3]`` RGB, ``[H, W, 4]`` RGBA (alpha dropped).
+``[H, W, 3]`` RGB, ``[H, W, 4]`` RGBA (alpha dropped). Several cameras
+(``key`` a list) are put side by side (`side_by_side`); ``scale`` enlarges
+frames by an integer factor, nearest neighbour (`upscale`; ``None`` picks
+`auto_scale`: small frames, such as 16x12 Catch boards, become at least
+128 pixels high).
 
 Example:
   >>> import os, tempfile
@@ -20,8 +24,9 @@ Example:
   (3, 8, 8, 3)
 """
 
+import math
 import os
-from typing import Any, List, Mapping, Union
+from typing import Any, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import tensorflow as tf
@@ -32,7 +37,10 @@ from rlds_lite import rlds_types
 
 PathLike = Union[str, os.PathLike]
 _BATCH = 256
+_GAP = 2  # Pixels of grey between cameras side by side.
 FORMATS = ('.gif', '.mp4')
+MIN_HEIGHT = 128
+"""`auto_scale` enlarges frames lower than this (pixels)."""
 
 
 def _lookup(structure: Any, key: str) -> Any:
@@ -60,6 +68,39 @@ def image_fields(step_spec: Any) -> List[str]:
   return [path for path, leaf in nest_paths.flatten_with_paths(step_spec)
           if isinstance(leaf, tf.TensorSpec) and leaf.shape.rank is not None
           and _is_image_like(leaf.shape.as_list(), leaf.dtype)]
+
+
+def _steps_spec(episode: Any) -> Any:
+  """The per-step spec of an episode's steps (a Dataset or dense arrays)."""
+  steps = episode
+  if isinstance(episode, Mapping) and rlds_types.STEPS in episode:
+    steps = episode[rlds_types.STEPS]
+  if isinstance(steps, tf.data.Dataset):
+    return steps.element_spec
+  return tf.nest.map_structure(
+      lambda v: tf.TensorSpec(np.shape(v)[1:], tf.as_dtype(np.asarray(
+          v).dtype)), steps)
+
+
+def camera_fields(episode: Any) -> List[str]:
+  """The image fields to show by default: uint8 images (camera frames), else
+  any image-like field (`image_fields`); a KeyError if there is none.
+
+  Example:
+    >>> camera_fields({'steps': {
+    ...     'observation': {'wrist': np.zeros((2, 4, 4, 3), np.uint8),
+    ...                     'image': np.zeros((2, 8, 8, 3), np.uint8),
+    ...                     'state': np.zeros((2, 3, 3), np.float32)}}})
+    ['observation/image', 'observation/wrist']
+  """
+  spec = _steps_spec(episode)
+  fields = image_fields(spec)
+  if not fields:
+    raise KeyError('the steps have no image field; all fields: '
+                   f'{[p for p, _ in nest_paths.flatten_with_paths(spec)]}.')
+  cameras = [path for path in fields
+             if _lookup(spec, path).dtype == tf.uint8]
+  return cameras or fields
 
 
 def _unknown_key(key: str, step_spec: Any) -> KeyError:
@@ -152,6 +193,80 @@ def episode_frames(episode: Any, key: str) -> np.ndarray:
   return to_rgb_frames(_step_values(episode, key), key)
 
 
+def upscale(frames: np.ndarray, scale: int) -> np.ndarray:
+  """``[T, H, W, C]`` frames enlarged ``scale`` times (nearest neighbour).
+
+  Example:
+    >>> upscale(np.arange(2, dtype=np.uint8).reshape(1, 1, 2, 1), 2)[0, ..., 0]
+    array([[0, 0, 1, 1],
+           [0, 0, 1, 1]], dtype=uint8)
+  """
+  if isinstance(scale, bool) or int(scale) != scale or scale < 1:
+    raise ValueError(f'scale must be a whole number >= 1, got {scale!r}.')
+  scale = int(scale)
+  if scale == 1:
+    return frames
+  return np.repeat(np.repeat(frames, scale, axis=1), scale, axis=2)
+
+
+def auto_scale(height: int, min_height: int = MIN_HEIGHT) -> int:
+  """The smallest whole factor that makes ``height`` at least ``min_height``.
+
+  Example:
+    >>> auto_scale(16), auto_scale(84), auto_scale(128), auto_scale(480)
+    (8, 2, 1, 1)
+  """
+  return max(1, math.ceil(min_height / max(height, 1)))
+
+
+def side_by_side(cameras: Sequence[np.ndarray]) -> np.ndarray:
+  """Frames of several cameras, ``[T, H_i, W_i, 3]``, as one ``[T, H, W, 3]``.
+
+  Each camera is enlarged by the largest whole factor that keeps it within
+  the tallest one's height (a 64-pixel wrist camera beside a 128-pixel main
+  camera is doubled), then padded with black at the bottom to that height;
+  cameras are separated by a 2-pixel grey line. All need the same ``T``.
+
+  Example:
+    >>> a, b = np.zeros((2, 4, 4, 3), np.uint8), np.zeros((2, 2, 3, 3), np.uint8)
+    >>> side_by_side([a, b]).shape
+    (2, 4, 12, 3)
+  """
+  if len(cameras) == 1:
+    return cameras[0]
+  lengths = {len(frames) for frames in cameras}
+  if len(lengths) > 1:
+    raise ValueError(f'cameras have different frame counts: {sorted(lengths)}')
+  height = max(frames.shape[1] for frames in cameras)
+  parts = []
+  for index, frames in enumerate(cameras):
+    frames = upscale(frames, max(1, height // frames.shape[1]))
+    pad = height - frames.shape[1]
+    if index:
+      parts.append(np.full((len(frames), height, _GAP, 3), 128, np.uint8))
+    parts.append(np.pad(frames, ((0, 0), (0, pad), (0, 0), (0, 0))))
+  return np.concatenate(parts, axis=2)
+
+
+def video_frames(episode: Any, keys: Union[str, Sequence[str]],
+                 scale: Optional[int] = 1) -> np.ndarray:
+  """The frames `episode_to_video` writes: one camera or several side by
+  side, enlarged ``scale`` times (``None``: `auto_scale`).
+
+  Example:
+    >>> steps = {'a': np.zeros((3, 16, 12, 3), np.uint8),
+    ...          'b': np.zeros((3, 8, 8), np.uint8)}
+    >>> video_frames(steps, ['a', 'b'], scale=None).shape
+    (3, 128, 240, 3)
+  """
+  keys = [keys] if isinstance(keys, str) else list(keys)
+  if not keys:
+    raise ValueError('no image field to show.')
+  frames = side_by_side([episode_frames(episode, key) for key in keys])
+  return upscale(frames, auto_scale(frames.shape[1]) if scale is None
+                 else scale)
+
+
 def _even(frames: np.ndarray) -> np.ndarray:
   """Frames padded (edge pixels repeated) to even sizes, as H.264 needs."""
   _, height, width, _ = frames.shape
@@ -171,16 +286,20 @@ def _write_mp4(frames: np.ndarray, path: str, fps: float) -> None:
   imageio.mimwrite(path, list(_even(frames)), fps=fps, macro_block_size=1)
 
 
-def episode_to_video(episode: Any, key: str, path: PathLike,
-                     fps: float = 10) -> str:
+def episode_to_video(episode: Any, key: Union[str, Sequence[str]],
+                     path: PathLike, fps: float = 10,
+                     scale: Optional[int] = 1) -> str:
   """Writes image field ``key`` of an episode as a GIF or MP4 video.
 
   Args:
     episode: see `episode_frames` (nested or dense steps).
-    key: the image field's path, such as ``'observation/image'``.
+    key: the image field's path, such as ``'observation/image'``, or a list
+      of them (cameras side by side, see `side_by_side`).
     path: the output file; ``.gif`` (pure NumPy) or ``.mp4`` (needs
       imageio and imageio-ffmpeg).
     fps: frames per second.
+    scale: enlarge frames this many times (nearest neighbour); ``None``
+      enlarges small frames to at least `MIN_HEIGHT` pixels (`auto_scale`).
 
   Returns:
     ``path`` (as a string).
@@ -204,7 +323,7 @@ def episode_to_video(episode: Any, key: str, path: PathLike,
                      '(use .gif or .mp4).')
   if fps <= 0:
     raise ValueError(f'episode_to_video: fps must be positive, got {fps}.')
-  frames = episode_frames(episode, key)
+  frames = video_frames(episode, key, scale)
   if extension == '.gif':
     gif.write_gif(frames, path, fps=fps)
   else:

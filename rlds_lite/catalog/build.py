@@ -59,9 +59,9 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
-import tqdm
 
 from rlds_lite import loading
+from rlds_lite import progress as progress_lib
 from rlds_lite import rlds_types
 from rlds_lite.catalog import records as records_lib
 from rlds_lite.catalog import storage
@@ -264,7 +264,8 @@ def _column(parts: List[Any], feature: Any) -> np.ndarray:
   return values
 
 
-def _pass(plan: _Plan, files: records_lib.SplitFiles, progress: bool
+def _pass(plan: _Plan, files: records_lib.SplitFiles,
+          progress: Optional[bool]
           ) -> Dict[str, Any]:
   """The one streaming pass: per-episode values, concatenated in order."""
   rows = records_lib.read_records(files).map(
@@ -272,8 +273,8 @@ def _pass(plan: _Plan, files: records_lib.SplitFiles, progress: bool
   batches = rows.ragged_batch(_BATCH).prefetch(2)
   parts: Dict[str, List[Any]] = {}
   done = 0
-  with tqdm.tqdm(total=files.num_episodes, unit='episode', desc='catalog',
-                 disable=None if progress else True, leave=False) as bar:
+  with progress_lib.bar(progress, total=files.num_episodes, unit=' episodes',
+                        desc='catalog', leave=False) as bar:
     iterator = iter(batches)
     while True:
       try:
@@ -327,7 +328,8 @@ def _assemble(plan: _Plan, files: records_lib.SplitFiles,
 
 
 def catalog_of_builder(builder: tfds.core.DatasetBuilder, split: str,
-                       *, cache: bool = True, progress: bool = True
+                       *, cache: bool = True,
+                       progress: Optional[bool] = None
                        ) -> table.Catalog:
   """`episodes` for a TFDS builder (as `rlds_lite.loading.rlds_builder` gives).
 
@@ -375,7 +377,7 @@ def episodes(name_or_dir: PathLike,
              *,
              data_dir: Optional[PathLike] = None,
              cache: bool = True,
-             progress: bool = True) -> table.Catalog:
+             progress: Optional[bool] = None) -> table.Catalog:
   """The episode catalog of a split: one row per episode (see the module doc).
 
   Args:
@@ -384,7 +386,8 @@ def episodes(name_or_dir: PathLike,
     split: a plain split name (no slicing).
     data_dir: where TFDS looks for prepared datasets (names only).
     cache: read/write the catalog next to the dataset.
-    progress: show a progress bar on a terminal (stderr).
+    progress: the progress bar (stderr): None shows it on a terminal only,
+      True always, False never (as `rlds_lite.progress`).
 
   Returns:
     A `Catalog`.

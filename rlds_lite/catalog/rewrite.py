@@ -49,9 +49,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
-import tqdm
 
 from rlds_lite import loading
+from rlds_lite import progress as progress_lib
 from rlds_lite import rlds_types
 from rlds_lite.catalog import build
 from rlds_lite.catalog import expression
@@ -98,7 +98,7 @@ def _open(source: PathLike, split: Optional[str],
                  np.arange(files.num_episodes, dtype=np.int64))
 
 
-def _catalog(source: _Source, progress: bool) -> table.Catalog:
+def _catalog(source: _Source, progress: Optional[bool]) -> table.Catalog:
   if source.catalog is None:
     source.catalog = build.catalog_of_builder(source.builder, source.split,
                                               progress=progress)
@@ -215,7 +215,8 @@ class _Ids:
   new_ids: Optional[List[Any]] = None
 
 
-def _episode_ids(sources: Sequence[_Source], progress: bool) -> _Ids:
+def _episode_ids(sources: Sequence[_Source],
+                 progress: Optional[bool]) -> _Ids:
   catalogs = [_catalog(s, progress) for s in sources]
   fields = {c.info.get('episode_id') for c in catalogs}
   field = fields.pop() if len(fields) == 1 else None
@@ -255,7 +256,8 @@ def _with_episode_id(record: bytes, field: str, value: Any) -> bytes:
 
 def _write(operation: str, sources: Sequence[_Source], out_dir: str,
            *, where: Optional[str], val_fraction: Optional[float], seed: int,
-           name: Optional[str], ids: _Ids, progress: bool) -> str:
+           name: Optional[str], ids: _Ids,
+           progress: Optional[bool]) -> str:
   """Copies the chosen episodes of ``sources`` into a new dataset."""
   total = sum(len(s.indices) for s in sources)
   if total == 0:
@@ -291,8 +293,8 @@ def _write(operation: str, sources: Sequence[_Source], out_dir: str,
         description=info.description, homepage=info.homepage,
         citation=info.citation, metadata=metadata) as writer:
       position = 0
-      with tqdm.tqdm(total=total, unit='episode', desc=operation,
-                     disable=None if progress else True, leave=False) as bar:
+      with progress_lib.bar(progress, total=total, unit=' episodes',
+                            desc=operation) as bar:
         for source in sources:
           for record in records_lib.iterate_records(source.files,
                                                     source.indices):
@@ -317,7 +319,7 @@ def filter_dataset(source: PathLike,
                    seed: int = 0,
                    name: Optional[str] = None,
                    data_dir: Optional[PathLike] = None,
-                   progress: bool = True) -> str:
+                   progress: Optional[bool] = None) -> str:
   """Writes the episodes of a split matching an EXPR as a new dataset.
 
   Args:
@@ -331,7 +333,8 @@ def filter_dataset(source: PathLike,
     seed: seeds the validation choice.
     name: the new dataset's name (default: the source's).
     data_dir: where TFDS looks for registered names.
-    progress: show progress bars on a terminal.
+    progress: progress bars (stderr): None on a terminal only, True always,
+      False never.
 
   Returns:
     The new dataset's directory (``out_dir/<name>/<version>``).
@@ -371,7 +374,7 @@ def split_dataset(source: PathLike,
                   split: Optional[str] = None,
                   name: Optional[str] = None,
                   data_dir: Optional[PathLike] = None,
-                  progress: bool = True) -> str:
+                  progress: Optional[bool] = None) -> str:
   """Writes a split's episodes as a new dataset with train/validation splits.
 
   ``filter_dataset(source, out_dir, val_fraction=...)`` without an EXPR;
@@ -405,7 +408,7 @@ def merge_datasets(sources: Sequence[PathLike],
                    seed: int = 0,
                    name: Optional[str] = None,
                    data_dir: Optional[PathLike] = None,
-                   progress: bool = True) -> str:
+                   progress: Optional[bool] = None) -> str:
   """Writes the episodes of several datasets with the same features as one.
 
   Episodes come in the order of ``sources``, each in split order. Episode
@@ -420,7 +423,8 @@ def merge_datasets(sources: Sequence[PathLike],
     seed: seeds the validation choice.
     name: the new dataset's name (default: the first source's).
     data_dir: where TFDS looks for registered names.
-    progress: show progress bars on a terminal.
+    progress: progress bars (stderr): None on a terminal only, True always,
+      False never.
 
   Returns:
     The new dataset's directory (``out_dir/<name>/<version>``).

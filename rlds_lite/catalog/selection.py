@@ -29,7 +29,7 @@ Example:
 """
 
 import os
-from typing import Any, Callable, Dict, Sequence, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import numpy as np
 import tensorflow as tf
@@ -62,7 +62,8 @@ def _catalog_indices(catalog: table.Catalog, builder: tfds.core.DatasetBuilder,
 
 
 def episode_indices(episodes: Episodes, builder: tfds.core.DatasetBuilder,
-                    split: str, *, progress: bool = True) -> np.ndarray:
+                    split: str, *,
+                    progress: Optional[bool] = None) -> np.ndarray:
   """The split indices ``episodes`` chooses, in the order to read them.
 
   Raises:
@@ -109,7 +110,7 @@ def _parse_fn(features: tfds.features.FeaturesDict, dense: bool):
 
 def load_episodes(builder: tfds.core.DatasetBuilder, split: str,
                   episodes: Episodes, *, dense: bool = False,
-                  progress: bool = True) -> tf.data.Dataset:
+                  progress: Optional[bool] = None) -> tf.data.Dataset:
   """The chosen episodes of ``split``, as `rlds_lite.load` gives episodes.
 
   Args:
@@ -117,7 +118,8 @@ def load_episodes(builder: tfds.core.DatasetBuilder, split: str,
     split: a plain split name.
     episodes: which episodes (see the module docstring).
     dense: steps as dicts of ``[T, ...]`` tensors instead of datasets.
-    progress: show a progress bar if a catalog has to be built.
+    progress: the catalog's progress bar, if one is built (None: on a
+      terminal only).
 
   Returns:
     A ``tf.data.Dataset`` of episodes (possibly empty).

@@ -7,21 +7,36 @@ and exit status 2.
 """
 
 import argparse
+import json
 
 from rlds_lite.commands import dataset_options
 
+FORMATS = {
+    'rlds': 'a TFDS dataset directory (RLDS)',
+    'minari': 'a Minari dataset root',
+    'd4rl': 'a D4RL-style HDF5 file',
+    'il': 'an il-representations dict in a .npz file',
+    'webdataset': 'a directory of il-representations tar shards',
+    'ted': 'a TorchRL TED H5 file',
+    'alf': 'ALF TimeSteps in a .npz file',
+}
+"""``describe`` of each of `rlds_lite.convert.files.FORMATS`, for ``--help``.
+
+A copy, because importing ``rlds_lite.convert`` loads TensorFlow and
+``--help`` must not; tests/test_cli.py checks it matches.
+"""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable=protected-access
-  from rlds_lite.convert import files  # pylint: disable=g-import-not-at-top
-  formats = '; '.join(f'{name}: {fmt.describe}'
-                      for name, fmt in files.FORMATS.items())
+  formats = '; '.join(f'{name}: {describe}'
+                      for name, describe in FORMATS.items())
   parser = subparsers.add_parser(
       'convert', help='convert episodes between RLDS, Minari, D4RL, '
       'il-representations, webdataset shards, TorchRL TED and ALF',
       description='Reads SOURCE in one format and writes TARGET in another, '
       'keeping episode ends (terminated vs truncated) exact. Formats: '
       f'{formats}.')
-  names = sorted(files.FORMATS)
+  names = sorted(FORMATS)
   parser.add_argument('--from', dest='from_format', required=True,
                       choices=names, help='the format of SOURCE')
   parser.add_argument('--to', dest='to_format', required=True, choices=names,
@@ -48,14 +63,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
   parser.add_argument('--skip-one-step', action='store_true',
                       help='targets without room for one-step episodes: skip '
                       'them instead of failing')
+  parser.add_argument('--json', action='store_true',
+                      help='print the counts as JSON for machines')
   parser.add_argument('--no-progress', action='store_true',
                       help='hide the progress bar (shown on a terminal only)')
 
 
 def run(args: argparse.Namespace) -> int:
-  import sys  # pylint: disable=g-import-not-at-top
   dataset_options.quiet_logs()
-  from rlds_lite.convert import files  # pylint: disable=g-import-not-at-top
+  # pylint: disable=g-import-not-at-top
+  from rlds_lite import progress
+  from rlds_lite.convert import files
   options = {
       'split': args.split, 'name': args.name, 'dataset_id': args.dataset_id,
       'repair': args.repair, 'allow_pickle': args.allow_pickle,
@@ -67,9 +85,16 @@ def run(args: argparse.Namespace) -> int:
     counted = files.convert(
         args.source, args.target, from_format=args.from_format,
         to_format=args.to_format,
-        progress=not args.no_progress and sys.stderr.isatty(), **options)
+        progress=progress.shown(dataset_options.progress_option(args)),
+        **options)
   except (dataset_options.BAD_INPUT_ERRORS + (FileExistsError,)) as e:
     return dataset_options.report_error('convert', e)
-  print(f'converted {counted.episodes} episodes ({counted.steps} steps): '
-        f'{args.from_format} {args.source} -> {args.to_format} {args.target}')
+  if args.json:
+    print(json.dumps({'episodes': counted.episodes, 'steps': counted.steps,
+                      'from': args.from_format, 'source': args.source,
+                      'to': args.to_format, 'target': args.target}))
+  else:
+    print(f'converted {counted.episodes} episodes ({counted.steps} steps): '
+          f'{args.from_format} {args.source} -> {args.to_format} '
+          f'{args.target}')
   return 0

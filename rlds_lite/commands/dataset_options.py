@@ -17,7 +17,6 @@ Example:
 """
 
 import argparse
-import os
 import sys
 
 BAD_INPUT = 2
@@ -50,10 +49,9 @@ def progress_option(args: argparse.Namespace):
 
 
 def quiet_logs() -> None:
-  """Hides TensorFlow's and TFDS's INFO/WARNING logs."""
-  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
-  from absl import logging  # pylint: disable=g-import-not-at-top
-  logging.set_verbosity(logging.ERROR)
+  """Imports TensorFlow without its log lines unless --verbose (`quiet`)."""
+  from rlds_lite.commands import quiet  # pylint: disable=g-import-not-at-top
+  quiet.import_tensorflow()
 
 
 def one_line(error: BaseException) -> str:

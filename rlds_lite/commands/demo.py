@@ -1,11 +1,16 @@
-"""``rlds-lite demo``: the main job on built-in data (see ``rlds_lite.demo``)."""
+"""``rlds-lite demo``: the main job on built-in data (see ``rlds_lite.demo``).
+
+With ``--json`` the summary (the contents of ``summary.json``) goes to stdout
+and the progress lines to stderr.
+"""
 
 import argparse
+import json
 import os
 import sys
 from typing import Optional
 
-from absl import logging
+from rlds_lite.commands import quiet
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable=protected-access
@@ -31,8 +36,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
   demo.add_argument('--eval-episodes', type=int, default=200,
                     help='evaluation episodes per policy (default 200)')
   demo.add_argument('--seed', type=int, default=0)
+  demo.add_argument('--json', action='store_true',
+                    help='print the summary as JSON (progress lines go to '
+                    'stderr)')
   demo.add_argument('--no-progress', action='store_true',
-                    help='hide the progress bars')
+                    help='hide the progress bars (shown on a terminal only)')
 
 
 def _argument_problem(args: argparse.Namespace) -> Optional[str]:
@@ -44,13 +52,27 @@ def _argument_problem(args: argparse.Namespace) -> Optional[str]:
       return f'{flag} must be at least {minimum}'
   if not 0.0 <= args.epsilon <= 1.0:
     return '--epsilon must be between 0 and 1'
+  return _out_problem(args.out)
+
+
+def _out_problem(out: str) -> Optional[str]:
+  """Why ``--out`` cannot be the work directory, or None.
+
+  Example:
+    >>> _out_problem(__file__).endswith('is a file; give a directory')
+    True
+  """
+  path = os.path.abspath(os.path.expanduser(out))
+  if os.path.exists(path) and not os.path.isdir(path):
+    return f'--out {out!r} is a file; give a directory'
+  parent = os.path.dirname(path)
+  while not os.path.exists(parent):
+    parent = os.path.dirname(parent)
+  if not os.path.isdir(parent):
+    return f'--out {out!r}: {parent!r} is a file, not a directory'
+  if not os.access(path if os.path.exists(path) else parent, os.W_OK):
+    return f'--out {out!r} is not writable'
   return None
-
-
-def _quiet_native_logs() -> None:
-  """Hides INFO logs of EnvLogger's native code and TFDS deprecation notes."""
-  os.environ.setdefault('GLOG_minloglevel', '1')
-  logging.set_verbosity(logging.ERROR)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,10 +80,16 @@ def run(args: argparse.Namespace) -> int:
   if problem:
     print(f'rlds-lite demo: {problem}', file=sys.stderr)
     return 2
-  _quiet_native_logs()
-  from rlds_lite import demo  # pylint: disable=g-import-not-at-top
-  demo.run(args.out, env_name=args.env, num_episodes=args.episodes,
-           epsilon=args.epsilon, epochs=args.epochs,
-           eval_episodes=args.eval_episodes, seed=args.seed,
-           progress=not args.no_progress)
+  quiet.import_tensorflow()
+  # pylint: disable=g-import-not-at-top
+  from rlds_lite import demo
+  from rlds_lite import progress
+  shown = progress.shown(False if args.no_progress else None)
+  figures = demo.run(args.out, env_name=args.env, num_episodes=args.episodes,
+                     epsilon=args.epsilon, epochs=args.epochs,
+                     eval_episodes=args.eval_episodes, seed=args.seed,
+                     progress=shown,
+                     out=sys.stderr if args.json else sys.stdout)
+  if args.json:
+    print(json.dumps(figures, indent=1))
   return 0

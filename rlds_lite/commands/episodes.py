@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     split = args.split or sources.default_split(builder)
     loading.check_split(builder, split, args.path)
     catalog = build.catalog_of_builder(builder, split, cache=not args.no_cache,
-                                       progress=not args.no_progress)
+                                       progress=dataset_options.progress_option(args))
     total = len(catalog)
     if args.where:
       catalog = catalog.select(args.where)

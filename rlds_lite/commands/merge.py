@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     path = rewrite.merge_datasets(
         args.paths, args.out, split=args.split,
         val_fraction=args.val_fraction, seed=args.seed, name=args.name,
-        data_dir=args.data_dir, progress=not args.no_progress)
+        data_dir=args.data_dir, progress=dataset_options.progress_option(args))
   except dataset_options.BAD_INPUT_ERRORS + (FileExistsError,) as e:
     return rewrite_options.report_error('merge', e)
   rewrite_options.report(path, args.json)

@@ -23,7 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
                       help='comma-separated field paths (e.g. '
                       'action,observation/pos); default all numeric fields')
   parser.add_argument('--plot', default=None, metavar='OUT.png',
-                      help='write histograms to this PNG file')
+                      help='write a PNG: one panel per dimension (action[0], '
+                      '...), bars for discrete values, wide fields grouped')
   parser.add_argument('--no-cache', action='store_true',
                       help='neither read nor write the statistics cache')
   parser.add_argument('--keep-last-step', action='store_true',
@@ -49,12 +50,6 @@ def _fail(message: str) -> int:
   return dataset_options.BAD_INPUT
 
 
-def _quiet() -> None:
-  """Hides TensorFlow's and TFDS's start-up logs."""
-  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
-  os.environ.setdefault('GLOG_minloglevel', '2')
-  from absl import logging  # pylint: disable=g-import-not-at-top
-  logging.set_verbosity(logging.ERROR)
 
 
 def _default_split(source: str, data_dir: str) -> str:
@@ -71,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
   if (path.startswith(('/', './', '../')) or os.sep in path and
       ':' not in path) and not os.path.exists(path):
     return _fail(f'dataset directory {args.path!r} does not exist.')
-  _quiet()
+  dataset_options.quiet_logs()
   # pylint: disable=g-import-not-at-top
   from rlds_lite import stats as stats_lib
   keys = None

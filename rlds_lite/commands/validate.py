@@ -1,6 +1,7 @@
 """``rlds-lite validate PATH``: list every format problem; exit 1 if any."""
 
 import argparse
+from typing import Optional
 
 from rlds_lite.commands import dataset_options
 
@@ -21,15 +22,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
   parser.add_argument('--max-problems', type=int, default=1000,
                       help='stop after this many problems (default 1000)')
   parser.add_argument('--episodes', type=int, default=None,
-                      help='check only the first N episodes')
+                      help='check only the first N episodes (N >= 1)')
+
+
+def _argument_problem(args: argparse.Namespace) -> Optional[str]:
+  """What is wrong with the numbers given, or None (checked before any work).
+
+  Example:
+    >>> _argument_problem(argparse.Namespace(max_problems=5, episodes=0))
+    '--episodes must be at least 1.'
+  """
+  if args.max_problems < 1:
+    return '--max-problems must be at least 1.'
+  if args.episodes is not None and args.episodes < 1:
+    return '--episodes must be at least 1.'
+  return None
 
 
 def run(args: argparse.Namespace) -> int:
+  problem = _argument_problem(args)
+  if problem:
+    return dataset_options.report_error('validate', ValueError(problem))
   dataset_options.quiet_logs()
   from rlds_lite import checks  # pylint: disable=g-import-not-at-top
   try:
-    if args.max_problems < 1:
-      raise ValueError('--max-problems must be at least 1.')
     report = checks.validate(args.path, split=args.split,
                              data_dir=args.data_dir,
                              last_step_invalid=args.last_step_invalid,

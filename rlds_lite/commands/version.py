@@ -1,14 +1,19 @@
-"""``rlds-lite version``: prints the version."""
+"""``rlds-lite version``: prints the version (no TensorFlow import)."""
 
 import argparse
+import json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable=protected-access
-  subparsers.add_parser('version', help='print the version')
+  parser = subparsers.add_parser('version', help='print the version')
+  parser.add_argument('--json', action='store_true',
+                      help='print {"version": ...} for machines')
 
 
 def run(args: argparse.Namespace) -> int:
-  del args
   from rlds_lite import __version__  # pylint: disable=g-import-not-at-top
-  print(f'rlds_lite {__version__}')
+  if args.json:
+    print(json.dumps({'version': __version__}))
+  else:
+    print(f'rlds_lite {__version__}')
   return 0

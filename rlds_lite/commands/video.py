@@ -1,4 +1,9 @@
-"""``rlds-lite video PATH --episode N --key observation/image --out x.gif``."""
+"""``rlds-lite video PATH --episode N --out x.gif``: watch one episode.
+
+Every camera (uint8 image field) of the steps side by side, or the fields
+given with ``--key``; frames lower than 128 pixels are enlarged by default
+(``--scale`` sets the factor), ``--fps`` the speed.
+"""
 
 import argparse
 import json
@@ -8,18 +13,25 @@ from rlds_lite.commands import dataset_options
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable=protected-access
   parser = subparsers.add_parser(
-      'video', help='write an image field of one episode as a GIF or MP4',
-      description='Writes the frames of an image step field of one episode '
-      'as an animated GIF (no dependencies) or an MP4 (needs imageio and '
-      'imageio-ffmpeg).')
+      'video', help='write the cameras of one episode as a GIF or MP4',
+      description='Writes the frames of one episode as an animated GIF (no '
+      'dependencies) or an MP4 (needs imageio and imageio-ffmpeg): every '
+      'camera (uint8 image field) side by side, or the fields given with '
+      '--key. Frames lower than 128 pixels are enlarged (nearest neighbour) '
+      'unless --scale is given.')
   dataset_options.add_dataset_arguments(parser)
   parser.add_argument('--episode', type=int, default=0,
                       help='the episode index in the split (default 0)')
-  parser.add_argument('--key', required=True,
-                      help="the image field, e.g. 'observation/image'")
+  parser.add_argument('--key', action='append', default=None,
+                      help="an image field, e.g. 'observation/image'; repeat "
+                      'it (or separate by commas) for cameras side by side '
+                      '(default: every uint8 image field)')
   parser.add_argument('--out', required=True, help='the output .gif or .mp4')
-  parser.add_argument('--fps', type=float, default=10,
+  parser.add_argument('--fps', type=float, default=10.0,
                       help='frames per second (default 10)')
+  parser.add_argument('--scale', type=int, default=None,
+                      help='enlarge frames this many times (default: small '
+                      'frames to at least 128 pixels high, others 1)')
 
 
 def _episode(args: argparse.Namespace):
@@ -34,12 +46,30 @@ def _episode(args: argparse.Namespace):
                    f'{source.split!r} has {source.total} episodes.')
 
 
+def _keys(args: argparse.Namespace, episode) -> list:
+  """The fields to show: --key values, else every camera of the episode."""
+  from rlds_lite import video  # pylint: disable=g-import-not-at-top
+  keys = [k.strip() for value in args.key or [] for k in value.split(',')
+          if k.strip()]
+  return keys or video.camera_fields(episode)
+
+
 def run(args: argparse.Namespace) -> int:
+  if args.scale is not None and args.scale < 1:
+    return dataset_options.report_error(
+        'video', ValueError(f'--scale must be at least 1, got {args.scale}.'))
+  if args.fps <= 0:
+    return dataset_options.report_error(
+        'video', ValueError(f'--fps must be positive, got {args.fps:g}.'))
   dataset_options.quiet_logs()
   from rlds_lite import video  # pylint: disable=g-import-not-at-top
   try:
     episode = _episode(args)
-    frames = video.episode_frames(episode, args.key)
+    keys = _keys(args, episode)
+    frames = video.side_by_side([video.episode_frames(episode, key)
+                                 for key in keys])
+    scale = args.scale or video.auto_scale(frames.shape[1])
+    frames = video.upscale(frames, scale)
     video.episode_to_video({'steps': {'frames': frames}}, 'frames', args.out,
                            fps=args.fps)
   except dataset_options.BAD_INPUT_ERRORS + (OSError,) as e:  # OSError: --out.
@@ -48,8 +78,8 @@ def run(args: argparse.Namespace) -> int:
   if args.json:
     print(json.dumps({'out': args.out, 'frames': int(num_frames),
                       'height': int(height), 'width': int(width),
-                      'fps': args.fps}))
+                      'fps': args.fps, 'keys': keys, 'scale': scale}))
   else:
-    print(f'wrote {args.out}: {num_frames} frames of {height}x{width} at '
-          f'{args.fps:g} fps')
+    print(f'wrote {args.out}: {num_frames} frames of {height}x{width} '
+          f'({", ".join(keys)}, scale {scale}) at {args.fps:g} fps')
   return 0

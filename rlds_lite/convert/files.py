@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, NamedTuple, Optional
 import numpy as np
 
 from rlds_lite import nest_paths
+from rlds_lite import progress as progress_lib
 from rlds_lite.convert import episodes as episodes_lib
 
 PathLike = os.PathLike
@@ -52,6 +53,27 @@ class Format(NamedTuple):
   describe: str
 
 
+def _file_target(path: PathLike) -> str:
+  """``path`` as a string; a FileNotFoundError if its directory is missing.
+
+  A file format's writer writes a temporary file beside the target first;
+  without this check its error would name that temporary file.
+
+  Example:
+    >>> _file_target('/no/such/dir/x.h5')
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: /no/such/dir/x.h5: its directory /no/such/dir does not exist
+  """
+  path = os.fspath(path)
+  parent = os.path.dirname(os.path.abspath(path))
+  if not os.path.isdir(parent):
+    problem = ('is not a directory' if os.path.exists(parent)
+               else 'does not exist')
+    raise FileNotFoundError(f'{path}: its directory {parent} {problem}')
+  return path
+
+
 def _save_npz(data: Dict[str, Any], path: str) -> str:
   flat = {key: np.asarray(value)
           for key, value in nest_paths.flatten_with_paths(data)}
@@ -62,6 +84,11 @@ def _save_npz(data: Dict[str, Any], path: str) -> str:
 
 
 def _load_npz(path: str) -> Dict[str, Any]:
+  if os.path.isfile(path) and not zipfile.is_zipfile(path):
+    # np.load would try it as a pickle and talk about allow_pickle.
+    raise episodes_lib.ConversionError(
+        'is not a .npz file (a zip archive of .npy arrays, as numpy.savez '
+        'writes)', source=os.fspath(path))
   try:
     with np.load(path, allow_pickle=False) as data:
       return nest_paths.nest_from_paths({k: data[k] for k in data.files})
@@ -88,12 +115,37 @@ def _read_minari(path, repair=None):
   return minari.from_minari(path, repair=repair)
 
 
+def _minari_root(path: PathLike, dataset_id: Optional[str]):
+  """``(root, dataset_id)`` of a Minari target: a root, or a dataset's
+  directory (what ``--from minari`` reads) ending in the id or named like one.
+
+  Example:
+    >>> _minari_root('out', 'demo/point-v0')
+    ('out', 'demo/point-v0')
+    >>> _minari_root('out/demo/point-v0', 'demo/point-v0')
+    ('out', 'demo/point-v0')
+    >>> _minari_root('out/point-v0', None)
+    ('out', 'point-v0')
+  """
+  from rlds_lite.convert import minari  # pylint: disable=g-import-not-at-top
+  path = os.path.normpath(os.fspath(path))
+  if not dataset_id:
+    name = os.path.basename(path)
+    if not minari.is_dataset_id(name):
+      raise ValueError('writing minari needs a dataset id (--dataset-id, e.g. '
+                       'demo/point-v0)')
+    dataset_id = name
+  parts, components = dataset_id.split('/'), path.split(os.sep)
+  if components[-len(parts):] == parts:  # The dataset's own directory.
+    path = os.sep.join(components[:-len(parts)]) or (
+        os.sep if path.startswith(os.sep) else os.curdir)
+  return path, dataset_id
+
+
 def _write_minari(episodes, path, dataset_id=None):
   from rlds_lite.convert import minari  # pylint: disable=g-import-not-at-top
-  if not dataset_id:
-    raise ValueError('writing minari needs a dataset id (--dataset-id, e.g. '
-                     'demo/point-v0)')
-  return minari.to_minari(episodes, path, dataset_id)
+  root, dataset_id = _minari_root(path, dataset_id)
+  return minari.to_minari(episodes, root, dataset_id)
 
 
 def _read_d4rl(path, repair=None):
@@ -103,7 +155,7 @@ def _read_d4rl(path, repair=None):
 
 def _write_d4rl(episodes, path, one_step='error'):
   from rlds_lite.convert import d4rl  # pylint: disable=g-import-not-at-top
-  d4rl.to_d4rl(episodes, os.fspath(path), one_step=one_step)
+  d4rl.to_d4rl(episodes, _file_target(path), one_step=one_step)
   return os.fspath(path)
 
 
@@ -115,7 +167,7 @@ def _read_il(path, repair=None):
 def _write_il(episodes, path, one_step='error'):
   from rlds_lite.convert import il_representations  # pylint: disable=g-import-not-at-top
   return _save_npz(il_representations.to_il_dict(episodes, one_step=one_step),
-                   os.fspath(path))
+                   _file_target(path))
 
 
 def _read_webdataset(path, repair=None, allow_pickle=False):
@@ -137,7 +189,7 @@ def _read_ted(path, repair=None):
 
 def _write_ted(episodes, path, one_step='error'):
   from rlds_lite.convert import ted  # pylint: disable=g-import-not-at-top
-  return ted.to_ted_h5(episodes, path, one_step=one_step)
+  return ted.to_ted_h5(episodes, _file_target(path), one_step=one_step)
 
 
 def _read_alf(path, repair=None):
@@ -147,7 +199,8 @@ def _read_alf(path, repair=None):
 
 def _write_alf(episodes, path, one_step='error'):
   from rlds_lite.convert import alf  # pylint: disable=g-import-not-at-top
-  return _save_npz(alf.to_alf(episodes, one_step=one_step), os.fspath(path))
+  return _save_npz(alf.to_alf(episodes, one_step=one_step),
+                   _file_target(path))
 
 
 FORMATS: Dict[str, Format] = {
@@ -256,7 +309,7 @@ def counting(episodes: Iterable[episodes_lib.Episode], counts: list,
 
 
 def convert(source: PathLike, target: PathLike, *, from_format: str,
-            to_format: str, progress: bool = False,
+            to_format: str, progress: Optional[bool] = False,
             **options: Any) -> Counted:
   """Converts ``source`` (``from_format``) into ``target`` (``to_format``).
 
@@ -279,14 +332,8 @@ def convert(source: PathLike, target: PathLike, *, from_format: str,
     write_options['split'] = read_options['split']
   episodes = read_episodes(from_format, source, **read_options)
   counts = [0, 0]
-  bar = None
-  if progress:
-    from tqdm import auto as tqdm  # pylint: disable=g-import-not-at-top
-    bar = tqdm.tqdm(desc=f'{from_format} -> {to_format}', unit=' episodes')
-  try:
+  with progress_lib.bar(progress, desc=f'{from_format} -> {to_format}',
+                        unit=' episodes') as bar:
     write_episodes(to_format, counting(episodes, counts, bar), target,
                    **write_options)
-  finally:
-    if bar is not None:
-      bar.close()
   return Counted(*counts)

@@ -79,8 +79,31 @@ def _repairs(repair: Union[None, str, Iterable[str]]) -> frozenset:
   return chosen
 
 
+def is_dataset_id(text: str) -> bool:
+  """Whether ``text`` is a Minari dataset id, ``(namespace/)name-v<N>``.
+
+  Example:
+    >>> is_dataset_id('D4RL/door/human-v2'), is_dataset_id('door')
+    (True, False)
+  """
+  return bool(_DATASET_ID.fullmatch(text))
+
+
+def _datasets_under(root: str) -> List[str]:
+  """Ids (relative paths) of the Minari datasets under a Minari root."""
+  found = []
+  for directory, subdirs, _ in os.walk(root):
+    if os.path.isfile(os.path.join(directory, 'data', MAIN_FILE)):
+      found.append(os.path.relpath(directory, root).replace(os.sep, '/'))
+      subdirs.clear()
+    subdirs[:] = sorted(d for d in subdirs if not d.startswith('.'))
+  return found
+
+
 def locate(path: Union[str, os.PathLike]) -> str:
-  """The ``main_data.hdf5`` of a Minari dataset root, data dir or file path.
+  """The ``main_data.hdf5`` of a Minari dataset (root, data dir or file), or
+  of the one dataset under a Minari root (``MINARI_DATASETS_PATH``, what
+  `to_minari` writes into).
 
   Example:
     >>> locate('/nonexistent')
@@ -93,6 +116,12 @@ def locate(path: Union[str, os.PathLike]) -> str:
                     os.path.join(path, 'data', MAIN_FILE)):
     if os.path.isfile(candidate):
       return candidate
+  found = _datasets_under(path) if os.path.isdir(path) else []
+  if len(found) == 1:
+    return os.path.join(path, *found[0].split('/'), 'data', MAIN_FILE)
+  if found:
+    raise ValueError(f'{path}: a Minari root with {len(found)} datasets '
+                     f'({", ".join(found)}); give one dataset\'s directory')
   raise FileNotFoundError(
       f'{path}: no {MAIN_FILE} there, in data/ or as the file itself')
 

@@ -1,6 +1,14 @@
 """Plots of dataset statistics, written to PNG (matplotlib, no display).
 
-The histograms are drawn from the quantile sketches kept in the statistics
+Small multiples: one panel per dimension, titled with the field and the
+index (``action[1]``, ``observation[3, 2]``), for fields of at most
+``max_dims`` dimensions; a field with more is grouped: one panel per
+``group_size`` dimensions showing each dimension's range (min to max, p01 to
+p99, median), so 50 or 500 dimensions stay readable. Integer and boolean
+fields with few distinct values are bar charts of counts per value (discrete
+actions); other fields histograms. Episode returns and lengths come first.
+
+The panels are drawn from the quantile sketches kept in the statistics
 (weighted samples), so a plot needs no second pass over the data and works on
 merged or cached statistics.
 
@@ -13,63 +21,180 @@ Example:
   b'\\x89PNG'
 """
 
+import dataclasses
+import math
 import os
-from typing import List, Tuple, Union
+from typing import List, Optional, Tuple, Union
 
 import numpy as np
 
 from rlds_lite.stats import types
 
+MAX_BARS = 24
+"""Integer fields with at most this many distinct values are bar charts."""
 
-def _histogram(axes, field: types.FieldStats, title: str, xlabel: str,
-               max_dims: int, bins: int) -> None:
+_COLUMNS = 4
+_COLOR = '#1f77b4'
+_RANGES_KEY = '(bar p01-p99, line min-max, dot median)'
+
+
+@dataclasses.dataclass(frozen=True)
+class Panel:
+  """One panel: ``dims`` of ``field`` (one: a distribution; more: ranges)."""
+  title: str
+  xlabel: str
+  field: types.FieldStats
+  dims: Tuple[int, ...]
+
+  @property
+  def kind(self) -> str:
+    """``'bars'`` (counts per value), ``'histogram'`` or ``'ranges'``."""
+    if len(self.dims) > 1:
+      return 'ranges'
+    return 'bars' if _distinct_values(self.field, self.dims[0]) else (
+        'histogram')
+
+
+def _is_discrete(field: types.FieldStats) -> bool:
+  dtype = np.dtype(field.dtype) if field.dtype else np.dtype('float64')
+  return dtype == np.bool_ or np.issubdtype(dtype, np.integer)
+
+
+def _distinct_values(field: types.FieldStats, dim: int
+                     ) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+  """``(values, counts)`` of a discrete dimension with few values, or None."""
+  if not _is_discrete(field):
+    return None
   values, weights = field.sketch.samples()
-  axes.set_title(f'{title} (n={field.count})', fontsize=9)
-  axes.set_xlabel(xlabel, fontsize=7)
-  axes.set_ylabel('count', fontsize=7)
   if not values.shape[0]:
-    axes.text(0.5, 0.5, 'no values', ha='center', va='center',
-              transform=axes.transAxes)
+    return None
+  unique, inverse = np.unique(values[:, dim], return_inverse=True)
+  if len(unique) > MAX_BARS:
+    return None
+  return unique, np.bincount(inverse, weights=weights)
+
+
+def _index_name(shape: Tuple[int, ...], flat: int) -> str:
+  """``'[i]'`` or ``'[i, j]'`` of flat index ``flat`` in ``shape``."""
+  return '[' + ', '.join(str(int(i)) for i in np.unravel_index(flat, shape)
+                         ) + ']'
+
+
+def panels(stats: types.DatasetStats, *, max_fields: int = 12,
+           max_dims: int = 16, group_size: int = 64) -> List[Panel]:
+  """The panels `stats_figure` draws, in order.
+
+  Args:
+    stats: the statistics.
+    max_fields: step fields to plot at most (in path order).
+    max_dims: a field with at most this many dimensions gets one panel per
+      dimension; a larger one is grouped.
+    group_size: dimensions per grouped panel.
+
+  Example:
+    >>> from rlds_lite import stats, synthetic
+    >>> s = stats.compute(synthetic.episodes(num_episodes=3), progress=False)
+    >>> [p.title for p in panels(s)][:4]
+    ['episode return', 'episode length', 'action[0]', 'action[1]']
+  """
+  out = []
+  if stats.episode_return is not None:
+    out.append(Panel('episode return', 'sum of valid rewards',
+                     stats.episode_return, (0,)))
+  out.append(Panel('episode length', 'steps', stats.episode_length, (0,)))
+  for path, field in list(stats.fields.items())[:max_fields]:
+    size = math.prod(field.shape)
+    if not field.shape:
+      out.append(Panel(path, 'value', field, (0,)))
+    elif size <= max_dims:
+      out.extend(Panel(f'{path}{_index_name(field.shape, d)}', 'value',
+                       field, (d,)) for d in range(size))
+    else:  # Near-equal groups of at most group_size dimensions.
+      groups = np.array_split(np.arange(size), math.ceil(size / group_size))
+      out.extend(Panel(f'{path}[{g[0]}:{g[-1] + 1}]',
+                       f'dimension of {size} {_RANGES_KEY}', field,
+                       tuple(int(d) for d in g)) for g in groups)
+  return out
+
+
+def _no_values(axes) -> None:
+  axes.text(0.5, 0.5, 'no values', ha='center', va='center',
+            transform=axes.transAxes)
+
+
+def _draw_bars(axes, panel: Panel) -> None:
+  """Counts per value, each bar at its value (a numeric axis)."""
+  from matplotlib import ticker  # pylint: disable=g-import-not-at-top
+  values, counts = _distinct_values(panel.field, panel.dims[0])
+  gap = float(np.diff(values).min()) if len(values) > 1 else 1.0
+  axes.bar(values, counts, color=_COLOR, width=0.7 * gap)
+  axes.set_xlim(values[0] - gap, values[-1] + gap)
+  if np.dtype(panel.field.dtype) == np.bool_:
+    axes.set_xticks(values, [str(bool(v)) for v in values])
+  elif (values[-1] - values[0]) / gap <= 12:  # Every value fits as a tick.
+    axes.set_xticks(values, [str(int(v)) for v in values])
+  else:
+    axes.xaxis.set_major_locator(ticker.MaxNLocator(nbins=6, integer=True))
+  axes.set_ylabel('count', fontsize=7)
+
+
+def _draw_histogram(axes, panel: Panel, bins: int) -> None:
+  values, weights = panel.field.sketch.samples()
+  if not values.shape[0]:
+    _no_values(axes)
     return
-  dims = min(values.shape[1], max_dims)
-  edges = np.histogram_bin_edges(values[:, :dims], bins)  # Shared by dims.
-  for d in range(dims):
-    label = f'[{d}]' if field.shape else None
-    axes.hist(values[:, d], bins=edges, weights=weights, histtype='step',
-              label=label)
-  if field.shape and dims > 1:
-    axes.legend(fontsize=6, ncol=2)
-  axes.tick_params(labelsize=7)
+  axes.hist(values[:, panel.dims[0]], bins=bins, weights=weights,
+            color=_COLOR, alpha=0.85)
+  axes.set_ylabel('count', fontsize=7)
+
+
+def _draw_ranges(axes, panel: Panel) -> None:
+  field, dims = panel.field, list(panel.dims)
+  flat = lambda a: np.asarray(a, np.float64).reshape(-1)[dims]
+  low, high = flat(field.min), flat(field.max)
+  p01, p50, p99 = flat(field.p01), flat(field.p50), flat(field.p99)
+  x = np.asarray(dims)
+  width = float(np.clip(100 / len(dims), 1, 4))  # Points; thinner when many.
+  axes.vlines(x, low, high, color='0.55', linewidth=0.7)
+  axes.vlines(x, p01, p99, color=_COLOR, linewidth=width)
+  axes.plot(x, p50, 'o', color='black', markersize=min(width, 2.5))
+  axes.set_ylabel('value', fontsize=7)
 
 
 def stats_figure(stats: types.DatasetStats, *, max_fields: int = 12,
-                 max_dims: int = 8, bins: int = 40):
-  """The matplotlib ``Figure`` that `plot_stats` writes (one panel each).
+                 max_dims: int = 16, group_size: int = 64, bins: int = 40):
+  """The matplotlib ``Figure`` that `plot_stats` writes (see `panels`).
 
   Example:
     >>> from rlds_lite import stats, synthetic
     >>> s = stats.compute(synthetic.episodes(num_episodes=3), progress=False)
     >>> [a.get_title() for a in stats_figure(s).axes][:3]
-    ['episode return (n=3)', 'episode length (n=3)', 'action (n=...)']
+    ['episode return (n=3)', 'episode length (n=3)', 'action[0] (n=...)']
   """
   # matplotlib is imported here: `import rlds_lite.stats` stays light.
   # pylint: disable=g-import-not-at-top
   from matplotlib import figure as figure_lib
+  from matplotlib import ticker
   from matplotlib.backends import backend_agg
-  panels: List[Tuple[str, str, types.FieldStats]] = []
-  if stats.episode_return is not None:
-    panels.append(('episode return', 'sum of valid rewards',
-                   stats.episode_return))
-  panels.append(('episode length', 'steps', stats.episode_length))
-  panels.extend((path, 'value', field) for path, field in
-                list(stats.fields.items())[:max_fields])
-  columns = 3
-  rows = (len(panels) + columns - 1) // columns
-  fig = figure_lib.Figure(figsize=(4 * columns, 2.8 * rows))
+  chosen = panels(stats, max_fields=max_fields, max_dims=max_dims,
+                  group_size=group_size)
+  columns = min(_COLUMNS, len(chosen))
+  rows = (len(chosen) + columns - 1) // columns
+  fig = figure_lib.Figure(figsize=(3.4 * columns, 2.5 * rows + 0.4))
   backend_agg.FigureCanvasAgg(fig)
-  for i, (title, xlabel, field) in enumerate(panels):
-    _histogram(fig.add_subplot(rows, columns, i + 1), field, title, xlabel,
-               max_dims, bins)
+  for i, panel in enumerate(chosen):
+    axes = fig.add_subplot(rows, columns, i + 1)
+    axes.set_title(f'{panel.title} (n={panel.field.count})', fontsize=9)
+    axes.set_xlabel(panel.xlabel, fontsize=7 if len(panel.xlabel) < 40 else 6)
+    axes.tick_params(labelsize=7)
+    axes.xaxis.set_major_locator(ticker.MaxNLocator(nbins=6))
+    kind = panel.kind
+    if kind == 'bars':
+      _draw_bars(axes, panel)
+    elif kind == 'histogram':
+      _draw_histogram(axes, panel, bins)
+    else:
+      _draw_ranges(axes, panel)
   fig.suptitle(f'{stats.num_episodes} episodes, {stats.num_steps} steps '
                f'({stats.num_terminated} terminated, {stats.num_truncated} '
                'truncated)', fontsize=10)
@@ -78,22 +203,24 @@ def stats_figure(stats: types.DatasetStats, *, max_fields: int = 12,
 
 
 def plot_stats(stats: types.DatasetStats, path: Union[str, os.PathLike],
-               *, max_fields: int = 12, max_dims: int = 8,
-               bins: int = 40) -> str:
-  """Writes a PNG: episode returns and lengths, then each field per dimension.
+               *, max_fields: int = 12, max_dims: int = 16,
+               group_size: int = 64, bins: int = 40) -> str:
+  """Writes a PNG: episode returns and lengths, then each field (`panels`).
 
   Args:
     stats: the statistics.
     path: the PNG file to write (its directory is created).
     max_fields: how many step fields to plot at most.
-    max_dims: how many dimensions per field to draw.
+    max_dims: fields with at most this many dimensions get one panel per
+      dimension; larger ones are grouped (per-dimension ranges).
+    group_size: dimensions per grouped panel.
     bins: histogram bins.
 
   Returns:
     The path written.
   """
   fig = stats_figure(stats, max_fields=max_fields, max_dims=max_dims,
-                     bins=bins)
+                     group_size=group_size, bins=bins)
   path = os.fspath(path)
   if os.path.dirname(path):
     os.makedirs(os.path.dirname(path), exist_ok=True)

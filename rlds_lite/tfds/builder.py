@@ -54,8 +54,8 @@ from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping,
 import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
-import tqdm
 
+from rlds_lite import progress as progress_lib
 from rlds_lite import rlds_types
 from rlds_lite.tfds import encoding
 from rlds_lite.tfds import envlogger_episodes
@@ -375,8 +375,11 @@ class RLDSBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
       # generator may refill its arrays for the next episode once it yields.
       groups = (_groups(episodes) if self._recordings else
                 ([item] for item in episodes))
-      progress = tqdm.tqdm(desc=f'Writing {self.name} {split}',
-                           unit=' episodes', leave=False, mininterval=1.0)
+      # On a terminal only; left on screen with its final count (it was
+      # transient, and a split written within tqdm's mininterval of the
+      # first draw showed "0 episodes" until it vanished, or stayed in logs).
+      progress = progress_lib.bar(desc=f'Writing {self.name} {split}',
+                                  unit=' episodes', mininterval=1.0)
       with progress:
         for group in groups:
           for record in self._serialized(encoder, group):

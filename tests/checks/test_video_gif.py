@@ -181,3 +181,65 @@ def test_mp4_round_trip_through_ffmpeg(tmp_path):
   assert decoded.shape == (5, 16, 16, 3)  # The odd height padded to even.
   means = decoded[:, 4:12, 4:12].reshape(5, -1, 3).mean(axis=1)
   np.testing.assert_allclose(means, colours, atol=12)  # Lossy, but close.
+
+
+# --- Several cameras side by side, whole-number upscaling. ---
+
+def test_upscale_repeats_each_pixel():
+  frames = np.arange(6, dtype=np.uint8).reshape(1, 2, 3, 1)
+  big = video.upscale(frames, 3)
+  assert big.shape == (1, 6, 9, 1)
+  np.testing.assert_array_equal(big[0, ::3, ::3], frames[0])
+  np.testing.assert_array_equal(big[0, :3, :3, 0], np.zeros((3, 3)))
+  assert video.upscale(frames, 1) is frames
+  for bad in (0, -1, 1.5, True):
+    with pytest.raises(ValueError, match='scale must be a whole number >= 1'):
+      video.upscale(frames, bad)
+
+
+@pytest.mark.parametrize('height, scale', [
+    (1, 128), (12, 11), (16, 8), (32, 4), (64, 2), (84, 2), (127, 2),
+    (128, 1), (480, 1)])
+def test_auto_scale_makes_small_frames_at_least_128_high(height, scale):
+  assert video.auto_scale(height) == scale
+  assert height * scale >= video.MIN_HEIGHT or height >= video.MIN_HEIGHT
+
+
+def test_side_by_side_pads_and_enlarges_to_the_tallest():
+  main = np.full((2, 8, 6, 3), 10, np.uint8)
+  wrist = np.full((2, 4, 3, 3), 20, np.uint8)  # Doubled: 8 high.
+  odd = np.full((2, 3, 2, 3), 30, np.uint8)  # Doubled: 6 high, padded by 2.
+  frames = video.side_by_side([main, wrist, odd])
+  assert frames.shape == (2, 8, 6 + 2 + 6 + 2 + 4, 3)
+  np.testing.assert_array_equal(frames[:, :, :6], main)
+  np.testing.assert_array_equal(frames[:, :, 6:8], 128)  # The grey gap.
+  np.testing.assert_array_equal(frames[:, :, 8:14], 20)
+  np.testing.assert_array_equal(frames[:, :6, 16:], 30)
+  np.testing.assert_array_equal(frames[:, 6:, 16:], 0)  # Black padding.
+  with pytest.raises(ValueError, match=r'different frame counts: \[1, 2\]'):
+    video.side_by_side([main, wrist[:1]])
+
+
+def test_episode_to_video_of_two_cameras_scaled(tmp_path):
+  steps = {'observation': {'image': np.full((3, 16, 12, 3), 50, np.uint8),
+                           'wrist': np.full((3, 8, 8), 200, np.uint8)}}
+  assert video.camera_fields(steps) == ['observation/image',
+                                        'observation/wrist']
+  path = video.episode_to_video(steps, video.camera_fields(steps),
+                                tmp_path / 'x.gif', scale=None)
+  decoded, _, _ = decode(open(path, 'rb').read())
+  assert decoded.shape == (3, 128, (12 + 2 + 16) * 8, 3)  # auto_scale(16): 8.
+  np.testing.assert_array_equal(decoded[:, :, :96], 50)
+  np.testing.assert_array_equal(decoded[:, :, 112:], 200)
+  path = video.episode_to_video(steps, 'observation/wrist', tmp_path / 'y.gif',
+                                scale=2)
+  assert decode(open(path, 'rb').read())[0].shape == (3, 16, 16, 3)
+
+
+def test_camera_fields_prefer_uint8_images_and_say_when_there_is_none():
+  steps = {'depth': np.zeros((2, 4, 4), np.float32),
+           'rgb': np.zeros((2, 4, 4, 3), np.uint8)}
+  assert video.camera_fields(steps) == ['rgb']
+  assert video.camera_fields({'depth': steps['depth']}) == ['depth']
+  with pytest.raises(KeyError, match=r"no image field; all fields: \['a'\]"):
+    video.camera_fields({'a': np.zeros((2, 3))})

@@ -103,9 +103,8 @@ def test_bad_file_names_episode_and_field(tmp_path, capsys):
      'Unable to synchronously open file (file signature not found)'),
     ('minari', 'json-v0/data/metadata.json', 'is not valid JSON: Expecting '
      'value: line 1 column 1 (char 0)'),
-    ('alf', 'bad.npz', 'is not a readable .npz file: This file contains '
-     'pickled (object) data. If you trust the file you can load it unsafely '
-     'using the `allow_pickle=` keyword argument or `pickle.load()`.'),
+    ('alf', 'bad.npz', 'is not a .npz file (a zip archive of .npy arrays, '
+     'as numpy.savez writes)'),
 ], ids=['ted', 'd4rl', 'minari', 'minari-metadata', 'npz'])
 def test_unreadable_file_is_one_line_naming_it(tmp_path, capsys, from_format,
                                                name, message):

@@ -152,7 +152,15 @@ def test_paths_root_data_dir_and_file_are_accepted(tmp_path):
   with pytest.raises(convert.ConversionError,
                      match="episode 9: no group 'episode_9' in the file"):
     list(minari_lib.from_minari(root, episodes=[9]))
+  # The Minari root to_minari wrote into holds one dataset: it is read too.
+  convert_testing.assert_episodes_equal(
+      list(minari_lib.from_minari(tmp_path)), episodes)
+  os.mkdir(tmp_path / 'empty')
   with pytest.raises(FileNotFoundError, match='no main_data.hdf5 there'):
+    list(minari_lib.from_minari(tmp_path / 'empty'))
+  minari_lib.to_minari(episodes, tmp_path, 'ns/other-v1')
+  with pytest.raises(ValueError, match=r'a Minari root with 2 datasets '
+                     r'\(ns/other-v1, paths-v0\); give one dataset'):
     list(minari_lib.from_minari(tmp_path))
 
 
