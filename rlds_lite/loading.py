@@ -197,6 +197,20 @@ def _dense_episodes(builder: tfds.core.DatasetBuilder, split: str,
       shuffle_files=shuffle_files,
       read_config=read_config,
       decoders={rlds_types.STEPS: tfds.decode.SkipDecoding()})
+  return decode_dense_steps(episodes, steps_feature)
+
+
+def decode_dense_steps(episodes: tf.data.Dataset,
+                       steps_feature: tfds.features.Dataset) -> tf.data.Dataset:
+  """Decodes skip-decoded ``[T, ...]`` steps (images, encoded tensors).
+
+  Args:
+    episodes: episodes parsed with ``decoders={'steps': SkipDecoding()}``.
+    steps_feature: the dataset's ``steps`` feature.
+
+  Returns:
+    The episodes with decoded dense steps (unchanged if nothing is encoded).
+  """
   step_feature = steps_feature.feature
   encoded_spec = episodes.element_spec[rlds_types.STEPS]
   if not _needs_decoding(encoded_spec, step_feature.get_tensor_spec()):
@@ -217,7 +231,8 @@ def load(name_or_dir: PathLike,
          data_dir: Optional[PathLike] = None,
          dense: bool = False,
          shuffle_files: bool = False,
-         read_config: Optional[tfds.ReadConfig] = None) -> tf.data.Dataset:
+         read_config: Optional[tfds.ReadConfig] = None,
+         episodes: Any = None) -> tf.data.Dataset:
   """The episodes of an RLDS dataset stored in the TFDS format.
 
   Args:
@@ -235,6 +250,12 @@ def load(name_or_dir: PathLike,
       as in RLDS. Episode metadata is kept either way.
     shuffle_files: shuffle the order of the dataset's files.
     read_config: a ``tfds.ReadConfig`` (seeds, interleaving, ...).
+    episodes: read only these episodes of ``split`` (a plain split name),
+      without reading or decoding the others: a list of indices (read in
+      that order), an EXPR over the episode catalog
+      (``'length > 20 and terminated'``), a function of a catalog row, or a
+      ``rlds_lite.catalog.Catalog`` (see `rlds_lite.catalog.selection`).
+      Not with ``shuffle_files`` or ``read_config``.
 
   Returns:
     A ``tf.data.Dataset`` of episodes.
@@ -259,6 +280,13 @@ def load(name_or_dir: PathLike,
         f'{os.fspath(builder.data_dir)!r}; prepare it first '
         '(builder.download_and_prepare()) or pass the right data_dir.')
   _check_split(builder, split, label)
+  if episodes is not None:
+    if shuffle_files or read_config is not None:
+      raise ValueError('load: episodes= reads the chosen episodes in their '
+                       'order; it does not take shuffle_files or read_config '
+                       '(shuffle the result instead).')
+    from rlds_lite.catalog import selection  # pylint: disable=g-import-not-at-top
+    return selection.load_episodes(builder, split, episodes, dense=dense)
   if dense:
     return _dense_episodes(builder, split, steps_feature, shuffle_files,
                            read_config)

@@ -15,7 +15,10 @@ JSON with ``--json``, and shows progress as ``rlds_lite.progress`` does
 COMMANDS = (
     'convert',
     'demo',
+    'episodes',
+    'filter',
     'inspect',
+    'merge',
     'stats',
     'validate',
     'version',

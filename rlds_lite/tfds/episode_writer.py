@@ -171,6 +171,9 @@ class EpisodeWriter:
       `rlds_lite.tfds.features.episode_features`).
     split_name: upstream form only: the split.
     overwrite: upstream form only: False appends to an existing dataset.
+    metadata: JSON-ready dataset metadata, written to ``metadata.json``
+      (``tfds.builder_from_directory(path).info.metadata``) of a new
+      dataset; not when appending.
 
   Raises:
     FileExistsError: if the dataset exists and ``if_exists='error'``, or the
@@ -197,7 +200,8 @@ class EpisodeWriter:
                image_encoding: str = 'png',
                tensor_encoding: str = 'none',
                split_name: Optional[str] = None,
-               overwrite: Optional[bool] = None):
+               overwrite: Optional[bool] = None,
+               metadata: Optional[Mapping[str, Any]] = None):
     path = None
     if isinstance(name, DatasetConfig):
       (name, features_or_spec, splits, version, if_exists,
@@ -238,6 +242,7 @@ class EpisodeWriter:
     self._description = description
     self._homepage = homepage
     self._citation = citation
+    self._metadata = dict(metadata) if metadata is not None else None
 
     _check_not_foreign(self._path)
     existing = _existing_info(self._path)
@@ -247,6 +252,9 @@ class EpisodeWriter:
           f"at {self._path!r}; pass if_exists='append' to add episodes to it, "
           "if_exists='overwrite' to replace it, or another name/version.")
     self._appending = existing is not None and if_exists == 'append'
+    if self._appending and metadata is not None:
+      raise ValueError('EpisodeWriter: metadata= is written with a new '
+                       'dataset, not when appending.')
     self._existing = existing if self._appending else None
     if features_or_spec is None:
       if not self._appending:
@@ -362,6 +370,28 @@ class EpisodeWriter:
     self._writer(split).write(record)
     self._num_added += 1
 
+  def add_serialized_episode(self, record: bytes,
+                             split: Optional[str] = None) -> None:
+    """Adds one episode already serialized for these features.
+
+    For copying episodes between datasets with the same features (filter,
+    merge, split) without decoding and re-encoding them: the bytes are
+    written as they are, and are not checked against the features.
+
+    Args:
+      record: a serialized ``tf.train.Example`` of an episode, as read from
+        a dataset with the same features.
+      split: the split (may be omitted when the writer has one split).
+
+    Raises:
+      ValueError: if the writer is closed.
+    """
+    if self._state != 'open':
+      raise ValueError(f'EpisodeWriter: add_serialized_episode() after '
+                       f'{self._state}.')
+    self._writer(self._resolve_split(split)).write(bytes(record))
+    self._num_added += 1
+
   def add_episodes(self, episodes: Iterable[Mapping[str, Any]],
                    split: Optional[str] = None) -> None:
     """Adds every episode of ``episodes`` (see `add_episode`).
@@ -390,7 +420,9 @@ class EpisodeWriter:
         features=self.features,
         homepage=self._homepage or (base.homepage if base else ''),
         citation=self._citation or (base.citation if base else ''),
-        disable_shuffling=True)
+        disable_shuffling=True,
+        metadata=(tfds.core.MetadataDict(self._metadata)
+                  if self._metadata is not None else None))
     info.set_file_format(self._format)
     info.set_splits(tfds.core.SplitDict(list(split_infos)))
     return info

@@ -1,0 +1,408 @@
+"""Build the episode catalog of a split in one streaming pass (cached).
+
+`episodes` reads every episode's serialized record once, parsing only the
+features the catalog needs (images and other step fields are neither parsed
+nor decoded), and returns a `Catalog` with one row per episode:
+
+======================  ======================================================
+column                  what
+======================  ======================================================
+``index``               position of the episode in the split (the order of
+                        ``'train[i:j]'`` slices and of `rlds_lite.load`)
+``episode_id``          the ``episode_id`` metadata field (top level or
+                        nested, e.g. ``episode_metadata/episode_id``), if any
+``length``              number of steps
+``return``              sum of ``reward`` over every step **but the last**:
+                        RLDS holds the last step's reward invalid (as
+                        ``sar_fields_mask`` and `rlds_lite.stats` do)
+``last_reward``         the last step's reward, kept so that a non-zero one
+                        is visible (NaN for an episode without steps)
+``terminated``          the last step ``is_terminal``
+``truncated``           the episode has steps and did not terminate
+language fields         string step fields named like an instruction
+                        (``language_instruction``, ``instruction``,
+                        ``natural_language_instruction``, ``task``,
+                        ``language``, ``prompt``...): each episode's distinct
+                        values in order of appearance, as a tuple of ``str``
+metadata fields         every scalar episode field (number, bool, string;
+                        nested ones by path, ``episode_metadata/success``),
+                        sorted by path
+``shard``, ``record``   the shard file holding the episode and its position
+                        in it (from ``dataset_info.json``)
+======================  ======================================================
+
+``return``/``last_reward`` need a ``reward`` step field, ``terminated`` /
+``truncated`` an ``is_terminal`` one; without them the columns are left out.
+A vector reward gives ``[N, k]`` columns. The catalog is cached next to the
+dataset (`rlds_lite.catalog.storage`) and rebuilt when the dataset changes.
+
+Example:
+  >>> import tempfile
+  >>> from rlds_lite import synthetic
+  >>> from rlds_lite.tfds import write_dataset
+  >>> path = write_dataset(synthetic.episodes(num_episodes=4, seed=0),
+  ...                      tempfile.mkdtemp(), 'toy')
+  >>> catalog = episodes(path, progress=False)
+  >>> catalog.columns  # doctest: +NORMALIZE_WHITESPACE
+  ('index', 'episode_id', 'length', 'return', 'last_reward', 'terminated',
+   'truncated', 'shard', 'record')
+  >>> catalog.select('terminated')['index'].tolist()
+  [0]
+"""
+
+import dataclasses
+import os
+import re
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from rlds_lite import loading
+from rlds_lite import progress as progress_lib
+from rlds_lite import rlds_types
+from rlds_lite.catalog import records as records_lib
+from rlds_lite.catalog import storage
+from rlds_lite.catalog import table
+
+__all__ = ['episodes', 'catalog_of_builder', 'is_language_field']
+
+PathLike = Union[str, os.PathLike]
+
+_LANGUAGE_RE = re.compile(
+    r'(instruction|language|^task$|^task_|_task$|prompt|utterance|command)',
+    re.IGNORECASE)
+_LENGTH_FIELDS = (rlds_types.IS_LAST, rlds_types.IS_FIRST,
+                  rlds_types.IS_TERMINAL, rlds_types.REWARD,
+                  rlds_types.DISCOUNT)
+_BATCH = 256
+_EPISODE_ID = 'episode_id'
+
+
+def _leaves(feature: Any, prefix: str = '') -> List[Tuple[str, Any]]:
+  """(path, leaf feature) of a feature, nested dicts flattened with '/'."""
+  if isinstance(feature, tfds.features.FeaturesDict):
+    found = []
+    for key in feature.keys():
+      found.extend(_leaves(feature[key], f'{prefix}{key}/'))
+    return found
+  return [(prefix.rstrip('/'), feature)]
+
+
+def _dtype(feature: Any) -> tf.DType:
+  return tf.as_dtype(feature.np_dtype)
+
+
+def _is_scalar(feature: Any) -> bool:
+  shape = getattr(feature, 'shape', None)
+  return shape is not None and tuple(shape) == ()
+
+
+def is_language_field(path: str, feature: Any) -> bool:
+  """Whether a step feature holds a language instruction (by name and type).
+
+  Example:
+    >>> is_language_field('language_instruction', tfds.features.Text())
+    True
+    >>> is_language_field('observation/image', tfds.features.Image())
+    False
+  """
+  name = path.split('/')[-1]
+  return (_is_scalar(feature) and _dtype(feature) == tf.string and
+          not isinstance(feature, tfds.features.Image) and
+          bool(_LANGUAGE_RE.search(name)))
+
+
+def _is_metadata_column(feature: Any) -> bool:
+  if not _is_scalar(feature):
+    return False
+  dtype = _dtype(feature)
+  return dtype == tf.string or dtype == tf.bool or dtype.is_integer or (
+      dtype.is_floating)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+  """Which features the pass parses, and what it makes of them."""
+  steps: Dict[str, Any]  # step path -> leaf feature
+  metadata: Dict[str, Any]  # episode path -> leaf feature
+  length_field: str
+  reward: Optional[str]
+  is_terminal: Optional[str]
+  language: Tuple[str, ...]
+  episode_id: Optional[str]
+
+  def features(self) -> tfds.features.FeaturesDict:
+    """The subset of the dataset's features to parse."""
+    return tfds.features.FeaturesDict({
+        rlds_types.STEPS: tfds.features.Dataset(_nest(self.steps)),
+        **_nest(self.metadata)})
+
+
+def _nest(flat: Dict[str, Any]) -> Dict[str, Any]:
+  nested: Dict[str, Any] = {}
+  for path, value in flat.items():
+    node = nested
+    parts = path.split('/')
+    for part in parts[:-1]:
+      node = node.setdefault(part, {})
+    node[parts[-1]] = value
+  return nested
+
+
+def _plan(features: tfds.features.FeaturesDict) -> _Plan:
+  steps_feature = features[rlds_types.STEPS].feature
+  step_leaves = dict(_leaves(steps_feature))
+  chosen: Dict[str, Any] = {}
+  reward = rlds_types.REWARD
+  if reward in step_leaves and _dtype(step_leaves[reward]) != tf.string and (
+      not isinstance(step_leaves[reward], tfds.features.Image)):
+    chosen[reward] = step_leaves[reward]
+  else:
+    reward = None
+  is_terminal = rlds_types.IS_TERMINAL if (
+      rlds_types.IS_TERMINAL in step_leaves) else None
+  if is_terminal:
+    chosen[is_terminal] = step_leaves[is_terminal]
+  language = tuple(sorted(path for path, leaf in step_leaves.items()
+                          if is_language_field(path, leaf)))
+  chosen.update((path, step_leaves[path]) for path in language)
+  length_field = next((f for f in _LENGTH_FIELDS if f in step_leaves), None)
+  if length_field is None:  # Odd steps: the first scalar, else any field.
+    scalars = [p for p, leaf in step_leaves.items() if _is_scalar(leaf)]
+    length_field = (scalars or list(step_leaves))[0]
+  chosen.setdefault(length_field, step_leaves[length_field])
+  metadata = {path: leaf for path, leaf in sorted(_leaves(features),
+                                                 key=lambda item: item[0])
+              if path.split('/')[0] != rlds_types.STEPS and
+              _is_metadata_column(leaf)}
+  ids = [p for p in metadata if p.split('/')[-1] == _EPISODE_ID]
+  episode_id = _EPISODE_ID if _EPISODE_ID in ids else (
+      ids[0] if len(ids) == 1 else None)
+  return _Plan(chosen, metadata, length_field, reward, is_terminal, language,
+               episode_id)
+
+
+def _row_fn(plan: _Plan):
+  """Serialized episode -> the catalog values of that episode (tensors)."""
+  parse_features = plan.features()
+
+  @tf.autograph.experimental.do_not_convert
+  def row(record):
+    episode = parse_features.deserialize_example(
+        record, decoders={rlds_types.STEPS: tfds.decode.SkipDecoding()})
+    flat = {path: _decoded(plan.steps[path], value) for path, value in
+            _leaves_of_values(episode[rlds_types.STEPS])}
+    length = tf.shape(flat[plan.length_field], out_type=tf.int64)[0]
+    out = {'length': length}
+    if plan.reward:
+      reward = tf.cast(flat[plan.reward], tf.float64)
+      out['return'] = tf.reduce_sum(reward[:tf.maximum(length - 1, 0)], axis=0)
+      nan = tf.fill(tf.concat([[1], tf.shape(reward)[1:]], 0),
+                    tf.constant(np.nan, tf.float64))
+      out['last_reward'] = tf.concat([nan, reward], 0)[length]
+    if plan.is_terminal:
+      flags = tf.cast(flat[plan.is_terminal], tf.bool)
+      terminated = tf.concat([[False], flags], 0)[length]
+      out['terminated'] = terminated
+      out['truncated'] = tf.logical_and(length > 0,
+                                        tf.logical_not(terminated))
+    for path in plan.language:
+      out['language:' + path] = tf.unique(tf.reshape(flat[path], [-1]))[0]
+    for path in plan.metadata:
+      out['metadata:' + path] = _lookup(episode, path)
+    return out
+
+  return row
+
+
+def _decoded(feature: Any, encoded: tf.Tensor) -> tf.Tensor:
+  """A skip-decoded ``[T, ...]`` step column, decoded if it is encoded.
+
+  Only encoded tensors (``encoding='bytes'``/``'zlib'``) differ from their
+  parsed form; decoding every column (``decode_batch_example`` of the steps)
+  would cost ~5x the pass.
+  """
+  if encoded.dtype == _dtype(feature):
+    return encoded
+  return feature.decode_batch_example(encoded)
+
+
+def _leaves_of_values(values: Any, prefix: str = '') -> List[Tuple[str, Any]]:
+  if isinstance(values, dict):
+    found = []
+    for key, value in values.items():
+      found.extend(_leaves_of_values(value, f'{prefix}{key}/'))
+    return found
+  return [(prefix.rstrip('/'), values)]
+
+
+def _lookup(values: Dict[str, Any], path: str) -> Any:
+  for part in path.split('/'):
+    values = values[part]
+  return values
+
+
+def _text(value: bytes) -> str:
+  return value.decode('utf-8', 'backslashreplace')
+
+
+def _numpy_batch(batch: Dict[str, Any]) -> Dict[str, Any]:
+  return {key: (value.to_list() if isinstance(value, tf.RaggedTensor)
+                else value.numpy()) for key, value in batch.items()}
+
+
+def _column(parts: List[Any], feature: Any) -> np.ndarray:
+  values = np.concatenate(parts) if parts else np.zeros(
+      [0], _dtype(feature).as_numpy_dtype if _dtype(feature) != tf.string
+      else object)
+  if _dtype(feature) == tf.string:
+    return np.array([_text(v) for v in values], dtype=str) if len(
+        values) else np.array([], dtype=str)
+  return values
+
+
+def _pass(plan: _Plan, files: records_lib.SplitFiles,
+          progress: Optional[bool]
+          ) -> Dict[str, Any]:
+  """The one streaming pass: per-episode values, concatenated in order."""
+  rows = records_lib.read_records(files).map(
+      _row_fn(plan), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  batches = rows.ragged_batch(_BATCH).prefetch(2)
+  parts: Dict[str, List[Any]] = {}
+  done = 0
+  with progress_lib.bar(progress, total=files.num_episodes, unit=' episodes',
+                        desc='catalog', leave=False) as bar:
+    iterator = iter(batches)
+    while True:
+      try:
+        batch = next(iterator)
+      except StopIteration:
+        break
+      except tf.errors.OpError as e:
+        raise ValueError(
+            f'catalog: cannot read episodes {done}..'
+            f'{min(done + _BATCH, files.num_episodes) - 1} of {files.label}: '
+            f'{e.message.splitlines()[0] if e.message else e}') from None
+      batch = _numpy_batch(batch)
+      for key, value in batch.items():
+        parts.setdefault(key, []).append(value)
+      count = len(batch['length'])
+      done += count
+      bar.update(count)
+  return parts
+
+
+def _assemble(plan: _Plan, files: records_lib.SplitFiles,
+              parts: Dict[str, List[Any]]) -> Dict[str, np.ndarray]:
+  num = files.num_episodes
+  columns: Dict[str, np.ndarray] = {'index': np.arange(num, dtype=np.int64)}
+  metadata = {path: _column(parts.get('metadata:' + path, []), leaf)
+              for path, leaf in plan.metadata.items()}
+  if plan.episode_id:
+    columns[_EPISODE_ID] = metadata.pop(plan.episode_id)
+  length = np.concatenate(parts['length']) if num else np.zeros(0, np.int64)
+  columns['length'] = length.astype(np.int64)
+  if plan.reward:
+    columns['return'] = np.concatenate(parts['return']) if num else np.zeros(0)
+    columns['last_reward'] = (np.concatenate(parts['last_reward']) if num
+                              else np.zeros(0))
+  if plan.is_terminal:
+    for name in ('terminated', 'truncated'):
+      columns[name] = (np.concatenate(parts[name]) if num
+                       else np.zeros(0, bool)).astype(bool)
+  for path in plan.language:
+    values = [tuple(_text(v) for v in episode)
+              for part in parts.get('language:' + path, []) for episode in part]
+    column = np.empty(num, dtype=object)
+    column[:] = values if num else []
+    columns[path] = column
+  columns.update(metadata)
+  shards, records = files.locate(np.arange(num))
+  names = np.array(files.shard_names, dtype=str)
+  columns['shard'] = names[shards] if num else np.array([], dtype=str)
+  columns['record'] = records
+  return columns
+
+
+def catalog_of_builder(builder: tfds.core.DatasetBuilder, split: str,
+                       *, cache: bool = True,
+                       progress: Optional[bool] = None
+                       ) -> table.Catalog:
+  """`episodes` for a TFDS builder (as `rlds_lite.loading.rlds_builder` gives).
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic
+    >>> from rlds_lite.tfds import write_dataset
+    >>> path = write_dataset(synthetic.episodes(num_episodes=3, seed=0),
+    ...                      tempfile.mkdtemp(), 'toy')
+    >>> builder, _ = loading.rlds_builder(path)
+    >>> catalog_of_builder(builder, 'train', progress=False)['length'].tolist()
+    [5, 46, 46]
+  """
+  files = records_lib.split_files(builder, split)
+  dataset_dir = os.fspath(builder.data_dir)
+  key = storage.catalog_key(dataset_dir, split) if cache else None
+  if key is not None:
+    cached = storage.read(dataset_dir, split, key)
+    if cached is not None:
+      return cached
+  plan = _plan(builder.info.features)
+  parts = _pass(plan, files, progress)
+  columns = _assemble(plan, files, parts)
+  info = {
+      'dataset': dataset_dir, 'split': split,
+      'name': builder.info.name, 'version': str(builder.info.version),
+      'num_episodes': files.num_episodes,
+      'file_format': files.file_format,
+      'language': list(plan.language),
+      'episode_id': plan.episode_id,
+      'reward': plan.reward, 'is_terminal': plan.is_terminal,
+      'return': 'sum of reward over every step but the last (RLDS)',
+  }
+  catalog = table.Catalog(columns, info)
+  if key is not None:
+    try:
+      storage.write(dataset_dir, split, key, catalog)
+    except OSError as e:  # The catalog is still good: warn, go on.
+      logging.warning('catalog: not cached: %s', e)
+  return catalog
+
+
+def episodes(name_or_dir: PathLike,
+             split: str = 'train',
+             *,
+             data_dir: Optional[PathLike] = None,
+             cache: bool = True,
+             progress: Optional[bool] = None) -> table.Catalog:
+  """The episode catalog of a split: one row per episode (see the module doc).
+
+  Args:
+    name_or_dir: a prepared TFDS dataset directory or a registered name (as
+      `rlds_lite.load` takes).
+    split: a plain split name (no slicing).
+    data_dir: where TFDS looks for prepared datasets (names only).
+    cache: read/write the catalog next to the dataset.
+    progress: the progress bar (stderr): None shows it on a terminal only,
+      True always, False never (as `rlds_lite.progress`).
+
+  Returns:
+    A `Catalog`.
+
+  Raises:
+    FileNotFoundError, ValueError: for a missing directory, an unknown name,
+      a dataset that is not RLDS, an unknown or sliced split, or a record
+      that cannot be read (the message names the dataset, split and
+      episodes).
+
+  Example:
+    >>> episodes('/no/such/dataset')
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: load: dataset directory '/no/such/dataset' does not exist.
+  """
+  builder, _ = loading.rlds_builder(name_or_dir, data_dir)
+  return catalog_of_builder(builder, split, cache=cache, progress=progress)

@@ -1,0 +1,461 @@
+"""Write new datasets from chosen episodes: filter, merge, train/validation split.
+
+`filter_dataset`, `merge_datasets` and `split_dataset` copy episodes'
+serialized records as they are (no decoding, no re-encoding: exact and fast,
+images included) into a new dataset written by `rlds_lite.tfds.EpisodeWriter`
+(published atomically at the end). They stream: memory does not grow with the
+dataset. The new dataset goes to ``out_dir/<name>/<version>`` (``out_dir``
+is a TFDS ``data_dir``: ``rlds_lite.load(out_dir)`` and
+``tfds.load(name, data_dir=out_dir)`` both find it); ``out_dir`` must not
+exist, and on any error nothing is left of it.
+
+- ``val_fraction=F, seed=S`` writes splits ``'train'`` and ``'validation'``
+  instead of one: ``round(F * N)`` episodes (halves round up) chosen with
+  ``numpy.random.default_rng(S)`` go to validation, the others to train;
+  both keep the source order. Either split empty is an error.
+- Merged datasets must have the same features. Episode ids stay unique: they
+  are kept when no two episodes share one; otherwise every episode gets a
+  new id: its position in the merged dataset (integer ids) or
+  ``'<source number>:<old id>'`` (string ids).
+- The new dataset's TFDS metadata (``metadata.json``, read by
+  ``tfds.builder_from_directory(path).info.metadata``) records under
+  ``'rlds_lite'`` the operation, the sources (path, name, version, split,
+  episode count and their own metadata), the EXPR, the seed, the episode-id
+  policy, and where each new episode comes from: per split, runs
+  ``[source, first index, count]``.
+
+Example:
+  >>> import tempfile, os
+  >>> from rlds_lite import synthetic
+  >>> from rlds_lite.tfds import write_dataset
+  >>> source = write_dataset(synthetic.episodes(num_episodes=10, seed=0),
+  ...                        tempfile.mkdtemp(), 'toy')
+  >>> out = os.path.join(tempfile.mkdtemp(), 'long')
+  >>> path = filter_dataset(source, out, 'length > 20', val_fraction=0.25,
+  ...                       progress=False)
+  >>> import tensorflow_datasets as tfds
+  >>> info = tfds.builder_from_directory(path).info
+  >>> {name: s.num_examples for name, s in info.splits.items()}
+  {'train': 5, 'validation': 2}
+  >>> info.metadata['rlds_lite']['episodes']['validation']
+  [[0, 6, 1], [0, 8, 1]]
+"""
+
+import dataclasses
+import os
+import shutil
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from rlds_lite import loading
+from rlds_lite import progress as progress_lib
+from rlds_lite import rlds_types
+from rlds_lite.catalog import build
+from rlds_lite.catalog import expression
+from rlds_lite.catalog import records as records_lib
+from rlds_lite.catalog import table
+from rlds_lite.tfds import episode_writer
+
+__all__ = ['filter_dataset', 'merge_datasets', 'split_dataset', 'TRAIN',
+           'VALIDATION']
+
+PathLike = Union[str, os.PathLike]
+
+TRAIN = 'train'
+VALIDATION = 'validation'
+
+
+@dataclasses.dataclass
+class _Source:
+  """One dataset read from: its builder, split files and chosen episodes."""
+  given: str
+  builder: tfds.core.DatasetBuilder
+  split: str
+  files: records_lib.SplitFiles
+  indices: np.ndarray
+  catalog: Optional[table.Catalog] = None
+
+  def describe(self) -> Dict[str, Any]:
+    info = self.builder.info
+    metadata = info.metadata
+    return {'dataset': os.fspath(self.builder.data_dir), 'name': info.name,
+            'version': str(info.version), 'split': self.split,
+            'num_episodes': self.files.num_episodes,
+            'metadata': dict(metadata) if metadata else {}}
+
+
+def _open(source: PathLike, split: Optional[str],
+          data_dir: Optional[PathLike]) -> _Source:
+  from rlds_lite.checks import sources  # pylint: disable=g-import-not-at-top
+  builder, label = loading.rlds_builder(source, data_dir)
+  split = split or sources.default_split(builder)
+  loading.check_split(builder, split, label)
+  files = records_lib.split_files(builder, split)
+  return _Source(label, builder, split, files,
+                 np.arange(files.num_episodes, dtype=np.int64))
+
+
+def _catalog(source: _Source, progress: Optional[bool]) -> table.Catalog:
+  if source.catalog is None:
+    source.catalog = build.catalog_of_builder(source.builder, source.split,
+                                              progress=progress)
+  return source.catalog
+
+
+def _check_out_dir(out_dir: PathLike) -> str:
+  out_dir = os.path.expanduser(os.fspath(out_dir))
+  if tf.io.gfile.exists(out_dir):
+    raise FileExistsError(f'{out_dir!r} already exists; choose a new output '
+                          'directory (nothing was written).')
+  return out_dir
+
+
+def _create_out_dir(out_dir: str) -> None:
+  """Creates ``out_dir``; a FileExistsError if it exists (even if just made).
+
+  A local directory is created exclusively (``os.mkdir``), so of two runs
+  writing to the same new ``out_dir`` one fails at once, and the cleanup of
+  a failed run removes only a directory it made.
+  """
+  if '://' in out_dir:  # Object stores have no exclusive create.
+    tf.io.gfile.makedirs(out_dir)
+    return
+  os.makedirs(os.path.dirname(os.path.abspath(out_dir)), exist_ok=True)
+  try:
+    os.mkdir(out_dir)
+  except FileExistsError:
+    raise FileExistsError(f'{out_dir!r} already exists; choose a new output '
+                          'directory (nothing was written).') from None
+
+
+def _flat_features(features: tfds.features.FeaturesDict
+                   ) -> Dict[str, tfds.features.FeatureConnector]:
+  flat = {}
+  for path, leaf in build._leaves(features):  # pylint: disable=protected-access
+    if isinstance(leaf, tfds.features.Dataset):
+      for step_path, step_leaf in build._leaves(leaf.feature):  # pylint: disable=protected-access
+        flat[f'{path}/{step_path}'] = step_leaf
+    else:
+      flat[path] = leaf
+  return flat
+
+
+def _feature_difference(first: _Source, other: _Source) -> Optional[str]:
+  """How ``other``'s features differ from ``first``'s, or None if the same."""
+  a = first.builder.info.features
+  b = other.builder.info.features
+  if a.to_json() == b.to_json():
+    return None
+  flat_a, flat_b = _flat_features(a), _flat_features(b)
+  only_a = sorted(set(flat_a) - set(flat_b))
+  only_b = sorted(set(flat_b) - set(flat_a))
+  if only_a or only_b:
+    parts = []
+    if only_a:
+      parts.append(f'only {first.given!r} has {", ".join(only_a)}')
+    if only_b:
+      parts.append(f'only {other.given!r} has {", ".join(only_b)}')
+    return '; '.join(parts)
+  for path in flat_a:
+    if flat_a[path].to_json() != flat_b[path].to_json():
+      return (f'{path} is {_short(flat_a[path])} in {first.given!r} but '
+              f'{_short(flat_b[path])} in {other.given!r}')
+  return 'their feature descriptions differ'
+
+
+def _short(feature: Any) -> str:
+  return ' '.join(repr(feature).split())
+
+
+def _validation_mask(total: int, val_fraction: Optional[float],
+                     seed: int) -> Optional[np.ndarray]:
+  """Which of ``total`` episodes go to validation (None: no split)."""
+  if val_fraction is None:
+    return None
+  if isinstance(val_fraction, bool) or not isinstance(
+      val_fraction, (int, float)) or not 0 < val_fraction < 1:
+    raise ValueError(f'val_fraction must be between 0 and 1 (exclusive), got '
+                     f'{val_fraction!r}.')
+  num_val = int(np.floor(val_fraction * total + 0.5))
+  if num_val == 0 or num_val == total:
+    empty = VALIDATION if num_val == 0 else TRAIN
+    raise ValueError(f'val_fraction {val_fraction} of {total} episode'
+                     f'{"s" if total != 1 else ""} leaves the {empty!r} split '
+                     'empty.')
+  mask = np.zeros(total, bool)
+  mask[np.random.default_rng(seed).choice(total, num_val, replace=False)] = True
+  return mask
+
+
+def _runs(sources: Sequence[_Source], take: np.ndarray
+          ) -> List[List[int]]:
+  """``[source, first index, count]`` runs of the episodes where ``take``."""
+  runs: List[List[int]] = []
+  position = 0
+  for number, source in enumerate(sources):
+    for index in source.indices:
+      if take[position]:
+        last = runs[-1] if runs else None
+        if last and last[0] == number and last[1] + last[2] == index:
+          last[2] += 1
+        else:
+          runs.append([number, int(index), 1])
+      position += 1
+  return runs
+
+
+@dataclasses.dataclass(frozen=True)
+class _Ids:
+  """The episode-id policy of a merge, and the new ids if renumbered."""
+  field: Optional[str]
+  policy: str  # 'none', 'kept', 'renumbered', 'prefixed'
+  new_ids: Optional[List[Any]] = None
+
+
+def _episode_ids(sources: Sequence[_Source],
+                 progress: Optional[bool]) -> _Ids:
+  catalogs = [_catalog(s, progress) for s in sources]
+  fields = {c.info.get('episode_id') for c in catalogs}
+  field = fields.pop() if len(fields) == 1 else None
+  if field is None or 'episode_id' not in catalogs[0]:
+    return _Ids(None, 'none')
+  ids = [c['episode_id'][s.indices] for c, s in zip(catalogs, sources)]
+  joined = np.concatenate(ids)
+  if len(np.unique(joined)) == len(joined):
+    return _Ids(field, 'kept')
+  if joined.dtype.kind in 'iu':
+    return _Ids(field, 'renumbered', list(range(len(joined))))
+  if joined.dtype.kind in 'US':
+    new_ids = [f'{number}:{old}' for number, part in enumerate(ids)
+               for old in part.tolist()]
+    if len(set(new_ids)) != len(new_ids):
+      raise ValueError('merge: episode ids collide even with the source number '
+                       'as prefix; make them unique first.')
+    return _Ids(field, 'prefixed', new_ids)
+  raise ValueError(f'merge: episode ids ({field}, {joined.dtype}) collide and '
+                   'are neither integers nor strings; they cannot be made '
+                   'unique.')
+
+
+def _with_episode_id(record: bytes, field: str, value: Any) -> bytes:
+  """``record`` with its episode id set to ``value`` (nothing else decoded)."""
+  example = tf.train.Example.FromString(record)
+  if field not in example.features.feature:
+    raise ValueError(f'merge: an episode record has no {field!r} feature to '
+                     'renumber.')
+  feature = example.features.feature[field]
+  if isinstance(value, str):
+    feature.bytes_list.value[:] = [value.encode('utf-8')]
+  else:
+    feature.int64_list.value[:] = [int(value)]
+  return example.SerializeToString()
+
+
+def _write(operation: str, sources: Sequence[_Source], out_dir: str,
+           *, where: Optional[str], val_fraction: Optional[float], seed: int,
+           name: Optional[str], ids: _Ids,
+           progress: Optional[bool]) -> str:
+  """Copies the chosen episodes of ``sources`` into a new dataset."""
+  total = sum(len(s.indices) for s in sources)
+  if total == 0:
+    condition = f' matches {where!r}' if where else ' to write'
+    raise ValueError(f'{operation}: no episode{condition}; nothing was '
+                     'written.')
+  validation = _validation_mask(total, val_fraction, seed)
+  first = sources[0]
+  info = first.builder.info
+  name = name or info.name
+  episode_writer.check_name(name)
+  if validation is None:
+    split_of = lambda position: first.split
+    out_splits = {first.split: np.ones(total, bool)}
+  else:
+    split_of = lambda position: VALIDATION if validation[position] else TRAIN
+    out_splits = {TRAIN: ~validation, VALIDATION: validation}
+  metadata = {'rlds_lite': {
+      'operation': operation,
+      'sources': [s.describe() for s in sources],
+      'where': where,
+      'val_fraction': val_fraction,
+      'seed': seed if val_fraction is not None else None,
+      'episode_id': {'field': ids.field, 'policy': ids.policy},
+      'episodes': {split: _runs(sources, take)
+                   for split, take in out_splits.items()},
+  }}
+  _create_out_dir(out_dir)
+  try:
+    with episode_writer.EpisodeWriter(
+        out_dir, name, info.features, splits=tuple(out_splits),
+        file_format=first.files.file_format, version=str(info.version),
+        description=info.description, homepage=info.homepage,
+        citation=info.citation, metadata=metadata) as writer:
+      position = 0
+      with progress_lib.bar(progress, total=total, unit=' episodes',
+                            desc=operation) as bar:
+        for source in sources:
+          for record in records_lib.iterate_records(source.files,
+                                                    source.indices):
+            if ids.new_ids is not None:
+              record = _with_episode_id(record, ids.field,
+                                        ids.new_ids[position])
+            writer.add_serialized_episode(record, split_of(position))
+            position += 1
+            bar.update(1)
+  except BaseException:
+    tf.io.gfile.rmtree(out_dir)
+    raise
+  return writer.path
+
+
+def filter_dataset(source: PathLike,
+                   out_dir: PathLike,
+                   where: Optional[str] = None,
+                   *,
+                   split: Optional[str] = None,
+                   val_fraction: Optional[float] = None,
+                   seed: int = 0,
+                   name: Optional[str] = None,
+                   data_dir: Optional[PathLike] = None,
+                   progress: Optional[bool] = None) -> str:
+  """Writes the episodes of a split matching an EXPR as a new dataset.
+
+  Args:
+    source: a dataset directory or registered TFDS name.
+    out_dir: a new directory (the TFDS ``data_dir`` of the new dataset).
+    where: an EXPR over the catalog (``'success and length > 20'``); None
+      keeps every episode.
+    split: the split to read (default ``'train'``, or the first split).
+    val_fraction: if given, write ``'train'`` and ``'validation'`` splits
+      (see the module docstring); else one split named like the source's.
+    seed: seeds the validation choice.
+    name: the new dataset's name (default: the source's).
+    data_dir: where TFDS looks for registered names.
+    progress: progress bars (stderr): None on a terminal only, True always,
+      False never.
+
+  Returns:
+    The new dataset's directory (``out_dir/<name>/<version>``).
+
+  Raises:
+    FileExistsError: if ``out_dir`` exists.
+    ExpressionError: for a bad EXPR (unknown columns are listed).
+    ValueError: if no episode matches, or a split would be empty.
+
+  Example:
+    >>> import tempfile, os
+    >>> import rlds_lite
+    >>> from rlds_lite import synthetic
+    >>> from rlds_lite.tfds import write_dataset
+    >>> source = write_dataset(synthetic.episodes(num_episodes=6, seed=0),
+    ...                        tempfile.mkdtemp(), 'toy')
+    >>> path = filter_dataset(source, os.path.join(tempfile.mkdtemp(), 'out'),
+    ...                       'terminated', progress=False)
+    >>> [int(e['episode_id']) for e in rlds_lite.load(path)]
+    [0, 4]
+  """
+  out_dir = _check_out_dir(out_dir)
+  opened = _open(source, split, data_dir)
+  if where is not None:
+    where = expression.parse(where).text
+    opened.indices = _catalog(opened, progress).select(where).indices
+  return _write('filter', [opened], out_dir, where=where,
+                val_fraction=val_fraction, seed=seed, name=name,
+                ids=_Ids(None, 'kept'), progress=progress)
+
+
+def split_dataset(source: PathLike,
+                  out_dir: PathLike,
+                  val_fraction: float,
+                  *,
+                  seed: int = 0,
+                  split: Optional[str] = None,
+                  name: Optional[str] = None,
+                  data_dir: Optional[PathLike] = None,
+                  progress: Optional[bool] = None) -> str:
+  """Writes a split's episodes as a new dataset with train/validation splits.
+
+  ``filter_dataset(source, out_dir, val_fraction=...)`` without an EXPR;
+  ``round(val_fraction * N)`` episodes chosen with ``seed`` go to
+  ``'validation'``.
+
+  Example:
+    >>> import tempfile, os
+    >>> from rlds_lite import synthetic
+    >>> from rlds_lite.tfds import write_dataset
+    >>> source = write_dataset(synthetic.episodes(num_episodes=10, seed=0),
+    ...                        tempfile.mkdtemp(), 'toy')
+    >>> path = split_dataset(source, os.path.join(tempfile.mkdtemp(), 'out'),
+    ...                      0.2, seed=1, progress=False)
+    >>> import rlds_lite
+    >>> [len(rlds_lite.load(path, s)) for s in ('train', 'validation')]
+    [8, 2]
+  """
+  if val_fraction is None:
+    raise ValueError('split_dataset: val_fraction is required.')
+  return filter_dataset(source, out_dir, None, split=split,
+                        val_fraction=val_fraction, seed=seed, name=name,
+                        data_dir=data_dir, progress=progress)
+
+
+def merge_datasets(sources: Sequence[PathLike],
+                   out_dir: PathLike,
+                   *,
+                   split: Optional[str] = None,
+                   val_fraction: Optional[float] = None,
+                   seed: int = 0,
+                   name: Optional[str] = None,
+                   data_dir: Optional[PathLike] = None,
+                   progress: Optional[bool] = None) -> str:
+  """Writes the episodes of several datasets with the same features as one.
+
+  Episodes come in the order of ``sources``, each in split order. Episode
+  ids are kept if unique, else renumbered (see the module docstring).
+
+  Args:
+    sources: dataset directories or registered names (at least one).
+    out_dir: a new directory (the TFDS ``data_dir`` of the new dataset).
+    split: the split to read from every source (default ``'train'``, or
+      each source's first split).
+    val_fraction: if given, write ``'train'`` and ``'validation'`` splits.
+    seed: seeds the validation choice.
+    name: the new dataset's name (default: the first source's).
+    data_dir: where TFDS looks for registered names.
+    progress: progress bars (stderr): None on a terminal only, True always,
+      False never.
+
+  Returns:
+    The new dataset's directory (``out_dir/<name>/<version>``).
+
+  Raises:
+    FileExistsError: if ``out_dir`` exists.
+    ValueError: if the features differ (the message names the first
+      difference), there is no episode, or a split would be empty.
+
+  Example:
+    >>> import tempfile, os
+    >>> from rlds_lite import synthetic
+    >>> from rlds_lite.tfds import write_dataset
+    >>> a = write_dataset(synthetic.episodes(3, seed=0), tempfile.mkdtemp(),
+    ...                   'toy')
+    >>> path = merge_datasets([a, a], os.path.join(tempfile.mkdtemp(), 'm'),
+    ...                       progress=False)
+    >>> import rlds_lite
+    >>> [int(e['episode_id']) for e in rlds_lite.load(path)]
+    [0, 1, 2, 3, 4, 5]
+  """
+  if isinstance(sources, (str, os.PathLike)) or not sources:
+    raise ValueError('merge: pass a list of at least one dataset.')
+  out_dir = _check_out_dir(out_dir)
+  opened = [_open(source, split, data_dir) for source in sources]
+  for other in opened[1:]:
+    difference = _feature_difference(opened[0], other)
+    if difference is not None:
+      raise ValueError(f'merge: the datasets have different features: '
+                       f'{difference}.')
+  ids = _episode_ids(opened, progress)
+  return _write('merge', opened, out_dir, where=None,
+                val_fraction=val_fraction, seed=seed, name=name, ids=ids,
+                progress=progress)

@@ -1,0 +1,149 @@
+"""Read only chosen episodes of a split: ``rlds_lite.load(..., episodes=...)``.
+
+``episodes`` is one of:
+
+- a list (or array) of episode indices: read in that order (repeats are
+  read again);
+- an EXPR over the catalog's columns (``'length > 20 and terminated'``) or a
+  function of a catalog row (a dict) returning a truth value: the matching
+  episodes in split order (the catalog is built once and cached);
+- a `Catalog` (e.g. ``catalog.select(...).sort('return')``): its ``index``
+  column, in its row order.
+
+Only the chosen episodes' records are read and decoded (see
+`rlds_lite.catalog.records`); ``dense`` works as in `rlds_lite.load`.
+
+Example:
+  >>> import tempfile
+  >>> import rlds_lite
+  >>> from rlds_lite import synthetic
+  >>> from rlds_lite.tfds import write_dataset
+  >>> path = write_dataset(synthetic.episodes(num_episodes=6, seed=0),
+  ...                      tempfile.mkdtemp(), 'toy')
+  >>> chosen = rlds_lite.load(path, dense=True, episodes=[4, 1])
+  >>> [int(e['episode_id']) for e in chosen]
+  [4, 1]
+  >>> chosen = rlds_lite.load(path, episodes='terminated')
+  >>> [int(e['episode_id']) for e in chosen]
+  [0, 4]
+"""
+
+import os
+from typing import Any, Callable, Dict, Optional, Sequence, Union
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from rlds_lite import rlds_types
+from rlds_lite.catalog import build
+from rlds_lite.catalog import expression
+from rlds_lite.catalog import records as records_lib
+from rlds_lite.catalog import table
+
+__all__ = ['Episodes', 'episode_indices', 'load_episodes']
+
+Episodes = Union[Sequence[int], np.ndarray, str, expression.Expression,
+                 Callable[[Dict[str, Any]], Any], table.Catalog]
+
+
+def _catalog_indices(catalog: table.Catalog, builder: tfds.core.DatasetBuilder,
+                     split: str) -> np.ndarray:
+  info = catalog.info
+  dataset = info.get('dataset')
+  if dataset is not None and (
+      os.path.realpath(dataset) != os.path.realpath(
+          os.fspath(builder.data_dir)) or info.get('split') != split):
+    raise ValueError(
+        f'episodes: the catalog describes split {info.get("split")!r} of '
+        f'{dataset!r}, not split {split!r} of '
+        f'{os.fspath(builder.data_dir)!r}.')
+  return np.asarray(catalog.indices, dtype=np.int64)
+
+
+def episode_indices(episodes: Episodes, builder: tfds.core.DatasetBuilder,
+                    split: str, *,
+                    progress: Optional[bool] = None) -> np.ndarray:
+  """The split indices ``episodes`` chooses, in the order to read them.
+
+  Raises:
+    ExpressionError: for a bad EXPR (unknown columns are listed).
+    IndexError: for an index outside the split.
+    TypeError: for something else than the forms above.
+    ValueError: for a catalog of another dataset or split.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import loading, synthetic
+    >>> from rlds_lite.tfds import write_dataset
+    >>> path = write_dataset(synthetic.episodes(num_episodes=6, seed=0),
+    ...                      tempfile.mkdtemp(), 'toy')
+    >>> builder, _ = loading.rlds_builder(path)
+    >>> episode_indices('length < 20', builder, 'train', progress=False)
+    array([0, 5])
+  """
+  files = records_lib.split_files(builder, split)
+  if isinstance(episodes, table.Catalog):
+    indices = _catalog_indices(episodes, builder, split)
+  elif isinstance(episodes, (str, expression.Expression)) or callable(
+      episodes):
+    catalog = build.catalog_of_builder(builder, split, progress=progress)
+    indices = catalog.select(episodes).indices
+  elif isinstance(episodes, (bool, int, np.integer, bytes, dict)):
+    raise TypeError('episodes must be a list of episode indices, an EXPR, a '
+                    'function of a catalog row or a Catalog, got '
+                    f'{type(episodes).__name__}.')
+  else:
+    indices = episodes
+  return records_lib.checked_indices(files, indices)
+
+
+def _parse_fn(features: tfds.features.FeaturesDict, dense: bool):
+  decoders = {rlds_types.STEPS: tfds.decode.SkipDecoding()} if dense else None
+
+  @tf.autograph.experimental.do_not_convert
+  def parse(record):
+    return features.deserialize_example(record, decoders=decoders)
+
+  return parse
+
+
+def load_episodes(builder: tfds.core.DatasetBuilder, split: str,
+                  episodes: Episodes, *, dense: bool = False,
+                  progress: Optional[bool] = None) -> tf.data.Dataset:
+  """The chosen episodes of ``split``, as `rlds_lite.load` gives episodes.
+
+  Args:
+    builder: the dataset's TFDS builder.
+    split: a plain split name.
+    episodes: which episodes (see the module docstring).
+    dense: steps as dicts of ``[T, ...]`` tensors instead of datasets.
+    progress: the catalog's progress bar, if one is built (None: on a
+      terminal only).
+
+  Returns:
+    A ``tf.data.Dataset`` of episodes (possibly empty).
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import loading, synthetic
+    >>> from rlds_lite.tfds import write_dataset
+    >>> path = write_dataset(synthetic.episodes(num_episodes=6, seed=0),
+    ...                      tempfile.mkdtemp(), 'toy')
+    >>> builder, _ = loading.rlds_builder(path)
+    >>> episodes = load_episodes(builder, 'train', [5, 0], dense=True)
+    >>> [int(e['steps']['reward'].shape[0]) for e in episodes]
+    [10, 5]
+  """
+  from rlds_lite import loading  # pylint: disable=g-import-not-at-top
+  indices = episode_indices(episodes, builder, split, progress=progress)
+  files = records_lib.split_files(builder, split)
+  features = builder.info.features
+  serialized = records_lib.read_records(files, indices)
+  parsed = serialized.map(_parse_fn(features, dense),
+                          num_parallel_calls=tf.data.AUTOTUNE,
+                          deterministic=True)
+  parsed = parsed.apply(tf.data.experimental.assert_cardinality(len(indices)))
+  if dense:
+    return loading.decode_dense_steps(parsed, features[rlds_types.STEPS])
+  return parsed

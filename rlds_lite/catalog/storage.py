@@ -1,0 +1,152 @@
+"""Cache episode catalogs next to the dataset they describe.
+
+A catalog file is ``<dataset_dir>/rlds_lite_catalog/<split>-<key>.npz`` (a
+`Catalog` in pickle-free ``.npz``), where ``dataset_dir`` holds
+``dataset_info.json``. The key is the statistics cache's key
+(`rlds_lite.stats.cache.cache_key`: the dataset's directory and the name,
+size and modification time of its files), so rewriting or appending to the
+dataset changes it, exactly as it invalidates cached statistics. Files are
+written atomically (a temporary file, then ``os.replace``), and older catalogs
+of the same split in that folder are removed. When the dataset directory is
+read-only, catalogs go to ``$RLDS_LITE_CACHE_DIR/catalog`` or
+``~/.cache/rlds_lite/catalog``.
+
+Example:
+  >>> import tempfile
+  >>> import numpy as np
+  >>> from rlds_lite.catalog.table import Catalog
+  >>> d = tempfile.mkdtemp()
+  >>> key = catalog_key(d, 'train')
+  >>> read(d, 'train', key) is None
+  True
+  >>> path = write(d, 'train', key, Catalog({'index': np.arange(3)}))
+  >>> os.path.relpath(path, d) == f'rlds_lite_catalog/train-{key}.npz'
+  True
+  >>> len(read(d, 'train', key))
+  3
+"""
+
+import hashlib
+import os
+import re
+import tempfile
+from typing import List, Optional
+
+from absl import logging
+
+from rlds_lite.catalog import table
+from rlds_lite.stats import cache as stats_cache
+
+__all__ = ['CACHE_SUBDIR', 'FORMAT_VERSION', 'catalog_key', 'read', 'write']
+
+CACHE_SUBDIR = 'rlds_lite_catalog'
+"""The catalog folder inside a dataset directory."""
+
+FORMAT_VERSION = 1
+"""Bumped when the columns or their meaning change (old catalogs are rebuilt)."""
+
+
+def fallback_dir() -> str:
+  """Where catalogs go when the dataset directory is read-only.
+
+  Example:
+    >>> os.environ['RLDS_LITE_CACHE_DIR'] = '/tmp/cache'
+    >>> fallback_dir()
+    '/tmp/cache/catalog'
+    >>> del os.environ['RLDS_LITE_CACHE_DIR']
+  """
+  root = os.environ.get('RLDS_LITE_CACHE_DIR') or os.path.join(
+      os.path.expanduser('~'), '.cache', 'rlds_lite')
+  return os.path.join(root, 'catalog')
+
+
+def catalog_key(dataset_dir: str, split: str) -> str:
+  """The key of a split's catalog: changes when the dataset's files change.
+
+  Example:
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> before = catalog_key(d, 'train')
+    >>> with open(os.path.join(d, 'new-shard'), 'w') as f:
+    ...   _ = f.write('x')
+    >>> catalog_key(d, 'train') != before, len(before)
+    (True, 16)
+  """
+  return stats_cache.cache_key(dataset_dir, {'catalog': FORMAT_VERSION,
+                                             'split': split})
+
+
+def _candidates(dataset_dir: str, split: str, key: str) -> List[str]:
+  digest = hashlib.sha256(os.path.realpath(dataset_dir).encode()).hexdigest()
+  return [os.path.join(dataset_dir, CACHE_SUBDIR, f'{split}-{key}.npz'),
+          os.path.join(fallback_dir(), f'{digest[:16]}-{split}-{key}.npz')]
+
+
+def read(dataset_dir: str, split: str, key: str) -> Optional[table.Catalog]:
+  """The cached catalog, or None (missing or unreadable).
+
+  Example:
+    >>> import tempfile
+    >>> read(tempfile.mkdtemp(), 'train', '0123456789abcdef') is None
+    True
+  """
+  for path in _candidates(dataset_dir, split, key):
+    if os.path.exists(path):
+      try:
+        return table.Catalog.read(path)
+      except (OSError, ValueError, KeyError) as e:
+        logging.warning('catalog: ignoring unreadable cache %s: %s', path, e)
+  return None
+
+
+def _prune(path: str) -> None:
+  """Removes the other catalogs of the same split next to ``path``."""
+  directory, name = os.path.split(path)
+  same_split = re.compile(re.escape(name[:name.rindex('-') + 1]) +
+                          r'[0-9a-f]{16}\.npz')
+  for other in os.listdir(directory):
+    if other != name and same_split.fullmatch(other):
+      try:
+        os.remove(os.path.join(directory, other))
+      except OSError:
+        pass
+
+
+def _write_atomically(path: str, catalog: table.Catalog) -> None:
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix='.tmp')
+  try:
+    with os.fdopen(fd, 'wb') as f:
+      catalog.save(f)
+    os.replace(tmp, path)
+  except BaseException:
+    if os.path.exists(tmp):
+      os.remove(tmp)
+    raise
+
+
+def write(dataset_dir: str, split: str, key: str,
+          catalog: table.Catalog) -> str:
+  """Writes the catalog (dataset dir first, else the fallback); its path.
+
+  Raises:
+    OSError: if neither place is writable.
+
+  Example:
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> path = write(d, 'test', 'k' * 16, table.Catalog({'index': [0]}))
+    >>> os.path.basename(path)
+    'test-kkkkkkkkkkkkkkkk.npz'
+  """
+  errors = []
+  for path in _candidates(dataset_dir, split, key):
+    try:
+      _write_atomically(path, catalog)
+    except OSError as e:
+      errors.append(f'{path}: {e}')
+      continue
+    if os.path.dirname(path).endswith(CACHE_SUBDIR):
+      _prune(path)
+    return path
+  raise OSError('catalog cache: could not write ' + '; '.join(errors))

@@ -1,0 +1,72 @@
+"""``rlds-lite episodes PATH``: list a split's episodes (see ``rlds_lite.catalog``)."""
+
+import argparse
+import json
+
+from rlds_lite.commands import dataset_options
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable=protected-access
+  parser = subparsers.add_parser(
+      'episodes', help='list the episodes of an RLDS dataset (index, length, '
+      'return, language, metadata), select and sort them',
+      description='Lists the episodes of a split from its episode catalog: '
+      'index, episode_id, length, return (over every step but the last, as '
+      'RLDS), last_reward, terminated/truncated, language instructions, '
+      'scalar episode metadata, shard and record. The catalog is built in '
+      'one streaming pass and cached next to the dataset.',
+      epilog="EXPR: comparisons (== != < <= > >=) of columns with numbers, "
+      "'strings' or true/false, 'in [..]', 'contains', combined with and, "
+      "or, not and parentheses; e.g. \"length > 20 and terminated\", "
+      "\"language_instruction contains 'drawer'\". See docs/episodes.md.")
+  dataset_options.add_dataset_arguments(parser)
+  parser.add_argument('--where', metavar='EXPR', default=None,
+                      help='only the episodes matching EXPR')
+  parser.add_argument('--sort', metavar='KEY', default=None,
+                      help='sort by this column')
+  parser.add_argument('--descending', action='store_true',
+                      help='sort in descending order')
+  parser.add_argument('--limit', type=int, default=None, metavar='N',
+                      help='show at most N episodes')
+  parser.add_argument('--columns', default=None, metavar='A,B,...',
+                      help='the columns to show (default: all)')
+  parser.add_argument('--no-cache', action='store_true',
+                      help='neither read nor write the catalog cache')
+
+
+def run(args: argparse.Namespace) -> int:
+  dataset_options.quiet_logs()
+  # pylint: disable=g-import-not-at-top
+  from rlds_lite import loading
+  from rlds_lite.catalog import build
+  from rlds_lite.checks import sources
+  try:
+    if args.limit is not None and args.limit < 0:
+      raise ValueError('--limit must be at least 0.')
+    builder, _ = loading.rlds_builder(args.path, args.data_dir)
+    split = args.split or sources.default_split(builder)
+    loading.check_split(builder, split, args.path)
+    catalog = build.catalog_of_builder(builder, split, cache=not args.no_cache,
+                                       progress=dataset_options.progress_option(args))
+    total = len(catalog)
+    if args.where:
+      catalog = catalog.select(args.where)
+    if args.sort:
+      catalog = catalog.sort(args.sort, descending=args.descending)
+    if args.limit is not None:
+      catalog = catalog.head(args.limit)
+    columns = None
+    if args.columns:
+      columns = [catalog.resolve(c.strip()) for c in args.columns.split(',')
+                 if c.strip()]
+  except dataset_options.BAD_INPUT_ERRORS as e:
+    return dataset_options.report_error('episodes', e)
+  if args.json:
+    records = catalog.to_records()
+    if columns:
+      records = [{c: r[c] for c in columns} for r in records]
+    print(json.dumps(records, indent=1))
+  else:
+    print(catalog.table(columns))
+    print(f'{len(catalog)} of {total} episodes')
+  return 0
