@@ -86,7 +86,8 @@ def _builder_from_dir(path: PathLike) -> tfds.core.DatasetBuilder:
     raise ValueError(
         f'load: {path!r} holds several datasets (versions/configs): '
         f'{candidates}; pass one of these directories.')
-  return tfds.builder_from_directory(candidates[0])
+  from rlds_lite.tfds import publish  # pylint: disable=g-import-not-at-top
+  return publish.read_builder(candidates[0])
 
 
 def _builder_from_name(name: str,

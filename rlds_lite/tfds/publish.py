@@ -46,9 +46,11 @@ import uuid
 from typing import Union
 
 import tensorflow as tf
+import tensorflow_datasets as tfds
 
 __all__ = ['FAULT_KILL_ENV', 'PUBLISH_STEPS', 'fsync_dir', 'fsync_file',
-           'rename', 'replace', 'staging_dir', 'step', 'write_temp']
+           'read_builder', 'rename', 'replace', 'staging_dir', 'step',
+           'write_temp']
 
 PathLike = Union[str, os.PathLike]
 
@@ -169,3 +171,46 @@ def staging_dir(dataset_dir: PathLike) -> str:
       os.path.dirname(dataset_dir),
       f'.{os.path.basename(dataset_dir)}{STAGING_MARK}{os.getpid()}-'
       f'{uuid.uuid4().hex}')
+
+
+def _info_bytes(dataset_dir: str) -> bytes:
+  try:
+    with tf.io.gfile.GFile(os.path.join(dataset_dir, 'dataset_info.json'),
+                           'rb') as f:
+      return f.read()
+  except tf.errors.NotFoundError:
+    return b''
+
+
+def read_builder(dataset_dir: PathLike,
+                 attempts: int = 10) -> tfds.core.DatasetBuilder:
+  """``tfds.builder_from_directory``, of one published version only.
+
+  TFDS reads ``dataset_info.json`` twice while it builds a builder (the
+  features first, the splits later): a switch in between would pair one
+  version's features with the other's shards. This reads the file before
+  and after; if it changed, it builds again. Every publish changes the
+  file (more shards, or a new shard generation), so equal bytes mean TFDS
+  read one version.
+
+  Args:
+    dataset_dir: a prepared dataset directory.
+    attempts: builds to try while writers keep publishing.
+
+  Returns:
+    The builder.
+
+  Example:
+    >>> import tempfile, rlds_lite
+    >>> path = rlds_lite.tfds.write_dataset(
+    ...     rlds_lite.synthetic.episodes(2), tempfile.mkdtemp(), 'toy')
+    >>> read_builder(path).info.splits['train'].num_examples
+    2
+  """
+  dataset_dir = os.fspath(dataset_dir)
+  for _ in range(attempts - 1):
+    before = _info_bytes(dataset_dir)
+    builder = tfds.builder_from_directory(dataset_dir)
+    if _info_bytes(dataset_dir) == before:
+      return builder
+  return tfds.builder_from_directory(dataset_dir)
