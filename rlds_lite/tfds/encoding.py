@@ -52,7 +52,7 @@ from rlds_lite.tfds import png
 
 __all__ = ['EpisodeEncoder', 'MAX_RECORD_BYTES', 'RecordTooLargeError',
            'adjacent_runs', 'check_record_size', 'columnar_steps',
-           'exact_cast']
+           'exact_cast', 'size_bound']
 
 MAX_RECORD_BYTES = 2**31 - 1
 """The largest serialized ``tf.train.Example`` a reader can parse, in bytes.
@@ -89,6 +89,29 @@ def check_record_size(nbytes: int) -> None:
         f'{example_wire.describe_size(MAX_RECORD_BYTES)} a record can hold; '
         "store images encoded (image_encoding='png' or 'jpeg') or split the "
         'episode into shorter ones.', nbytes, MAX_RECORD_BYTES)
+
+
+def size_bound(value: Any) -> int:
+  """An upper bound of the serialized size of a conformed episode, in bytes.
+
+  For writers that leave serializing to TFDS (Beam): only an episode whose
+  bound exceeds `MAX_RECORD_BYTES` needs serializing to be checked. Numbers
+  take at most 10 bytes each (a varint), byte strings their length, plus
+  framing.
+
+  Example:
+    >>> size_bound({'steps': {'x': np.zeros(3, np.float32)}, 'id': b'ab'})
+    272
+  """
+  if isinstance(value, Mapping):
+    return sum(size_bound(v) + 2 * len(str(k)) + 32 for k, v in value.items())
+  if isinstance(value, (bytes, bytearray, str)):
+    return len(value) + 16
+  if isinstance(value, np.ndarray) and value.dtype != object:
+    return 10 * value.size + 16 * (len(value) if value.ndim else 1) + 64
+  if isinstance(value, (list, tuple, np.ndarray)):
+    return sum(size_bound(v) for v in value) + 64
+  return 64
 
 
 def _example(features: Mapping[str, Any]) -> bytes:

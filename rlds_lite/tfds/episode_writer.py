@@ -137,18 +137,6 @@ def info_files(info: tfds.core.DatasetInfo) -> Dict[str, bytes]:
   }
 
 
-def _missing_dirs(path: str) -> List[str]:
-  """``path`` and its ancestors that do not exist yet (deepest first)."""
-  missing = []
-  while path and not tf.io.gfile.exists(path):
-    missing.append(path)
-    parent = os.path.dirname(path)
-    if parent == path:
-      break
-    path = parent
-  return missing
-
-
 def _from_upstream_form(config: DatasetConfig, third: Any, fourth: Any,
                         fifth: Any, version: Optional[str],
                         max_episodes_per_file: int, split_name: Optional[str],
@@ -337,7 +325,7 @@ class EpisodeWriter:
     self._temp_files: List[str] = []
 
     # Directories this writer creates (their parents are synced at publish).
-    self._created_dirs = _missing_dirs(os.path.dirname(self._path))
+    self._created_dirs = publish.missing_dirs(os.path.dirname(self._path))
     self._lock = locking.DatasetLock(
         self._path, timeout=lock_timeout,
         label=f'dataset {name!r} version {version} at {self._path!r}')

@@ -43,14 +43,16 @@ Example:
 import os
 import signal
 import uuid
-from typing import Union
+from typing import List, Union
 
 import tensorflow as tf
 import tensorflow_datasets as tfds
+from google.protobuf import json_format
+from tensorflow_datasets.core.proto import dataset_info_pb2
 
-__all__ = ['FAULT_KILL_ENV', 'PUBLISH_STEPS', 'fsync_dir', 'fsync_file',
-           'read_builder', 'rename', 'replace', 'staging_dir', 'step',
-           'write_temp']
+__all__ = ['FAULT_KILL_ENV', 'PUBLISH_STEPS', 'embed_features', 'fsync_dir',
+           'fsync_file', 'fsync_tree', 'missing_dirs', 'read_builder',
+           'rename', 'replace', 'staging_dir', 'step', 'write_temp']
 
 PathLike = Union[str, os.PathLike]
 
@@ -214,3 +216,63 @@ def read_builder(dataset_dir: PathLike,
     if _info_bytes(dataset_dir) == before:
       return builder
   return tfds.builder_from_directory(dataset_dir)
+
+
+def missing_dirs(path: PathLike) -> List[str]:
+  """``path`` and its ancestors that do not exist yet (deepest first).
+
+  After creating them, `fsync_dir` of each one's parent makes them durable.
+
+  Example:
+    >>> import tempfile
+    >>> root = tempfile.mkdtemp()
+    >>> [p[len(root):] for p in missing_dirs(root + '/a/b')]
+    ['/a/b', '/a']
+  """
+  path = os.fspath(path)
+  missing = []
+  while path and not tf.io.gfile.exists(path):
+    missing.append(path)
+    parent = os.path.dirname(path)
+    if parent == path:
+      break
+    path = parent
+  return missing
+
+
+def fsync_tree(directory: PathLike) -> None:
+  """Flushes every file and directory below ``directory``, then itself."""
+  directory = os.fspath(directory)
+  if not _local(directory):
+    return
+  for root, dirs, files in os.walk(directory, topdown=False):
+    for name in files:
+      fsync_file(os.path.join(root, name))
+    for name in dirs:
+      fsync_dir(os.path.join(root, name))
+  fsync_dir(directory)
+
+
+def embed_features(dataset_dir: PathLike) -> bool:
+  """Puts the features into ``dataset_info.json`` if it lacks them.
+
+  TFDS writes them to ``features.json`` only, so a reader needs two files;
+  with them inside, ``dataset_info.json`` alone describes the dataset (and
+  replacing it is one atomic switch). The file is replaced atomically by an
+  equivalent one, so this is safe on a published dataset.
+
+  Returns:
+    Whether the file was rewritten.
+  """
+  dataset_dir = os.fspath(dataset_dir)
+  path = os.path.join(dataset_dir, 'dataset_info.json')
+  with tf.io.gfile.GFile(path, 'r') as f:
+    proto = json_format.Parse(f.read(), dataset_info_pb2.DatasetInfo(),
+                              ignore_unknown_fields=True)
+  if proto.HasField('features'):
+    return False
+  features = tfds.features.FeatureConnector.from_config(dataset_dir)
+  proto.features.CopyFrom(features.to_proto())
+  data = json_format.MessageToJson(proto, sort_keys=True).encode()
+  replace(write_temp(path, data), path)
+  return True
