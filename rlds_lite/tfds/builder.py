@@ -414,6 +414,9 @@ class RLDSBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     for _, where, episode in group:
       try:
         records.append(encoder.serialize(episode))
+      except encoding.RecordTooLargeError as e:
+        raise encoding.RecordTooLargeError(f'{self.name}: {where}: {e}',
+                                           e.nbytes, e.limit) from None
       except ValueError as e:
         raise ValueError(f'{self.name}: {where}: {e}') from e
     return records

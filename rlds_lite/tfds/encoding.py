@@ -214,8 +214,8 @@ def _leaf_array(feature: tfds.features.Tensor, value: Any, path: str,
       array = np.asarray(value, dtype=dtype)
     except (TypeError, ValueError, OverflowError) as e:
       raise ValueError(
-          f'{path}: cannot convert {type(value).__name__} to {dtype}: {e}'
-      ) from e
+          f'{path}: cannot convert {type(value).__name__} to '
+          f'{np.dtype(dtype)}: {e}') from e
   if array.dtype != dtype:
     array = _cast(array, dtype, path)
   shape = tuple(feature.shape)

@@ -14,6 +14,7 @@ import os
 import random
 import re
 import signal
+import sys
 import threading
 import time
 
@@ -29,6 +30,10 @@ from rlds_lite.tfds import leftovers
 from rlds_lite.tfds import locking
 from rlds_lite.tfds import publish
 from writer_jobs import NAME, episodes_of_version
+
+# Recordings are made by the helpers of tests/tfds.
+sys.path.append(os.path.join(os.path.dirname(__file__), os.pardir, 'tfds'))
+import tfds_build_testing as et  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 STEPS = publish.PUBLISH_STEPS
 PUBLISHED = STEPS.index('published')
@@ -261,3 +266,59 @@ def test_a_killed_holder_releases_the_lock(server, tmp_path):
                     lock_timeout=0)
   assert writer_jobs.load(data_dir) == _version([0, 1], 1)
   _assert_only_published_files(data_dir)
+
+
+# ----------------------------------------------------------------------------
+# Builders: build_from_envlogger at every step; a killed TFDS build.
+
+
+@pytest.fixture(scope='module')
+def recording(tmp_path_factory):
+  logs = str(tmp_path_factory.mktemp('recording') / 'logs')
+  et.record_script(logs, [et.Episode(2, et.TERMINAL), et.Episode(1, et.TRUNCATED)])
+  return logs
+
+
+@pytest.mark.parametrize('step', STEPS)
+def test_build_from_envlogger_killed_at_every_step(server, tmp_path, recording,
+                                                   step):
+  data_dir = str(tmp_path)
+  result = server.run('writer_jobs:build_from_recording',
+                      env={publish.FAULT_KILL_ENV: step},
+                      recording=recording, data_dir=data_dir)
+  assert result['signal'] == signal.SIGKILL, result['log']
+  name_dir = os.path.join(data_dir, 'recorded')
+  if STEPS.index(step) >= PUBLISHED:
+    assert len(rlds_lite.load(name_dir)) == 2
+    # The next writer removes the staging directory left after publishing.
+    EpisodeWriter(data_dir, 'recorded', None, if_exists='append').close()
+  else:
+    with pytest.raises(ValueError, match='is not a TFDS dataset directory'):
+      rlds_lite.load(name_dir)
+    # The next build removes the staging directory and succeeds.
+    rlds_lite.tfds.build_from_envlogger(recording, name='recorded',
+                                        data_dir=data_dir)
+  assert len(rlds_lite.load(name_dir)) == 2
+  assert sorted(os.listdir(name_dir)) == ['.1.0.0.lock', '1.0.0']
+
+
+def test_a_killed_tfds_build_is_ignored_then_removed(server, tmp_path):
+  data_dir = str(tmp_path)
+  ready = str(tmp_path / 'ready')
+  pid = server.start('writer_jobs:build_slowly', data_dir=data_dir,
+                     env={'RLDS_LITE_TEST_READY': ready})
+  _wait_for(ready)
+  time.sleep(0.1)
+  os.kill(pid, signal.SIGKILL)
+  assert server.wait(pid)['signal'] == signal.SIGKILL
+  name_dir = os.path.join(data_dir, 'slow_build')
+  left = [n for n in os.listdir(name_dir) if n.startswith('incomplete.')]
+  assert len(left) == 1, os.listdir(name_dir)   # TFDS's staging directory.
+  with pytest.raises(ValueError, match='is not a TFDS dataset directory'):
+    rlds_lite.load(name_dir)
+  builder = writer_jobs.slow_builder_class()(data_dir=data_dir)
+  builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+      max_examples_per_split=5))
+  assert sorted(os.listdir(name_dir)) == ['.1.0.0.lock', '1.0.0']
+  assert [i for i, _ in writer_jobs.read_episodes(
+      rlds_lite.load(name_dir, dense=True))] == [0, 1, 2, 3, 4]

@@ -52,11 +52,12 @@ def write(data_dir: str, ids: Sequence[int], version: int,
   The first session uses ``if_exists``, the others append.
   """
   chunks = np.array_split(np.asarray(ids, int), sessions)
+  options = {} if lock_timeout is None else {'lock_timeout': lock_timeout}
   for k, chunk in enumerate(chunks):
     with EpisodeWriter(data_dir, NAME, features(),
                        if_exists=if_exists if k == 0 else 'append',
                        max_episodes_per_file=max_episodes_per_file,
-                       lock_timeout=lock_timeout) as writer:
+                       **options) as writer:
       for i in chunk:
         writer.add_episode(episode(int(i), version))
 
@@ -103,3 +104,33 @@ def load(data_dir: str) -> List[Tuple[int, int]]:
   """`read_episodes` of ``data_dir/NAME``, loaded as a reader does."""
   return read_episodes(rlds_lite.load(os.path.join(data_dir, NAME),
                                       dense=True))
+
+
+def build_from_recording(recording: str, data_dir: str) -> None:
+  """`build_from_envlogger` of a recording into ``data_dir/recorded``."""
+  from rlds_lite.tfds import build_from_envlogger  # pylint: disable=g-import-not-at-top
+  build_from_envlogger(recording, name='recorded', data_dir=data_dir)
+
+
+def _slow_episodes(split: str):
+  del split
+  for i in range(1000):
+    if i == 3 and 'RLDS_LITE_TEST_READY' in os.environ:
+      open(os.environ['RLDS_LITE_TEST_READY'], 'w').close()
+    time.sleep(0.01)
+    yield episode(i, 1)
+
+
+def slow_builder_class():
+  """An `RLDSBuilder` whose episodes come slowly (a build to kill)."""
+  from rlds_lite.tfds import RLDSBuilder, RLDSConfig  # pylint: disable=g-import-not-at-top,g-multiple-import
+
+  class SlowBuild(RLDSBuilder, skip_registration=True):
+    RLDS_CONFIG = RLDSConfig(features=features(), episodes_fn=_slow_episodes,
+                             max_episodes_per_file=2)
+  return SlowBuild
+
+
+def build_slowly(data_dir: str) -> None:
+  """Prepares `slow_builder_class` in ``data_dir`` (signals ready at 3)."""
+  slow_builder_class()(data_dir=data_dir).download_and_prepare()
