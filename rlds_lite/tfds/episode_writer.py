@@ -715,6 +715,7 @@ def write_dataset(episodes: tf.data.Dataset,
                   version: str = '1.0.0',
                   file_format: str = 'tfrecord',
                   if_exists: str = 'error',
+                  lock_timeout: Optional[float] = None,
                   use_images: bool = True,
                   image_encoding: str = 'png',
                   description: str = '') -> str:
@@ -734,6 +735,8 @@ def write_dataset(episodes: tf.data.Dataset,
     version: the dataset version.
     file_format: ``'tfrecord'`` or ``'array_record'``.
     if_exists: ``'error'``, ``'append'`` or ``'overwrite'`` (see `EpisodeWriter`).
+    lock_timeout: seconds to wait for another writer of the dataset (see
+      `EpisodeWriter`).
     use_images: detect images when inferring features.
     image_encoding: the encoding of detected images.
     description: the dataset description.
@@ -743,6 +746,9 @@ def write_dataset(episodes: tf.data.Dataset,
 
   Raises:
     TypeError: if ``episodes`` is not a dataset of episode dicts.
+    ValueError: naming the episode (its index in ``episodes``) and field,
+      for an episode that does not match the features or is too large;
+      nothing is published then.
 
   Example:
     >>> import tempfile
@@ -774,7 +780,8 @@ def write_dataset(episodes: tf.data.Dataset,
     episodes = conversion.to_dense(episodes)
   with EpisodeWriter(data_dir, name, features, splits=(split,),
                      file_format=file_format, version=version,
-                     if_exists=if_exists, use_images=use_images,
+                     if_exists=if_exists, lock_timeout=lock_timeout,
+                     use_images=use_images,
                      image_encoding=image_encoding,
                      description=description) as writer:
     for episode in episodes.as_numpy_iterator():

@@ -28,8 +28,9 @@ step: when the environment variable `FAULT_KILL_ENV` names that step, it
 kills the process there (``SIGKILL``), which is how ``tests/faults`` kills a
 real writer at every step.
 
-Durability costs little: flushing the files of a 4 MB dataset takes ~1 ms on
-this machine's disk (see ``docs/guarantees.md`` for numbers).
+Durability costs little next to encoding: on this machine's virtual disk,
+writing 10 small episodes took 32 ms instead of 15 ms, and 200 MB of episodes
+0.57 s instead of 0.40 s (``docs/guarantees.md``).
 
 Example:
   >>> import os, tempfile
