@@ -730,6 +730,13 @@ class EpisodeEncoder:
     columnar writers produce) is written straight from its arrays; any other
     goes through `encode` (which converts, derives missing flags and names
     what is wrong). Step lists are stacked into columns first.
+
+    Raises:
+      ValueError: naming the field, for values that do not match the
+        features (`encode`).
+      RecordTooLargeError: (a ValueError) if the record would be larger
+        than `MAX_RECORD_BYTES` (readers could not parse it); for tensor
+        and image columns this is known before the record is built.
     """
     steps = (episode.get(rlds_types.STEPS) if isinstance(episode, Mapping)
              else None)
