@@ -43,16 +43,29 @@ def _looks_like_path(name_or_dir: PathLike) -> bool:
           tf.io.gfile.exists(name_or_dir))
 
 
+def _is_unpublished(name: str) -> bool:
+  """Whether a directory name is a writer's staging or hidden directory.
+
+  Hidden names (rlds_lite's ``.1.0.0.incomplete-*`` staging) and TFDS's
+  ``incomplete.*`` directories hold datasets that were never published.
+  """
+  return name.startswith('.') or name.startswith('incomplete.')
+
+
 def _dataset_dirs(root: str, depth: int = 2) -> List[str]:
-  """Directories at most ``depth`` levels below ``root`` holding dataset info."""
+  """Directories at most ``depth`` levels below ``root`` holding dataset info.
+
+  Staging directories of writers are skipped (`_is_unpublished`).
+  """
   found = []
   if tf.io.gfile.exists(os.path.join(root, _INFO_FILE)):
     return [root]
   if depth == 0:
     return found
   for child in sorted(tf.io.gfile.listdir(root)):
-    path = os.path.join(root, child.rstrip('/'))
-    if tf.io.gfile.isdir(path):
+    child = child.rstrip('/')
+    path = os.path.join(root, child)
+    if not _is_unpublished(child) and tf.io.gfile.isdir(path):
       found.extend(_dataset_dirs(path, depth - 1))
   return found
 
@@ -73,7 +86,8 @@ def _builder_from_dir(path: PathLike) -> tfds.core.DatasetBuilder:
     raise ValueError(
         f'load: {path!r} holds several datasets (versions/configs): '
         f'{candidates}; pass one of these directories.')
-  return tfds.builder_from_directory(candidates[0])
+  from rlds_lite.tfds import publish  # pylint: disable=g-import-not-at-top
+  return publish.read_builder(candidates[0])
 
 
 def _builder_from_name(name: str,

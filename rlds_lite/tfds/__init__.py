@@ -9,6 +9,9 @@
   ``tfds build`` works on them; Beam optional.
 - `build_from_envlogger`: EnvLogger recordings -> TFDS dataset, exact RLDS
   alignment, with or without Beam.
+- `locking`, `publish`, `leftovers`: how every writer publishes (one lock per
+  dataset, everything flushed, one atomic switch, leftovers of dead writers
+  removed); ``docs/guarantees.md`` lists the promises and their tests.
 
 Example:
   >>> import tempfile

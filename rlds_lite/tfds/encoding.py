@@ -50,7 +50,77 @@ from rlds_lite.dense import conversion
 from rlds_lite.tfds import example_wire
 from rlds_lite.tfds import png
 
-__all__ = ['EpisodeEncoder', 'adjacent_runs', 'columnar_steps', 'exact_cast']
+__all__ = ['EpisodeEncoder', 'MAX_RECORD_BYTES', 'RecordTooLargeError',
+           'adjacent_runs', 'check_record_size', 'columnar_steps',
+           'exact_cast', 'size_bound']
+
+MAX_RECORD_BYTES = 2**31 - 1
+"""The largest serialized ``tf.train.Example`` a reader can parse, in bytes.
+
+Measured with TF 2.21: ``tf.io.parse_single_example`` parses a record of
+``2**31 - 1`` bytes; one of ``2**31`` bytes crashes the process
+(segmentation fault), and larger ones parse as if the features were missing
+(a reader then sees episodes of 0 steps). Every writer refuses larger
+episodes (`check_record_size`)."""
+
+RecordTooLargeError = example_wire.RecordTooLargeError
+
+
+def check_record_size(nbytes: int) -> None:
+  """Raises `RecordTooLargeError` if a record of ``nbytes`` cannot be read.
+
+  Args:
+    nbytes: the size of a serialized episode.
+
+  Raises:
+    RecordTooLargeError: (a ValueError) if ``nbytes > MAX_RECORD_BYTES``,
+      saying what to do.
+
+  Example:
+    >>> check_record_size(2_200_000_000)
+    Traceback (most recent call last):
+    ...
+    rlds_lite.tfds.example_wire.RecordTooLargeError: its serialized tf.train.Example is 2.2 GB, over the 2 GiB a record can hold; store images encoded (image_encoding='png' or 'jpeg') or split the episode into shorter ones.
+  """
+  if nbytes > MAX_RECORD_BYTES:
+    raise RecordTooLargeError(
+        f'its serialized tf.train.Example is '
+        f'{example_wire.describe_size(nbytes)}, over the '
+        f'{example_wire.describe_size(MAX_RECORD_BYTES)} a record can hold; '
+        "store images encoded (image_encoding='png' or 'jpeg') or split the "
+        'episode into shorter ones.', nbytes, MAX_RECORD_BYTES)
+
+
+def size_bound(value: Any) -> int:
+  """An upper bound of the serialized size of a conformed episode, in bytes.
+
+  For writers that leave serializing to TFDS (Beam): only an episode whose
+  bound exceeds `MAX_RECORD_BYTES` needs serializing to be checked. Numbers
+  take at most 10 bytes each (a varint), byte strings their length, plus
+  framing.
+
+  Example:
+    >>> size_bound({'steps': {'x': np.zeros(3, np.float32)}, 'id': b'ab'})
+    272
+  """
+  if isinstance(value, Mapping):
+    return sum(size_bound(v) + 2 * len(str(k)) + 32 for k, v in value.items())
+  if isinstance(value, (bytes, bytearray, str)):
+    return len(value) + 16
+  if isinstance(value, np.ndarray) and value.dtype != object:
+    return 10 * value.size + 16 * (len(value) if value.ndim else 1) + 64
+  if isinstance(value, (list, tuple, np.ndarray)):
+    return sum(size_bound(v) for v in value) + 64
+  return 64
+
+
+def _example(features: Mapping[str, Any]) -> bytes:
+  """`example_wire.example` of ``features``; `check_record_size` first."""
+  try:
+    return example_wire.example(features, max_bytes=MAX_RECORD_BYTES)
+  except RecordTooLargeError as e:
+    check_record_size(e.nbytes)
+    raise
 
 _PLAIN_TENSOR_TYPES = (tfds.features.Tensor, tfds.features.Scalar)
 _NUMPY_VALUES = (np.ndarray, np.generic)
@@ -142,10 +212,10 @@ def _leaf_array(feature: tfds.features.Tensor, value: Any, path: str,
   else:  # Python values take the feature's dtype, as in TFDS.
     try:
       array = np.asarray(value, dtype=dtype)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:
       raise ValueError(
-          f'{path}: cannot convert {type(value).__name__} to {dtype}: {e}'
-      ) from e
+          f'{path}: cannot convert {type(value).__name__} to '
+          f'{np.dtype(dtype)}: {e}') from e
   if array.dtype != dtype:
     array = _cast(array, dtype, path)
   shape = tuple(feature.shape)
@@ -564,7 +634,7 @@ class EpisodeEncoder:
         features[leaf.key] = leaf.write(value)
     if not length:
       return None  # No steps: TFDS's own encoding of an empty sequence.
-    return example_wire.example(features)
+    return _example(features)
 
   @property
   def features(self) -> tfds.features.FeaturesDict:
@@ -660,15 +730,23 @@ class EpisodeEncoder:
     columnar writers produce) is written straight from its arrays; any other
     goes through `encode` (which converts, derives missing flags and names
     what is wrong). Step lists are stacked into columns first.
+
+    Raises:
+      ValueError: naming the field, for values that do not match the
+        features (`encode`).
+      RecordTooLargeError: (a ValueError) if the record would be larger
+        than `MAX_RECORD_BYTES` (readers could not parse it); for tensor
+        and image columns this is known before the record is built.
     """
     steps = (episode.get(rlds_types.STEPS) if isinstance(episode, Mapping)
              else None)
     if isinstance(steps, (list, tuple)):  # Step dicts: stacked once, here.
       episode = {**episode, rlds_types.STEPS: columnar_steps(steps)}
     record = self._serialize_exact(episode)
-    if record is not None:
-      return record
-    return self._serialize_checked(episode)
+    if record is None:
+      record = self._serialize_checked(episode)
+    check_record_size(len(record))
+    return record
 
   def serialize_many(self, episodes: Sequence[Mapping[str, Any]]
                      ) -> List[bytes]:
@@ -713,8 +791,10 @@ class EpisodeEncoder:
       record = self._serialize_exact(
           episode, {key: files[i] for key, files in pngs.items()
                     if files[i] is not None})
-      records.append(record if record is not None else
-                     self.serialize(episode))
+      if record is None:
+        record = self.serialize(episode)
+      check_record_size(len(record))
+      records.append(record)
     return records
 
   def _png_runs(self, episodes: List[Any]
@@ -766,7 +846,7 @@ class EpisodeEncoder:
       if value is None and info.optional:
         continue
       features[key] = _feature_bytes(value, info, key)
-    return example_wire.example(features)
+    return _example(features)
 
   def _check_keys(self, feature: tfds.features.FeaturesDict,
                   value: Mapping[str, Any], path: str,

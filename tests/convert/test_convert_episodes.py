@@ -207,4 +207,5 @@ def test_write_tfds_names_the_episode_unlike_the_first(tmp_path):
   assert str(error.value) == (
       'episode 1: steps/observation: shape (2,) does not match the feature '
       'shape (3,).')
-  assert not (tmp_path / 'unlike').exists()
+  # No dataset: only the dataset's lock file (never deleted).
+  assert [p.name for p in (tmp_path / 'unlike').iterdir()] == ['.1.0.0.lock']
