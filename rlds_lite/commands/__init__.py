@@ -14,4 +14,5 @@ COMMANDS = (
     'validate',
     'version',
     'video',
+    'view',
 )
