@@ -57,7 +57,7 @@ class DatasetView:
 
   Raises:
     FileNotFoundError, ValueError: for a missing, unprepared or non-RLDS
-      dataset, an unknown split or a bad fps.
+      dataset, an array_record dataset, an unknown split or a bad fps.
   """
 
   def __init__(self, name_or_dir: Any, *, data_dir: Optional[str] = None,
@@ -70,6 +70,12 @@ class DatasetView:
                        '(a registered name needs its data_dir)')
     if not fps > 0:
       raise ValueError(f'fps must be > 0, got {fps}.')
+    file_format = builder.info.file_format
+    if file_format is not None and file_format.value == 'array_record':
+      # TFDS reads array_record only by random access (tfds.data_source),
+      # not with as_dataset, which the viewer's passes and reads use.
+      raise ValueError(f'dataset {label!r} is stored as array_record; the '
+                       'viewer reads tfrecord (or parquet) datasets.')
     self.builder = builder
     self.label = label
     self.dataset_dir = os.fspath(builder.data_dir)

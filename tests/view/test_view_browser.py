@@ -28,7 +28,7 @@ CHROMIUM = '/usr/bin/chromium'
 FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
          '--no-first-run', '--disable-background-networking',
          '--disable-component-update', '--disable-sync']
-NUM_EPISODES, MAX_LENGTH, SIZE, FPS = 12, 40, 96, 10
+NUM_EPISODES, MAX_LENGTH, SIZE, FPS = 12, 40, 128, 10
 TIMEOUT_MS = 20_000
 
 # The master camera's current frame, drawn on a canvas, as a PNG data URL.
@@ -182,7 +182,7 @@ def _moved(frame_a, frame_b):
 
 def _screenshot(page, path):
   """The page as it is (paused mid episode); also the README's if asked."""
-  page.screenshot(path=str(path))
+  page.screenshot(path=str(path), full_page=True)
   assert os.path.getsize(path) > 10_000
   readme = os.environ.get('RLDS_LITE_VIEWER_SCREENSHOT')
   if readme:  # 128 colours: a small PNG for the README.

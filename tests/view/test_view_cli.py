@@ -102,3 +102,15 @@ def test_serves_until_interrupted(dataset):
       if process.poll() is None:
         process.kill()
   assert process.stdout.read() == ''
+
+
+def test_array_record_is_refused(capsys, tmp_path):
+  from rlds_lite.tfds import episode_writer  # pylint: disable=g-import-not-at-top
+  with episode_writer.EpisodeWriter(
+      str(tmp_path), 'records', {'steps': {'reward': np.float32}},
+      file_format='array_record') as writer:
+    writer.add_episode({'steps': {'reward': [1.0, 0.0],
+                                  'is_terminal': [False, True]}})
+  assert _bad_input(capsys, ['view', writer.path]) == (
+      f'dataset {writer.path!r} is stored as array_record; the viewer reads '
+      'tfrecord (or parquet) datasets.')

@@ -1,9 +1,9 @@
 """A small RLDS dataset with two cameras and language, for the viewer's tests.
 
 The episodes are those of ``rlds_lite.synthetic`` (a point reaching a goal),
-rendered by two cameras: ``front`` (the whole arena from above: the goal in
-green, the point in red, its trail in grey) and ``wrist`` (a close-up that
-follows the point). Each episode gets a language instruction (the same on
+rendered by two cameras: ``front`` (the arena from above: the goal in green,
+the point in red, its trail in grey) and ``wrist`` (a close-up that follows
+the point). Each episode gets a language instruction (the same on
 every step, as in Open X-Embodiment datasets) and an ``episode_id``.
 """
 
@@ -17,7 +17,8 @@ from rlds_lite.tfds import episode_writer
 
 INSTRUCTIONS = ('reach the green goal', 'move to the target',
                 'go to the goal slowly')
-ARENA = 1.6  # Half the width of the arena seen by the front camera.
+ARENA = 2.2  # Half the width of the area the front camera sees.
+WRIST = 0.6  # Half the width of the area the wrist camera sees.
 
 
 def _disc(image: np.ndarray, grid_x: np.ndarray, grid_y: np.ndarray,
@@ -31,16 +32,16 @@ def _render(state: np.ndarray, trail: np.ndarray, size: int, half_width: float,
   """One RGB frame of the arena, ``half_width`` around ``center``."""
   axis = np.linspace(-half_width, half_width, size)
   grid_x, grid_y = np.meshgrid(axis + center[0], -axis + center[1])
-  image = np.full((size, size, 3), 236, np.uint8)
-  outside = (np.abs(grid_x) > 1.5) | (np.abs(grid_y) > 1.5)
-  image[outside] = [70, 70, 80]
+  image = np.full((size, size, 3), 240, np.uint8)
+  outside = (np.abs(grid_x) > 2) | (np.abs(grid_y) > 2)
+  image[outside] = [70, 74, 84]
   checker = ((np.floor(grid_x * 2) + np.floor(grid_y * 2)) % 2 == 0) & ~outside
-  image[checker] = [222, 222, 228]
+  image[checker] = [224, 226, 232]
   scale = half_width / ARENA
   for point in trail:
-    _disc(image, grid_x, grid_y, point, 0.03 * scale, [150, 150, 160])
-  _disc(image, grid_x, grid_y, state[2:], 0.12 * scale, [40, 170, 80])
-  _disc(image, grid_x, grid_y, state[:2], 0.08 * scale, [220, 50, 40])
+    _disc(image, grid_x, grid_y, point, 0.035 * scale, [120, 130, 150])
+  _disc(image, grid_x, grid_y, state[2:], 0.16 * scale, [40, 170, 80])
+  _disc(image, grid_x, grid_y, state[:2], 0.1 * scale, [220, 50, 40])
   return image
 
 
@@ -53,7 +54,7 @@ def camera_episodes(num_episodes: int = 12, max_length: int = 30,
     states = arrays['observation']
     front = np.stack([_render(s, states[:t], size, ARENA, np.zeros(2))
                       for t, s in enumerate(states)])
-    wrist = np.stack([_render(s, states[:t], size, 0.4, s[:2])
+    wrist = np.stack([_render(s, states[:t], size, WRIST, s[:2])
                       for t, s in enumerate(states)])
     length = len(states)
     instruction = INSTRUCTIONS[index % len(INSTRUCTIONS)]

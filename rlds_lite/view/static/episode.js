@@ -184,11 +184,11 @@ function renderPlot() {
   const gap = 0.05;
   const panelHeight = panels.length ? (1 - flagsHeight - gap * panels.length) / panels.length : 0;
   const layout = {
-    height: 190 * panels.length + 140,
-    margin: { l: 70, r: 20, t: 30, b: 40 },
+    height: 160 * panels.length + 120,
+    margin: { l: 70, r: 10, t: 10, b: 40 },
     hovermode: 'x unified',
     showlegend: true,
-    legend: { orientation: 'h', x: 0, y: 1.0, yanchor: 'bottom' },
+    legend: { x: 1.01, y: 1, yanchor: 'top', tracegroupgap: 12, font: { size: 11 } },
     xaxis: { range: [-0.5, length - 0.5], title: { text: 'step' },
              anchor: `y${panels.length + 1}`, zeroline: false },
     shapes: [{ type: 'line', xref: 'x', yref: 'paper', x0: 0, x1: 0, y0: 0, y1: 1,
