@@ -75,7 +75,7 @@ class DatasetView:
       # TFDS reads array_record only by random access (tfds.data_source),
       # not with as_dataset, which the viewer's passes and reads use.
       raise ValueError(f'dataset {label!r} is stored as array_record; the '
-                       'viewer reads tfrecord (or parquet) datasets.')
+                       'viewer reads tfrecord datasets.')
     self.builder = builder
     self.label = label
     self.dataset_dir = os.fspath(builder.data_dir)

@@ -113,4 +113,4 @@ def test_array_record_is_refused(capsys, tmp_path):
                                   'is_terminal': [False, True]}})
   assert _bad_input(capsys, ['view', writer.path]) == (
       f'dataset {writer.path!r} is stored as array_record; the viewer reads '
-      'tfrecord (or parquet) datasets.')
+      'tfrecord datasets.')
