@@ -20,7 +20,8 @@ from PIL import Image
 import pytest
 from playwright import sync_api
 
-from rlds_lite.view import episode_table
+from rlds_lite import synthetic
+from rlds_lite.tfds import write_dataset
 from rlds_lite.view import server as server_lib
 import view_testing
 
@@ -62,12 +63,12 @@ def _server(dataset):
 
 
 @pytest.fixture(name='page', scope='module')
-def _page(server):
+def _page():
   assert os.access(CHROMIUM, os.X_OK), (
       f'{CHROMIUM} is missing: apt-get install chromium (make test does).')
   outside = []
-  def only_the_viewer(route):
-    if route.request.url.startswith(server.url):
+  def only_the_viewer(route):  # The viewers these tests start.
+    if route.request.url.startswith(f'http://{server_lib.HOST}:'):
       route.continue_()
     else:
       outside.append(route.request.url)
@@ -224,7 +225,13 @@ def test_episode_page_plays_and_the_cursor_follows(page, server, expected,
   page.wait_for_function(
       "document.querySelector('video').currentTime > 1.2", timeout=TIMEOUT_MS)
   page.click('#play')  # Pause.
-  page.wait_for_function("document.querySelector('video').paused")
+  # The page shows the step of the paused video's time (once its pause and
+  # seek events are handled).
+  page.wait_for_function(f"""() => {{
+      const video = document.querySelector('video');
+      return video.paused && !video.seeking && Number(document.body.dataset.step)
+          === Math.min({length - 1}, Math.floor(video.currentTime * {FPS} + 1e-3));
+  }}""")
   state = page.evaluate("""() => { const vs = document.querySelectorAll('video');
       return [vs[0].currentTime, vs[1].currentTime,
               Number(document.body.dataset.step)]; }""")
@@ -253,3 +260,31 @@ def test_episode_page_plays_and_the_cursor_follows(page, server, expected,
   box = page.locator('#plot .nsewdrag').first.bounding_box()
   page.mouse.click(box['x'] + box['width'] * 0.1, box['y'] + box['height'] / 2)
   page.wait_for_function(f"Number(document.body.dataset.step) < {step}")
+
+
+def test_episode_without_cameras_plays_on_a_clock(page, tmp_path):
+  """No camera: play/pause still move the step and the cursor (a timer)."""
+  arguments = {'num_episodes': 4, 'min_length': 30, 'max_length': 30,
+               'seed': 0}
+  path = write_dataset(synthetic.episodes(**arguments), str(tmp_path),
+                       'vectors')
+  lengths = [len(e['reward']) for e in synthetic.episode_arrays(**arguments)]
+  index = int(np.argmax(lengths))
+  assert lengths[index] == 30
+  server = server_lib.start(path, fps=FPS)  # Another viewer, same browser.
+  try:
+    page.goto(f'{server.url}episode/train/{index}')
+    page.wait_for_selector('body[data-ready="1"]')
+    assert page.locator('video').count() == 0
+    page.click('#play')
+    page.wait_for_function("Number(document.body.dataset.step) >= 8")
+    page.click('#play')  # Pause.
+    step = int(page.evaluate('document.body.dataset.step'))
+    page.wait_for_function(
+        f"document.getElementById('plot').layout.shapes[0].x0 === {step}")
+    time.sleep(0.3)
+    assert int(page.evaluate('document.body.dataset.step')) == step  # Paused.
+    page.keyboard.press('ArrowLeft')
+    page.wait_for_function(f"document.body.dataset.step === '{step - 1}'")
+  finally:
+    server.stop()

@@ -100,8 +100,12 @@ def test_rows_follow_slicing_order_when_files_are_interleaved(tmp_path):
   assert default_order != sorted(default_order)  # Interleaved by default.
   table = episode_table.compute(dataset, 'train', cache=False, progress=False)
   reader = episode_reader.EpisodeReader(builder)
-  assert table.metadata['episode_id'] == [
-      int(reader.read('train', i)['episode_id']) for i in range(40)]
+  # Rows around the files' 16-episode interleaving blocks.
+  rows = [0, 15, 16, 19, 20, 31, 32, 39]
+  assert [default_order[i] for i in rows] != [100 + i for i in rows]
+  assert table.metadata['episode_id'] == list(range(100, 140))
+  assert [int(reader.read('train', i)['episode_id']) for i in rows] == [
+      100 + i for i in rows]
 
 
 def test_unknown_split_and_missing_dataset(dataset, tmp_path):
