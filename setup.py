@@ -51,7 +51,7 @@ setuptools.setup(
             'rlds==0.1.8',
             # rlds-lite view (the view extra), tested in a real headless browser:
             # Playwright drives Debian's chromium (the Makefile installs it).
-            'Flask>=3',
+            'Flask>=3.1',
             'av>=12',
             'plotly>=5',
             'playwright>=1.40',
@@ -61,7 +61,7 @@ setuptools.setup(
         'video': ['imageio>=2.30', 'imageio-ffmpeg>=0.5'],
         # rlds-lite view: the web app (Flask), camera videos (PyAV encodes
         # H.264 in-process), plots (plotly.min.js ships inside plotly).
-        'view': ['Flask>=3', 'av>=12', 'plotly>=5'],
+        'view': ['Flask>=3.1', 'av>=12', 'plotly>=5'],
         'bench': ['rlds==0.1.8', 'absl-py', 'psutil'],
         # TFDS's own beam extra pins apache-beam < 2.65, which clashes with TF 2.21.
         'beam': ['apache-beam>=2.77,<3', 'mlcroissant'],

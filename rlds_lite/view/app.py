@@ -14,7 +14,8 @@ Data (JSON): ``/api/dataset``, ``/api/stats/<split>``,
 ``/api/episode/<split>/<index>``; videos: ``/video/<split>/<index>/<camera>``
 (MP4, with HTTP range requests so browsers can seek). Errors are JSON
 ``{"error": "..."}``: 404 for an unknown split, episode or camera, 400 for a
-bad query. Everything is served by the app: plotly.js comes from the
+bad query; 400 for a request not addressed to ``127.0.0.1`` or
+``localhost`` (DNS rebinding). Everything is served by the app: plotly.js comes from the
 installed ``plotly`` package, nothing from the network.
 
 Example:
@@ -118,6 +119,9 @@ def create_app(view: dataset_view_lib.DatasetView) -> flask.Flask:
   """The Flask app showing ``view``'s dataset."""
   app = flask.Flask(__name__)
   app.json.sort_keys = False
+  # Only requests addressed to this machine by name: a web page cannot reach
+  # the viewer through a DNS name rebound to 127.0.0.1.
+  app.config['TRUSTED_HOSTS'] = ['127.0.0.1', 'localhost']
   plotly_path = plotly_js_path()
   # Names the dataset's files (names, sizes, times) in the videos' ETags.
   identity = stats_cache.cache_key(view.dataset_dir, {'view': 'videos'})

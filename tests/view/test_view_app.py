@@ -174,3 +174,10 @@ def test_pages_and_assets_are_local(client):
   for name in ['common.js', 'dataset.js', 'episode.js', 'viewer.css']:
     text = client.get(f'/static/{name}').get_data(as_text=True)
     assert not re.search(r'https?://', text), name
+
+
+def test_other_host_names_are_refused(client):
+  assert client.get('/api/dataset', headers={'Host': '127.0.0.1:8765'}
+                    ).status_code == 200
+  assert client.get('/api/dataset', headers={'Host': 'evil.example:8765'}
+                    ).status_code == 400
