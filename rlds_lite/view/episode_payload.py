@@ -26,7 +26,7 @@ Example:
   {'episode_id': 7}
 """
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
@@ -80,6 +80,39 @@ def _instructions(steps: Dict[str, Any], step_spec: Any,
   return list(dict.fromkeys(t for t in texts if t))
 
 
+def _flags(flat: Dict[str, Any], length: int) -> Dict[str, List[int]]:
+  """The steps where each ``is_*`` flag holds.
+
+  A dataset without ``is_first`` / ``is_last`` gets them by position, one
+  without ``is_terminal`` none.
+  """
+  index = np.arange(length)
+  by_position = {rlds_types.IS_FIRST: index == 0,
+                 rlds_types.IS_LAST: index == length - 1}
+  flags = {}
+  for flag in fields.FLAGS:
+    values = flat.get(flag)
+    if values is None:
+      values = by_position.get(flag, np.zeros(length, bool))
+    flags[flag] = np.flatnonzero(np.asarray(values, bool)).tolist()
+  return flags
+
+
+def _panels(flat: Dict[str, Any], step_spec: Any, is_last: np.ndarray
+            ) -> Tuple[List[Dict[str, Any]], Dict[str, str]]:
+  """The plot panels (their series), and the fields left out and why."""
+  panels, left_out = fields.plotted_fields(step_spec)
+  never = np.zeros(len(is_last), bool)
+  payload = []
+  for name, paths in panels.items():
+    series = []
+    for path in paths:
+      invalid = is_last if path.split('/')[0] in fields.INVALID_ON_LAST else never
+      series += _series(path, np.asarray(flat[path]), invalid)
+    payload.append({'name': name, 'series': series})
+  return payload, left_out
+
+
 def episode_payload(episode: Dict[str, Any], step_spec: Any) -> Dict[str, Any]:
   """The JSON of a dense episode for the episode page.
 
@@ -98,32 +131,15 @@ def episode_payload(episode: Dict[str, Any], step_spec: Any) -> Dict[str, Any]:
   steps = episode[rlds_types.STEPS]
   flat = dict(nest_paths.flatten_with_paths(steps))
   length = len(next(iter(flat.values()))) if flat else 0
-  index = np.arange(length)
-  flags = {}
-  for flag in fields.FLAGS:
-    values = flat.get(flag)
-    if values is None:  # Datasets without a flag: is_first/is_last by position.
-      values = {rlds_types.IS_FIRST: index == 0,
-                rlds_types.IS_LAST: index == length - 1}.get(
-                    flag, np.zeros(length, bool))
-    flags[flag] = np.flatnonzero(np.asarray(values, bool)).tolist()
+  flags = _flags(flat, length)
   is_last = np.zeros(length, bool)
   is_last[flags[rlds_types.IS_LAST]] = True
-  panels, left_out = fields.plotted_fields(step_spec)
-  payload_panels = []
-  for name, paths in panels.items():
-    series = []
-    for path in paths:
-      invalid = is_last if path.split('/')[0] in fields.INVALID_ON_LAST else (
-          np.zeros(length, bool))
-      series += _series(path, np.asarray(flat[path]), invalid)
-    payload_panels.append({'name': name, 'series': series})
+  panels, left_out = _panels(flat, step_spec, is_last)
   metadata = _metadata(episode)
-  cameras = []
-  for key in fields.camera_fields(step_spec) if length else []:  # No video.
-    height, width = np.asarray(flat[key]).shape[1:3]
-    cameras.append({'key': key, 'height': int(height), 'width': int(width)})
-  return {'length': int(length), 'flags': flags, 'panels': payload_panels,
+  cameras = [{'key': key, 'height': int(np.shape(flat[key])[1]),
+              'width': int(np.shape(flat[key])[2])}
+             for key in fields.camera_fields(step_spec)] if length else []
+  return {'length': int(length), 'flags': flags, 'panels': panels,
           'not_plotted': left_out,
           'invalid_on_last': list(fields.INVALID_ON_LAST),
           'instructions': _instructions(steps, step_spec, metadata),

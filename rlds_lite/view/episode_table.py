@@ -159,7 +159,8 @@ def _summary_fn(builder: tfds.core.DatasetBuilder, step_language: List[str],
     row = {'length': length, 'terminated': terminated}
     if has_reward:
       reward = tf.cast(decoded(steps, rlds_types.REWARD), tf.float64)
-      reward = tf.reshape(reward, [length, -1])
+      elements = tf.reduce_prod(tf.shape(reward, out_type=tf.int64)[1:])
+      reward = tf.reshape(reward, [length, elements])  # Empty episodes too.
       valid = tf.logical_not(is_last)[:, None]
       row['return'] = tf.reduce_sum(tf.where(valid, reward,
                                              tf.zeros_like(reward)))

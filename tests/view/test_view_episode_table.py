@@ -125,3 +125,21 @@ def test_json_round_trip_keeps_nan_as_none():
   assert back == table and np.isnan(back.episode_return[0])
   with pytest.raises(ValueError, match='format_version'):
     episode_table.EpisodeTable.from_dict({**data, 'format_version': 0})
+
+
+def test_empty_and_vector_reward_episodes(tmp_path):
+  from rlds_lite.tfds import episode_writer  # pylint: disable=g-import-not-at-top
+  features = {'steps': {'reward': episode_writer.tfds.features.Tensor(
+      shape=(2,), dtype=np.float32)}}
+  with episode_writer.EpisodeWriter(str(tmp_path), 'vec', features) as writer:
+    writer.add_episode({'steps': {'reward': np.zeros((0, 2), np.float32),
+                                  'is_terminal': np.zeros(0, bool)}})
+    writer.add_episode({'steps': {'reward': [[1.0, 2.0], [3.0, 4.0],
+                                             [9.0, 9.0]],
+                                  'is_terminal': [False, False, True]}})
+  table = episode_table.compute(writer.path, 'train', cache=False,
+                                progress=False)
+  assert table.length.tolist() == [0, 3]
+  # Summed over the reward's elements, the last step's left out.
+  assert table.episode_return.tolist() == [0.0, 10.0]
+  assert table.terminated.tolist() == [False, True]
