@@ -86,9 +86,13 @@ function syncFollowers(force) {
 }
 
 function onVideoFrame(now, metadata) {
+  if (!isPlaying()) {  // A frame presented as the video paused: its time rules.
+    showStep(stepAt(master.currentTime));
+    return;
+  }
   showStep(Math.max(0, Math.min(length - 1, Math.round(metadata.mediaTime * fps))));
   syncFollowers(false);
-  if (isPlaying()) master.requestVideoFrameCallback(onVideoFrame);
+  master.requestVideoFrameCallback(onVideoFrame);
 }
 
 function onAnimationFrame() {
@@ -108,9 +112,13 @@ function attachMaster() {
   for (const event of ['pause', 'ended']) {
     master.addEventListener(event, () => {
       for (const v of followers()) v.pause();
+      const s = stepAt(master.currentTime);
+      // Rest in the middle of the step's frame: the frame shown is then the
+      // step's, whatever the time the pause landed on.
+      if (!master.ended) master.currentTime = (s + 0.5) / fps;
       syncFollowers(true);
       updateButton();
-      showStep(stepAt(master.currentTime));
+      showStep(s);
     });
   }
   for (const event of ['seeked', 'timeupdate']) {
