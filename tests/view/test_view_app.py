@@ -148,7 +148,7 @@ def test_video_plays_back_the_episode(client, dataset):
 
 
 def test_video_range_requests(client):
-  full = client.get('/video/train/0/observation/front').data
+  full = _get(client, '/video/train/0/observation/front')[1]
   response = client.get('/video/train/0/observation/front',
                         headers={'Range': 'bytes=100-199'})
   assert response.status_code == 206
@@ -160,19 +160,25 @@ def test_video_range_requests(client):
   assert again.status_code == 304
 
 
+def _get(client, url):
+  """Status and body of a GET (the response closed: files are streamed)."""
+  with client.get(url) as response:
+    return response.status_code, response.get_data()
+
+
 def test_pages_and_assets_are_local(client):
   for url in ['/', '/episode/train/0']:
-    html = client.get(url).get_data(as_text=True)
+    html = _get(client, url)[1].decode()
     sources = re.findall(r'(?:src|href)="([^"]+)"', html)
     assert sources and all(s.startswith(('/', '#', 'data:')) for s in sources), (
         sources)
     for source in sources:
       if source.startswith('/') and not source.startswith(('/episode', '/?')):
-        assert client.get(source).status_code == 200, source
-  plotly = client.get('/vendor/plotly.min.js')
-  assert plotly.status_code == 200 and len(plotly.data) > 1_000_000
+        assert _get(client, source)[0] == 200, source
+  status, plotly = _get(client, '/vendor/plotly.min.js')
+  assert status == 200 and len(plotly) > 1_000_000
   for name in ['common.js', 'dataset.js', 'episode.js', 'viewer.css']:
-    text = client.get(f'/static/{name}').get_data(as_text=True)
+    text = _get(client, f'/static/{name}')[1].decode()
     assert not re.search(r'https?://', text), name
 
 

@@ -77,31 +77,32 @@ def test_serves_until_interrupted(dataset):
   """The command as a user runs it: URL printed, pages served, Ctrl-C."""
   env = {**os.environ, 'TF_CPP_MIN_LOG_LEVEL': '3'}
   start = time.monotonic()
-  process = subprocess.Popen(
+  with subprocess.Popen(
       [sys.executable, '-m', 'rlds_lite.cli', 'view', dataset, '--port', '0'],
-      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-  try:
-    line = process.stdout.readline()
-    match = re.fullmatch(rf'Serving {re.escape(dataset)} at '
-                         r'(http://127\.0\.0\.1:(\d+)/)\n', line)
-    assert match, (line, process.stderr.read() if process.poll() else '')
-    url = match.group(1)
-    with urllib.request.urlopen(url, timeout=30) as response:
-      assert response.status == 200
-      assert b'rlds-lite view' in response.read()
-    first_page = time.monotonic() - start
-    with urllib.request.urlopen(url + 'api/episode/train/1',
-                                timeout=60) as response:
-      assert json.load(response)['index'] == 1
-    assert first_page < 60  # Seconds: TensorFlow's import dominates.
-  finally:
-    process.send_signal(signal.SIGINT)
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      env=env) as process:
     try:
-      assert process.wait(timeout=30) == 0
+      line = process.stdout.readline()
+      match = re.fullmatch(rf'Serving {re.escape(dataset)} at '
+                           r'(http://127\.0\.0\.1:(\d+)/)\n', line)
+      assert match, (line, process.stderr.read() if process.poll() else '')
+      url = match.group(1)
+      with urllib.request.urlopen(url, timeout=30) as response:
+        assert response.status == 200
+        assert b'rlds-lite view' in response.read()
+      first_page = time.monotonic() - start
+      with urllib.request.urlopen(url + 'api/episode/train/1',
+                                  timeout=60) as response:
+        assert json.load(response)['index'] == 1
+      assert first_page < 60  # Seconds: TensorFlow's import dominates.
     finally:
-      if process.poll() is None:
-        process.kill()
-  assert process.stdout.read() == ''
+      process.send_signal(signal.SIGINT)
+      try:
+        assert process.wait(timeout=30) == 0
+      finally:
+        if process.poll() is None:
+          process.kill()
+    assert process.stdout.read() == ''
 
 
 def test_array_record_is_refused(capsys, tmp_path):
