@@ -5,10 +5,15 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
+# The viewer's browser test drives Debian's chromium (tests/view).
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: test demo bench clean
 
 $(STAMP): setup.py
+	test -x $(CHROMIUM) || ($(SUDO) apt-get update -q && \
+	  $(SUDO) apt-get install -y -q chromium)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
 	touch $(STAMP)

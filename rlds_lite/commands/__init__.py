@@ -23,4 +23,5 @@ COMMANDS = (
     'validate',
     'version',
     'video',
+    'view',
 )
