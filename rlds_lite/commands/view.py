@@ -1,7 +1,8 @@
 """``rlds-lite view PATH [--port N]``: look at a dataset in the browser.
 
 Serves a local web app on 127.0.0.1 (see ``rlds_lite.view``) and prints
-``Serving <path> at http://127.0.0.1:N/`` until Ctrl-C. Needs the ``view``
+``Serving <path> at http://127.0.0.1:N/`` until Ctrl-C; the global
+``--verbose`` also logs every request. Needs the ``view``
 extra (``pip install 'rlds_lite[view]'``).
 """
 
@@ -28,8 +29,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
                       'free one)')
   parser.add_argument('--fps', type=float, default=10,
                       help='steps per second of the camera videos (default 10)')
-  parser.add_argument('--verbose', action='store_true',
-                      help='log every request')
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     # pylint: disable=g-import-not-at-top
     from rlds_lite.view import dataset_view
     from rlds_lite.view import server as server_lib
-    server_lib.quiet_requests(not args.verbose)
+    server_lib.quiet_requests(not getattr(args, 'verbose', False))
     server = server_lib.Server(dataset_view.DatasetView(
         path if os.path.exists(path) else args.path, data_dir=args.data_dir,
         split=args.split, fps=args.fps), args.port)
