@@ -36,6 +36,11 @@ DTYPE_MISMATCH = 'dtype_mismatch'
 SHAPE_MISMATCH = 'shape_mismatch'
 NON_FINITE = 'non_finite'
 LAST_STEP_VALUE = 'last_step_value'
+LENGTH_MISMATCH = 'length_mismatch'
+# Problems of the files of a dataset on disk (``rlds_lite.dataset_files``).
+CORRUPT_FILE = 'corrupt_file'
+UNDECODABLE = 'undecodable'
+FEATURES_MISMATCH = 'features_mismatch'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,16 +51,28 @@ class Problem:
     episode: index of the episode in the pass (None: dataset-wide).
     field: the step field, as a path such as ``'observation/image'``.
     kind: a stable name of the rule broken (``'is_last_missing'``, ...).
-    message: what is wrong, for a person.
+    message: what is wrong, for a person (for a file: one line naming the
+      file, and the episode and field where known).
     step: the first offending step in the episode, where there is one.
+    file: the damaged file, for problems of the files on disk.
   """
   episode: Optional[int]
   field: Optional[str]
   kind: str
   message: str
   step: Optional[int] = None
+  file: Optional[str] = None
+
+  def to_dict(self) -> Dict[str, Any]:
+    """A JSON-ready dict (``file`` only for problems of a file)."""
+    out = dataclasses.asdict(self)
+    if self.file is None:
+      del out['file']
+    return out
 
   def __str__(self) -> str:
+    if self.file is not None:
+      return self.message  # Names the file, episode and field itself.
     where = []
     if self.episode is not None:
       where.append(f'episode {self.episode}')
@@ -141,7 +158,7 @@ class ValidationReport:
         'episodes': self.num_episodes,
         'steps': self.num_steps,
         'repairs': list(self.repairs),
-        'problems': [dataclasses.asdict(p) for p in self.problems],
+        'problems': [p.to_dict() for p in self.problems],
     }
 
   def to_json(self, indent: Optional[int] = 2) -> str:
