@@ -648,24 +648,34 @@ def _located(shard: Shard, problem: str,
       f'split {shard.split!r}.')
 
 
-def _scan_array_record(path: str, read_all: bool) -> Tuple[int, Optional[str]]:
-  """(records, problem) of an ArrayRecord file, opened (and read) by its reader."""
+def _scan_array_record(path: str, read_all: bool
+                       ) -> Tuple[int, Optional[str], Optional[int]]:
+  """Opens (and reads) an ArrayRecord file: ``(records, problem, bad_record)``."""
   from array_record.python import array_record_module  # pylint: disable=g-import-not-at-top
-  reader = None
-  count = 0
+  reader = array_record_module.ArrayRecordReader(path)
   try:
-    reader = array_record_module.ArrayRecordReader(path)
+    if not reader.ok():
+      return 0, ('is not a readable ArrayRecord file (its index cannot be '
+                 'read: the file is truncated or damaged)'), None
     count = reader.num_records()
     if read_all:
       for start in range(0, count, 64):
-        reader.read(start, min(count, start + 64))
-  except Exception as e:  # pylint: disable=broad-except
-    text = _first_sentence(str(e)) or type(e).__name__
-    return count, f'is not a readable ArrayRecord file ({text})'
+        stop = min(count, start + 64)
+        try:
+          reader.read(start, stop)
+        except Exception:  # pylint: disable=broad-except
+          for index in range(start, stop):  # Which record?
+            try:
+              reader.read(index, index + 1)
+            except Exception as e:  # pylint: disable=broad-except
+              text = _first_sentence(str(e)) or type(e).__name__
+              return count, f'record {index} is corrupted ({text})', index
+    return count, None, None
   finally:
-    if reader is not None:
+    try:
       reader.close()
-  return count, None
+    except Exception:  # pylint: disable=broad-except
+      pass  # A damaged file fails to close too; the problem is reported.
 
 
 def _shard_damage(shard: Shard, records: bool) -> Optional[CorruptDatasetError]:
@@ -677,11 +687,10 @@ def _shard_damage(shard: Shard, records: bool) -> Optional[CorruptDatasetError]:
     if problem is not None:
       return problem
     if shard.file_format == 'array_record':
-      count, problem = _scan_array_record(shard.path, read_all=records)
-      bad = None
+      count, problem, bad = _scan_array_record(shard.path, read_all=records)
     else:
       count, problem, bad = scan_tfrecord(shard.path)
-  except (OSError, tf.errors.OpError) as e:
+  except (OSError, RuntimeError, tf.errors.OpError) as e:
     return CorruptDatasetError(shard.path, f'cannot be read: {_short(e)}')
   if problem is not None:
     return _located(shard, problem, bad)

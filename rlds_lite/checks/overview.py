@@ -162,20 +162,11 @@ def _bytes_text(num_bytes: int) -> str:
 def _count_steps_random_access(builder: tfds.core.DatasetBuilder, split: str,
                                bar: tqdm.tqdm) -> int:
   """Steps of an array_record split, read with ``tfds.data_source``."""
-  try:
-    source = builder.as_data_source(
-        split, decoders={rlds_types.STEPS: tfds.decode.SkipDecoding()})
-    total = 0
-    for index in range(len(source)):
-      steps = source[index][rlds_types.STEPS]
-      total += len(tf.nest.flatten(steps)[0])
-      bar.update(1)
-    return total
-  except Exception:  # pylint: disable=broad-except
-    # The array_record reader's errors name no episode (some no file).
-    for problem in dataset_files.find_damage(builder, split, records=True):
-      raise problem from None
-    raise
+  total = 0
+  for episode in sources.RandomAccessEpisodes(builder, split):
+    total += len(tf.nest.flatten(episode[rlds_types.STEPS])[0])
+    bar.update(1)
+  return total
 
 
 def count_steps(builder: tfds.core.DatasetBuilder, split: str,
