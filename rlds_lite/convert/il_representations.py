@@ -50,6 +50,7 @@ import tensorflow as tf
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import pickles
 from rlds_lite.convert import transitions
 
 ConversionError = episodes_lib.ConversionError
@@ -73,20 +74,6 @@ _ROW_ROLES = {'obs': rlds_types.OBSERVATION, 'acts': rlds_types.ACTION,
               'rews': rlds_types.REWARD}
 _NOT_STEP_KEYS = frozenset(REQUIRED_KEYS + ('rews', 'truncated', 'discounts'))
 _FRAME_FIELDS = frozenset(REQUIRED_KEYS + ('rews', 'infos'))
-_SAFE_GLOBALS = frozenset(
-    [(module, name)
-     for module in ('numpy._core.multiarray', 'numpy.core.multiarray')
-     for name in ('_reconstruct', 'scalar')] +
-    [(module, '_frombuffer')
-     for module in ('numpy._core.numeric', 'numpy.core.numeric')] +
-    [('numpy', 'ndarray'), ('numpy', 'dtype'), ('_codecs', 'encode')] +
-    [(module, name) for module in ('builtins', '__builtin__')
-     for name in ('bool', 'bytearray', 'bytes', 'complex', 'dict', 'float',
-                  'frozenset', 'int', 'list', 'set', 'slice', 'str',
-                  'tuple')])
-"""The only globals a shard's pickles may name without ``allow_pickle``."""
-
-
 # ----------------------------------------------------------------------------
 # Rows <-> Episodes (shared with the TED converter).
 
@@ -493,30 +480,14 @@ def to_il_dict(episodes: episodes_lib.EpisodesLike, *,
 # Webdataset shards.
 
 
-class _SafeUnpickler(pickle.Unpickler):
-  """Unpickles NumPy arrays and builtin values only (see ``_SAFE_GLOBALS``)."""
-
-  def __init__(self, file, where: Dict[str, Any]):
-    super().__init__(file)
-    self._where = where
-
-  def find_class(self, module: str, name: str) -> Any:
-    if (module, name) not in _SAFE_GLOBALS:
-      raise ConversionError(
-          f'refuses to load global {module}.{name}: without '
-          'allow_pickle=True only NumPy arrays and builtin values are '
-          'unpickled (pass allow_pickle=True only for files you trust)',
-          **self._where)
-    return super().find_class(module, name)
-
-
 def _unpickle(data: bytes, allow_pickle: bool, where: Dict[str, Any]) -> Any:
+  """A member's value; without ``allow_pickle`` bounded (see `pickles`)."""
   try:
     if allow_pickle:
       return pickle.loads(data)
-    return _SafeUnpickler(io.BytesIO(data), where).load()
-  except ConversionError:
-    raise
+    return pickles.loads(data)
+  except pickles.RefusedPickle as error:
+    raise ConversionError(str(error), **where) from None
   except Exception as error:  # pylint: disable=broad-except
     raise ConversionError(f'cannot be unpickled: {error!r}',
                           **where) from error
