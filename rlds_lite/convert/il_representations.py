@@ -597,9 +597,46 @@ def _ustar_index(file: Any) -> Optional[List[Any]]:
     offset += 512 + -(-size // 512) * 512
 
 
+def _tar_truncation(file: Any) -> Optional[str]:
+  """How a tar archive is cut short, or None if its blocks are all there.
+
+  Walks the header blocks of any tar format (each names the size of the
+  data after it) to the end-of-archive (zero) block. ``tarfile`` reads a
+  truncated archive without a word, as if its last members did not exist.
+  """
+  file.seek(0, 2)
+  size = file.tell()
+  offset = 0
+  last = None
+  while True:
+    file.seek(offset)
+    header = file.read(512)
+    if not header or len(header) < 512:
+      after = f'after member {last!r}' if last else 'before its first member'
+      return (f'is truncated: it ends {after} ({size} bytes) without the '
+              'end-of-archive block')
+    if header == bytes(512):
+      return None
+    field = header[124:136]
+    try:
+      length = (int.from_bytes(field[1:], 'big') if field[0] & 0x80 else
+                int(field.rstrip(b'\0 ') or b'0', 8))
+    except ValueError:
+      return None  # Not a tar header: tarfile says what is wrong.
+    last = header[:100].split(b'\0', 1)[0].decode('utf-8', 'replace')
+    data_end = offset + 512 + length
+    if data_end > size:
+      return (f'is truncated: it ends inside member {last!r} ({size} bytes; '
+              f'the member needs {data_end})')
+    offset += 512 + -(-length // 512) * 512
+
+
 def _tar_members(path: str) -> Iterator[Any]:
   """(name, bytes) of the regular files of a tar archive, in order."""
   with open(path, 'rb') as file:
+    truncation = _tar_truncation(file)
+    if truncation is not None:
+      raise ConversionError(truncation, source=path)
     index = _ustar_index(file)
     if index is not None:
       for name, offset, size in index:
