@@ -146,9 +146,10 @@ def _info_proto(dataset_dir: str) -> Any:
   what = 'the TFDS DatasetInfo (name, version, splits)'
   value = _read_json(path, what)
   if not isinstance(value, dict):
+    kind = {list: 'list', str: 'string', bool: 'boolean', int: 'number',
+            float: 'number', type(None): 'null'}.get(type(value), 'value')
     raise CorruptDatasetError(
-        path, f'holds a JSON {type(value).__name__}, not an object; it should '
-        f'hold {what}.')
+        path, f'holds a JSON {kind}, not an object; it should hold {what}.')
   proto = tfds.core.proto.dataset_info_pb2.DatasetInfo()
   try:
     json_format.ParseDict(value, proto)
@@ -267,6 +268,19 @@ def open_builder(dataset_dir: PathLike) -> tfds.core.DatasetBuilder:
           f'TFDS cannot open the dataset: {type(error).__name__}: '
           f'{_first_sentence(str(error))}')
     raise problem from None
+
+
+def check_has_splits(builder: tfds.core.DatasetBuilder) -> None:
+  """Raises a `CorruptDatasetError` naming ``dataset_info.json`` if it lists no split.
+
+  A TFDS dataset always has a split (TFDS cannot describe one without
+  shards): none means ``dataset_info.json`` lost them.
+  """
+  if not builder.info.splits.keys():
+    raise CorruptDatasetError(
+        os.path.join(os.fspath(builder.data_dir), INFO_FILE),
+        'lists no splits: the dataset holds no data (its "splits" are missing '
+        'or empty).')
 
 
 def features_mismatch(dataset_dir: PathLike) -> Optional[CorruptDatasetError]:
@@ -694,7 +708,13 @@ def _shard_damage(shard: Shard, records: bool) -> Optional[CorruptDatasetError]:
     return CorruptDatasetError(shard.path, f'cannot be read: {_short(e)}')
   if problem is not None:
     return _located(shard, problem, bad)
-  if count != shard.count:
+  if count < shard.count:
+    return CorruptDatasetError(
+        shard.path, f'holds {count} records, but {INFO_FILE} says '
+        f'{shard.count} ({shard.episodes_text()}): this episode and those '
+        'after it in the file are missing.', episode=shard.first + count,
+        split=shard.split)
+  if count > shard.count:
     return CorruptDatasetError(
         shard.path, f'holds {count} records, but {INFO_FILE} says '
         f'{shard.count} ({shard.episodes_text()} of split {shard.split!r}).')
@@ -712,10 +732,12 @@ def _undecodable(shard: Shard, read: Reader) -> Optional[CorruptDatasetError]:
       done += 1
   except tf.errors.OpError as e:
     message = _short(e)
+    if "' does not have one entry per step" in message:
+      message = message.split(':')[0]  # The rest repeats the dataset.
     return CorruptDatasetError(
         features_file(os.path.dirname(shard.path)),
-        f'the stored data (in {os.path.basename(shard.path)}) does not fit '
-        f'the features declared here: {message}',
+        f'its data (in {os.path.basename(shard.path)}) does not fit the '
+        f'features declared here: {message}',
         episode=shard.first + done, split=shard.split,
         field=_field_of(message), kind=UNDECODABLE)
   return None
@@ -820,6 +842,7 @@ def diagnose(builder: tfds.core.DatasetBuilder, split: Any,
 # ---------------------------------------------------------------------------
 # TF error messages.
 
+_ASSERTION = re.compile(r'assertion failed: \[(.*?)\]')
 _TF_NOISE = (
     re.compile(r'\{\{function_node [^}]*\}\}'),
     re.compile(r'\[Op:[^\]]*\]( name:)?'),
@@ -835,6 +858,9 @@ def _short(error: BaseException) -> str:
   text = text.replace("\\'", "'")  # TF prints assertion messages escaped.
   for pattern in _TF_NOISE:
     text = pattern.sub(' ', text)
+  assertion = _ASSERTION.search(text)
+  if assertion:  # Our own message, without TF's x/y dump.
+    text = assertion.group(1)
   text = ' '.join(text.split())
   if len(text) > _MAX_TF_MESSAGE:
     text = text[:_MAX_TF_MESSAGE - 3] + '...'

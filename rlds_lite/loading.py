@@ -138,9 +138,10 @@ def _check_split(builder: tfds.core.DatasetBuilder, split: Any,
   Only string splits are checked (``'train'``, ``'train[:10%]+test'``);
   other forms (``tfds.core.ReadInstruction``) are left to TFDS.
   """
+  dataset_files.check_has_splits(builder)
+  available = sorted(builder.info.splits.keys())
   if not isinstance(split, str):
     return
-  available = sorted(builder.info.splits.keys())
   for part in split.split('+'):
     name = part.split('[')[0].strip()
     if name not in available:
@@ -214,13 +215,22 @@ def _needs_decoding(encoded: Any, decoded: Any) -> bool:
   return False
 
 
-def _length_checked(steps: Any, label: str) -> Any:
-  """``steps`` after asserting every field has one entry per step.
+def check_step_lengths(steps: Any, label: str) -> Any:
+  """Dense ``steps`` after asserting (in-graph) one entry per step in every field.
 
   Each step field is stored as its own list, so a damaged record or a
   ``features.json`` whose shape was edited (``(3,)`` to ``()``) would
   otherwise parse into fields of different lengths (15 observation values
-  for 5 steps): this raises instead, naming the field.
+  for 5 steps): this raises ``tf.errors.InvalidArgumentError`` instead,
+  naming the field and the dataset ``label``.
+
+  Example:
+    >>> steps = {'is_first': tf.constant([True, False]),
+    ...          'obs': tf.zeros([6])}
+    >>> check_step_lengths(steps, 'toy')  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tensorflow.python.framework.errors_impl.InvalidArgumentError: step field 'obs' does not have one entry per step (as is_first has): the data of dataset 'toy' does not fit its declared features...
   """
   flat = nest_paths.flatten_with_paths(steps)
   if len(flat) < 2:
@@ -236,9 +246,9 @@ def _length_checked(steps: Any, label: str) -> Any:
       continue
     checks.append(tf.debugging.assert_equal(
         tf.shape(value, out_type=tf.int64)[0], length,
-        message=(f'rlds_lite.load: step field {path!r} does not have one '
-                 f'entry per step (as {reference_path} has) in dataset '
-                 f'{label!r}: its data does not fit the declared features')))
+        message=(f'step field {path!r} does not have one entry per step (as '
+                 f'{reference_path} has): the data of dataset {label!r} does '
+                 'not fit its declared features')))
   with tf.control_dependencies(checks):
     return tf.nest.map_structure(tf.identity, steps)
 
@@ -259,7 +269,7 @@ def _dense_episodes(builder: tfds.core.DatasetBuilder, split: Any,
 
   @tf.autograph.experimental.do_not_convert
   def decode(episode):
-    steps = _length_checked(episode[rlds_types.STEPS], label)
+    steps = check_step_lengths(episode[rlds_types.STEPS], label)
     if needs_decoding:
       steps = step_feature.decode_batch_example(steps)
     return {**episode, rlds_types.STEPS: steps}

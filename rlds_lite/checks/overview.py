@@ -196,8 +196,11 @@ def count_steps(builder: tfds.core.DatasetBuilder, split: str,
         builder, split=split,
         decoders={rlds_types.STEPS: tfds.decode.SkipDecoding()})
 
+    label = str(builder.data_dir)
+
     def length(episode):
-      first = tf.nest.flatten(episode[rlds_types.STEPS])[0]
+      steps = loading.check_step_lengths(episode[rlds_types.STEPS], label)
+      first = tf.nest.flatten(steps)[0]
       return tf.shape(first, out_type=tf.int64)[0]
 
     total = 0
@@ -238,6 +241,7 @@ def describe(name_or_dir: sources.PathLike, *, split: Optional[str] = None,
     FileNotFoundError: load: dataset directory '/no/such/dir' does not exist.
   """
   builder, label = sources.open_builder(name_or_dir, data_dir)
+  dataset_files.check_has_splits(builder)
   info = builder.info
   names = sorted(info.splits.keys())
   if split is not None:

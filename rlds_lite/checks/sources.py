@@ -79,7 +79,7 @@ def default_split(builder: tfds.core.DatasetBuilder) -> str:
   """
   splits = sorted(builder.info.splits.keys())
   if not splits:
-    raise ValueError(f'dataset {builder.name!r} has no splits.')
+    dataset_files.check_has_splits(builder)
   return 'train' if 'train' in splits else splits[0]
 
 
