@@ -22,6 +22,7 @@ from rlds_lite.checks import validate
 from rlds_lite.checks import ValidationReport
 from rlds_lite.video import episode_to_video
 from rlds_lite.loading import load
+from rlds_lite.dataset_files import CorruptDatasetError
 from rlds_lite.metadata import AGENT_ID
 from rlds_lite.metadata import ENVIRONMENT_CONFIG
 from rlds_lite.metadata import EPISODE_ID

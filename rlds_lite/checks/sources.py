@@ -170,7 +170,8 @@ class RandomAccessEpisodes:
 
 
 def open_source(source: Any, split: Optional[str] = None,
-                data_dir: Optional[PathLike] = None) -> Source:
+                data_dir: Optional[PathLike] = None,
+                random_access: bool = False) -> Source:
   """Opens a dataset path/name, a ``tf.data.Dataset`` or Python episodes.
 
   Args:
@@ -178,10 +179,12 @@ def open_source(source: Any, split: Optional[str] = None,
     split: the split of a path or name (default: ``'train'`` if present,
       else the first split); ignored for datasets and Python episodes.
     data_dir: where TFDS looks for prepared datasets (names only).
+    random_access: read an array_record dataset as Python episodes (see
+      `RandomAccessEpisodes`); otherwise it is an error, as in
+      ``rlds_lite.load``.
 
   Returns:
-    The `Source`; a path or name is read with dense steps (an array_record
-    dataset as Python episodes, see `RandomAccessEpisodes`).
+    The `Source`; a path or name is read with dense steps.
 
   Raises:
     FileNotFoundError, ValueError: for a missing path, an unknown name, a
@@ -197,7 +200,7 @@ def open_source(source: Any, split: Optional[str] = None,
   if isinstance(source, (str, os.PathLike)):
     builder, label = open_builder(source, data_dir)
     split = split or default_split(builder)
-    if dataset_files.file_format(builder) == 'array_record':
+    if random_access and dataset_files.file_format(builder) == 'array_record':
       loading.check_split(builder, split, label)
       dataset_files.check_open(builder, split)
       return Source(label, RandomAccessEpisodes(builder, split), PYTHON,

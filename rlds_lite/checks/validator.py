@@ -238,7 +238,9 @@ def validate(dataset: Any,
   Raises:
     FileNotFoundError, ValueError: for a missing path or a dataset that is
       not RLDS at all (no ``steps``). Damaged files of a dataset on disk are
-      problems of the report, not errors.
+      problems of the report (``corrupt_file``, ``undecodable``,
+      ``features_mismatch``, each naming the file), not errors. An
+      array_record dataset is read with ``tfds.data_source``.
 
   Example:
     >>> from rlds_lite import synthetic
@@ -248,7 +250,7 @@ def validate(dataset: Any,
   """
   names = repair_lib.repair_names(repair)
   try:
-    source = sources.open_source(dataset, split, data_dir)
+    source = sources.open_source(dataset, split, data_dir, random_access=True)
   except dataset_files.CorruptDatasetError as error:
     return _corrupt_report(dataset, split, data_dir, error)
   found, episodes, steps, complete = _run_pass(
