@@ -10,10 +10,8 @@ in-process (``cli.main``) but for two real runs; array_record datasets and
 the other formats ``convert`` reads follow.
 """
 
-import io
 import json
 import os
-import tarfile
 
 import numpy as np
 import pytest
@@ -273,6 +271,13 @@ def _cut(path):
     open(file, 'wb').write(data[:len(data) // 2])
 
 
+def _cut_hdf5(path):
+  for file in _files_in(path):
+    if file.endswith('.hdf5'):
+      data = open(file, 'rb').read()
+      open(file, 'wb').write(data[:len(data) // 2])
+
+
 def _garble(path):
   for file in _files_in(path):
     open(file, 'wb').write(b'garbage' * 100)
@@ -292,14 +297,19 @@ SOURCES = {  # format -> (file name, damage, the message)
                              'is truncated: it ends'),
     'webdataset garbage': ('webdataset', 'shards', _garble,
                            'is not a readable tar file'),
+    'minari truncated': ('minari', 'minari', _cut_hdf5,
+                         'is not a readable HDF5 file: Unable to synchronously '
+                         'open file (truncated file'),
 }
+WRITE_OPTIONS = {'minari': {'dataset_id': 'demo/point-v0'}}
 
 
 @pytest.mark.parametrize('case', sorted(SOURCES))
 def test_convert_sources_name_the_damaged_file(case, tmp_path, capsys):
   fmt, file_name, damage, message = SOURCES[case]
   source = convert_files.write_episodes(
-      fmt, [{'steps': e} for e in _episodes()], str(tmp_path / file_name))
+      fmt, [{'steps': e} for e in _episodes()], str(tmp_path / file_name),
+      **WRITE_OPTIONS.get(fmt, {}))
   damage(source)
   target = str(tmp_path / 'out.npz')
   assert cli.main(['convert', '--from', fmt, '--to', 'alf', source, target,
@@ -340,12 +350,3 @@ def test_webdataset_value_flip_is_not_detectable(tmp_path):
   assert not np.array_equal(got, value)
   assert np.array_equal(got[1:], value[1:])
 
-
-def _tar_of(members):
-  buffer = io.BytesIO()
-  with tarfile.open(fileobj=buffer, mode='w') as tar:
-    for name, data in members:
-      info = tarfile.TarInfo(name)
-      info.size = len(data)
-      tar.addfile(info, io.BytesIO(data))
-  return buffer.getvalue()
