@@ -103,7 +103,8 @@ class ValidationReport:
     num_episodes: episodes checked.
     num_steps: steps checked.
     source: what was checked (a path, a name or ``'<dataset>'``).
-    complete: False if the pass stopped early (``max_problems`` reached).
+    complete: False if the pass stopped early (``max_problems`` reached, or
+      a damaged file, then the last problem).
     repairs: the repairs asked for (``('is_last',)``), applied to `repaired`.
     repaired: the repaired episodes (a ``tf.data.Dataset``) when repairs
       were asked for, else None. Problems describe the data before repair.
@@ -135,7 +136,9 @@ class ValidationReport:
     text = (f'{self.source}: {count} in {self.num_episodes} episodes '
             f'({self.num_steps} steps)')
     if not self.complete:
-      text += '; stopped early (max_problems reached)'
+      damaged = bool(self.problems) and self.problems[-1].file is not None
+      text += ('; stopped early (a damaged file)' if damaged
+               else '; stopped early (max_problems reached)')
     if self.repairs:
       text += f'; repaired: {", ".join(self.repairs)}'
     return text

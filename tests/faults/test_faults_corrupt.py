@@ -131,6 +131,8 @@ def test_real_cli_runs_print_no_traceback(corrupt_intact, tmp_path):
   shard = os.path.join(flipped, corrupt_files.SHARD_1)
   assert f"{shard}: episode 3 of split 'train': record 1 is corrupted" in (
       run.stdout)
+  assert run.stdout.splitlines()[0].endswith(
+      '1 problem in 3 episodes (18 steps); stopped early (a damaged file)')
   truncated = damaged(corrupt_intact, tmp_path / 'b', TFRECORD,
                       'shard_truncated_inside_a_record')
   run = corrupt_files.run_cli('inspect', truncated)
