@@ -36,6 +36,11 @@ DTYPE_MISMATCH = 'dtype_mismatch'
 SHAPE_MISMATCH = 'shape_mismatch'
 NON_FINITE = 'non_finite'
 LAST_STEP_VALUE = 'last_step_value'
+LENGTH_MISMATCH = 'length_mismatch'
+# Problems of the files of a dataset on disk (``rlds_lite.dataset_files``).
+CORRUPT_FILE = 'corrupt_file'
+UNDECODABLE = 'undecodable'
+FEATURES_MISMATCH = 'features_mismatch'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,16 +51,28 @@ class Problem:
     episode: index of the episode in the pass (None: dataset-wide).
     field: the step field, as a path such as ``'observation/image'``.
     kind: a stable name of the rule broken (``'is_last_missing'``, ...).
-    message: what is wrong, for a person.
+    message: what is wrong, for a person (for a file: one line naming the
+      file, and the episode and field where known).
     step: the first offending step in the episode, where there is one.
+    file: the damaged file, for problems of the files on disk.
   """
   episode: Optional[int]
   field: Optional[str]
   kind: str
   message: str
   step: Optional[int] = None
+  file: Optional[str] = None
+
+  def to_dict(self) -> Dict[str, Any]:
+    """A JSON-ready dict (``file`` only for problems of a file)."""
+    out = dataclasses.asdict(self)
+    if self.file is None:
+      del out['file']
+    return out
 
   def __str__(self) -> str:
+    if self.file is not None:
+      return self.message  # Names the file, episode and field itself.
     where = []
     if self.episode is not None:
       where.append(f'episode {self.episode}')
@@ -86,7 +103,8 @@ class ValidationReport:
     num_episodes: episodes checked.
     num_steps: steps checked.
     source: what was checked (a path, a name or ``'<dataset>'``).
-    complete: False if the pass stopped early (``max_problems`` reached).
+    complete: False if the pass stopped early (``max_problems`` reached, or
+      a damaged file, then the last problem).
     repairs: the repairs asked for (``('is_last',)``), applied to `repaired`.
     repaired: the repaired episodes (a ``tf.data.Dataset``) when repairs
       were asked for, else None. Problems describe the data before repair.
@@ -118,7 +136,9 @@ class ValidationReport:
     text = (f'{self.source}: {count} in {self.num_episodes} episodes '
             f'({self.num_steps} steps)')
     if not self.complete:
-      text += '; stopped early (max_problems reached)'
+      damaged = bool(self.problems) and self.problems[-1].file is not None
+      text += ('; stopped early (a damaged file)' if damaged
+               else '; stopped early (max_problems reached)')
     if self.repairs:
       text += f'; repaired: {", ".join(self.repairs)}'
     return text
@@ -141,7 +161,7 @@ class ValidationReport:
         'episodes': self.num_episodes,
         'steps': self.num_steps,
         'repairs': list(self.repairs),
-        'problems': [dataclasses.asdict(p) for p in self.problems],
+        'problems': [p.to_dict() for p in self.problems],
     }
 
   def to_json(self, indent: Optional[int] = 2) -> str:

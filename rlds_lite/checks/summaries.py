@@ -44,11 +44,15 @@ class Plan:
     shape_paths: fields whose per-step shape is recorded.
     value_paths: fields (under ``reward``/``discount``) checked for non-zero
       values on the final step.
+    length_paths: fields whose number of entries along the step axis is
+      recorded (dense steps: each field is its own ``[T, ...]`` array, and
+      all must have the episode's length).
   """
   flags: Tuple[str, ...]
   finite_paths: Tuple[str, ...]
   shape_paths: Tuple[str, ...]
   value_paths: Tuple[str, ...]
+  length_paths: Tuple[str, ...] = ()
 
 
 def _per_step_dims(leaf: Any, dense: bool):
@@ -77,7 +81,7 @@ def make_plan(step_spec: Any, *, dense: bool, last_step_invalid: bool,
     >>> make_plan({'is_last': tf.TensorSpec([], tf.bool),
     ...            'obs': tf.TensorSpec([None], tf.float64)},
     ...           dense=False, last_step_invalid=False)
-    Plan(flags=('is_last',), finite_paths=('obs',), shape_paths=('obs',), value_paths=())
+    Plan(flags=('is_last',), finite_paths=('obs',), shape_paths=('obs',), value_paths=(), length_paths=())
   """
   flat = nest_paths.flatten_with_paths(step_spec)
   flags = tuple(f for f in FLAGS if isinstance(step_spec, dict) and
@@ -94,7 +98,8 @@ def make_plan(step_spec: Any, *, dense: bool, last_step_invalid: bool,
         and (leaf.dtype.is_floating or leaf.dtype.is_integer or
              leaf.dtype == tf.bool)):
       values.append(path)
-  return Plan(flags, tuple(finite), tuple(shapes), tuple(values))
+  lengths = tuple(path for path, _ in flat) if dense and len(flat) > 1 else ()
+  return Plan(flags, tuple(finite), tuple(shapes), tuple(values), lengths)
 
 
 def _any_inner(x: tf.Tensor) -> tf.Tensor:
@@ -110,7 +115,9 @@ def summarize(steps: Any, plan: Plan) -> Dict[str, tf.Tensor]:
     plan: what to summarise (see `make_plan`).
 
   Returns:
-    ``length`` (scalar), the flags, and per step: ``nonfinite:<path>``,
+    ``length`` (scalar: the length of ``is_first``, else of ``is_last``,
+    else of the first field), the flags, per field ``length:<path>`` (its
+    entries along the step axis) and per step: ``nonfinite:<path>``,
     ``nonzero:<path>`` (booleans) and ``shape:<path>`` (int64 per-step
     shapes, ``[T, rank]``).
 
@@ -122,9 +129,12 @@ def summarize(steps: Any, plan: Plan) -> Dict[str, tf.Tensor]:
     (2, [[3, 4], [3, 4]])
   """
   flat = dict(nest_paths.flatten_with_paths(steps))
-  first_leaf = next(iter(flat.values()))
-  length = tf.shape(first_leaf, out_type=tf.int64)[0]
+  reference = next((flat[f] for f in FLAGS[:2] if f in flat),
+                   next(iter(flat.values())))
+  length = tf.shape(reference, out_type=tf.int64)[0]
   out = {LENGTH: length}
+  for path in plan.length_paths:
+    out['length:' + path] = tf.shape(flat[path], out_type=tf.int64)[0]
   for flag in plan.flags:
     out[flag] = tf.cast(flat[flag], tf.bool)
   for path in plan.finite_paths:
@@ -153,6 +163,7 @@ def summarize_step(step: Any, plan: Plan) -> Dict[str, tf.Tensor]:
     >>> bool(out['is_last']), out['shape:obs'].numpy().tolist()
     (True, [3])
   """
-  one = summarize(tf.nest.map_structure(lambda x: x[None], step), plan)
+  one = summarize(tf.nest.map_structure(lambda x: x[None], step),
+                  dataclasses.replace(plan, length_paths=()))
   del one[LENGTH]
   return {k: v[0] for k, v in one.items()}

@@ -14,7 +14,18 @@ problem. Checked:
   across steps and episodes;
 * NaN/Inf in floating-point fields (with the step index);
 * with ``last_step_invalid=True``: non-zero ``reward``/``discount`` on the
-  final step, which the dataset declares invalid (the RLDS convention).
+  final step, which the dataset declares invalid (the RLDS convention);
+* dense steps: every field has one entry per step (``length_mismatch``).
+
+For a dataset directory or name, the files too (``rlds_lite.dataset_files``):
+a damaged ``dataset_info.json``/``features.json``, missing, empty, truncated
+or damaged shard files and record counts that disagree with
+``dataset_info.json`` (``corrupt_file``), data that does not decode with the
+declared features (``undecodable``: a field edited in ``features.json``)
+and a ``features.json`` that disagrees with the features in
+``dataset_info.json`` (``features_mismatch``). Each such problem names the
+file (``Problem.file``) and, where known, the episode and field; a damaged
+file stops the pass where it is read (the report is then not complete).
 
 Example:
   >>> import rlds_lite
@@ -27,13 +38,17 @@ Example:
   np.True_
 """
 
+import contextlib
+import os
 import sys
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import tensorflow as tf
 import tqdm
 
+from rlds_lite import dataset_files
 from rlds_lite import dense
+from rlds_lite import loading
 from rlds_lite import rlds_types
 from rlds_lite.checks import problems as problems_lib
 from rlds_lite.checks import repair as repair_lib
@@ -97,6 +112,41 @@ def _python_summaries(source: sources.Source, last_step_invalid: bool,
     yield {k: v.numpy() for k, v in summaries.summarize(tensors, plan).items()}
 
 
+def _file_problem(error: dataset_files.CorruptDatasetError) -> Problem:
+  """The `Problem` of a damaged dataset file."""
+  return Problem(error.episode, error.field, error.kind, str(error),
+                 file=error.path)
+
+
+def _files_problems(source: sources.Source) -> List[Problem]:
+  """Damaged files of a dataset on disk (cheap: record headers only)."""
+  # Record checksums too for array_record: its reader's errors say little.
+  errors = dataset_files.find_damage(
+      source.builder, source.split,
+      records=dataset_files.file_format(source.builder) == 'array_record')
+  mismatch = dataset_files.features_mismatch(source.builder.data_dir)
+  if mismatch is not None:
+    errors.append(mismatch)
+  return [_file_problem(e) for e in errors]
+
+
+def _corrupt_report(dataset: Any, split: Optional[str],
+                    data_dir: Optional[str],
+                    error: dataset_files.CorruptDatasetError
+                    ) -> problems_lib.ValidationReport:
+  """The report of a dataset that cannot be opened: every damaged file."""
+  errors = [error]
+  try:
+    builder, _ = loading.rlds_builder(dataset, data_dir)
+    split = split or sources.default_split(builder)
+    errors = dataset_files.find_damage(builder, split) or errors
+  except (ValueError, OSError):
+    pass  # Its metadata is damaged: `error` names the file.
+  label = os.fspath(dataset) + (f' [{split}]' if split else '')
+  return problems_lib.ValidationReport(
+      [_file_problem(e) for e in errors], 0, 0, label, complete=False)
+
+
 def _progress_bar(total: Optional[int], progress: Optional[bool],
                   label: str) -> tqdm.tqdm:
   """A tqdm bar on stderr; ``progress=None`` shows it on a terminal only."""
@@ -110,6 +160,8 @@ def _run_pass(source: sources.Source, last_step_invalid: bool,
               progress: Optional[bool]) -> Tuple[List[Problem], int, int, bool]:
   """(problems, episodes, steps, complete) of one pass over ``source``."""
   found: List[Problem] = []
+  if source.builder is not None:
+    found.extend(_files_problems(source))
   if source.kind == sources.PYTHON:
     stream = _python_summaries(source, last_step_invalid, found)
   else:
@@ -117,9 +169,9 @@ def _run_pass(source: sources.Source, last_step_invalid: bool,
     is_dense = source.kind == sources.DENSE
     if not is_dense:
       steps_spec = steps_spec.element_spec
-    found.extend(rules.check_spec(steps_spec, is_dense))
-    if found:
-      return found, 0, 0, True
+    spec_problems = rules.check_spec(steps_spec, is_dense)
+    if spec_problems:
+      return found + spec_problems, 0, 0, True
     plan = summaries.make_plan(steps_spec, dense=is_dense,
                                last_step_invalid=last_step_invalid)
     stream = _tf_summaries(source, plan)
@@ -128,16 +180,24 @@ def _run_pass(source: sources.Source, last_step_invalid: bool,
     total = num_episodes if total is None else min(total, num_episodes)
   reference_shapes: Dict[str, Tuple[int, ...]] = {}
   episodes = steps = 0
-  with _progress_bar(total, progress, source.label) as bar:
-    for index, summary in enumerate(stream):
-      if num_episodes is not None and index >= num_episodes:
-        break
-      found.extend(rules.check_episode(index, summary, reference_shapes))
-      episodes += 1
-      steps += int(summary[summaries.LENGTH])
-      bar.update(1)
-      if max_problems is not None and len(found) >= max_problems:
-        return found[:max_problems], episodes, steps, False
+  reading = (loading.named_read_errors(source.builder, source.split)
+             if source.builder is not None else contextlib.nullcontext())
+  try:
+    with _progress_bar(total, progress, source.label) as bar, reading:
+      for index, summary in enumerate(stream):
+        if num_episodes is not None and index >= num_episodes:
+          break
+        found.extend(rules.check_episode(index, summary, reference_shapes))
+        episodes += 1
+        steps += int(summary[summaries.LENGTH])
+        bar.update(1)
+        if max_problems is not None and len(found) >= max_problems:
+          return found[:max_problems], episodes, steps, False
+  except dataset_files.CorruptDatasetError as error:
+    problem = _file_problem(error)
+    if problem not in found:
+      found.append(problem)
+    return found, episodes, steps, False
   return found, episodes, steps, True
 
 
@@ -177,7 +237,10 @@ def validate(dataset: Any,
 
   Raises:
     FileNotFoundError, ValueError: for a missing path or a dataset that is
-      not RLDS at all (no ``steps``).
+      not RLDS at all (no ``steps``). Damaged files of a dataset on disk are
+      problems of the report (``corrupt_file``, ``undecodable``,
+      ``features_mismatch``, each naming the file), not errors. An
+      array_record dataset is read with ``tfds.data_source``.
 
   Example:
     >>> from rlds_lite import synthetic
@@ -186,7 +249,10 @@ def validate(dataset: Any,
     (True, 4, 144)
   """
   names = repair_lib.repair_names(repair)
-  source = sources.open_source(dataset, split, data_dir)
+  try:
+    source = sources.open_source(dataset, split, data_dir, random_access=True)
+  except dataset_files.CorruptDatasetError as error:
+    return _corrupt_report(dataset, split, data_dir, error)
   found, episodes, steps, complete = _run_pass(
       source, last_step_invalid, max_problems, num_episodes, progress)
   repaired = None

@@ -7,7 +7,7 @@ import sys
 
 from rlds_lite.commands import dataset_options
 
-_MAX_MESSAGE = 300
+_MAX_MESSAGE = 600  # Errors naming a damaged file are longer.
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable=protected-access

@@ -99,8 +99,20 @@ def _load_npz(path: str) -> Dict[str, Any]:
 
 
 def _read_rlds(path, split='train'):
-  import rlds_lite  # pylint: disable=g-import-not-at-top
-  return episodes_lib.numpy_episodes(rlds_lite.load(path, split, dense=True))
+  """Episodes of a TFDS dataset; a damaged file is named (CorruptDatasetError).
+
+  Opening errors are raised here; damage found while reading, by the
+  returned iterator.
+  """
+  from rlds_lite import loading  # pylint: disable=g-import-not-at-top
+  episodes = loading.load(path, split, dense=True)
+  builder, _ = loading.rlds_builder(path)
+
+  def read():
+    with loading.named_read_errors(builder, split):
+      yield from episodes_lib.numpy_episodes(episodes)
+
+  return read()
 
 
 def _write_rlds(episodes, path, name=None, split='train'):

@@ -50,6 +50,7 @@ import tensorflow as tf
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import pickles
 from rlds_lite.convert import transitions
 
 ConversionError = episodes_lib.ConversionError
@@ -73,20 +74,6 @@ _ROW_ROLES = {'obs': rlds_types.OBSERVATION, 'acts': rlds_types.ACTION,
               'rews': rlds_types.REWARD}
 _NOT_STEP_KEYS = frozenset(REQUIRED_KEYS + ('rews', 'truncated', 'discounts'))
 _FRAME_FIELDS = frozenset(REQUIRED_KEYS + ('rews', 'infos'))
-_SAFE_GLOBALS = frozenset(
-    [(module, name)
-     for module in ('numpy._core.multiarray', 'numpy.core.multiarray')
-     for name in ('_reconstruct', 'scalar')] +
-    [(module, '_frombuffer')
-     for module in ('numpy._core.numeric', 'numpy.core.numeric')] +
-    [('numpy', 'ndarray'), ('numpy', 'dtype'), ('_codecs', 'encode')] +
-    [(module, name) for module in ('builtins', '__builtin__')
-     for name in ('bool', 'bytearray', 'bytes', 'complex', 'dict', 'float',
-                  'frozenset', 'int', 'list', 'set', 'slice', 'str',
-                  'tuple')])
-"""The only globals a shard's pickles may name without ``allow_pickle``."""
-
-
 # ----------------------------------------------------------------------------
 # Rows <-> Episodes (shared with the TED converter).
 
@@ -493,30 +480,14 @@ def to_il_dict(episodes: episodes_lib.EpisodesLike, *,
 # Webdataset shards.
 
 
-class _SafeUnpickler(pickle.Unpickler):
-  """Unpickles NumPy arrays and builtin values only (see ``_SAFE_GLOBALS``)."""
-
-  def __init__(self, file, where: Dict[str, Any]):
-    super().__init__(file)
-    self._where = where
-
-  def find_class(self, module: str, name: str) -> Any:
-    if (module, name) not in _SAFE_GLOBALS:
-      raise ConversionError(
-          f'refuses to load global {module}.{name}: without '
-          'allow_pickle=True only NumPy arrays and builtin values are '
-          'unpickled (pass allow_pickle=True only for files you trust)',
-          **self._where)
-    return super().find_class(module, name)
-
-
 def _unpickle(data: bytes, allow_pickle: bool, where: Dict[str, Any]) -> Any:
+  """A member's value; without ``allow_pickle`` bounded (see `pickles`)."""
   try:
     if allow_pickle:
       return pickle.loads(data)
-    return _SafeUnpickler(io.BytesIO(data), where).load()
-  except ConversionError:
-    raise
+    return pickles.loads(data)
+  except pickles.RefusedPickle as error:
+    raise ConversionError(str(error), **where) from None
   except Exception as error:  # pylint: disable=broad-except
     raise ConversionError(f'cannot be unpickled: {error!r}',
                           **where) from error
@@ -626,9 +597,46 @@ def _ustar_index(file: Any) -> Optional[List[Any]]:
     offset += 512 + -(-size // 512) * 512
 
 
+def _tar_truncation(file: Any) -> Optional[str]:
+  """How a tar archive is cut short, or None if its blocks are all there.
+
+  Walks the header blocks of any tar format (each names the size of the
+  data after it) to the end-of-archive (zero) block. ``tarfile`` reads a
+  truncated archive without a word, as if its last members did not exist.
+  """
+  file.seek(0, 2)
+  size = file.tell()
+  offset = 0
+  last = None
+  while True:
+    file.seek(offset)
+    header = file.read(512)
+    if not header or len(header) < 512:
+      after = f'after member {last!r}' if last else 'before its first member'
+      return (f'is truncated: it ends {after} ({size} bytes) without the '
+              'end-of-archive block')
+    if header == bytes(512):
+      return None
+    field = header[124:136]
+    try:
+      length = (int.from_bytes(field[1:], 'big') if field[0] & 0x80 else
+                int(field.rstrip(b'\0 ') or b'0', 8))
+    except ValueError:
+      return None  # Not a tar header: tarfile says what is wrong.
+    last = header[:100].split(b'\0', 1)[0].decode('utf-8', 'replace')
+    data_end = offset + 512 + length
+    if data_end > size:
+      return (f'is truncated: it ends inside member {last!r} ({size} bytes; '
+              f'the member needs {data_end})')
+    offset += 512 + -(-length // 512) * 512
+
+
 def _tar_members(path: str) -> Iterator[Any]:
   """(name, bytes) of the regular files of a tar archive, in order."""
   with open(path, 'rb') as file:
+    truncation = _tar_truncation(file)
+    if truncation is not None:
+      raise ConversionError(truncation, source=path)
     index = _ustar_index(file)
     if index is not None:
       for name, offset, size in index:

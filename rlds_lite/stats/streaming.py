@@ -24,6 +24,7 @@ Example:
   (3, ['action', 'discount', 'observation', 'reward'])
 """
 
+import contextlib
 import os
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
@@ -147,12 +148,6 @@ def _dense_episodes(dataset_or_path: Any, split: str,
                   f'{type(dataset_or_path).__name__}.')
 
 
-def _dataset_dir(name_or_dir: PathLike, data_dir: Optional[PathLike]) -> str:
-  """The directory holding the dataset's ``dataset_info.json``."""
-  builder, _ = loading.rlds_builder(name_or_dir, data_dir)
-  return os.fspath(builder.data_dir)
-
-
 def _num_episodes(dataset: tf.data.Dataset) -> Optional[int]:
   n = int(dataset.cardinality())
   return n if n >= 0 else None
@@ -260,6 +255,9 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
   Raises:
     FileNotFoundError: if the directory does not exist.
     ValueError: if it is not an RLDS dataset, or the split is unknown.
+    rlds_lite.dataset_files.CorruptDatasetError: (a ValueError) naming the
+      file (and the episode and field where known) if a file of the dataset
+      is damaged (paths and names only).
     KeyError: if a key names no step field, or a field without statistics.
     TypeError: if the input is not episodes.
 
@@ -286,15 +284,20 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
     transform_key = transform_key or cache_lib.transform_key(transform)
     source['transform'] = transform_key
   dataset_dir = key = None
+  reading = contextlib.nullcontext()
+  if is_path:
+    builder, _ = loading.rlds_builder(dataset_or_path, data_dir)
+    reading = loading.named_read_errors(builder, split)
   if cache and is_path and (transform is None or transform_key):
-    dataset_dir = _dataset_dir(dataset_or_path, data_dir)
+    dataset_dir = os.fspath(builder.data_dir)
     key = cache_lib.cache_key(dataset_dir, {**source, 'dataset': None})
     cached = cache_lib.read(dataset_dir, key)
     if cached is not None:
       return cached
   selected, skipped = _select(episodes.element_spec[rlds_types.STEPS], keys)
-  stats = _pass(episodes, selected, skipped, mask_last_step, sketch_k,
-                progress, source)
+  with reading:
+    stats = _pass(episodes, selected, skipped, mask_last_step, sketch_k,
+                  progress, source)
   if key is not None:
     try:
       cache_lib.write(dataset_dir, key, stats)

@@ -29,6 +29,12 @@ def _retype(episode, field, dtype):
   episode[field] = episode[field].astype(dtype)
 
 
+def _cut(episode, field, length):
+  """Gives one dense field ``length`` entries (the episode keeps its own)."""
+  value = episode[field]
+  episode[field] = np.resize(value, (length,) + value.shape[1:])
+
+
 def _wider_obs(episode):
   episode['observation'] = np.zeros((len(episode['reward']), 3), np.float32)
 
@@ -66,6 +72,10 @@ CASES = [
      [], {}, True),
     ('missing-is-last-field', lambda e: [x.pop('is_last') for x in e],
      [(None, None, 'is_last', 'missing_field')], {}, True),
+    ('field-shorter-than-episode', lambda e: _cut(e[1], 'observation', 4),
+     [(1, None, 'observation', 'length_mismatch')], {}, True),
+    ('field-longer-than-episode', lambda e: _cut(e[2], 'reward', 12),
+     [(2, None, 'reward', 'length_mismatch')], {}, True),
 ]
 TF_CASES = [c for c in CASES if c[4]]
 
@@ -125,6 +135,15 @@ def test_messages_name_episode_step_and_field():
       'have is_last=True; step 1, 2 has it.',
       "episode 2, step 0, field 'observation': NaN or Inf at step 0, 3.",
   ]
+
+
+def test_field_lengths_are_named():
+  episodes = _episodes()
+  _cut(episodes[1], 'observation', 4)
+  assert [str(p) for p in checks.validate(episodes).problems] == [
+      "episode 1, field 'observation': has 4 entries along the step axis, but "
+      'the episode has 6 steps (is_first has 6); every step field needs one '
+      'entry per step.']
 
 
 def test_steps_of_different_shapes_inside_an_episode():
