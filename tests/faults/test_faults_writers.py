@@ -191,10 +191,13 @@ def test_reader_passes_during_overwrites_each_see_one_version(server,
   data_dir = str(tmp_path)
   writer_jobs.write(data_dir, episodes_of_version(1), version=1)
   last = 12
+  passes = tmp_path / 'passes'   # One file per reader pass that ended.
+  passes.mkdir()
   pid = server.start('writer_jobs:overwrite_versions', data_dir=data_dir,
-                     versions=list(range(2, last + 1)), pause=0.1)
+                     versions=list(range(2, last + 1)), pause=0.05,
+                     passes=str(passes))
   versions_seen = []
-  deadline = time.monotonic() + 60
+  deadline = time.monotonic() + 120
   while time.monotonic() < deadline:
     try:
       seen = writer_jobs.load(data_dir)
@@ -205,6 +208,8 @@ def test_reader_passes_during_overwrites_each_see_one_version(server,
                        'file', e.message), e.message
       versions_seen.append('missing shard')
       continue
+    finally:
+      (passes / str(time.monotonic_ns())).touch()
     versions = {v for _, v in seen}
     assert len(versions) == 1, seen   # Never a mix.
     version = versions.pop()

@@ -63,12 +63,24 @@ def write(data_dir: str, ids: Sequence[int], version: int,
 
 
 def overwrite_versions(data_dir: str, versions: Sequence[int],
-                       pause: float = 0) -> None:
-  """Overwrites the dataset once per version (`episodes_of_version`)."""
+                       pause: float = 0, passes: Optional[str] = None,
+                       timeout: float = 60) -> None:
+  """Overwrites the dataset once per version (`episodes_of_version`).
+
+  With ``passes`` (a directory where a reader creates one file per pass it
+  ends), each overwrite waits until a reader pass ended after the previous
+  one: overwrites keep racing with passes, however slow the machine, but a
+  pass outlives at most one overwrite.
+  """
   for version in versions:
+    ended = len(os.listdir(passes)) if passes else 0
     write(data_dir, episodes_of_version(version), version,
           if_exists='overwrite')
     time.sleep(pause)
+    deadline = time.monotonic() + timeout
+    while (passes and len(os.listdir(passes)) <= ended and
+           time.monotonic() < deadline):
+      time.sleep(0.01)
 
 
 def hold(data_dir: str, ready: str, release: str, episode_id: int = 999,
