@@ -47,11 +47,16 @@ setuptools.setup(
             'imageio-ffmpeg>=0.5',
             # colabs/performance.ipynb compares with upstream (needs absl-py, numpy).
             'rlds==0.1.8',
+            # rlds_lite.convert.lerobot (the lerobot extra) is tested too.
+            'pyarrow>=15',
+            'av>=15',
         ],
         'jax': ['jax>=0.4.30'],
         # MP4 output of rlds_lite.episode_to_video (GIF needs nothing).
         'video': ['imageio>=2.30', 'imageio-ffmpeg>=0.5'],
         'bench': ['rlds==0.1.8', 'absl-py', 'psutil'],
+        # LeRobot datasets (rlds_lite.convert.lerobot): Parquet and MP4 video.
+        'lerobot': ['pyarrow>=15', 'av>=15'],
         # TFDS's own beam extra pins apache-beam < 2.65, which clashes with TF 2.21.
         'beam': ['apache-beam>=2.77,<3', 'mlcroissant'],
     },

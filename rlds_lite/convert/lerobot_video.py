@@ -1,0 +1,403 @@
+"""LeRobot's camera streams with PyAV: MP4 files of many episodes, PNG frames.
+
+Encoding follows lerobot 0.4 (``encode_video_frames``): ``libsvtav1`` (AV1)
+by default, ``yuv420p``, GOP ``g=2``, ``crf=30``, SVT preset 12, stream time
+base ``1/fps``, one frame every ``1/fps`` seconds. lerobot encodes each
+episode to its own file and then concatenates episodes into
+``videos/<key>/chunk-XXX/file-XXX.mp4``; `VideoWriter` encodes the episodes
+of a file as one stream instead, forcing a key frame at each episode's first
+frame, which gives the same frames, timestamps (episode ``e`` spans
+``[from_timestamp, to_timestamp)`` of its file) and key frames. Each camera
+is encoded on a thread of its own (PyAV releases the GIL while encoding), so
+cameras, the Parquet writer and the SVT-AV1 threads share the cores.
+
+`VideoReader` decodes a file once, in order, handing out each episode's
+frames by timestamp; it seeks only when asked for an earlier or distant time.
+
+Example:
+  >>> import tempfile, os
+  >>> frames = np.zeros((3, 16, 16, 3), np.uint8) + 128
+  >>> work = tempfile.mkdtemp()
+  >>> writer = VideoWriter(lambda chunk, file: os.path.join(work, f'{file}.mp4'),
+  ...                      fps=10)
+  >>> writer.add(0, frames); writer.add(1, frames[:2])
+  >>> writer.close()
+  >>> writer.placements()
+  {0: (0, 0, 0.0, 0.3), 1: (0, 0, 0.3, 0.5)}
+  >>> reader = VideoReader(os.path.join(work, '0.mp4'))
+  >>> got = reader.frames(0.3, 0.5, np.array([0., 0.1], np.float32), {})
+  >>> got.shape, int(abs(got.astype(int) - 128).max()) <= 3
+  ((2, 16, 16, 3), True)
+  >>> reader.close()
+"""
+
+from fractions import Fraction
+import os
+import queue
+import threading
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from rlds_lite.convert import episodes as episodes_lib
+
+ConversionError = episodes_lib.ConversionError
+
+DEFAULT_VCODEC = 'libsvtav1'
+PIX_FMT = 'yuv420p'
+GOP = 2
+CRF = 30
+SVT_PRESET = 12
+TOLERANCE_S = 1e-4
+"""How far a frame's time may be from its row's timestamp (lerobot's default)."""
+
+_Placement = Tuple[int, int, float, float]  # chunk, file, from_ts, to_ts
+
+
+def _av():
+  try:
+    import av  # pylint: disable=g-import-not-at-top
+  except ImportError as error:
+    raise ImportError('rlds_lite.convert.lerobot needs pyarrow and av: '
+                      "pip install 'rlds_lite[lerobot]'") from error
+  return av
+
+
+def codec_options(vcodec: str) -> Dict[str, str]:
+  """The encoder options lerobot 0.4 passes (``g``, ``crf``, SVT ``preset``).
+
+  Example:
+    >>> codec_options('libsvtav1')
+    {'g': '2', 'crf': '30', 'preset': '12'}
+  """
+  options = {'g': str(GOP), 'crf': str(CRF)}
+  if vcodec == 'libsvtav1':
+    options['preset'] = str(SVT_PRESET)
+  return options
+
+
+class VideoWriter:
+  """Encodes one camera's episodes into MP4 files, on a thread of its own.
+
+  Args:
+    path_of: ``(chunk, file) -> path`` of the video files.
+    fps: frames per second.
+    vcodec: ``'libsvtav1'`` (lerobot's default), ``'h264'`` or ``'hevc'``.
+    file_size_in_mb: start a new file before an episode that would take the
+      current one past this size (lerobot's ``video_files_size_in_mb``).
+    chunks_size: files per chunk.
+    max_pending: episodes queued before `add` blocks (bounds memory).
+  """
+
+  def __init__(self, path_of: Callable[[int, int], str], fps: int, *,
+               vcodec: str = DEFAULT_VCODEC,
+               file_size_in_mb: float = 200, chunks_size: int = 1000,
+               max_pending: int = 2):
+    _av()
+    os.environ.setdefault('SVT_LOG', '1')  # SVT-AV1 prints banners otherwise.
+    self._path_of = path_of
+    self._fps = fps
+    self._vcodec = vcodec
+    self._limit = file_size_in_mb * (1 << 20)
+    self._chunks_size = chunks_size
+    self._queue: 'queue.Queue[Any]' = queue.Queue(maxsize=max_pending)
+    self._placements: Dict[int, _Placement] = {}
+    self._lock = threading.Lock()
+    self._error: Optional[BaseException] = None
+    self._abort = threading.Event()
+    self._thread = threading.Thread(target=self._run, daemon=True,
+                                    name='rlds_lite-video-writer')
+    self._thread.start()
+
+  def add(self, episode: int, frames: np.ndarray) -> None:
+    """Queues an episode's ``[T, H, W, 3]`` uint8 frames."""
+    while True:
+      self._raise_error()
+      try:
+        self._queue.put((episode, frames), timeout=0.5)
+        return
+      except queue.Full:
+        continue
+
+  def placements(self) -> Dict[int, _Placement]:
+    """Episode -> (chunk, file, from_timestamp, to_timestamp) encoded so far."""
+    with self._lock:
+      return dict(self._placements)
+
+  def close(self) -> None:
+    """Encodes what is queued, closes the file; raises the thread's error."""
+    if self._thread.is_alive():
+      while self._error is None:
+        try:
+          self._queue.put(None, timeout=0.5)
+          break
+        except queue.Full:
+          continue
+      self._thread.join()
+    self._raise_error()
+
+  def abort(self) -> None:
+    """Stops encoding (the files are left as they are) and waits."""
+    self._abort.set()
+    self._thread.join()
+
+  def _raise_error(self) -> None:
+    if self._error is not None:
+      raise self._error
+
+  def _run(self) -> None:
+    state = _EncoderState(self)
+    try:
+      while not self._abort.is_set():
+        try:
+          job = self._queue.get(timeout=0.5)
+        except queue.Empty:
+          continue
+        if job is None:
+          break
+        episode, frames = job
+        placement = state.encode(frames)
+        with self._lock:
+          self._placements[episode] = placement
+    except BaseException as error:  # pylint: disable=broad-except
+      self._error = error
+    finally:
+      try:
+        state.close()
+      except BaseException as error:  # pylint: disable=broad-except
+        self._error = self._error or error
+      while True:  # Unblock a producer waiting on a full queue.
+        try:
+          self._queue.get_nowait()
+        except queue.Empty:
+          break
+
+
+class _EncoderState:
+  """The open file of a `VideoWriter` (used on its thread only)."""
+
+  def __init__(self, owner: VideoWriter):
+    self._owner = owner
+    self._chunk, self._file = 0, -1
+    self._container = None
+    self._stream = None
+    self._bytes = 0
+    self._frames = 0
+
+  def _open(self, height: int, width: int) -> None:
+    av = _av()
+    from rlds_lite.convert import lerobot_layout  # pylint: disable=g-import-not-at-top
+    if self._file >= 0:
+      self._chunk, self._file = lerobot_layout.next_file(
+          self._chunk, self._file, self._owner._chunks_size)  # pylint: disable=protected-access
+    else:
+      self._file = 0
+    path = self._owner._path_of(self._chunk, self._file)  # pylint: disable=protected-access
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fps = self._owner._fps  # pylint: disable=protected-access
+    vcodec = self._owner._vcodec  # pylint: disable=protected-access
+    self._container = av.open(path, 'w',
+                              options={'movflags': 'faststart'})
+    self._stream = self._container.add_stream(
+        vcodec, rate=fps, options=codec_options(vcodec))
+    self._stream.pix_fmt = PIX_FMT
+    self._stream.width = width
+    self._stream.height = height
+    self._stream.time_base = Fraction(1, fps)
+    self._bytes = 0
+    self._frames = 0
+
+  def _mux(self, packets: List[Any]) -> None:
+    for packet in packets:
+      self._bytes += packet.size
+      self._container.mux(packet)
+
+  def close(self) -> None:
+    if self._container is not None:
+      self._mux(self._stream.encode(None))
+      self._container.close()
+      self._container = None
+
+  def encode(self, frames: np.ndarray) -> _Placement:
+    """Encodes one episode; returns where it went."""
+    av = _av()
+    owner = self._owner
+    if self._container is not None and self._frames:
+      per_frame = self._bytes / self._frames
+      if self._bytes + per_frame * len(frames) >= owner._limit:  # pylint: disable=protected-access
+        self.close()
+    if self._container is None:
+      self._open(frames.shape[1], frames.shape[2])
+    start = self._frames
+    key = av.video.frame.PictureType.I
+    for index, image in enumerate(frames):
+      frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(image),
+                                         format='rgb24')
+      frame.pts = self._frames
+      if index == 0:
+        frame.pict_type = key  # Each episode starts on a key frame.
+      self._mux(self._stream.encode(frame))
+      self._frames += 1
+    fps = owner._fps  # pylint: disable=protected-access
+    return (self._chunk, self._file, start / fps, self._frames / fps)
+
+
+class VideoReader:
+  """Frames of one MP4 file by timestamp, decoded once, in order.
+
+  Args:
+    path: the video file.
+    threads: decoder threads (0: as many as the codec likes).
+  """
+
+  def __init__(self, path: str, threads: int = 0):
+    av = _av()
+    self.path = path
+    try:
+      self._container = av.open(path)
+    except FileNotFoundError:
+      raise
+    except av.FFmpegError as error:
+      raise ConversionError(f'is not a readable video file: {error}',
+                            source=path) from None
+    if not self._container.streams.video:
+      self._container.close()
+      raise ConversionError('has no video stream', source=path)
+    self._stream = self._container.streams.video[0]
+    self._stream.thread_type = 'AUTO'
+    self._stream.codec_context.thread_count = threads
+    self._frames = None
+    self._pending = None  # A decoded frame not handed out yet.
+    self._last_time = -np.inf
+
+  def close(self) -> None:
+    self._container.close()
+
+  def _restart(self, time: float) -> None:
+    """Seeks to the key frame at or before ``time``."""
+    offset = int(max(0.0, time) / self._stream.time_base)
+    self._container.seek(offset, stream=self._stream, backward=True)
+    self._frames = self._container.decode(self._stream)
+    self._pending = None
+    self._last_time = -np.inf
+
+  def _next(self) -> Optional[Any]:
+    if self._pending is not None:
+      frame, self._pending = self._pending, None
+      return frame
+    if self._frames is None:
+      self._frames = self._container.decode(self._stream)
+    try:
+      frame = next(self._frames)
+    except StopIteration:
+      return None
+    if frame.pts is None:
+      raise ConversionError('has a frame without a timestamp', source=self.path)
+    self._last_time = float(frame.pts * self._stream.time_base)
+    return frame
+
+  def frames(self, from_ts: float, to_ts: float, timestamps: np.ndarray,
+             where: Dict[str, Any]) -> np.ndarray:
+    """The frames of ``[from_ts, to_ts)`` as ``[T, H, W, 3]`` uint8.
+
+    Args:
+      from_ts: the episode's start in the file (seconds).
+      to_ts: its end.
+      timestamps: the episode's row timestamps (from 0); frame ``i`` must be
+        at ``from_ts + timestamps[i]``.
+      where: ``episode``/``field`` for errors (the file is added).
+
+    Raises:
+      ConversionError: another number of frames than rows, or a frame away
+        from its row's time.
+    """
+    where = {**where, 'source': self.path}
+    start = from_ts - TOLERANCE_S
+    end = to_ts - TOLERANCE_S
+    if self._frames is None or start < self._last_time or (
+        start > self._last_time + 2.0 and self._pending is None):
+      self._restart(start)
+    out = []
+    times = []
+    while True:
+      frame = self._next()
+      if frame is None:
+        break
+      time = float(frame.pts * self._stream.time_base)
+      if time < start:
+        continue
+      if time >= end:
+        self._pending = frame
+        break
+      out.append(frame.to_ndarray(format='rgb24'))
+      times.append(time - from_ts)
+    if len(out) != len(timestamps):
+      raise ConversionError(
+          f'has {len(out)} frames between {from_ts:g} s and {to_ts:g} s; '
+          f'the data file has {len(timestamps)} rows for the episode',
+          **where)
+    if out:
+      gap = np.abs(np.asarray(times) - timestamps.astype(np.float64))
+      worst = int(np.argmax(gap))
+      if gap[worst] > TOLERANCE_S:
+        raise ConversionError(
+            f'frame {worst} is at {times[worst]:.6f} s into the episode, its '
+            f'row at timestamp {float(timestamps[worst]):.6f} s', **where)
+      return np.stack(out)
+    return np.zeros((0, self._stream.height, self._stream.width, 3), np.uint8)
+
+
+def video_info(path: str) -> Dict[str, Any]:
+  """The ``info`` of a video feature in info.json (lerobot's keys)."""
+  av = _av()
+  with av.open(path) as container:
+    stream = container.streams.video[0]
+    pix_fmt = stream.codec_context.pix_fmt or stream.format.name
+    return {
+        'video.height': stream.height,
+        'video.width': stream.width,
+        'video.codec': stream.codec_context.codec.canonical_name,
+        'video.pix_fmt': pix_fmt,
+        'video.is_depth_map': False,
+        'video.fps': int(stream.base_rate),
+        'video.channels': _channels(pix_fmt),
+        'has_audio': bool(container.streams.audio),
+    }
+
+
+def _channels(pix_fmt: str) -> int:
+  """lerobot's ``get_video_pixel_channels``."""
+  if 'gray' in pix_fmt or 'depth' in pix_fmt or 'monochrome' in pix_fmt:
+    return 1
+  return 4 if 'rgba' in pix_fmt or 'yuva' in pix_fmt else 3
+
+
+def encode_png(image: np.ndarray, compression_level: int = 6) -> bytes:
+  """A ``[H, W, 3]`` uint8 image as PNG bytes (lerobot: level 6 for images).
+
+  Example:
+    >>> image = np.arange(48, dtype=np.uint8).reshape(4, 4, 3)
+    >>> data = encode_png(image)
+    >>> data[:4], bool((decode_image(data) == image).all())
+    (b'\\x89PNG', True)
+  """
+  av = _av()
+  height, width = image.shape[:2]
+  context = av.CodecContext.create('png', 'w')
+  context.width, context.height = width, height
+  context.pix_fmt = 'rgb24'
+  context.options = {'compression_level': str(compression_level)}
+  frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(image),
+                                     format='rgb24')
+  return b''.join(bytes(p) for p in context.encode(frame) + context.encode(None))
+
+
+def decode_image(data: bytes) -> np.ndarray:
+  """PNG or JPEG bytes as a ``[H, W, 3]`` uint8 array."""
+  av = _av()
+  codec = 'mjpeg' if data[:2] == b'\xff\xd8' else 'png'
+  context = av.CodecContext.create(codec, 'r')  # One per image: PNG keeps state.
+  frames = context.decode(av.Packet(data)) + context.decode(None)
+  if not frames:
+    raise ValueError('no image in the bytes')
+  return frames[0].to_ndarray(format='rgb24')
