@@ -63,6 +63,7 @@ Example:
   (b'push', (3, 1))
 """
 
+import concurrent.futures
 import glob
 import json
 import os
@@ -816,6 +817,7 @@ class _Readers:
     self._columns = columns
     self._data: Optional[_DataRows] = None
     self._videos: Dict[str, video_lib.VideoReader] = {}
+    self._pool = None
 
   def data(self, ref: _EpisodeRef) -> _DataRows:
     path = os.path.join(self._root, ref.data_path)
@@ -842,7 +844,28 @@ class _Readers:
       self._videos[key] = reader
     return reader
 
+  def decode_videos(self, ref: _EpisodeRef, keys: List[str],
+                    timestamps: np.ndarray) -> Dict[str, np.ndarray]:
+    """The episode's frames of every camera, one thread per camera."""
+    readers = {key: self.video(ref, key) for key in keys}
+
+    def decode(key):
+      _, start, end = ref.videos[key]
+      return readers[key].frames(start, end, timestamps,
+                                 {'episode': ref.index, 'field': key})
+
+    if len(keys) < 2:
+      return {key: decode(key) for key in keys}
+    if self._pool is None:
+      self._pool = concurrent.futures.ThreadPoolExecutor(
+          max_workers=len(keys), thread_name_prefix='rlds_lite-video-reader')
+    futures = {key: self._pool.submit(decode, key) for key in keys}
+    return {key: future.result() for key, future in futures.items()}
+
   def close(self) -> None:
+    if self._pool is not None:
+      self._pool.shutdown()
+      self._pool = None
     for reader in self._videos.values():
       reader.close()
     self._videos.clear()
@@ -853,6 +876,7 @@ class _Mapping(NamedTuple):
   features: List[Feature]  # With RLDS paths and step shapes.
   task_path: Optional[str]
   done: Optional[Feature]  # next.done, dropped when it equals is_last.
+  flags: Dict[str, Feature]  # is_first/is_last/is_terminal features.
   rlds: bool  # Written by rlds_lite.
 
 
@@ -862,9 +886,15 @@ def _mapping(info: Dict[str, Any], task_key: Optional[str],
   fields = (block or {}).get('fields') or {}
   if task_key is None:
     task_key = block.get('task_key') if block else DEFAULT_TASK_KEY
-  out, done = [], None
+  out, done, flags = [], None, {}
   for feature in layout.features_from_info(info, source):
     if feature.name in layout.BOOKKEEPING:
+      continue
+    if (feature.name in _FLAGS and feature.kind == 'value' and
+        feature.shape == (1,) and feature.name not in fields):
+      # lerobot's old Open X-Embodiment port kept RLDS flags as features.
+      flags[feature.name] = feature._replace(path=feature.name,
+                                             step_shape=())
       continue
     if feature.name in fields:
       entry = fields[feature.name]
@@ -880,13 +910,15 @@ def _mapping(info: Dict[str, Any], task_key: Optional[str],
     if feature.kind not in ('video', 'image'):
       step_shape = () if feature.shape == (1,) else feature.shape
     out.append(feature._replace(path=path, step_shape=step_shape))
+  if task_key in {f.path for f in out}:
+    task_key = None  # A feature of that name (e.g. language_instruction) wins.
   paths = sorted([f.path for f in out] + ([task_key] if task_key else []))
   for a, b in zip(paths, paths[1:]):
     if a == b or b.startswith(a + '/'):
       raise ConversionError(
           f'RLDS step fields {a!r} and {b!r} clash (one holds the other); '
           'rename a feature', source=source, field=a)
-  return _Mapping(out, task_key, done, block is not None)
+  return _Mapping(out, task_key, done, flags, block is not None)
 
 
 def _arrow_to_numpy(value: Any) -> Any:
@@ -910,15 +942,36 @@ def _arrow_to_numpy(value: Any) -> Any:
   return np.array(python, dtype)[()] if not depth else np.array(python, dtype)
 
 
-def _terminated(ref: _EpisodeRef, steps: Dict[str, Any],
-                terminated_by: Optional[str], columns: Dict[str, Any]) -> bool:
+def _terminated(ref: _EpisodeRef, terminated_by: Optional[str],
+                columns: Dict[str, Any]) -> bool:
+  """``terminated_by``'s last value, else rlds/is_terminal, else an
+  is_terminal feature, else False (truncated)."""
   if terminated_by is not None:
     return bool(np.asarray(columns[terminated_by]).reshape(-1)[-1])
   value = ref.columns.get(TERMINAL_COLUMN)
   if value is not None:
     return bool(value.as_py() if hasattr(value, 'as_py') else value)
-  del steps
+  if rlds_types.IS_TERMINAL in columns:
+    return bool(columns[rlds_types.IS_TERMINAL][-1])
   return False
+
+
+def _check_flags(flags: Dict[str, np.ndarray], length: int,
+                 where: Dict[str, Any]) -> None:
+  """Flag features must say what RLDS flags say."""
+  expected = episodes_lib.rlds_flags(length, True)
+  rules = {rlds_types.IS_FIRST: 'on the first frame only',
+           rlds_types.IS_LAST: 'on the last frame only',
+           rlds_types.IS_TERMINAL: 'on the last frame only, if at all'}
+  for name, values in flags.items():
+    if name == rlds_types.IS_TERMINAL:
+      wrong = bool(values[:-1].any())
+    else:
+      wrong = not np.array_equal(values, expected[name])
+    if wrong:
+      raise ConversionError(
+          f'is True on frames {np.flatnonzero(values).tolist()}; RLDS sets '
+          f'it {rules[name]}', **where, field=name)
 
 
 def _read_episode(ref: _EpisodeRef, mapping: _Mapping, tasks: Dict[int, str],
@@ -951,15 +1004,12 @@ def _read_episode(ref: _EpisodeRef, mapping: _Mapping, tasks: Dict[int, str],
   if np.abs(timestamps - frame_index / fps).max(initial=0) > (
       video_lib.TOLERANCE_S):
     steps['timestamp'] = timestamps
-  values: Dict[str, np.ndarray] = {}
+  values = readers.decode_videos(ref, [
+      f.name for f in mapping.features if f.kind == 'video'], timestamps)
   for feature in mapping.features:
     field = {**at, 'field': feature.name}
     if feature.kind == 'video':
-      path, start, end = ref.videos[feature.name]
-      frames = readers.video(ref, feature.name).frames(
-          start, end, timestamps, {'episode': ref.index,
-                                   'field': feature.name})
-      values[feature.name] = frames
+      pass
     elif feature.kind == 'image':
       cells = table.column(feature.name).to_pylist()
       images = []
@@ -992,10 +1042,14 @@ def _read_episode(ref: _EpisodeRef, mapping: _Mapping, tasks: Dict[int, str],
     except KeyError as error:
       raise ConversionError(f'{error} is not in the task list', **at,
                             field='task_index') from None
+  for name, feature in mapping.flags.items():
+    values[name] = layout.from_arrow(feature, table.column(name), length,
+                                     {**at, 'field': name}).astype(bool)
+  _check_flags({k: values[k] for k in mapping.flags}, length, at)
   if terminated_by is not None and terminated_by not in values:
     raise ValueError(f'from_lerobot: terminated_by={terminated_by!r} is not a '
                      f'feature; features: {sorted(values)}')
-  terminated = _terminated(ref, steps, terminated_by, values)
+  terminated = _terminated(ref, terminated_by, values)
   steps.update(episodes_lib.rlds_flags(length, terminated))
   if not mapping.rlds and rlds_types.DISCOUNT not in steps:
     steps[rlds_types.DISCOUNT] = transitions.derived_discount(length,
@@ -1061,7 +1115,7 @@ def from_lerobot(root: Union[str, os.PathLike], *,
   tasks = layout.read_tasks(root, info)
   video_keys = [f.name for f in mapping.features if f.kind == 'video']
   columns = ([f.name for f in mapping.features if f.kind != 'video'] +
-             (['next.done'] if mapping.done else []) +
+             (['next.done'] if mapping.done else []) + list(mapping.flags) +
              list(layout.BOOKKEEPING))
   if info['codebase_version'].startswith('v2'):
     refs = _v2_episode_refs(root, info, video_keys)

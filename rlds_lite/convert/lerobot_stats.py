@@ -105,24 +105,24 @@ def image_stats(frames: np.ndarray) -> Stats:
   sampled = _downsample(np.asarray(frames)[sample_indices(len(frames))])
   channels = sampled.shape[-1]
   pixels = sampled.reshape(-1, channels)
-  stats = {'min': pixels.min(axis=0) / 255.0, 'max': pixels.max(axis=0) / 255.0}
-  mean, std, quantiles = [], [], []
+  counts = np.stack([np.bincount(pixels[:, c], minlength=256)
+                     for c in range(channels)])
+  present = counts > 0
   levels = np.arange(256, dtype=np.float64)
-  for channel in range(channels):
-    counts = np.bincount(pixels[:, channel], minlength=256)
-    total = counts.sum()
-    channel_mean = counts @ levels / total
-    mean.append(channel_mean)
-    std.append(np.sqrt(max(0.0, counts @ levels ** 2 / total
-                           - channel_mean ** 2)))
-    quantiles.append(_histogram_quantiles(counts))
-  stats['mean'] = np.array(mean) / 255.0
-  stats['std'] = np.array(std) / 255.0
-  stats = {k: v.reshape(channels, 1, 1) for k, v in stats.items()}
+  total = counts.sum(axis=1)
+  mean = counts @ levels / total
+  variance = counts @ levels ** 2 / total - mean ** 2
+  stats = {
+      'min': present.argmax(axis=1).astype(np.float64),
+      'max': 255 - present[:, ::-1].argmax(axis=1).astype(np.float64),
+      'mean': mean,
+      'std': np.sqrt(np.maximum(0.0, variance)),
+  }
+  stats = {k: v.reshape(channels, 1, 1) / 255.0 for k, v in stats.items()}
   stats['count'] = np.array([len(sampled)])
-  quantiles = np.array(quantiles) / 255.0  # [C, Q]
+  quantiles = np.stack([_histogram_quantiles(c) for c in counts])  # [C, Q]
   for index, key in enumerate(QUANTILE_KEYS):
-    stats[key] = quantiles[:, index].reshape(channels, 1, 1)
+    stats[key] = quantiles[:, index].reshape(channels, 1, 1) / 255.0
   return {key: stats[key] for key in STAT_KEYS}
 
 

@@ -4,8 +4,11 @@ import glob
 import json
 import os
 import shutil
+import tempfile
 
 import av
+from hypothesis import given
+from hypothesis import settings
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -581,3 +584,58 @@ def test_cli_both_ways(tmp_path, capsys):
       tmp_path / 'nowhere'), str(tmp_path / 't.h5'), '--no-progress']) == 2
   assert capsys.readouterr().err == (
       f'rlds-lite convert: {tmp_path}/nowhere: no such file or directory\n')
+
+
+def _openx_port(root):
+  """v30_video with frame columns as lerobot's old Open X-Embodiment port had
+  them: is_first, is_terminal and language_instruction (beside the task)."""
+  shutil.copytree(os.path.join(FIXTURES, 'v30_video'), root)
+  path = os.path.join(root, 'data/chunk-000/file-000.parquet')
+  table = pq.read_table(path)
+  frame = table.column('frame_index').to_numpy()
+  episode = table.column('episode_index').to_numpy()
+  done = table.column('next.done').to_numpy(zero_copy_only=False)
+  table = table.append_column('is_first', pa.array(frame == 0))
+  table = table.append_column('is_terminal', pa.array(done & (episode != 1)))
+  table = table.append_column('language_instruction', pa.array(
+      [f'say {e}' for e in episode]))
+  pq.write_table(table, path)
+  info_path = os.path.join(root, 'meta/info.json')
+  info = json.load(open(info_path))
+  for name in ('is_first', 'is_terminal'):
+    info['features'][name] = {'dtype': 'bool', 'shape': [1], 'names': None}
+  info['features']['language_instruction'] = {'dtype': 'string',
+                                              'shape': [1], 'names': None}
+  json.dump(info, open(info_path, 'w'))
+  return root, table
+
+
+def test_flag_and_language_features_of_lerobots_openx_port(tmp_path):
+  root, _ = _openx_port(str(tmp_path / 'openx'))
+  back = list(lerobot.from_lerobot(root))
+  assert [bool(e['steps']['is_terminal'][-1]) for e in back] == [
+      True, False, True]
+  assert [e['steps']['language_instruction'][0] for e in back] == [
+      b'say 0', b'say 1', b'say 2']  # The column, not the task.
+  assert [e['steps']['discount'][-2:].tolist() for e in back] == [
+      [0, 0], [1, 0], [0, 0]]
+  table = pq.read_table(os.path.join(root, DATA))
+  first = table.column('is_first').to_numpy(zero_copy_only=False).copy()
+  first[6] = True  # Frame 1 of episode 1.
+  pq.write_table(table.set_column(table.schema.get_field_index('is_first'),
+                                  'is_first', pa.array(first)),
+                 os.path.join(root, DATA))
+  with pytest.raises(lerobot.ConversionError) as error:
+    list(lerobot.from_lerobot(root))
+  assert str(error.value) == (
+      f"{root}/{DATA}: episode 1, field 'is_first': is True on frames [0, 1]; "
+      'RLDS sets it on the first frame only')
+
+
+@settings(max_examples=15, deadline=None)
+@given(episodes=convert_testing.rlds_episodes())
+def test_round_trip_is_exact_hypothesis(episodes):
+  with tempfile.TemporaryDirectory() as work:
+    root = lerobot.to_lerobot(episodes, os.path.join(work, 'd'), fps=FPS)
+    convert_testing.assert_episodes_equal(list(lerobot.from_lerobot(root)),
+                                          episodes)

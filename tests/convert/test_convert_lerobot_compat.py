@@ -56,7 +56,7 @@ def episodes_to_write(count=5):
   """Two cameras, nested and 2-D fields, ints, strings, a task, metadata."""
   out = []
   for index in range(count):
-    length = 3 + 2 * index
+    length = 1 if index == 1 else 3 + 2 * index  # One one-frame episode.
     rng = np.random.default_rng(index)
     steps = {
         'observation': {
