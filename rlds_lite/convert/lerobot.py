@@ -353,7 +353,8 @@ class _DatasetWriter:
                 self._root, layout.video_path(info, key, chunk, file)),
             self._fps, vcodec=self._vcodec,
             file_size_in_mb=self._info_options['video_files_size_in_mb'],
-            chunks_size=self._info_options['chunks_size'])
+            chunks_size=self._info_options['chunks_size'],
+            name=feature.path or feature.name)
 
   def add(self, index: int, episode: Dict[str, Any]) -> None:
     """Writes one checked Episode."""

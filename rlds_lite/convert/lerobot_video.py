@@ -73,6 +73,8 @@ def codec_options(vcodec: str) -> Dict[str, str]:
   options = {'g': str(GOP), 'crf': str(CRF)}
   if vcodec == 'libsvtav1':
     options['preset'] = str(SVT_PRESET)
+  if vcodec in ('hevc', 'libx265'):
+    options['x265-params'] = 'log-level=error'  # x265 prints a summary.
   return options
 
 
@@ -87,12 +89,13 @@ class VideoWriter:
       current one past this size (lerobot's ``video_files_size_in_mb``).
     chunks_size: files per chunk.
     max_pending: episodes queued before `add` blocks (bounds memory).
+    name: the camera's feature name, for errors.
   """
 
   def __init__(self, path_of: Callable[[int, int], str], fps: int, *,
                vcodec: str = DEFAULT_VCODEC,
                file_size_in_mb: float = 200, chunks_size: int = 1000,
-               max_pending: int = 2):
+               max_pending: int = 2, name: str = 'video'):
     _av()
     os.environ.setdefault('SVT_LOG', '1')  # SVT-AV1 prints banners otherwise.
     self._path_of = path_of
@@ -100,6 +103,7 @@ class VideoWriter:
     self._vcodec = vcodec
     self._limit = file_size_in_mb * (1 << 20)
     self._chunks_size = chunks_size
+    self._name = name
     self._queue: 'queue.Queue[Any]' = queue.Queue(maxsize=max_pending)
     self._placements: Dict[int, _Placement] = {}
     self._lock = threading.Lock()
@@ -156,7 +160,13 @@ class VideoWriter:
         if job is None:
           break
         episode, frames = job
-        placement = state.encode(frames)
+        try:
+          placement = state.encode(frames)
+        except Exception as error:  # pylint: disable=broad-except
+          raise ConversionError(
+              f'cannot be encoded with {self._vcodec} ({frames.shape[2]}x'
+              f'{frames.shape[1]} frames): {error}', source='<episodes>',
+              episode=episode, field=self._name) from error
         with self._lock:
           self._placements[episode] = placement
     except BaseException as error:  # pylint: disable=broad-except

@@ -639,3 +639,18 @@ def test_round_trip_is_exact_hypothesis(episodes):
     root = lerobot.to_lerobot(episodes, os.path.join(work, 'd'), fps=FPS)
     convert_testing.assert_episodes_equal(list(lerobot.from_lerobot(root)),
                                           episodes)
+
+
+def test_a_frame_size_the_codec_refuses_names_the_camera(tmp_path):
+  steps = {'cam': np.zeros((2, 17, 33, 3), np.uint8),
+           **episodes_lib.rlds_flags(2, False)}
+  with pytest.raises(lerobot.ConversionError) as error:
+    lerobot.to_lerobot([{'steps': steps}], tmp_path / 'd', fps=FPS,
+                       vcodec='h264')  # x264 needs even sides for yuv420p.
+  assert str(error.value).startswith(
+      "<episodes>: episode 0, field 'cam': cannot be encoded with h264 "
+      '(33x17 frames): ')
+  assert not list(tmp_path.iterdir())
+  root = lerobot.to_lerobot([{'steps': steps}], tmp_path / 'd', fps=FPS)
+  assert next(lerobot.from_lerobot(root))['steps']['cam'].shape == (
+      2, 17, 33, 3)  # AV1 (SVT) takes odd sides.
