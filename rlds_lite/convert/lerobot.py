@@ -334,7 +334,8 @@ class _DatasetWriter:
     self._meta_schema = None
     self._videos: Dict[str, video_lib.VideoWriter] = {}
     self._tasks: Dict[str, int] = {}
-    self._pending: List[Dict[str, Any]] = []
+    self._pending: List[Dict[str, Any]] = []  # Rows waiting for videos.
+    self._placed: Dict[str, Dict[int, Any]] = {}  # Videos waiting for rows.
     self._ready: List[Dict[str, Any]] = []
     self._aggregate = stats_lib.Aggregate()
     self._episodes = 0
@@ -429,8 +430,7 @@ class _DatasetWriter:
     row['meta/episodes/chunk_index'] = None
     row['meta/episodes/file_index'] = None
     row[TERMINAL_COLUMN] = bool(steps[rlds_types.IS_TERMINAL][-1])
-    row.update({k: v for k, v in _metadata_columns(
-        episode, self._source, index).items()})
+    row.update(_metadata_columns(episode, self._source, index))
     self._pending.append(row)
     self._aggregate.add(episode_stats)
     self._episodes += 1
@@ -439,15 +439,15 @@ class _DatasetWriter:
 
   def _flush_meta(self, final: bool) -> None:
     """Moves episode rows whose videos are placed to meta/episodes files."""
-    placements = {key: writer.placements()
-                  for key, writer in self._videos.items()}
+    for key, writer in self._videos.items():
+      self._placed.setdefault(key, {}).update(writer.placements())
     while self._pending:
       row = self._pending[0]
       index = row['episode_index']
-      if not all(index in placed for placed in placements.values()):
+      if not all(index in placed for placed in self._placed.values()):
         break
-      for key, placed in placements.items():
-        chunk, file, start, end = placed[index]
+      for key, placed in self._placed.items():
+        chunk, file, start, end = placed.pop(index)
         row[f'videos/{key}/chunk_index'] = chunk
         row[f'videos/{key}/file_index'] = file
         row[f'videos/{key}/from_timestamp'] = start
@@ -711,7 +711,6 @@ def _v2_episode_refs(root: str, info: Dict[str, Any],
   rows = sorted(layout.read_jsonl(path, 'the episode index'),
                 key=lambda row: int(row.get('episode_index', -1)))
   chunks_size = int(info.get('chunks_size') or layout.DEFAULT_CHUNKS_SIZE)
-  start = 0
   for row in rows:
     for key in ('episode_index', 'length'):
       if key not in row:
@@ -725,7 +724,6 @@ def _v2_episode_refs(root: str, info: Dict[str, Any],
              if k not in ('episode_index', 'length', 'tasks')}
     yield _EpisodeRef(index, length, info['data_path'].format(
         episode_chunk=chunk, episode_index=index), None, videos, extra, path)
-    start += length
 
 
 class _DataRows:

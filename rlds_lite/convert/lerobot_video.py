@@ -124,9 +124,11 @@ class VideoWriter:
         continue
 
   def placements(self) -> Dict[int, _Placement]:
-    """Episode -> (chunk, file, from_timestamp, to_timestamp) encoded so far."""
+    """Episode -> (chunk, file, from_timestamp, to_timestamp) of the episodes
+    encoded since the last call (each is reported once)."""
     with self._lock:
-      return dict(self._placements)
+      out, self._placements = self._placements, {}
+    return out
 
   def close(self) -> None:
     """Encodes what is queued, closes the file; raises the thread's error."""
