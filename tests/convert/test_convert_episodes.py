@@ -217,3 +217,22 @@ def test_write_tfds_keeps_string_step_fields(tmp_path):
   back = next(convert.numpy_episodes(rlds_lite.load(path, dense=True)))
   assert back['steps']['language_instruction'].tolist() == [b'pick',
                                                             b'place']
+
+
+def test_write_tfds_stores_uint8_frames_as_png_images(tmp_path):
+  frames = np.random.default_rng(0).integers(0, 256, (3, 8, 6, 3), np.uint8)
+  steps = {'observation': {'images': {'front': frames}},
+           **convert.rlds_flags(3, terminated=False)}
+  path = convert.write_tfds([{'steps': steps}], tmp_path, 'frames')
+  feature = tfds_builder_features(path)['steps']['observation']['images'][
+      'front']
+  assert type(feature).__name__ == 'Image'
+  assert feature.encoding_format == 'png'
+  back = next(convert.numpy_episodes(rlds_lite.load(path, dense=True)))
+  np.testing.assert_array_equal(
+      back['steps']['observation']['images']['front'], frames)
+
+
+def tfds_builder_features(path):
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  return tfds.builder_from_directory(path).info.features
