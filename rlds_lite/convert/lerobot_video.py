@@ -7,9 +7,8 @@ episode to its own file and then concatenates episodes into
 ``videos/<key>/chunk-XXX/file-XXX.mp4``; `VideoWriter` encodes the episodes
 of a file as one stream instead, forcing a key frame at each episode's first
 frame, which gives the same frames, timestamps (episode ``e`` spans
-``[from_timestamp, to_timestamp)`` of its file) and key frames. Each camera
-is encoded on a thread of its own (PyAV releases the GIL while encoding), so
-cameras, the Parquet writer and the SVT-AV1 threads share the cores.
+``[from_timestamp, to_timestamp)`` of its file) and key frames. SVT-AV1
+encodes on every core by itself.
 
 `VideoReader` decodes a file once, in order, handing out each episode's
 frames by timestamp; it seeks only when asked for an earlier or distant time.
@@ -20,10 +19,9 @@ Example:
   >>> work = tempfile.mkdtemp()
   >>> writer = VideoWriter(lambda chunk, file: os.path.join(work, f'{file}.mp4'),
   ...                      fps=10)
-  >>> writer.add(0, frames); writer.add(1, frames[:2])
+  >>> writer.add(0, frames), writer.add(1, frames[:2])
+  ((0, 0, 0.0, 0.3), (0, 0, 0.3, 0.5))
   >>> writer.close()
-  >>> writer.placements()
-  {0: (0, 0, 0.0, 0.3), 1: (0, 0, 0.3, 0.5)}
   >>> reader = VideoReader(os.path.join(work, '0.mp4'))
   >>> got = reader.frames(0.3, 0.5, np.array([0., 0.1], np.float32), {})
   >>> got.shape, int(abs(got.astype(int) - 128).max()) <= 3
@@ -33,8 +31,6 @@ Example:
 
 from fractions import Fraction
 import os
-import queue
-import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -79,23 +75,27 @@ def codec_options(vcodec: str) -> Dict[str, str]:
 
 
 class VideoWriter:
-  """Encodes one camera's episodes into MP4 files, on a thread of its own.
+  """Encodes one camera's episodes into MP4 files, one after the other.
+
+  Encoding runs in the caller's thread: SVT-AV1 (and x264) spread each
+  encode over all cores on their own; a thread per camera measured no faster
+  (benchmarks/RESULTS.md, LeRobot).
 
   Args:
     path_of: ``(chunk, file) -> path`` of the video files.
     fps: frames per second.
     vcodec: ``'libsvtav1'`` (lerobot's default), ``'h264'`` or ``'hevc'``.
     file_size_in_mb: start a new file before an episode that would take the
-      current one past this size (lerobot's ``video_files_size_in_mb``).
+      current one past this size (lerobot's ``video_files_size_in_mb``; the
+      size counts packets out of the encoder, which lag a few frames).
     chunks_size: files per chunk.
-    max_pending: episodes queued before `add` blocks (bounds memory).
     name: the camera's feature name, for errors.
   """
 
   def __init__(self, path_of: Callable[[int, int], str], fps: int, *,
                vcodec: str = DEFAULT_VCODEC,
                file_size_in_mb: float = 200, chunks_size: int = 1000,
-               max_pending: int = 2, name: str = 'video'):
+               name: str = 'video'):
     _av()
     os.environ.setdefault('SVT_LOG', '1')  # SVT-AV1 prints banners otherwise.
     self._path_of = path_of
@@ -104,118 +104,55 @@ class VideoWriter:
     self._limit = file_size_in_mb * (1 << 20)
     self._chunks_size = chunks_size
     self._name = name
-    self._queue: 'queue.Queue[Any]' = queue.Queue(maxsize=max_pending)
-    self._placements: Dict[int, _Placement] = {}
-    self._lock = threading.Lock()
-    self._error: Optional[BaseException] = None
-    self._abort = threading.Event()
-    self._thread = threading.Thread(target=self._run, daemon=True,
-                                    name='rlds_lite-video-writer')
-    self._thread.start()
-
-  def add(self, episode: int, frames: np.ndarray) -> None:
-    """Queues an episode's ``[T, H, W, 3]`` uint8 frames."""
-    while True:
-      self._raise_error()
-      try:
-        self._queue.put((episode, frames), timeout=0.5)
-        return
-      except queue.Full:
-        continue
-
-  def placements(self) -> Dict[int, _Placement]:
-    """Episode -> (chunk, file, from_timestamp, to_timestamp) of the episodes
-    encoded since the last call (each is reported once)."""
-    with self._lock:
-      out, self._placements = self._placements, {}
-    return out
-
-  def close(self) -> None:
-    """Encodes what is queued, closes the file; raises the thread's error."""
-    if self._thread.is_alive():
-      while self._error is None:
-        try:
-          self._queue.put(None, timeout=0.5)
-          break
-        except queue.Full:
-          continue
-      self._thread.join()
-    self._raise_error()
-
-  def abort(self) -> None:
-    """Stops encoding (the files are left as they are) and waits."""
-    self._abort.set()
-    self._thread.join()
-
-  def _raise_error(self) -> None:
-    if self._error is not None:
-      raise self._error
-
-  def _run(self) -> None:
-    state = _EncoderState(self)
-    try:
-      while not self._abort.is_set():
-        try:
-          job = self._queue.get(timeout=0.5)
-        except queue.Empty:
-          continue
-        if job is None:
-          break
-        episode, frames = job
-        try:
-          placement = state.encode(frames)
-        except Exception as error:  # pylint: disable=broad-except
-          raise ConversionError(
-              f'cannot be encoded with {self._vcodec} ({frames.shape[2]}x'
-              f'{frames.shape[1]} frames): {error}', source='<episodes>',
-              episode=episode, field=self._name) from error
-        with self._lock:
-          self._placements[episode] = placement
-    except BaseException as error:  # pylint: disable=broad-except
-      self._error = error
-    finally:
-      try:
-        state.close()
-      except BaseException as error:  # pylint: disable=broad-except
-        self._error = self._error or error
-      while True:  # Unblock a producer waiting on a full queue.
-        try:
-          self._queue.get_nowait()
-        except queue.Empty:
-          break
-
-
-class _EncoderState:
-  """The open file of a `VideoWriter` (used on its thread only)."""
-
-  def __init__(self, owner: VideoWriter):
-    self._owner = owner
     self._chunk, self._file = 0, -1
     self._container = None
     self._stream = None
     self._bytes = 0
     self._frames = 0
 
+  def add(self, episode: int, frames: np.ndarray) -> _Placement:
+    """Encodes an episode's ``[T, H, W, 3]`` uint8 frames.
+
+    Returns:
+      (chunk, file, from_timestamp, to_timestamp) of the episode.
+
+    Raises:
+      ConversionError: the codec refuses the frames (naming episode, camera).
+    """
+    try:
+      return self._encode(frames)
+    except Exception as error:  # pylint: disable=broad-except
+      raise ConversionError(
+          f'cannot be encoded with {self._vcodec} ({frames.shape[2]}x'
+          f'{frames.shape[1]} frames): {error}', source='<episodes>',
+          episode=episode, field=self._name) from error
+
+  def close(self) -> None:
+    """Flushes the encoder and closes the file."""
+    if self._container is not None:
+      try:
+        self._mux(self._stream.encode(None))
+      finally:
+        self._container.close()
+        self._container = None
+
   def _open(self, height: int, width: int) -> None:
     av = _av()
     from rlds_lite.convert import lerobot_layout  # pylint: disable=g-import-not-at-top
     if self._file >= 0:
       self._chunk, self._file = lerobot_layout.next_file(
-          self._chunk, self._file, self._owner._chunks_size)  # pylint: disable=protected-access
+          self._chunk, self._file, self._chunks_size)
     else:
       self._file = 0
-    path = self._owner._path_of(self._chunk, self._file)  # pylint: disable=protected-access
+    path = self._path_of(self._chunk, self._file)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    fps = self._owner._fps  # pylint: disable=protected-access
-    vcodec = self._owner._vcodec  # pylint: disable=protected-access
-    self._container = av.open(path, 'w',
-                              options={'movflags': 'faststart'})
+    self._container = av.open(path, 'w', options={'movflags': 'faststart'})
     self._stream = self._container.add_stream(
-        vcodec, rate=fps, options=codec_options(vcodec))
+        self._vcodec, rate=self._fps, options=codec_options(self._vcodec))
     self._stream.pix_fmt = PIX_FMT
     self._stream.width = width
     self._stream.height = height
-    self._stream.time_base = Fraction(1, fps)
+    self._stream.time_base = Fraction(1, self._fps)
     self._bytes = 0
     self._frames = 0
 
@@ -224,19 +161,11 @@ class _EncoderState:
       self._bytes += packet.size
       self._container.mux(packet)
 
-  def close(self) -> None:
-    if self._container is not None:
-      self._mux(self._stream.encode(None))
-      self._container.close()
-      self._container = None
-
-  def encode(self, frames: np.ndarray) -> _Placement:
-    """Encodes one episode; returns where it went."""
+  def _encode(self, frames: np.ndarray) -> _Placement:
     av = _av()
-    owner = self._owner
     if self._container is not None and self._frames:
       per_frame = self._bytes / self._frames
-      if self._bytes + per_frame * len(frames) >= owner._limit:  # pylint: disable=protected-access
+      if self._bytes + per_frame * len(frames) >= self._limit:
         self.close()
     if self._container is None:
       self._open(frames.shape[1], frames.shape[2])
@@ -250,8 +179,8 @@ class _EncoderState:
         frame.pict_type = key  # Each episode starts on a key frame.
       self._mux(self._stream.encode(frame))
       self._frames += 1
-    fps = owner._fps  # pylint: disable=protected-access
-    return (self._chunk, self._file, start / fps, self._frames / fps)
+    return (self._chunk, self._file, start / self._fps,
+            self._frames / self._fps)
 
 
 class VideoReader:
