@@ -22,7 +22,7 @@ turns, ``--repeats`` rounds; the table shows the best round:
   ``streaming_encoding=True``), and lerobot's reader (``dataset[i]`` for
   every frame, ``video_backend='pyav'``).
 
-Memory: rlds_lite's two conversions run again on ``--scale`` times as many
+Memory: rlds_lite's conversions run again on ``--scale`` times as many
 episodes; bounded memory shows as the same peak RSS.
 """
 
@@ -237,6 +237,7 @@ def main() -> None:
   try:
     path = lambda name: os.path.join(work, name)
     run(me, 'tfds-source', path('tfds/src'), n, steps)
+    run(me, 'tfds-source', path('tfds/big'), n * args.scale, steps)
     plan = [
         ('rlds_lite to_lerobot (NumPy Episodes -> LeRobot)', me, 'write',
          lambda r: path(f'ours{r}'), n),
@@ -265,6 +266,13 @@ def main() -> None:
          lambda r: path(f'big{r}'), n * args.scale),
         (f'rlds_lite from_lerobot, {args.scale}x episodes', me, 'read',
          lambda r: path(f'big{r}'), n * args.scale),
+        (f'rlds-lite convert --from rlds --to lerobot, {args.scale}x episodes',
+         me, 'cli-to-lerobot',
+         lambda r: f'{path("tfds/big/1.0.0")}|{path(f"bigcli{r}")}',
+         n * args.scale),
+        (f'rlds-lite convert --from lerobot --to rlds, {args.scale}x episodes',
+         me, 'cli-from-lerobot',
+         lambda r: f'{path(f"big{r}")}|{path(f"bigback{r}")}', n * args.scale),
     ]
     results: Dict[str, List[Dict[str, float]]] = {}
     loads = []

@@ -127,9 +127,10 @@ def _feature_name(path: str, leaf: np.ndarray) -> str:
   return path.replace('/', '.')
 
 
-def _is_image(leaf: np.ndarray) -> bool:
+def _is_image(leaf: np.ndarray, min_side: int = _MIN_IMAGE_SIDE) -> bool:
+  """uint8 ``[T, H, W, 3]`` with sides of ``min_side`` or more."""
   return (leaf.dtype == np.uint8 and leaf.ndim == 4 and leaf.shape[-1] == 3
-          and min(leaf.shape[1:3]) >= _MIN_IMAGE_SIDE)
+          and min(leaf.shape[1:3]) >= min_side)
 
 
 def _plan_features(steps: Dict[str, Any], *, task_key: Optional[str],
@@ -168,8 +169,7 @@ def _plan_features(steps: Dict[str, Any], *, task_key: Optional[str],
     feature_names = names.get(name, names.get(path))
     if (cameras is not None and path in cameras) or (
         cameras is None and _is_image(leaf)):
-      if not _is_image(leaf) and not (leaf.dtype == np.uint8 and
-                                      leaf.ndim == 4 and leaf.shape[-1] == 3):
+      if not _is_image(leaf, min_side=1):
         raise ConversionError(
             f'is {leaf.dtype} of per-step shape {list(step_shape)}; a camera '
             'needs uint8 [H, W, 3]', **where)
@@ -194,8 +194,8 @@ def _plan_features(steps: Dict[str, Any], *, task_key: Optional[str],
   if 'next.done' not in by_name:
     features.append(Feature('next.done', 'value', 'bool', (1,)))
   order = {'observation': 0, 'action': 1, 'next.reward': 2, 'next.done': 3}
-  features.sort(key=lambda f: order.get(f.name.split('.')[0], order.get(
-      f.name, 4)))
+  features.sort(key=lambda f: min(order.get(f.name, 4),
+                                  order.get(f.name.split('.')[0], 4)))
   return features, task_path
 
 
