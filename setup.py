@@ -52,17 +52,22 @@ setuptools.setup(
             # rlds-lite view (the view extra), tested in a real headless browser:
             # Playwright drives Debian's chromium (the Makefile installs it).
             'Flask>=3.1',
-            'av>=12',
             'plotly>=5',
             'playwright>=1.40',
+            # rlds_lite.convert.lerobot (the lerobot extra) is tested too; PyAV
+            # also encodes the viewer's videos.
+            'pyarrow>=15',
+            'av>=15',
         ],
         'jax': ['jax>=0.4.30'],
         # MP4 output of rlds_lite.episode_to_video (GIF needs nothing).
         'video': ['imageio>=2.30', 'imageio-ffmpeg>=0.5'],
         # rlds-lite view: the web app (Flask), camera videos (PyAV encodes
         # H.264 in-process), plots (plotly.min.js ships inside plotly).
-        'view': ['Flask>=3.1', 'av>=12', 'plotly>=5'],
+        'view': ['Flask>=3.1', 'av>=15', 'plotly>=5'],
         'bench': ['rlds==0.1.8', 'absl-py', 'psutil'],
+        # LeRobot datasets (rlds_lite.convert.lerobot): Parquet and MP4 video.
+        'lerobot': ['pyarrow>=15', 'av>=15'],
         # TFDS's own beam extra pins apache-beam < 2.65, which clashes with TF 2.21.
         'beam': ['apache-beam>=2.77,<3', 'mlcroissant'],
     },

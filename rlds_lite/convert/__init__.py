@@ -5,7 +5,8 @@ Every converter reads into, or writes from, NumPy `Episode` dicts (see
 an RLDS ``tf.data`` dataset or a TFDS directory. Format modules: `minari`
 (Minari HDF5), `d4rl` (D4RL dicts and HDF5), `il_representations` (the
 in-memory dict and webdataset shards), `ted` (TorchRL's TED layout, nested
-dicts and H5) and `alf` (ALF TimeSteps). docs/convert.md tables how each
+dicts and H5), `alf` (ALF TimeSteps) and `lerobot` (LeRobotDataset v3.0:
+Parquet and MP4; needs the ``lerobot`` extra). docs/convert.md tables how each
 format's end-of-episode fields map to ``is_last``/``is_terminal``/``discount``.
 
 Example:
@@ -21,6 +22,7 @@ Example:
 from rlds_lite.convert import alf
 from rlds_lite.convert import d4rl
 from rlds_lite.convert import il_representations
+from rlds_lite.convert import lerobot
 from rlds_lite.convert import minari
 from rlds_lite.convert import ted
 from rlds_lite.convert import transitions
@@ -40,6 +42,7 @@ __all__ = [
     'checked_episodes',
     'd4rl',
     'il_representations',
+    'lerobot',
     'minari',
     'ted',
     'transitions',

@@ -419,9 +419,20 @@ def _step_feature(column: Any) -> Any:
 
   Inference squeezes shape ``(1,)`` into a scalar (as upstream does); a
   converter must keep shapes, so those get an explicit ``Tensor`` feature.
+  uint8 ``[H, W, C]`` steps (C = 1, 3 or 4) are PNG images whatever their
+  name (inference only spots names with ``image``/``pixels``; LeRobot's
+  cameras are ``observation/images/front``): lossless, and far smaller and
+  faster to write than int64 lists.
   """
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
-  sample = np.asarray(column)[0]
+  column = np.asarray(column)
+  if column.dtype.kind in 'OSU':  # Strings (bytes objects, as TF gives them).
+    return tfds.features.Tensor(shape=column.shape[1:], dtype=tf.string)
+  if (column.dtype == np.uint8 and column.ndim == 4 and
+      column.shape[-1] in (1, 3, 4)):
+    return tfds.features.Image(shape=column.shape[1:], dtype=tf.uint8,
+                               encoding_format='png')
+  sample = column[0]
   if sample.shape != (1,):
     return sample
   encoding = 'bytes' if sample.dtype == np.float64 else 'none'

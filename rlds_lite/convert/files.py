@@ -10,6 +10,7 @@ format         on disk                                          module
 ``webdataset`` a directory of il-representations tar shards     `il_representations`
 ``ted``        a TorchRL TED H5 file                            `ted`
 ``alf``        ALF TimeSteps saved as ``.npz``                  `alf`
+``lerobot``    a LeRobotDataset directory (v3.0; reads v2.x)    `lerobot`
 =============  ===============================================  ==============
 
 In ``.npz`` files nested dicts are stored under ``'a/b'`` keys.
@@ -215,6 +216,21 @@ def _write_alf(episodes, path, one_step='error'):
                    _file_target(path))
 
 
+def _read_lerobot(path, task_key=None):
+  from rlds_lite.convert import lerobot  # pylint: disable=g-import-not-at-top
+  return lerobot.from_lerobot(path, task_key=task_key)
+
+
+def _write_lerobot(episodes, path, fps=None, task_key=None, no_video=False):
+  from rlds_lite.convert import lerobot  # pylint: disable=g-import-not-at-top
+  if not fps:
+    raise ValueError('writing lerobot needs the frame rate (--fps, e.g. '
+                     '--fps 10): RLDS does not record it')
+  return lerobot.to_lerobot(
+      episodes, path, fps=fps, video=not no_video,
+      task_key=task_key or lerobot.DEFAULT_TASK_KEY)
+
+
 FORMATS: Dict[str, Format] = {
     'rlds': Format(_read_rlds, _write_rlds, frozenset({'split'}),
                    frozenset({'split', 'name'}),
@@ -234,6 +250,9 @@ FORMATS: Dict[str, Format] = {
                   frozenset({'one_step'}), 'a TorchRL TED H5 file'),
     'alf': Format(_read_alf, _write_alf, frozenset({'repair'}),
                   frozenset({'one_step'}), 'ALF TimeSteps in a .npz file'),
+    'lerobot': Format(_read_lerobot, _write_lerobot, frozenset({'task_key'}),
+                      frozenset({'fps', 'task_key', 'no_video'}),
+                      'a LeRobotDataset directory (v3.0; reads v2.x too)'),
 }
 """The formats `read_episodes` and `write_episodes` know, by name."""
 
@@ -326,8 +345,9 @@ def convert(source: PathLike, target: PathLike, *, from_format: str,
   """Converts ``source`` (``from_format``) into ``target`` (``to_format``).
 
   Options go to the reader or the writer that takes them (``repair``,
-  ``allow_pickle``, ``split`` to the reader; ``dataset_id``, ``name``,
-  ``one_step`` to the writer).
+  ``allow_pickle``, ``split`` and what the source format reads, e.g. a
+  lerobot ``task_key``, to the reader; ``dataset_id``, ``name``,
+  ``one_step``, ``fps`` and the rest to the writer).
 
   Example:
     >>> import os, tempfile, rlds_lite
@@ -338,8 +358,9 @@ def convert(source: PathLike, target: PathLike, *, from_format: str,
     ...         to_format='alf')
     Counted(episodes=3, steps=97)
   """
-  read_options = {k: v for k, v in options.items() if k in _READ_OPTIONS}
-  write_options = {k: v for k, v in options.items() if k not in _READ_OPTIONS}
+  reads = _format(from_format).read_options | _READ_OPTIONS
+  read_options = {k: v for k, v in options.items() if k in reads}
+  write_options = {k: v for k, v in options.items() if k not in reads}
   if 'split' in read_options and to_format == 'rlds':
     write_options['split'] = read_options['split']
   episodes = read_episodes(from_format, source, **read_options)
