@@ -421,7 +421,10 @@ def _step_feature(column: Any) -> Any:
   converter must keep shapes, so those get an explicit ``Tensor`` feature.
   """
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
-  sample = np.asarray(column)[0]
+  column = np.asarray(column)
+  if column.dtype.kind in 'OSU':  # Strings (bytes objects, as TF gives them).
+    return tfds.features.Tensor(shape=column.shape[1:], dtype=tf.string)
+  sample = column[0]
   if sample.shape != (1,):
     return sample
   encoding = 'bytes' if sample.dtype == np.float64 else 'none'

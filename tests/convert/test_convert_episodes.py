@@ -208,3 +208,12 @@ def test_write_tfds_names_the_episode_unlike_the_first(tmp_path):
       'episode 1: steps/observation: shape (2,) does not match the feature '
       'shape (3,).')
   assert not (tmp_path / 'unlike').exists()
+
+
+def test_write_tfds_keeps_string_step_fields(tmp_path):
+  steps = {'language_instruction': np.array([b'pick', b'place'], object),
+           **convert.rlds_flags(2, terminated=True)}
+  path = convert.write_tfds([{'steps': steps}], tmp_path, 'strings')
+  back = next(convert.numpy_episodes(rlds_lite.load(path, dense=True)))
+  assert back['steps']['language_instruction'].tolist() == [b'pick',
+                                                            b'place']
