@@ -37,6 +37,7 @@ import numpy as np
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
 from rlds_lite.convert import il_representations as rows_lib
+from rlds_lite.convert import strings
 from rlds_lite.convert import transitions
 
 ConversionError = episodes_lib.ConversionError
@@ -160,9 +161,9 @@ def from_alf(time_steps: Any, *, repair: Optional[str] = None
 
   def shifted(leaf):
     leaf = np.asarray(leaf)[:count]
-    out = np.zeros_like(leaf)
+    out = strings.zero_rows(len(leaf), leaf)
     out[:-1] = leaf[1:]
-    out[last_rows] = 0
+    out[last_rows] = strings.zero_rows(len(last_rows), leaf)
     return out
 
   columns = {k: _map(lambda x: np.asarray(x)[:count], v)
@@ -180,7 +181,7 @@ def from_alf(time_steps: Any, *, repair: Optional[str] = None
              for k, v in columns.items()}
     steps.update(episodes_lib.rlds_flags(cut.stop - cut.start,
                                          bool(terminated[index])))
-    out.append({rlds_types.STEPS: steps})
+    out.append({rlds_types.STEPS: strings.canonical(steps)})
   return out
 
 
@@ -193,7 +194,7 @@ def _concat(nests: List[Any]) -> Any:
 def _delayed(leaf: Any) -> np.ndarray:
   """``[T, ...]`` values moved one step later, zero first."""
   leaf = np.asarray(leaf)
-  out = np.zeros_like(leaf)
+  out = strings.zero_rows(len(leaf), leaf)
   out[1:] = leaf[:-1]
   return out
 

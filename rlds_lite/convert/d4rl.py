@@ -39,6 +39,7 @@ import numpy as np
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import strings
 from rlds_lite.convert import transitions
 
 ConversionError = episodes_lib.ConversionError
@@ -213,13 +214,12 @@ def _episodes(data: Dict[str, Any], extras: Dict[str, Any],
     elif final_observation == 'repeat':
       final = leaf[last_rows]
     else:
-      final = np.zeros((len(stops),) + leaf.shape[1:], leaf.dtype)
+      final = strings.zero_rows(len(stops), leaf)
     return np.insert(leaf, stops, final, axis=0)
 
   def with_zero(leaf):
     leaf = np.asarray(leaf)
-    return np.insert(leaf, stops, np.zeros((len(stops),) + leaf.shape[1:],
-                                           leaf.dtype), axis=0)
+    return np.insert(leaf, stops, strings.zero_rows(len(stops), leaf), axis=0)
 
   if next_observations is not None:
     observations = _map_pair(with_final, data['observations'],
@@ -248,7 +248,7 @@ def _episodes(data: Dict[str, Any], extras: Dict[str, Any],
         rlds_types.DISCOUNT: discount,
         **episodes_lib.rlds_flags(cut.stop - cut.start, terminated),
     })
-    yield {rlds_types.STEPS: steps}
+    yield {rlds_types.STEPS: strings.canonical(steps)}
 
 
 def _map_pair(fn, nest: Any, other: Any, source: str,
@@ -391,7 +391,11 @@ def _write_hdf5(arrays: Dict[str, np.ndarray], path: str) -> None:
   try:
     with h5py.File(temp, 'w') as file:
       for key, value in arrays.items():
-        file.create_dataset(key, data=value)
+        if np.asarray(value).dtype.kind in 'OSUT':
+          value, dtype = strings.for_hdf5(np.asarray(value), key, path)
+          file.create_dataset(key, data=value, dtype=dtype)
+        else:
+          file.create_dataset(key, data=value)
     os.replace(temp, path)
   except BaseException:
     if os.path.exists(temp):

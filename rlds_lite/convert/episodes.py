@@ -154,7 +154,7 @@ def check_episode(episode: Episode, *, source: str = '<memory>',
 
 
 def _step_specs(steps: Dict[str, Any]) -> Dict[str, Any]:
-  """Path -> (per-step shape, dtype) of every step field (strings: kind)."""
+  """Path -> (per-step shape, dtype) of every step field (strings: 'string')."""
   if all(type(leaf) is np.ndarray for leaf in steps.values()):  # pylint: disable=unidiomatic-typecheck
     leaves = sorted(steps.items())  # Flat steps (the usual case): no walk.
   else:
@@ -163,7 +163,7 @@ def _step_specs(steps: Dict[str, Any]) -> Dict[str, Any]:
   for path, leaf in leaves:
     dtype = np.asarray(leaf).dtype
     specs[path] = (np.shape(leaf)[1:],
-                   dtype.kind if dtype.kind in 'OSU' else dtype)
+                   'string' if dtype.kind in 'OSUT' else dtype)
   return specs
 
 

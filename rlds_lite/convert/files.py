@@ -32,6 +32,7 @@ import numpy as np
 from rlds_lite import nest_paths
 from rlds_lite import progress as progress_lib
 from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import strings
 
 PathLike = os.PathLike
 
@@ -75,8 +76,13 @@ def _file_target(path: PathLike) -> str:
 
 
 def _save_npz(data: Dict[str, Any], path: str) -> str:
-  flat = {key: np.asarray(value)
-          for key, value in nest_paths.flatten_with_paths(data)}
+  """Saves nested arrays as ``a/b`` keys; strings as ``S`` arrays (no pickle)."""
+  flat = {}
+  for key, value in nest_paths.flatten_with_paths(data):
+    value = np.asarray(value)
+    if value.dtype.kind in 'OSUT':
+      value = strings.for_npz(value, key, path)
+    flat[key] = value
   tmp = path + '.partial.npz'
   np.savez(tmp, **flat)
   os.replace(tmp, path)

@@ -50,6 +50,7 @@ import tensorflow as tf
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import strings
 from rlds_lite.convert import transitions
 
 ConversionError = episodes_lib.ConversionError
@@ -214,8 +215,7 @@ def episodes_from_rows(observations: Any, next_observations: Any,
 
   def with_zero(leaf):
     leaf = np.asarray(leaf)[:count]
-    pad = np.zeros((len(stops),) + leaf.shape[1:], leaf.dtype)
-    return np.insert(leaf, stops, pad, axis=0)
+    return np.insert(leaf, stops, strings.zero_rows(len(stops), leaf), axis=0)
 
   observations = _map_pair(with_final, observations, next_observations)
   actions = _map(with_zero, actions)
@@ -237,7 +237,7 @@ def episodes_from_rows(observations: Any, next_observations: Any,
     steps.update(episodes_lib.rlds_flags(cut.stop - cut.start,
                                          bool(end_terminated[index])))
     episode = dict(metadata[index]) if metadata is not None else {}
-    episode[rlds_types.STEPS] = steps
+    episode[rlds_types.STEPS] = strings.canonical(steps)
     out.append(episode)
   return out
 
@@ -661,6 +661,10 @@ def _stack(values: List[Any], name: str, keys: List[str], source: str,
         column.append(value[sub])
       out[sub] = _stack(column, f'{name}/{sub}', keys, source, episodes)
     return out
+  if all(isinstance(v, (bytes, str)) for v in values):
+    column = np.empty(len(values), object)  # Not 'S': that drops NULs.
+    column[:] = values
+    return column
   arrays = [np.asarray(v) for v in values]
   shape = arrays[0].shape
   for i, array in enumerate(arrays):

@@ -48,6 +48,7 @@ import numpy as np
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import strings
 from rlds_lite.convert import transitions
 
 ConversionError = episodes_lib.ConversionError
@@ -314,7 +315,8 @@ def _read_episode(group: Any, index: int, source: str,
   steps = transitions.steps_from_transitions(
       observations, actions, rewards, terminated, discounts=stored_discounts,
       extras=extras)
-  metadata = nest_paths.nest_from_paths(_read_attrs(group))
+  steps = strings.canonical(steps)
+  metadata = strings.canonical(nest_paths.nest_from_paths(_read_attrs(group)))
   return {rlds_types.STEPS: steps, **metadata}
 
 
@@ -505,7 +507,8 @@ def infer_space(value: Any) -> Dict[str, Any]:
 
   Dicts become ``Dict`` spaces (dicts keyed ``_index_0 .. _index_<k>`` become
   ``Tuple`` spaces), arrays unbounded ``Box`` spaces of their dtype and
-  per-step shape.
+  per-step shape, a string per step a ``Text`` space (see
+  `rlds_lite.convert.strings.text_space`).
 
   Example:
     >>> infer_space({'_index_0': np.zeros((5, 2), np.int8)})['type']
@@ -525,6 +528,8 @@ def infer_space(value: Any) -> Dict[str, Any]:
             'subspaces': {k: infer_space(value[k]) for k in sorted(keys)}}
   array = np.asarray(value)
   shape = array.shape[1:]
+  if strings.is_strings(array) and not shape:
+    return strings.text_space(array)
   if array.dtype == np.bool_:
     low, high = False, True
   elif array.dtype.kind in 'iu':
@@ -552,19 +557,20 @@ def _serialise_space(space: Any, steps_value: Any) -> str:
   return serialization.serialize_space(space)
 
 
-def _write_node(group: Any, key: str, value: Any) -> None:
-  import h5py  # pylint: disable=g-import-not-at-top
+def _write_node(group: Any, key: str, value: Any, field: str,
+                source: str, index: int) -> None:
+  """Writes ``value`` (a nest) as ``group/key``; ``field`` names it in errors."""
   if isinstance(value, (tuple, list)):
     value = {f'_index_{i}': v for i, v in enumerate(value)}
   if isinstance(value, dict):
     sub = group.create_group(key)
     for k, v in value.items():
-      _write_node(sub, str(k), v)
+      _write_node(sub, str(k), v, f'{field}/{k}', source, index)
     return
   array = np.asarray(value)
-  if array.dtype.kind in 'OSU':
-    group.create_dataset(key, data=array.astype(object),
-                         dtype=h5py.string_dtype())
+  if array.dtype.kind in 'OSUT':
+    data, dtype = strings.for_hdf5(array, field, source, index)
+    group.create_dataset(key, data=data, dtype=dtype)
   else:
     group.create_dataset(key, data=array)
 
@@ -601,8 +607,10 @@ def _write_episode(file: Any, index: int, episode: episodes_lib.Episode,
                           if k != rlds_types.STEPS})
   attrs.update({'id': np.int64(index), 'total_steps': np.int64(count)})
   group.attrs.update(attrs)
-  _write_node(group, 'observations', view['observations'])
-  _write_node(group, 'actions', view['actions'])
+  _write_node(group, 'observations', view['observations'],
+              rlds_types.OBSERVATION, source, index)
+  _write_node(group, 'actions', view['actions'], rlds_types.ACTION, source,
+              index)
   group.create_dataset('rewards', data=view['rewards'])
   ends = np.zeros(count, bool)
   terminations, truncations = ends.copy(), ends.copy()
@@ -617,7 +625,7 @@ def _write_episode(file: Any, index: int, episode: episodes_lib.Episode,
     if key in REQUIRED_KEYS or key == 'discounts':
       raise ConversionError(f'clashes with Minari\'s own {key!r}',
                             source=source, episode=index, field=key)
-    _write_node(group, key, value)
+    _write_node(group, key, value, key, source, index)
   return count
 
 

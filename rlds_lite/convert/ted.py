@@ -48,6 +48,7 @@ from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
 from rlds_lite.convert import il_representations as rows_lib
+from rlds_lite.convert import strings
 
 ConversionError = episodes_lib.ConversionError
 
@@ -273,10 +274,15 @@ def to_ted(episodes: episodes_lib.EpisodesLike, *,
   return out
 
 
-def _write_group(group: Any, nest: Dict[str, Any]) -> None:
+def _write_group(group: Any, nest: Dict[str, Any], source: str,
+                 prefix: str = '') -> None:
   for key, value in nest.items():
+    path = f'{prefix}{key}'
     if isinstance(value, dict):
-      _write_group(group.create_group(key), value)
+      _write_group(group.create_group(key), value, source, f'{path}/')
+    elif np.asarray(value).dtype.kind in 'OSUT':
+      data, dtype = strings.for_hdf5(np.asarray(value), path, source)
+      group.create_dataset(key, data=data, dtype=dtype)
     else:
       group.create_dataset(key, data=value)
 
@@ -302,7 +308,7 @@ def to_ted_h5(episodes: episodes_lib.EpisodesLike,
   os.close(handle)
   try:
     with h5py.File(temp, 'w') as file:
-      _write_group(file, nest)
+      _write_group(file, nest, path)
     os.replace(temp, path)
   except BaseException:
     if os.path.exists(temp):
