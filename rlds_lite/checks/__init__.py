@@ -13,6 +13,7 @@ Example:
 
 from rlds_lite.checks.overview import describe
 from rlds_lite.checks.overview import DatasetOverview
+from rlds_lite.checks.problems import Notice
 from rlds_lite.checks.problems import Problem
 from rlds_lite.checks.problems import ValidationReport
 from rlds_lite.checks.repair import repair_is_first
@@ -23,6 +24,7 @@ from rlds_lite.checks.validator import validate
 __all__ = [
     'DatasetOverview',
     'describe',
+    'Notice',
     'Problem',
     'REPAIRS',
     'repair_is_first',
