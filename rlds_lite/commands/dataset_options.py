@@ -96,24 +96,28 @@ def add_last_step_argument(parser: argparse.ArgumentParser, what: str) -> None:
 def last_step_warnings(command: str) -> Iterator[None]:
   """Prints each `LastStepValuesWarning` as one line on stderr.
 
-  ``rlds-lite COMMAND: warning: ...`` instead of Python's two-line warning;
-  other warnings pass through to the usual filters. Enter it after
-  `quiet_logs` (it imports TensorFlow).
+  ``rlds-lite COMMAND: warning: ...`` instead of Python's two-line warning,
+  once the block has succeeded (a failed command says only why); other
+  warnings pass through to the usual filters. Enter it after `quiet_logs`
+  (it imports TensorFlow).
   """
   from rlds_lite.dense import last_step  # pylint: disable=g-import-not-at-top
   caught = []
+  succeeded = False
   try:
     with warnings.catch_warnings(record=True) as recorded:
       warnings.simplefilter('always')
       try:
         yield
+        succeeded = True
       finally:
         caught.extend(recorded)
   finally:
     for warning in caught:
       if issubclass(warning.category, last_step.LastStepValuesWarning):
-        print(f'rlds-lite {command}: warning: {warning.message}',
-              file=sys.stderr)
+        if succeeded:
+          print(f'rlds-lite {command}: warning: {warning.message}',
+                file=sys.stderr)
       else:
         warnings.warn_explicit(warning.message, warning.category,
                                warning.filename, warning.lineno,

@@ -24,7 +24,8 @@ Example:
   >>> import tempfile, numpy as np
   >>> from rlds_lite.convert import episodes as episodes_lib
   >>> steps = {'observation': np.arange(3, dtype=np.float32)[:, None],
-  ...          'action': np.array([1, 2, 0]), 'reward': np.ones(3, np.float32),
+  ...          'action': np.array([1, 2, 0]),
+  ...          'reward': np.array([1, 1, 0], np.float32),
   ...          **episodes_lib.rlds_flags(3, terminated=True)}
   >>> path = to_minari([{'steps': steps}], tempfile.mkdtemp(), 'toy/demo-v0')
   >>> episode = next(from_minari(path))
@@ -421,7 +422,8 @@ def _episode_numbers(file: Any) -> List[int]:
 
 def from_minari(path: Union[str, os.PathLike], *,
                 episodes: Optional[Iterable[int]] = None,
-                repair: Union[None, str, Iterable[str]] = None
+                repair: Union[None, str, Iterable[str]] = None,
+                last_step: transitions.LastStepLike = 'invalid'
                 ) -> Iterator[episodes_lib.Episode]:
   """RLDS Episodes from a Minari dataset (root dir, ``data`` dir or file).
 
@@ -437,6 +439,11 @@ def from_minari(path: Union[str, os.PathLike], *,
       transition and repeat ``o_{N-1}`` as the final observation (invented);
       ``'mark_truncated'``: neither flag set on the last transition: read the
       episode as truncated.
+    last_step: ``'invalid'`` (default, RLDS): the final observation ends
+      the episode as a step with zero action, reward and discount;
+      ``'valid'``: every transition is a real step and the final
+      observation is dropped (what `to_minari` with ``last_step='valid'``
+      wrote).
 
   Yields:
     Episodes (see the module docstring for the mapping).
@@ -456,6 +463,7 @@ def from_minari(path: Union[str, os.PathLike], *,
   """
   import h5py  # pylint: disable=g-import-not-at-top
   repairs = _repairs(repair)
+  policy = transitions.last_step_policy(last_step, 'from_minari')
   file_path = locate(path)
   metadata = read_metadata(file_path)
   images = {}
@@ -472,13 +480,18 @@ def from_minari(path: Union[str, os.PathLike], *,
       except (KeyError, ValueError):
         raise ConversionError(f'no group {name!r} in the file',
                               source=file_path, episode=int(index)) from None
-      yield _read_episode(group, int(index), file_path, images, repairs)
+      episode = _read_episode(group, int(index), file_path, images, repairs)
+      if policy is transitions.last_step_lib.LastStep.VALID:
+        episode = transitions.without_final_step(episode, source=file_path,
+                                                 index=int(index))
+      yield episode
 
 
 def minari_to_tfds(path: Union[str, os.PathLike],
                    data_dir: Union[str, os.PathLike], name: str, *,
                    episodes: Optional[Iterable[int]] = None,
                    repair: Union[None, str, Iterable[str]] = None,
+                   last_step: transitions.LastStepLike = 'invalid',
                    **write_kwargs: Any) -> str:
   """Writes a Minari dataset as an RLDS TFDS dataset; returns its directory.
 
@@ -498,8 +511,8 @@ def minari_to_tfds(path: Union[str, os.PathLike],
     [[False, False, True]]
   """
   return episodes_lib.write_tfds(
-      from_minari(path, episodes=episodes, repair=repair), data_dir, name,
-      **write_kwargs)
+      from_minari(path, episodes=episodes, repair=repair,
+                  last_step=last_step), data_dir, name, **write_kwargs)
 
 
 def infer_space(value: Any) -> Dict[str, Any]:
@@ -633,7 +646,8 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
               out_dir: Union[str, os.PathLike], dataset_id: str, *,
               observation_space: Any = None, action_space: Any = None,
               metadata: Optional[Dict[str, Any]] = None,
-              if_exists: str = 'error') -> str:
+              if_exists: str = 'error',
+              last_step: transitions.LastStepLike = 'invalid') -> str:
   """Writes Episodes as the Minari dataset ``out_dir/<dataset_id>``.
 
   Writes ``data/main_data.hdf5`` and ``data/metadata.json`` as Minari 0.5.4
@@ -659,6 +673,14 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
     metadata: more global metadata for ``metadata.json`` (``author``,
       ``algorithm_name``, ``env_spec``, ...).
     if_exists: ``'error'`` or ``'overwrite'``.
+    last_step: ``'invalid'`` (default, RLDS): the last step's action,
+      reward and discount are left out, with one
+      `rlds_lite.dense.LastStepValuesWarning` naming the fields of
+      non-zero ones; ``'valid'``: they are real (e.g. a success reward) and
+      kept: the last step becomes a transition too, followed by the last
+      observation repeated (the one after the last action is unknown);
+      `from_minari` with ``last_step='valid'`` reads the episodes back
+      exactly.
 
   Returns:
     The dataset directory ``out_dir/<dataset_id>``.
@@ -683,6 +705,8 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
   if if_exists not in ('error', 'overwrite'):
     raise ValueError(f"to_minari: if_exists={if_exists!r}; 'error' or "
                      "'overwrite'.")
+  policy = transitions.last_step_policy(last_step, 'to_minari')
+  dropped = transitions.LastStepValues('to_minari', extras=False)
   root = os.path.join(os.fspath(out_dir), dataset_id)
   if os.path.exists(root) and if_exists == 'error':
     raise FileExistsError(f'to_minari: {root} exists; pass '
@@ -697,8 +721,9 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
     spaces = {}
     total_steps = total_episodes = 0
     with h5py.File(os.path.join(data, MAIN_FILE), 'w') as file:
-      for index, episode in enumerate(
-          episodes_lib.checked_episodes(episodes, source=source)):
+      for index, episode in enumerate(transitions.prepared_for_writing(
+          episodes_lib.checked_episodes(episodes, source=source), policy,
+          dropped)):
         if not spaces:
           steps = episode[rlds_types.STEPS]
           spaces = {
@@ -733,6 +758,7 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
   except BaseException:
     shutil.rmtree(temp, ignore_errors=True)
     raise
+  dropped.warn()
   return root
 
 

@@ -64,9 +64,12 @@ class LastStepValuesWarning(UserWarning):
   """
 
 
+_RLDS_SAYS = "RLDS says a last step's action, reward and discount are invalid"
+
+
 def last_step_message(where: str, counts: Mapping[str, int],
                       num_episodes: Optional[int] = None,
-                      verb: str = 'left out') -> str:
+                      why: str = _RLDS_SAYS) -> str:
   """The text of a `LastStepValuesWarning`: fields, episodes, how to keep them.
 
   Example:
@@ -77,14 +80,14 @@ def last_step_message(where: str, counts: Mapping[str, int],
   listed = ', '.join(
       f'{field} ({count}{of} episode{"" if count == 1 and not of else "s"})'
       for field, count in sorted(counts.items()))
-  return (f'{where}: {verb} non-zero last-step values of {listed}: RLDS says '
-          "a last step's action, reward and discount are invalid; pass "
-          "last_step='valid' (command line: --last-step valid) to keep them.")
+  return (f'{where}: left out non-zero last-step values of {listed}: {why}; '
+          "pass last_step='valid' (command line: --last-step valid) to keep "
+          'them.')
 
 
 def warn_last_step_values(where: str, counts: Mapping[str, int],
                           num_episodes: Optional[int] = None,
-                          stacklevel: int = 3) -> None:
+                          stacklevel: int = 3, why: str = _RLDS_SAYS) -> None:
   """Warns once (`LastStepValuesWarning`) if ``counts`` has any field.
 
   Args:
@@ -92,11 +95,13 @@ def warn_last_step_values(where: str, counts: Mapping[str, int],
     counts: episodes with a non-zero last-step value, by field path.
     num_episodes: the episodes looked at, if known.
     stacklevel: passed to ``warnings.warn`` (3: the caller's caller).
+    why: why they were left out.
   """
   counts = {k: v for k, v in counts.items() if v}
   if counts:
     warnings.warn(LastStepValuesWarning(
-        last_step_message(where, counts, num_episodes)), stacklevel=stacklevel)
+        last_step_message(where, counts, num_episodes, why)),
+                  stacklevel=stacklevel)
 
 
 def num_valid_actions(length: tf.Tensor,

@@ -9,7 +9,9 @@ fields other than the observation have no row for the last step: like the
 action, they come back as empty strings there (RLDS's last step).
 """
 
+import contextlib
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -21,6 +23,7 @@ from rlds_lite.convert import episodes as episodes_lib
 from rlds_lite.convert import files
 from rlds_lite.convert import il_representations
 from rlds_lite.convert import ted
+from rlds_lite.dense import LastStepValuesWarning
 
 INSTRUCTIONS = ['pick up the cube', 'place it é ✓', '', 'stack']
 
@@ -87,6 +90,19 @@ def _assert_same(actual, expected):
             want['steps']['is_terminal'].tolist())
 
 
+@contextlib.contextmanager
+def _warns_unless(kept):
+  """A LastStepValuesWarning naming language_instruction, or no warning."""
+  if kept:
+    with warnings.catch_warnings():
+      warnings.simplefilter('error', LastStepValuesWarning)
+      yield
+  else:  # Episode 1's last instruction is not empty; episode 0's is.
+    with pytest.warns(LastStepValuesWarning,
+                      match=r'language_instruction \(1 of 2 episodes\)'):
+      yield
+
+
 # (format, file name, keeps the last step's extra fields)
 ON_DISK = {
     'rlds': ('dataset', True),
@@ -106,7 +122,8 @@ def test_string_fields_round_trip_on_disk(tmp_path, fmt):
   # conversion path for dtype <U15'; il/alf 'Object arrays cannot be loaded
   # when allow_pickle=False'; d4rl/ted a last step of int 0, not b''.
   name, kept = ON_DISK[fmt]
-  path = files.write_episodes(fmt, _episodes(), os.path.join(tmp_path, name))
+  with _warns_unless(kept):
+    path = files.write_episodes(fmt, _episodes(), os.path.join(tmp_path, name))
   back = list(files.read_episodes(fmt, path))
   _assert_same(back, _expected(_episodes(), kept))
 
@@ -123,8 +140,32 @@ IN_MEMORY = {
 @pytest.mark.parametrize('to_format, from_format, kept', IN_MEMORY.values(),
                          ids=IN_MEMORY.keys())
 def test_string_fields_round_trip_in_memory(to_format, from_format, kept):
-  back = list(from_format(to_format(_episodes())))
+  with _warns_unless(kept):
+    written = to_format(_episodes())
+  back = list(from_format(written))
   _assert_same(back, _expected(_episodes(), kept))
+
+
+@pytest.mark.parametrize('fmt', ON_DISK)
+def test_string_fields_of_last_steps_are_kept_with_valid(tmp_path, fmt):
+  name, _ = ON_DISK[fmt]
+  episodes = _episodes()
+  for episode in episodes:   # Real last-step values: a success reward, ...
+    steps = episode['steps']
+    steps['reward'][-1] = 1.0
+    steps['action'][-1] = 0.5
+    steps['discount'][:] = 1.0
+    steps['discount'][-1] = 0.0 if steps['is_terminal'][-1] else 1.0
+  options = {} if fmt == 'rlds' else {'last_step': 'valid'}
+  with warnings.catch_warnings():
+    warnings.simplefilter('error', LastStepValuesWarning)
+    path = files.write_episodes(fmt, episodes, os.path.join(tmp_path, name),
+                                **options)
+    back = list(files.read_episodes(fmt, path, **options))
+  _assert_same(back, _expected(episodes, True))
+  for got, want in zip(back, episodes):
+    for key in ('reward', 'discount'):
+      np.testing.assert_array_equal(got['steps'][key], want['steps'][key])
 
 
 @pytest.mark.parametrize('kind', ['S', 'object_bytes', 'object_str'])
@@ -170,8 +211,10 @@ def test_strings_a_format_cannot_hold_are_refused(tmp_path, fmt, name, value,
   column[1] = value
   episodes[0]['steps']['language_instruction'] = column
   target = os.path.join(tmp_path, name)
-  with pytest.raises(ConversionError, match=message.replace('[', r'\[')
-                     .replace(']', r'\]').replace('(', r'\(')
-                     .replace(')', r'\)')):
-    files.write_episodes(fmt, episodes, target)
+  with warnings.catch_warnings():
+    warnings.simplefilter('ignore', LastStepValuesWarning)
+    with pytest.raises(ConversionError, match=message.replace('[', r'\[')
+                       .replace(']', r'\]').replace('(', r'\(')
+                       .replace(')', r'\)')):
+      files.write_episodes(fmt, episodes, target)
   assert not os.path.exists(target)
