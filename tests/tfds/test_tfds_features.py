@@ -247,3 +247,36 @@ def test_a_one_step_description_keeps_its_meaning():
 def test_features_from_episode_errors_name_the_field(episode, message):
   with pytest.raises(ValueError, match=message):
     features_from_episode(episode)
+
+
+def _tfds_record(features, episode):
+  """The bytes TFDS's own per-step encoder and serializer give (canonical)."""
+  from tensorflow_datasets.core import example_serializer  # pylint: disable=g-import-not-at-top
+  steps = episode['steps']
+  length = len(steps['is_last'])
+  per_step = dict(episode, steps=[{k: v[i] for k, v in steps.items()}
+                                  for i in range(length)])
+  serializer = example_serializer.ExampleSerializer(
+      features.get_serialized_info())
+  record = serializer.serialize_example(features.encode_example(per_step))
+  return tf.train.Example.FromString(record).SerializeToString(
+      deterministic=True)
+
+
+@pytest.mark.parametrize('make_column', [
+    lambda: np.array(EXPECTED, dtype=object),   # TF's form: the fast path.
+    lambda: np.array(TEXTS),                     # Converted first.
+], ids=['object_bytes', 'str_U'])
+def test_string_columns_serialize_as_tfds_does(make_column):
+  from rlds_lite.tfds import encoding  # pylint: disable=g-import-not-at-top
+  episode = {'steps': {'observation': np.arange(3, dtype=np.float32),
+                       'language_instruction': make_column(),
+                       'tokens': np.array([[b'a', b''], [b'b', b'c'],
+                                           [b'', b'd']], dtype=object),
+                       **_flags(3)}}
+  features = features_from_episode(episode)
+  encoder = encoding.EpisodeEncoder(features)
+  fast = encoder._serialize_exact(episode)  # pylint: disable=protected-access
+  assert (fast is not None) == (episode['steps'][
+      'language_instruction'].dtype == object)
+  assert encoder.serialize(episode) == _tfds_record(features, episode)
