@@ -6,7 +6,9 @@ an RLDS ``tf.data`` dataset or a TFDS directory. Format modules: `minari`
 (Minari HDF5), `d4rl` (D4RL dicts and HDF5), `il_representations` (the
 in-memory dict and webdataset shards), `ted` (TorchRL's TED layout, nested
 dicts and H5) and `alf` (ALF TimeSteps). docs/convert.md tables how each
-format's end-of-episode fields map to ``is_last``/``is_terminal``/``discount``.
+format's end-of-episode fields map to ``is_last``/``is_terminal``/``discount``,
+how each stores string fields (`strings`) and what ``last_step='valid'``
+changes (`transitions`).
 
 Example:
   >>> import numpy as np
@@ -22,6 +24,7 @@ from rlds_lite.convert import alf
 from rlds_lite.convert import d4rl
 from rlds_lite.convert import il_representations
 from rlds_lite.convert import minari
+from rlds_lite.convert import strings
 from rlds_lite.convert import ted
 from rlds_lite.convert import transitions
 from rlds_lite.convert.episodes import check_episode
@@ -41,6 +44,7 @@ __all__ = [
     'd4rl',
     'il_representations',
     'minari',
+    'strings',
     'ted',
     'transitions',
     'ConversionError',
