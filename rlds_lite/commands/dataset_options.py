@@ -116,8 +116,8 @@ def last_step_warnings(command: str) -> Iterator[None]:
     for warning in caught:
       if issubclass(warning.category, last_step.LastStepValuesWarning):
         if succeeded:
-          print(f'rlds-lite {command}: warning: {warning.message}',
-                file=sys.stderr)
+          text = str(warning.message).removeprefix(f'{command}: ')
+          print(f'rlds-lite {command}: warning: {text}', file=sys.stderr)
       else:
         warnings.warn_explicit(warning.message, warning.category,
                                warning.filename, warning.lineno,

@@ -165,10 +165,10 @@ def test_dropped_last_step_values_are_one_warning_line(success_reward_path,
                      *options]) == 0
     out, err = capsys.readouterr()
     assert err == (
-        f'{PREFIX}warning: stats: left out non-zero last-step values of reward '
-        "(2 of 2 episodes): RLDS says a last step's action, reward and "
-        "discount are invalid; pass last_step='valid' (command line: "
-        '--last-step valid) to keep them.\n')
+        f'{PREFIX}warning: left out non-zero last-step values of reward (2 of '
+        "2 episodes): RLDS says a last step's action, reward and discount are "
+        "invalid; pass last_step='valid' (command line: --last-step valid) to "
+        'keep them.\n')
     assert 'episode return      2' in out   # 'count' column: 2 episodes.
     assert [l for l in out.splitlines() if l.startswith('language')][0].split(
     )[:3] == ['language_instruction', '6', '1']
