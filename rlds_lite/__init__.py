@@ -28,6 +28,8 @@ _NAMES = {
     'episode_to_video': 'video',
     'load': 'loading',
     'CorruptDatasetError': 'dataset_files',
+    'LastStep': 'dense.last_step',
+    'LastStepValuesWarning': 'dense.last_step',
     'AGENT_ID': 'metadata',
     'ENVIRONMENT_CONFIG': 'metadata',
     'EPISODE_ID': 'metadata',
@@ -85,6 +87,7 @@ if TYPE_CHECKING:  # For type checkers and IDEs: the same names, eagerly.
   from rlds_lite.video import episode_to_video
   from rlds_lite.loading import load
   from rlds_lite.dataset_files import CorruptDatasetError
+  from rlds_lite.dense.last_step import LastStep, LastStepValuesWarning
   from rlds_lite.metadata import (AGENT_ID, ENVIRONMENT_CONFIG, EPISODE_ID,
                                   EXPERIMENT_ID, INVALID)
   from rlds_lite.rlds_types import (

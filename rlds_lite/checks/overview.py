@@ -21,6 +21,7 @@ import json
 import sys
 from typing import Any, Dict, List, Optional
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 import tqdm
@@ -91,8 +92,21 @@ def feature_rows(feature: tfds.features.FeatureConnector,
     return rows
   if isinstance(feature, (tfds.features.Dataset, tfds.features.Sequence)):
     return feature_rows(feature.feature, prefix)
-  return [FeatureRow(prefix, str(feature.np_dtype), _shape_text(feature.shape),
+  return [FeatureRow(prefix, _dtype_text(feature), _shape_text(feature.shape),
                      _kind(feature))]
+
+
+def _dtype_text(feature: tfds.features.FeatureConnector) -> str:
+  """``'string'`` for text and string tensors (NumPy says ``object``), else
+  the NumPy dtype's name.
+
+  Example:
+    >>> _dtype_text(tfds.features.Text()), _dtype_text(tfds.features.Scalar(tf.int32))
+    ('string', 'int32')
+  """
+  if np.dtype(feature.np_dtype) == object:
+    return 'string'
+  return str(feature.np_dtype)
 
 
 @dataclasses.dataclass

@@ -42,6 +42,9 @@ CORRUPT_FILE = 'corrupt_file'
 UNDECODABLE = 'undecodable'
 FEATURES_MISMATCH = 'features_mismatch'
 
+# The kinds of notice (findings that leave the data valid RLDS).
+LAST_STEP_VALUES = 'last_step_values'
+
 
 @dataclasses.dataclass(frozen=True)
 class Problem:
@@ -83,6 +86,48 @@ class Problem:
     return (', '.join(where) + ': ' if where else '') + self.message
 
 
+@dataclasses.dataclass(frozen=True)
+class Notice:
+  """A finding that leaves the data valid RLDS but changes what tools do.
+
+  Non-zero action/reward/discount values on last steps (``kind``
+  ``'last_step_values'``): RLDS says they are invalid, so statistics,
+  transitions and converters leave them out by default (with a warning);
+  if they are real (a success reward on the final step), read the data
+  with ``last_step='valid'``.
+
+  Attributes:
+    field: the step field, as a path.
+    kind: a stable name of the finding.
+    episodes: how many episodes it concerns.
+    message: what was found and what to do, for a person.
+  """
+  field: str
+  kind: str
+  episodes: int
+  message: str
+
+  def __str__(self) -> str:
+    return f'field {self.field!r}: {self.message}'
+
+
+def last_step_notices(counts: Dict[str, int], num_episodes: int
+                      ) -> List[Notice]:
+  """One `Notice` per field with non-zero values on last steps.
+
+  Example:
+    >>> [str(n) for n in last_step_notices({'reward': 3}, 10)]
+    ["field 'reward': non-zero on the last step of 3 of 10 episodes; RLDS says it is invalid, so stats, transitions and converters leave it out by default: if it is real (e.g. a success reward), use last_step='valid' (--last-step valid)."]
+  """
+  return [Notice(field, LAST_STEP_VALUES, count,
+                 f'non-zero on the last step of {count} of {num_episodes} '
+                 'episodes; RLDS says it is invalid, so stats, transitions '
+                 'and converters leave it out by default: if it is real '
+                 "(e.g. a success reward), use last_step='valid' "
+                 '(--last-step valid).')
+          for field, count in sorted(counts.items()) if count]
+
+
 def _text_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
   """Left-aligned columns under a dashed rule."""
   cells = [[str(c) for c in header]] + [
@@ -108,6 +153,8 @@ class ValidationReport:
     repairs: the repairs asked for (``('is_last',)``), applied to `repaired`.
     repaired: the repaired episodes (a ``tf.data.Dataset``) when repairs
       were asked for, else None. Problems describe the data before repair.
+    notices: findings that leave the data valid (`Notice`): they do not
+      make `ok` False.
   """
   problems: List[Problem]
   num_episodes: int
@@ -116,10 +163,11 @@ class ValidationReport:
   complete: bool = True
   repairs: Tuple[str, ...] = ()
   repaired: Any = None
+  notices: List[Notice] = dataclasses.field(default_factory=list)
 
   @property
   def ok(self) -> bool:
-    """True if no problem was found."""
+    """True if no problem was found (notices do not count)."""
     return not self.problems
 
   def kinds(self) -> Dict[str, int]:
@@ -141,16 +189,21 @@ class ValidationReport:
                else '; stopped early (max_problems reached)')
     if self.repairs:
       text += f'; repaired: {", ".join(self.repairs)}'
+    if self.notices:
+      plural = '' if len(self.notices) == 1 else 's'
+      text += f'; {len(self.notices)} notice{plural}'
     return text
 
   def table(self) -> str:
-    """The headline, then one row per problem."""
-    if not self.problems:
-      return self.headline()
-    rows = [(p.episode, p.step, p.field, p.kind, p.message)
-            for p in self.problems]
-    return self.headline() + '\n' + _text_table(
-        ('episode', 'step', 'field', 'kind', 'message'), rows)
+    """The headline, one row per problem, then one line per notice."""
+    lines = [self.headline()]
+    if self.problems:
+      rows = [(p.episode, p.step, p.field, p.kind, p.message)
+              for p in self.problems]
+      lines.append(_text_table(('episode', 'step', 'field', 'kind',
+                                'message'), rows))
+    lines += [f'notice: {n}' for n in self.notices]
+    return '\n'.join(lines)
 
   def to_dict(self) -> Dict[str, Any]:
     """A JSON-ready dict (the repaired dataset is left out)."""
@@ -162,6 +215,7 @@ class ValidationReport:
         'steps': self.num_steps,
         'repairs': list(self.repairs),
         'problems': [p.to_dict() for p in self.problems],
+        'notices': [dataclasses.asdict(n) for n in self.notices],
     }
 
   def to_json(self, indent: Optional[int] = 2) -> str:

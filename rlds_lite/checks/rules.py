@@ -212,6 +212,18 @@ def check_episode(index: int, summary: Mapping[str, Any],
   return found
 
 
+def nonzero_last_values(summary: Mapping[str, Any]) -> List[str]:
+  """The fields whose final step holds a non-zero value (``lastvalue:``).
+
+  Example:
+    >>> nonzero_last_values({'lastvalue:reward': np.array([False, True]),
+    ...                      'lastvalue:action': np.array([True, False])})
+    ['reward']
+  """
+  return [key[len('lastvalue:'):] for key, value in summary.items()
+          if key.startswith('lastvalue:') and len(value) and value[-1]]
+
+
 def field_dtypes(steps: Mapping[str, Any]) -> Dict[str, str]:
   """``{path: dtype name}`` of a nest of arrays.
 

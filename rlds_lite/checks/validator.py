@@ -27,6 +27,13 @@ and a ``features.json`` that disagrees with the features in
 file (``Problem.file``) and, where known, the episode and field; a damaged
 file stops the pass where it is read (the report is then not complete).
 
+And noticed (`Notice`, listed in the report without making it fail): non-zero
+``action``/``reward``/``discount`` values on final steps, per field with the
+number of episodes. RLDS says they are invalid, so ``stats``, transitions
+and converters leave them out by default; data that puts a real value there
+(a success reward on the final step, as much Open X-Embodiment data does)
+should be read with ``last_step='valid'``, which also silences the notice.
+
 Example:
   >>> import rlds_lite
   >>> episodes = rlds_lite.synthetic.episode_arrays(num_episodes=3, seed=0)
@@ -50,6 +57,7 @@ from rlds_lite import dataset_files
 from rlds_lite import dense
 from rlds_lite import loading
 from rlds_lite import rlds_types
+from rlds_lite.dense import last_step as last_step_lib
 from rlds_lite.checks import problems as problems_lib
 from rlds_lite.checks import repair as repair_lib
 from rlds_lite.checks import rules
@@ -91,6 +99,7 @@ def _tf_summaries(source: sources.Source, plan: summaries.Plan
 
 
 def _python_summaries(source: sources.Source, last_step_invalid: bool,
+                      last_values: bool,
                       found: List[Problem]) -> Iterator[Summary]:
   """Summaries of Python episodes; structure problems go to ``found``."""
   reference = None
@@ -108,7 +117,8 @@ def _python_summaries(source: sources.Source, last_step_invalid: bool,
     else:
       found.extend(rules.check_structure(index, dtypes, reference))
     plan = summaries.make_plan(spec, dense=True, all_shapes=True,
-                               last_step_invalid=last_step_invalid)
+                               last_step_invalid=last_step_invalid,
+                               last_values=last_values)
     yield {k: v.numpy() for k, v in summaries.summarize(tensors, plan).items()}
 
 
@@ -156,14 +166,16 @@ def _progress_bar(total: Optional[int], progress: Optional[bool],
 
 
 def _run_pass(source: sources.Source, last_step_invalid: bool,
-              max_problems: Optional[int], num_episodes: Optional[int],
-              progress: Optional[bool]) -> Tuple[List[Problem], int, int, bool]:
-  """(problems, episodes, steps, complete) of one pass over ``source``."""
+              last_values: bool, max_problems: Optional[int],
+              num_episodes: Optional[int], progress: Optional[bool]
+              ) -> Tuple[List[Problem], int, int, bool, Dict[str, int]]:
+  """(problems, episodes, steps, complete, non-zero last values per field)."""
   found: List[Problem] = []
+  last_counts: Dict[str, int] = {}
   if source.builder is not None:
     found.extend(_files_problems(source))
   if source.kind == sources.PYTHON:
-    stream = _python_summaries(source, last_step_invalid, found)
+    stream = _python_summaries(source, last_step_invalid, last_values, found)
   else:
     steps_spec = source.episodes.element_spec[rlds_types.STEPS]
     is_dense = source.kind == sources.DENSE
@@ -171,9 +183,10 @@ def _run_pass(source: sources.Source, last_step_invalid: bool,
       steps_spec = steps_spec.element_spec
     spec_problems = rules.check_spec(steps_spec, is_dense)
     if spec_problems:
-      return found + spec_problems, 0, 0, True
+      return found + spec_problems, 0, 0, True, last_counts
     plan = summaries.make_plan(steps_spec, dense=is_dense,
-                               last_step_invalid=last_step_invalid)
+                               last_step_invalid=last_step_invalid,
+                               last_values=last_values)
     stream = _tf_summaries(source, plan)
   total = source.total
   if num_episodes is not None:
@@ -188,17 +201,19 @@ def _run_pass(source: sources.Source, last_step_invalid: bool,
         if num_episodes is not None and index >= num_episodes:
           break
         found.extend(rules.check_episode(index, summary, reference_shapes))
+        for path in rules.nonzero_last_values(summary):
+          last_counts[path] = last_counts.get(path, 0) + 1
         episodes += 1
         steps += int(summary[summaries.LENGTH])
         bar.update(1)
         if max_problems is not None and len(found) >= max_problems:
-          return found[:max_problems], episodes, steps, False
+          return found[:max_problems], episodes, steps, False, last_counts
   except dataset_files.CorruptDatasetError as error:
     problem = _file_problem(error)
     if problem not in found:
       found.append(problem)
-    return found, episodes, steps, False
-  return found, episodes, steps, True
+    return found, episodes, steps, False, last_counts
+  return found, episodes, steps, True, last_counts
 
 
 def validate(dataset: Any,
@@ -206,6 +221,7 @@ def validate(dataset: Any,
              split: Optional[str] = None,
              data_dir: Optional[str] = None,
              last_step_invalid: bool = False,
+             last_step: Union[last_step_lib.LastStep, str] = 'invalid',
              repair: Union[bool, str, Sequence[str], None] = False,
              max_problems: Optional[int] = 1000,
              num_episodes: Optional[int] = None,
@@ -221,7 +237,12 @@ def validate(dataset: Any,
       first split if there is no ``'train'``).
     data_dir: where TFDS looks for prepared datasets (names only).
     last_step_invalid: the dataset declares the final step's reward and
-      discount invalid (RLDS): report them when they are not zero.
+      discount invalid (RLDS): report them as problems when they are not
+      zero.
+    last_step: ``'invalid'`` (default, RLDS): notice non-zero
+      ``action``/``reward``/``discount`` values on final steps (the report's
+      ``notices``: field and number of episodes; ``ok`` is unchanged);
+      ``'valid'``: the data says they are real values: no notice.
     repair: repairs to apply, only when asked: ``'is_last'``, ``'is_first'``,
       a list of them, or True for all. The report's ``repaired`` is then the
       repaired data (a ``tf.data.Dataset`` with dense steps for a path or
@@ -249,20 +270,28 @@ def validate(dataset: Any,
     (True, 4, 144)
   """
   names = repair_lib.repair_names(repair)
+  policy = last_step_lib.as_last_step(last_step, 'validate')
+  last_values = policy is last_step_lib.LastStep.INVALID
   try:
     source = sources.open_source(dataset, split, data_dir, random_access=True)
   except dataset_files.CorruptDatasetError as error:
     return _corrupt_report(dataset, split, data_dir, error)
-  found, episodes, steps, complete = _run_pass(
-      source, last_step_invalid, max_problems, num_episodes, progress)
+  found, episodes, steps, complete, last_counts = _run_pass(
+      source, last_step_invalid, last_values, max_problems, num_episodes,
+      progress)
   repaired = None
   if names:
     if source.kind == sources.PYTHON:
       repaired = repair_lib.repair_python_episodes(source.episodes, names)
     else:
       repaired = repair_lib.repair_episodes(source.episodes, names)
+  if last_step_invalid:  # Non-zero reward/discount there are problems.
+    last_counts = {k: v for k, v in last_counts.items()
+                   if k.split('/')[0] not in (rlds_types.REWARD,
+                                              rlds_types.DISCOUNT)}
   label = source.label
   if source.split is not None:
     label = f'{label} [{source.split}]'
-  return problems_lib.ValidationReport(found, episodes, steps, label, complete,
-                                       names, repaired)
+  return problems_lib.ValidationReport(
+      found, episodes, steps, label, complete, names, repaired,
+      problems_lib.last_step_notices(last_counts, episodes))

@@ -61,6 +61,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
   parser.add_argument('--allow-pickle', action='store_true',
                       help='webdataset source: unpickle anything (only for '
                       'files you trust)')
+  dataset_options.add_last_step_argument(
+      parser, 'targets without a place for them leave them out')
   parser.add_argument('--skip-one-step', action='store_true',
                       help='targets without room for one-step episodes: skip '
                       'them instead of failing')
@@ -88,15 +90,17 @@ def run(args: argparse.Namespace) -> int:
       'repair': args.repair, 'allow_pickle': args.allow_pickle,
       'one_step': 'skip' if args.skip_one_step else None,
       'fps': args.fps, 'task_key': args.task_key, 'no_video': args.no_video,
+      'last_step': args.last_step,
   }
   if args.to_format == 'rlds' and args.split:
     options['split'] = args.split
   try:
-    counted = files.convert(
-        args.source, args.target, from_format=args.from_format,
-        to_format=args.to_format,
-        progress=progress.shown(dataset_options.progress_option(args)),
-        **options)
+    with dataset_options.last_step_warnings('convert'):
+      counted = files.convert(
+          args.source, args.target, from_format=args.from_format,
+          to_format=args.to_format,
+          progress=progress.shown(dataset_options.progress_option(args)),
+          **options)
   except (dataset_options.BAD_INPUT_ERRORS + (FileExistsError,)) as e:
     return dataset_options.report_error('convert', e)
   if args.json:

@@ -7,7 +7,9 @@ an RLDS ``tf.data`` dataset or a TFDS directory. Format modules: `minari`
 in-memory dict and webdataset shards), `ted` (TorchRL's TED layout, nested
 dicts and H5), `alf` (ALF TimeSteps) and `lerobot` (LeRobotDataset v3.0:
 Parquet and MP4; needs the ``lerobot`` extra). docs/convert.md tables how each
-format's end-of-episode fields map to ``is_last``/``is_terminal``/``discount``.
+format's end-of-episode fields map to ``is_last``/``is_terminal``/``discount``,
+how each stores string fields (`strings`) and what ``last_step='valid'``
+changes (`transitions`).
 
 Example:
   >>> import numpy as np
@@ -24,6 +26,7 @@ from rlds_lite.convert import d4rl
 from rlds_lite.convert import il_representations
 from rlds_lite.convert import lerobot
 from rlds_lite.convert import minari
+from rlds_lite.convert import strings
 from rlds_lite.convert import ted
 from rlds_lite.convert import transitions
 from rlds_lite.convert.episodes import check_episode
@@ -44,6 +47,7 @@ __all__ = [
     'il_representations',
     'lerobot',
     'minari',
+    'strings',
     'ted',
     'transitions',
     'ConversionError',

@@ -30,6 +30,7 @@ from rlds_lite.dense.goals import STRATEGIES
 from rlds_lite.dense.indexing import episode_length
 from rlds_lite.dense.indexing import gather_steps
 from rlds_lite.dense.last_step import LastStep
+from rlds_lite.dense.last_step import LastStepValuesWarning
 from rlds_lite.dense.last_step import num_valid_actions
 from rlds_lite.dense.subsample import subsample
 from rlds_lite.dense.transitions import NEXT_OBSERVATION
@@ -46,6 +47,7 @@ __all__ = [
     'gather_steps',
     'GOAL',
     'LastStep',
+    'LastStepValuesWarning',
     'MASK',
     'NEXT_OBSERVATION',
     'num_valid_actions',

@@ -202,12 +202,58 @@ def _column_length(column: Any) -> int:
   return len(column)
 
 
+def _is_plain_tensor(feature: Any) -> bool:
+  """A ``Tensor``/``Scalar`` feature, or a ``Text`` one without an encoder.
+
+  ``tfds.features.Text()`` stores its values as a scalar ``tf.string``
+  tensor does: the same serialized bytes, the same decoded tensor.
+  """
+  return type(feature) in _PLAIN_TENSOR_TYPES or (  # pylint: disable=unidiomatic-typecheck
+      type(feature) is tfds.features.Text and feature.encoder is None)  # pylint: disable=unidiomatic-typecheck
+
+
+def _string_array(value: Any, path: str) -> np.ndarray:
+  """Strings (``str``/``bytes`` values, lists, arrays of kind S, U, T or O)
+  as an object array of ``bytes`` (``str`` as UTF-8), as TF gives strings.
+
+  Raises:
+    ValueError: naming the field, for a value that is not a string.
+  """
+  array = np.asarray(value) if isinstance(value, _NUMPY_VALUES) else (
+      np.asarray(value, dtype=object))
+  kind = array.dtype.kind
+  if kind == 'S':
+    return array.astype(object)
+  if kind in 'UT':
+    return np.vectorize(lambda s: s.encode('utf-8'), otypes=[object])(array)
+  if kind != 'O':
+    raise ValueError(f'{path}: dtype {array.dtype} does not match the feature '
+                     'dtype string; strings must be str or bytes.')
+  flat = array.ravel()
+  if all(type(item) is bytes for item in flat):  # pylint: disable=unidiomatic-typecheck
+    return array
+  flat = flat.copy()  # The caller's array stays as it is.
+  for i, item in enumerate(flat):
+    if isinstance(item, bytes):  # np.bytes_ too.
+      flat[i] = bytes(item)
+    elif isinstance(item, str):
+      flat[i] = item.encode('utf-8')
+    else:
+      index = tuple(int(d) for d in np.unravel_index(i, array.shape))
+      where = f' at index {index}' if array.ndim else ''
+      raise ValueError(f'{path}: {type(item).__name__} value {item!r}{where} '
+                       'is not a string (str or bytes).')
+  return flat.reshape(array.shape)
+
+
 def _leaf_array(feature: tfds.features.Tensor, value: Any, path: str,
                 batched: bool) -> np.ndarray:
   """``value`` as an array of the feature's dtype/shape (+ a batch axis)."""
   dtype = feature.np_dtype
   value = _to_numpy(value)
-  if isinstance(value, _NUMPY_VALUES):
+  if np.dtype(dtype) == object:  # A string feature: bytes, as TF gives them.
+    array = np.asarray(_string_array(value, path), dtype=object)
+  elif isinstance(value, _NUMPY_VALUES):
     array = np.asarray(value)
   else:  # Python values take the feature's dtype, as in TFDS.
     try:
@@ -324,6 +370,8 @@ def _plain_writer(dtype: np.dtype, encoding: str
     return example_wire.fixed_size_bytes_feature
   if encoding != 'none':
     return None
+  if dtype == object:
+    return _strings_feature
   if dtype.kind == 'f':
     return example_wire.float_feature
   if dtype == np.uint64:
@@ -331,6 +379,14 @@ def _plain_writer(dtype: np.dtype, encoding: str
   if dtype.kind in 'biu':
     return example_wire.int64_feature
   return None
+
+
+def _strings_feature(array: np.ndarray) -> Optional[bytes]:
+  """The ``bytes_list`` of an object array of ``bytes``; None for other items."""
+  items = array.ravel().tolist()
+  if not all(type(item) is bytes for item in items):  # pylint: disable=unidiomatic-typecheck
+    return None  # str (or worse): converted, or named, by the checked path.
+  return example_wire.bytes_feature(items)
 
 
 class _ByteRows(NamedTuple):
@@ -546,8 +602,9 @@ class EpisodeEncoder:
   def _plain_leaves(self) -> Optional[Tuple[_PlainLeaf, ...]]:
     """The leaves `_serialize_exact` writes, or None if a feature is not plain.
 
-    Plain: ``Tensor``/``Scalar`` features of static shape, stored as numbers
-    or as each value's bytes (``encoding='bytes'``), and PNG images of static
+    Plain: ``Tensor``/``Scalar`` (and ``Text``) features of static shape,
+    stored as numbers, strings (object arrays of ``bytes``) or as each
+    value's bytes (``encoding='bytes'``), and PNG images of static
     shape (`_writes_png`: written by `png.encode_png_batch`); the dict of
     every level is remembered (``_dict_keys``) so that extra or missing
     fields are left to the checked path and its errors.
@@ -565,7 +622,7 @@ class EpisodeEncoder:
             tuple(feature.shape), in_steps,
             _png_feature if in_steps else _png_image_feature))
         return True
-      if type(feature) not in _PLAIN_TENSOR_TYPES or None in feature.shape:
+      if not _is_plain_tensor(feature) or None in feature.shape:
         return False
       dtype = np.dtype(feature.np_dtype)
       write = _plain_writer(dtype, self._tensor_encoding(feature))
@@ -631,7 +688,10 @@ class EpisodeEncoder:
       if pngs and leaf.key in pngs:
         features[leaf.key] = example_wire.bytes_feature(pngs[leaf.key])
       else:
-        features[leaf.key] = leaf.write(value)
+        record = leaf.write(value)
+        if record is None:
+          return None  # Strings that are not all bytes: left to `encode`.
+        features[leaf.key] = record
     if not length:
       return None  # No steps: TFDS's own encoding of an empty sequence.
     return _example(features)
@@ -710,7 +770,7 @@ class EpisodeEncoder:
       self._check_keys(feature, value, path)
       return {k: self._conform(feature[k], value[k], f'{path}/{k}', batched)
               for k in feature.keys()}
-    if type(feature) in _PLAIN_TENSOR_TYPES and None not in feature.shape:
+    if _is_plain_tensor(feature) and None not in feature.shape:
       return _leaf_array(feature, value, path, batched)
     value = _to_numpy(value)
     encoded = (_png_column(feature, value) if batched else
@@ -900,7 +960,7 @@ class EpisodeEncoder:
       return {k: self._encode_column(feature[k], column[k], f'{path}/{k}',
                                      byte_rows)
               for k in feature.keys()}
-    if type(feature) in _PLAIN_TENSOR_TYPES and None not in feature.shape:
+    if _is_plain_tensor(feature) and None not in feature.shape:
       array = _leaf_array(feature, column, path, batched=True)
       encoding = self._tensor_encoding(feature)
       if encoding == 'none':
@@ -927,6 +987,8 @@ class EpisodeEncoder:
 
   def _tensor_encoding(self, feature: tfds.features.Tensor) -> str:
     """'none', 'bytes' or 'zlib'."""
+    if type(feature) is tfds.features.Text:  # pylint: disable=unidiomatic-typecheck
+      return 'none'  # TFDS stores text as plain strings.
     return self._json_content(feature).encoding
 
   def _encode_per_step(self, feature: Any, column: Any, path: str) -> List[Any]:
@@ -949,7 +1011,7 @@ class EpisodeEncoder:
       return {k: self._encode_value(feature[k], value[k], f'{path}/{k}')
               for k in feature.keys()}
     value = _to_numpy(value)
-    if type(feature) in _PLAIN_TENSOR_TYPES:
+    if _is_plain_tensor(feature):
       value = _leaf_array(feature, value, path, batched=False)
     else:
       encoded = _png_image(feature, value)

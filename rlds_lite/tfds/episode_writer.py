@@ -210,8 +210,10 @@ class EpisodeWriter:
       ``data_dir/name/version`` (directories are created).
     name: the dataset name (snake_case).
     features_or_spec: the dataset features: a ``FeaturesDict``, a
-      ``tfds.rlds.rlds_base.DatasetConfig`` or a dict of features/specs (see
-      `rlds_lite.tfds.features.episode_features`). May be None when
+      ``tfds.rlds.rlds_base.DatasetConfig``, a dict of features/specs, or an
+      example episode (step lists or columns with a flag column; its
+      features are inferred by `rlds_lite.tfds.features_from_episode`); see
+      `rlds_lite.tfds.features.episode_features`. May be None when
       appending: the existing dataset's features are used.
     splits: the names of the splits episodes may be added to.
     file_format: ``'tfrecord'`` (readable with ``tf.data``) or
