@@ -305,7 +305,7 @@ def check_has_splits(builder: tfds.core.DatasetBuilder) -> None:
 
 
 def features_mismatch(dataset_dir: PathLike) -> Optional[CorruptDatasetError]:
-  """What is wrong with ``features.json`` when ``dataset_info.json`` holds the features.
+  """What is wrong with ``features.json`` beside features in ``dataset_info.json``.
 
   TFDS then decodes with the features of ``dataset_info.json`` and does not
   read ``features.json`` (every dataset rlds_lite writes is such a dataset),

@@ -118,7 +118,8 @@ def _without_features_json(name: str, data_dir: Optional[PathLike]
   """
   version = name.split(':', 1)[1] if ':' in name else None
   found = [d for d in _prepared_dirs(name, data_dir)
-           if not tf.io.gfile.exists(os.path.join(d, dataset_files.FEATURES_FILE))
+           if not tf.io.gfile.exists(
+               os.path.join(d, dataset_files.FEATURES_FILE))
            and tfds.core.Version.is_valid(os.path.basename(d))
            and version in (None, os.path.basename(d))]
   if len({os.path.dirname(d) for d in found}) != 1:

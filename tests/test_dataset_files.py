@@ -152,7 +152,7 @@ def test_named_read_errors_passes_other_exceptions(dataset):
 
 
 def _make_legacy(path):
-  """Features only in features.json (TFDS's own layout): TFDS decodes with it."""
+  """Features only in features.json (TFDS's own layout): TFDS reads it."""
   file = os.path.join(path, 'dataset_info.json')
   info = json.load(open(file))
   del info['features']

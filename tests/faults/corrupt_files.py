@@ -57,7 +57,7 @@ def write_dataset(data_dir: str, file_format: str = 'tfrecord') -> str:
 
 
 def make_legacy(path: str) -> str:
-  """Removes the features from ``dataset_info.json``: TFDS reads ``features.json``."""
+  """Drops the features from ``dataset_info.json``: TFDS reads features.json."""
   file = os.path.join(path, 'dataset_info.json')
   with open(file) as f:
     info = json.load(f)
@@ -355,7 +355,8 @@ LEGACY_CASES: Dict[str, tuple] = {
                text="does not fit the features declared here: Key: "
                     "steps/observation. Data types don't match.")),
 }
-"""Damage of a legacy dataset (features in features.json only) -> (damage, Expect)."""
+"""Damage of a legacy dataset (features only in features.json) -> (damage, Expect).
+"""
 
 _COPY = ('it should hold a copy of the features in dataset_info.json (which '
          'TFDS decodes with), for tools that read it')
@@ -412,7 +413,9 @@ UNREAD_FEATURES_JSON_CASES: Dict[str, tuple] = {
                kind='features_mismatch',
                text='int32 of shape (3,) here, float32 of shape (3,) there.')),
 }
-"""Damage of the features.json readers do not read -> (damage, validate's Expect).
+"""Damage of the features.json readers do not read -> (damage, Expect).
+
+The Expect is what validate reports.
 
 The features are in ``dataset_info.json``: every reader reads the intact data.
 """

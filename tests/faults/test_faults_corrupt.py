@@ -203,7 +203,7 @@ def test_legacy_fixture_reads_features_json(corrupt_intact_legacy):
 
 
 # ---------------------------------------------------------------------------
-# features.json that readers do not read (the features are in dataset_info.json).
+# features.json that readers do not read (features in dataset_info.json).
 
 
 def _cli_out(args):
@@ -215,7 +215,7 @@ def _cli_out(args):
 
 
 def _reader_outputs(path, target):
-  """What inspect, stats and convert give for a dataset (its path made '<d>')."""
+  """What inspect, stats and convert give for a dataset (its path as '<d>')."""
   inspected = _cli_out(['inspect', path, '--json', '--no-progress'])
   computed = _cli_out(['stats', path, '--no-cache', '--json', '--no-progress'])
   converted = _cli_out(['convert', '--from', 'rlds', '--to', 'ted', path,
@@ -228,7 +228,8 @@ def _reader_outputs(path, target):
 @pytest.fixture(scope='module')
 def intact_reads(corrupt_intact, tmp_path_factory):
   """The intact dataset's dense episodes, and what the CLI readers give."""
-  episodes = list(rlds_lite.load(corrupt_intact, dense=True).as_numpy_iterator())
+  episodes = list(
+      rlds_lite.load(corrupt_intact, dense=True).as_numpy_iterator())
   target = str(tmp_path_factory.mktemp('intact_reads') / 'out.h5')
   return episodes, _reader_outputs(corrupt_intact, target)
 
@@ -300,10 +301,11 @@ def test_same_size_edit_of_the_features_read_is_seen_only_by_comparison(
   nothing on disk says otherwise.
   """
   path = corrupt_files.copy_dataset(corrupt_intact, str(tmp_path / 'a'))
-  corrupt_files._shape('1', '3', name='dataset_info.json')(path)  # pylint: disable=protected-access
+  reshape = corrupt_files._shape  # pylint: disable=protected-access
+  reshape('1', '3', name='dataset_info.json')(path)
   legacy = corrupt_files.copy_dataset(corrupt_intact_legacy,
                                       str(tmp_path / 'b'))
-  corrupt_files._shape('1', '3')(legacy)  # pylint: disable=protected-access
+  reshape('1', '3')(legacy)
   for edited in (path, legacy):
     shapes = {e['steps']['observation'].shape[1:]
               for e in rlds_lite.load(edited, dense=True)}
