@@ -8,8 +8,12 @@ damaged. This module checks the files itself and raises `CorruptDatasetError`
 where it is known.
 
 * `open_builder`: ``tfds.builder_from_directory``, with a damaged
-  ``dataset_info.json`` or ``features.json`` named (never a protobuf or JSON
-  traceback, nor TFDS's guess of an "old TFDS version").
+  ``dataset_info.json`` named, or ``features.json`` when TFDS reads it (a
+  ``dataset_info.json`` without features); never a protobuf or JSON
+  traceback, nor TFDS's guess of an "old TFDS version".
+* `features_mismatch`: the ``features.json`` TFDS does not read (the
+  features are in ``dataset_info.json``) checked against those it does:
+  ``rlds_lite.validate`` reports it, readers do not need it.
 * `check_open`: what ``rlds_lite.load`` checks when it opens a split, with
   one directory listing (no file is read): every shard exists, is not empty,
   a TFRecord shard is large enough for the framing of its records, and the
@@ -73,8 +77,10 @@ class CorruptDatasetError(ValueError):
     detail: what is wrong, without the file and place.
     kind: ``'corrupt_file'`` (missing, empty, truncated or damaged files,
       unreadable metadata), ``'undecodable'`` (data that does not decode with
-      the declared features) or ``'features_mismatch'`` (``features.json``
-      disagrees with ``dataset_info.json``).
+      the declared features) or ``'features_mismatch'`` (``features.json`` is
+      missing, unreadable or disagrees with the features ``dataset_info.json``
+      holds, which TFDS decodes with: the data reads right, but tools that
+      read ``features.json`` do not).
     episode: the episode's index in ``split`` where known, else None.
     split: the split the episode belongs to, where known.
     field: the step or episode field (``'observation'``), where known.
@@ -175,9 +181,30 @@ def _info_proto(dataset_dir: str) -> Any:
   return proto
 
 
+def _read_features_json(path: str, what: str) -> Any:
+  """The features ``features.json`` describes; CorruptDatasetError naming it."""
+  value = _read_json(path, what)
+  if not isinstance(value, dict) or '.' not in str(
+      value.get('pythonClassName', '')):
+    raise CorruptDatasetError(
+        path, f'does not describe TFDS features (no "pythonClassName"); it '
+        f'should hold {what}.')
+  try:
+    return tfds.features.FeatureConnector.from_json(value)
+  except Exception as e:  # pylint: disable=broad-except
+    raise CorruptDatasetError(
+        path, f'does not describe TFDS features: {_first_sentence(str(e))}; '
+        f'it should hold {what}.') from None
+
+
 def _features_problem(dataset_dir: str, proto: Any
                       ) -> Optional[CorruptDatasetError]:
-  """What keeps TFDS from restoring the features, naming the file; or None."""
+  """What keeps TFDS from restoring the features, naming the file; or None.
+
+  TFDS takes the features from ``dataset_info.json`` when it holds them (and
+  then does not read ``features.json``), else from ``features.json``: only
+  the file TFDS reads is checked here (`features_mismatch` checks the other).
+  """
   info_path = os.path.join(dataset_dir, INFO_FILE)
   if proto.HasField('features'):
     try:
@@ -188,25 +215,14 @@ def _features_problem(dataset_dir: str, proto: Any
           f'{_first_sentence(str(e))}')
     return None
   path = os.path.join(dataset_dir, FEATURES_FILE)
-  what = 'the features of the dataset'
   try:
     if not tf.io.gfile.exists(path):
       return CorruptDatasetError(
           path, f'is missing, and {INFO_FILE} does not describe the features '
           'either: the dataset cannot be decoded.')
-    value = _read_json(path, what)
+    _read_features_json(path, 'the features of the dataset')
   except CorruptDatasetError as e:
     return e
-  if not isinstance(value, dict) or '.' not in str(
-      value.get('pythonClassName', '')):
-    return CorruptDatasetError(
-        path, f'does not describe TFDS features (no "pythonClassName"); it '
-        f'should hold {what}.')
-  try:
-    tfds.features.FeatureConnector.from_json(value)
-  except Exception as e:  # pylint: disable=broad-except
-    return CorruptDatasetError(
-        path, f'does not describe TFDS features: {_first_sentence(str(e))}')
   return None
 
 
@@ -248,8 +264,9 @@ def open_builder(dataset_dir: PathLike) -> tfds.core.DatasetBuilder:
     The TFDS builder.
 
   Raises:
-    CorruptDatasetError: naming ``dataset_info.json`` or ``features.json`` if
-      TFDS cannot open the dataset from them.
+    CorruptDatasetError: naming ``dataset_info.json``, or ``features.json``
+      when TFDS takes the features from it (`features_file`), if TFDS cannot
+      open the dataset from them.
 
   Example:
     >>> import tempfile
@@ -288,52 +305,78 @@ def check_has_splits(builder: tfds.core.DatasetBuilder) -> None:
 
 
 def features_mismatch(dataset_dir: PathLike) -> Optional[CorruptDatasetError]:
-  """Whether ``features.json`` disagrees with the features of ``dataset_info.json``.
+  """What is wrong with ``features.json`` beside features in ``dataset_info.json``.
 
-  TFDS decodes with the features of ``dataset_info.json`` when it holds them
-  (and with ``features.json`` otherwise), so a disagreement means one of the
-  two was edited or damaged.
+  TFDS then decodes with the features of ``dataset_info.json`` and does not
+  read ``features.json`` (every dataset rlds_lite writes is such a dataset),
+  so a damaged ``features.json`` is no reason for a reader to fail. It is
+  still a problem: it is the copy of the features other tools read (TFDS's
+  lookup of a prepared dataset by name, ``tfds.builder(name, data_dir=...)``,
+  wants the file to exist; tools that predate features inside
+  ``dataset_info.json`` decode with it).
 
   Args:
     dataset_dir: the prepared dataset directory.
 
   Returns:
-    A `CorruptDatasetError` naming ``features.json`` and the first field that
-    differs, or None (also when either description is absent).
+    A `CorruptDatasetError` of kind ``'features_mismatch'`` naming
+    ``features.json``: missing, unreadable, not features, or disagreeing
+    (the first field that differs). None if it agrees, or if
+    ``dataset_info.json`` does not hold (readable) features: then
+    ``features.json`` is what TFDS decodes with, and its damage is an error
+    of every reader (`metadata_problem`).
 
   Example:
     >>> import tempfile
-    >>> features_mismatch(tempfile.mkdtemp()) is None
+    >>> from rlds_lite import synthetic, tfds as rlds_tfds
+    >>> path = rlds_tfds.write_dataset(
+    ...     synthetic.episodes(2, seed=0), tempfile.mkdtemp(), 'toy')
+    >>> features_mismatch(path) is None
     True
+    >>> os.remove(os.path.join(path, FEATURES_FILE))
+    >>> features_mismatch(path)  # doctest: +ELLIPSIS
+    CorruptDatasetError('.../features.json: is missing; TFDS decodes with the features in dataset_info.json, but tools that look for features.json (tfds.builder or tfds.load by name) do not find the dataset.')
   """
   dataset_dir = os.fspath(dataset_dir)
   path = os.path.join(dataset_dir, FEATURES_FILE)
   try:
     proto = _info_proto(dataset_dir)
-  except CorruptDatasetError:
-    return None
-  if not proto.HasField('features') or not tf.io.gfile.exists(path):
-    return None
-  try:
+    if not proto.HasField('features'):
+      return None
     declared = tfds.features.FeatureConnector.from_proto(proto.features)
-    stored = tfds.features.FeatureConnector.from_json(
-        _read_json(path, 'the features of the dataset'))
   except Exception:  # pylint: disable=broad-except
     return None  # Reported by `metadata_problem`.
+
+  def problem(detail: str, field: Optional[str] = None) -> CorruptDatasetError:
+    return CorruptDatasetError(path, detail, field=field,
+                               kind=FEATURES_MISMATCH)
+
+  if not tf.io.gfile.exists(path):
+    return problem(
+        f'is missing; TFDS decodes with the features in {INFO_FILE}, but tools '
+        f'that look for {FEATURES_FILE} (tfds.builder or tfds.load by name) do '
+        'not find the dataset.')
+  try:
+    stored = _read_features_json(
+        path, f'a copy of the features in {INFO_FILE} (which TFDS decodes '
+        'with), for tools that read it')
+  except CorruptDatasetError as e:
+    return problem(e.detail)
   if declared.to_json() == stored.to_json():
     return None
-  ours = _tensor_infos(stored)
-  theirs = _tensor_infos(declared)
+  try:
+    ours, theirs = _tensor_infos(stored), _tensor_infos(declared)
+  except Exception:  # pylint: disable=broad-except
+    ours = theirs = {}
   for name in sorted(set(ours) | set(theirs)):
     if ours.get(name) != theirs.get(name):
-      return CorruptDatasetError(
-          path, f'disagrees with the features in {INFO_FILE}, which TFDS '
-          f'decodes with: {_info_text(ours.get(name))} here, '
-          f'{_info_text(theirs.get(name))} there.', field=name,
-          kind=FEATURES_MISMATCH)
-  return CorruptDatasetError(
-      path, f'disagrees with the features in {INFO_FILE} (which TFDS decodes '
-      'with) in an encoding or other detail.', kind=FEATURES_MISMATCH)
+      return problem(
+          f'disagrees with the features in {INFO_FILE}, which TFDS decodes '
+          f'with: {_info_text(ours.get(name))} here, '
+          f'{_info_text(theirs.get(name))} there.', field=name or None)
+  return problem(
+      f'disagrees with the features in {INFO_FILE} (which TFDS decodes with) '
+      'in an encoding or other detail.')
 
 
 def _tensor_infos(features: Any) -> Dict[str, Any]:
@@ -345,8 +388,7 @@ def _tensor_infos(features: Any) -> Dict[str, Any]:
       for key, item in value.items():
         walk(item, f'{prefix}/{key}' if prefix else key)
     else:
-      flat[prefix] = (tuple(value.shape), str(value.dtype.name)
-                      if hasattr(value.dtype, 'name') else str(value.dtype))
+      flat[prefix] = (tuple(value.shape), value.tf_dtype.name)
 
   walk(features.get_tensor_info(), '')
   return flat

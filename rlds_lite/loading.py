@@ -105,12 +105,42 @@ def _prepared_dirs(name: str, data_dir: Optional[PathLike]) -> List[str]:
     return []
 
 
+def _without_features_json(name: str, data_dir: Optional[PathLike]
+                           ) -> Optional[str]:
+  """The prepared directory of ``name`` that TFDS's lookup skipped, if any.
+
+  TFDS finds a prepared dataset by name only if its ``features.json``
+  exists, even when ``dataset_info.json`` holds the features (and TFDS then
+  never reads ``features.json``). This finds such a directory: the highest
+  version (or the one ``name`` asks for) of a dataset without configs, or
+  of the config ``name`` asks for; None if there is none, or several
+  configs to choose from.
+  """
+  version = name.split(':', 1)[1] if ':' in name else None
+  found = [d for d in _prepared_dirs(name, data_dir)
+           if not tf.io.gfile.exists(
+               os.path.join(d, dataset_files.FEATURES_FILE))
+           and tfds.core.Version.is_valid(os.path.basename(d))
+           and version in (None, os.path.basename(d))]
+  if len({os.path.dirname(d) for d in found}) != 1:
+    return None
+  return max(found, key=lambda d: tfds.core.Version(os.path.basename(d)))
+
+
 def _builder_from_name(name: str,
                        data_dir: Optional[PathLike]) -> tfds.core.DatasetBuilder:
-  """The TFDS builder registered (or prepared in ``data_dir``) under ``name``."""
+  """The TFDS builder registered (or prepared in ``data_dir``) under ``name``.
+
+  A prepared dataset whose ``features.json`` is missing, which TFDS's
+  lookup by name does not find, is opened from its directory: its features
+  are in ``dataset_info.json`` (else the error names ``features.json``).
+  """
   try:
     return tfds.builder(name, data_dir=data_dir)
   except tfds.core.registered.DatasetNotFoundError as e:
+    prepared = _without_features_json(name, data_dir)
+    if prepared is not None:
+      return dataset_files.open_builder(prepared)
     where = f' in data_dir {os.fspath(data_dir)!r}' if data_dir else ''
     raise ValueError(
         f'load: no TFDS dataset named {name!r} is registered or prepared'
@@ -231,8 +261,8 @@ def _needs_decoding(encoded: Any, decoded: Any) -> bool:
 def check_step_lengths(steps: Any, label: str) -> Any:
   """Dense ``steps`` after asserting (in-graph) one entry per step in every field.
 
-  Each step field is stored as its own list, so a damaged record or a
-  ``features.json`` whose shape was edited (``(3,)`` to ``()``) would
+  Each step field is stored as its own list, so a damaged record or
+  declared features whose shape was edited (``(3,)`` to ``()``) would
   otherwise parse into fields of different lengths (15 observation values
   for 5 steps): this raises ``tf.errors.InvalidArgumentError`` instead,
   naming the field and the dataset ``label``.
@@ -314,9 +344,10 @@ def decode_dense_steps(episodes: tf.data.Dataset,
 def as_dataset(builder: tfds.core.DatasetBuilder, **kwargs) -> tf.data.Dataset:
   """``builder.as_dataset(**kwargs)``; features TFDS cannot parse name their file.
 
-  A ``features.json`` edited into a spec TFDS cannot parse (two unknown
-  dimensions of an unencoded tensor) raises a `CorruptDatasetError` naming
-  it, instead of TFDS's ``NotImplementedError``.
+  Features edited into a spec TFDS cannot parse (two unknown dimensions of
+  an unencoded tensor) raise a `CorruptDatasetError` naming the file TFDS
+  took them from (``dataset_info.json``, or ``features.json`` when the
+  former holds no features), instead of TFDS's ``NotImplementedError``.
 
   Example:
     >>> import tempfile
@@ -449,7 +480,9 @@ def load(name_or_dir: PathLike,
       Dataset feature), a split name is unknown or the dataset is stored as
       array_record (read it with ``tfds.data_source``).
     CorruptDatasetError: (a ValueError) naming the file, if
-      ``dataset_info.json`` or ``features.json`` is damaged, or a shard file
+      ``dataset_info.json`` is damaged, or ``features.json`` when TFDS
+      takes the features from it (a ``dataset_info.json`` without features:
+      datasets not written by rlds_lite), or a shard file
       of the split is missing, empty or truncated (checked when the dataset
       is opened, from one directory listing; see
       ``rlds_lite.dataset_files.check_open``). Damage inside a shard (a

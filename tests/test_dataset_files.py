@@ -151,34 +151,128 @@ def test_named_read_errors_passes_other_exceptions(dataset):
       raise KeyError('not ours')
 
 
+def _make_legacy(path):
+  """Features only in features.json (TFDS's own layout): TFDS reads it."""
+  file = os.path.join(path, 'dataset_info.json')
+  info = json.load(open(file))
+  del info['features']
+  json.dump(info, open(file, 'w'))
+
+
+def _info_features(features):
+  def edit(path):
+    file = os.path.join(path, 'dataset_info.json')
+    info = json.load(open(file))
+    info['features'] = features
+    json.dump(info, open(file, 'w'))
+  return edit
+
+
+def _write(file, content):
+  def edit(path):
+    with open(os.path.join(path, file), 'wb') as f:
+      f.write(content)
+  return edit
+
+
+# name -> (the file named, damage, message, legacy dataset?)
 METADATA_CASES = {
-    'info_binary': ('dataset_info.json', b'\xff\xfe\x00',
-                    'is not text (not UTF-8)'),
-    'info_null': ('dataset_info.json', b'null',
-                  'holds a JSON null, not an object'),
-    'info_without_splits': ('dataset_info.json', b'{"version": "1.0.0"}',
-                            'lists no splits'),
+    'info_binary': ('dataset_info.json', _write('dataset_info.json',
+                                                b'\xff\xfe\x00'),
+                    'is not text (not UTF-8)', False),
+    'info_null': ('dataset_info.json', _write('dataset_info.json', b'null'),
+                  'holds a JSON null, not an object', False),
+    'info_without_splits': ('dataset_info.json', _write(
+        'dataset_info.json', b'{"version": "1.0.0"}'), 'lists no splits',
+                            False),
     'info_file_format': (
+        'dataset_info.json', _write(
+            'dataset_info.json',
+            b'{"name": "toy", "version": "1.0.0", "fileFormat": "csv"}'),
+        "names an unknown file format 'csv'.", False),
+    'info_features_unknown_class': (
         'dataset_info.json',
-        b'{"name": "toy", "version": "1.0.0", "fileFormat": "csv"}',
-        "names an unknown file format 'csv'."),
-    'features_list': ('features.json', b'[]',
-                      'does not describe TFDS features (no "pythonClassName")'),
-    'features_unknown_class': (
-        'features.json', b'{"pythonClassName": "x.Y", "tensor": {}}',
-        'does not describe TFDS features'),
+        _info_features({'pythonClassName': 'x.Y', 'tensor': {}}),
+        'its "features" do not describe TFDS features', False),
+    'legacy_features_list': (
+        'features.json', _write('features.json', b'[]'),
+        'does not describe TFDS features (no "pythonClassName")', True),
+    'legacy_features_unknown_class': (
+        'features.json',
+        _write('features.json', b'{"pythonClassName": "x.Y", "tensor": {}}'),
+        'does not describe TFDS features', True),
 }
 
 
 @pytest.mark.parametrize('name', sorted(METADATA_CASES))
 def test_metadata_problems_name_the_file(name, dataset):
-  file, content, message = METADATA_CASES[name]
-  with open(os.path.join(dataset, file), 'wb') as f:
-    f.write(content)
+  file, damage, message, legacy = METADATA_CASES[name]
+  if legacy:
+    _make_legacy(dataset)
+  damage(dataset)
   with pytest.raises(dataset_files.CorruptDatasetError) as error:
     rlds_lite.load(dataset)
   assert str(error.value).startswith(f'{os.path.join(dataset, file)}: ')
   assert message in str(error.value)
+
+
+# What features.json holds -> (features_mismatch's message when TFDS reads
+# dataset_info.json's features instead, whether TFDS cannot open the dataset
+# from it when dataset_info.json holds no features).
+UNREAD_FEATURES_JSON = {
+    'missing': (None, 'is missing; TFDS decodes with the features in '
+                'dataset_info.json', True),
+    'a_list': (b'[]', 'does not describe TFDS features (no "pythonClassName"); '
+               'it should hold a copy of the features in dataset_info.json',
+               True),
+    'unknown_class': (b'{"pythonClassName": "x.Y", "tensor": {}}',
+                      'does not describe TFDS features: ', True),
+    'other_features': (b'{"pythonClassName": "tensorflow_datasets.core.'
+                       b'features.tensor_feature.Tensor", "tensor": {"shape": '
+                       b'{}, "dtype": "int32", "encoding": "none"}}',
+                       'disagrees with the features in dataset_info.json, '
+                       'which TFDS decodes with: int32 of shape () here, '
+                       'absent there.', False),
+    'other_encoding': (
+        lambda f: f['featuresDict']['features']['steps']['sequence'][
+            'feature']['featuresDict']['features']['reward']['tensor'].update(
+                encoding='zlib'),
+        'disagrees with the features in dataset_info.json (which TFDS decodes '
+        'with) in an encoding or other detail.', False),
+}
+
+
+@pytest.mark.parametrize('name', sorted(UNREAD_FEATURES_JSON))
+def test_features_json_is_checked_where_tfds_reads_it(name, dataset):
+  """Features in dataset_info.json: features.json is no reader's business.
+
+  Opening does not look at it (TFDS does not read it), `features_mismatch`
+  reports it; in a legacy dataset TFDS reads it, and the error names it.
+  """
+  content, message, open_error = UNREAD_FEATURES_JSON[name]
+  path = os.path.join(dataset, 'features.json')
+  if content is None:
+    os.remove(path)
+  elif callable(content):  # An edit of the intact features.
+    features = json.load(open(path))
+    content(features)
+    json.dump(features, open(path, 'w'))
+  else:
+    open(path, 'wb').write(content)
+  assert dataset_files.metadata_problem(dataset) is None
+  assert dataset_files.features_file(dataset) == os.path.join(
+      dataset, 'dataset_info.json')
+  assert len(list(rlds_lite.load(dataset))) == 5
+  problem = dataset_files.features_mismatch(dataset)
+  assert (problem.path, problem.kind, problem.episode) == (
+      path, 'features_mismatch', None)
+  assert message in problem.detail
+  _make_legacy(dataset)
+  assert dataset_files.features_file(dataset) == path
+  assert dataset_files.features_mismatch(dataset) is None
+  problem = dataset_files.metadata_problem(dataset)
+  assert (problem.path if open_error else problem) == (
+      path if open_error else None)
 
 
 def test_check_open_is_cheap_per_shard(tmp_path):

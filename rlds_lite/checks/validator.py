@@ -18,14 +18,17 @@ problem. Checked:
 * dense steps: every field has one entry per step (``length_mismatch``).
 
 For a dataset directory or name, the files too (``rlds_lite.dataset_files``):
-a damaged ``dataset_info.json``/``features.json``, missing, empty, truncated
-or damaged shard files and record counts that disagree with
-``dataset_info.json`` (``corrupt_file``), data that does not decode with the
-declared features (``undecodable``: a field edited in ``features.json``)
-and a ``features.json`` that disagrees with the features in
-``dataset_info.json`` (``features_mismatch``). Each such problem names the
-file (``Problem.file``) and, where known, the episode and field; a damaged
-file stops the pass where it is read (the report is then not complete).
+a damaged ``dataset_info.json`` (or ``features.json`` where TFDS takes the
+features from it), missing, empty, truncated or damaged shard files and
+record counts that disagree with ``dataset_info.json`` (``corrupt_file``),
+data that does not decode with the declared features (``undecodable``: a
+field's shape or dtype edited), and, when ``dataset_info.json`` holds the
+features (TFDS then decodes with those), a ``features.json`` that is
+missing, unreadable or disagrees with them (``features_mismatch``: the data
+reads right, tools that read ``features.json`` do not). Each such problem
+names the file (``Problem.file``) and, where known, the episode and field; a
+damaged file stops the pass where it is read (the report is then not
+complete).
 
 And noticed (`Notice`, listed in the report without making it fail): non-zero
 ``action``/``reward``/``discount`` values on final steps, per field with the

@@ -374,20 +374,32 @@ class RLDSBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
         dataset after ``lock_timeout`` seconds.
     """
     path = os.fspath(self.data_path)
-    if not locking.is_local(path):
-      return super().download_and_prepare(*args, **kwargs)
-    info_path = os.path.join(path, 'dataset_info.json')
+    if not locking.is_local(path):  # No lock, no fsync: features embedded.
+      self._prepare_with_features_inside(path, args, kwargs)
+      return
     created = publish.missing_dirs(path)
     label = f'dataset {self.name!r} version {self.version} at {path!r}'
     with locking.DatasetLock(path, timeout=lock_timeout, label=label):
       _remove_tfds_incomplete_dirs(path)
-      fresh = not tf.io.gfile.exists(info_path)
-      super().download_and_prepare(*args, **kwargs)
-      if fresh and tf.io.gfile.exists(info_path):
-        publish.embed_features(path)
+      if self._prepare_with_features_inside(path, args, kwargs):
         publish.fsync_tree(path)
         for directory in created:
           publish.fsync_dir(os.path.dirname(directory))
+
+  def _prepare_with_features_inside(self, path: str, args: Sequence[Any],
+                                    kwargs: Mapping[str, Any]) -> bool:
+    """TFDS's ``download_and_prepare``; the features put in its info file.
+
+    Returns:
+      Whether a new dataset was prepared (an existing one is left as it is).
+    """
+    info_path = os.path.join(path, 'dataset_info.json')
+    fresh = not tf.io.gfile.exists(info_path)
+    super().download_and_prepare(*args, **kwargs)
+    if not (fresh and tf.io.gfile.exists(info_path)):
+      return False
+    publish.embed_features(path)
+    return True
 
   def _download_and_prepare(self, dl_manager, download_config) -> None:
     """Writes the splits with rlds_lite's column-wise writer (Beam: TFDS's)."""

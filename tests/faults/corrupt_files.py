@@ -1,12 +1,21 @@
 """Damaged RLDS datasets for the corrupt-file tests: a small dataset and its injuries.
 
 `write_dataset` writes 6 episodes (lengths 5..10) into 3 shards of 2 episodes
-each (``toy-train.<format>-0000{0,1,2}``). Each entry of `TFRECORD_CASES` /
-`ARRAY_RECORD_CASES` damages a copy of it in one named way and says what a
-reader must then report (`Expect`): the file named, the episode of the split
-(where it is known) and the field, when the damage shows (opening or
-reading), and what iterating ``rlds_lite.load`` raises in a user's own loop
-when the damage only shows there (TF's own error: it names no file).
+each (``toy-train.<format>-0000{0,1,2}``), as rlds_lite writes every dataset:
+``dataset_info.json`` holds the features (TFDS decodes with those and does
+not read ``features.json``, which is written too, for other tools).
+`make_legacy` turns a copy into a dataset as TFDS itself, older rlds_lite and
+upstream RLDS write them: the features only in ``features.json``.
+
+Each entry of `TFRECORD_CASES` / `LEGACY_CASES` / `ARRAY_RECORD_CASES`
+damages a copy of the dataset (legacy for `LEGACY_CASES`) in one named way
+and says what a reader must then report (`Expect`): the file named, the
+episode of the split (where it is known) and the field, when the damage
+shows (opening or reading), and what iterating ``rlds_lite.load`` raises in
+a user's own loop when the damage only shows there (TF's own error: it names
+no file). Each entry of `UNREAD_FEATURES_JSON_CASES` damages the
+``features.json`` that readers do not read: every reader reads the intact
+data, and ``validate`` reports one problem (`Expect`) naming the file.
 """
 
 import dataclasses
@@ -45,6 +54,17 @@ def write_dataset(data_dir: str, file_format: str = 'tfrecord') -> str:
           'discount': np.ones(length, np.float32),
           'is_terminal': [False] * (length - 1) + [True]}})
   return w.path
+
+
+def make_legacy(path: str) -> str:
+  """Drops the features from ``dataset_info.json``: TFDS reads features.json."""
+  file = os.path.join(path, 'dataset_info.json')
+  with open(file) as f:
+    info = json.load(f)
+  del info['features']
+  with open(file, 'w') as f:
+    json.dump(info, f)
+  return path
 
 
 def copy_dataset(path: str, target: str) -> str:
@@ -127,9 +147,23 @@ def _observation(features: dict) -> dict:
   return steps['featuresDict']['features']['observation']['tensor']
 
 
-def _shape(*dims: str) -> Callable[[str], None]:
-  return _edit_json('features.json', lambda f: _observation(f)['shape'].update(
+def _features_of(name: str) -> Callable[[dict], dict]:
+  """The features in a file's JSON: all of features.json, or a field."""
+  if name == 'features.json':
+    return lambda value: value
+  return lambda info: info['features']
+
+
+def _shape(*dims: str, name: str = 'features.json') -> Callable[[str], None]:
+  features = _features_of(name)
+  return _edit_json(name, lambda f: _observation(features(f))['shape'].update(
       dimensions=list(dims)))
+
+
+def _dtype(dtype: str, name: str = 'features.json') -> Callable[[str], None]:
+  features = _features_of(name)
+  return _edit_json(name, lambda f: _observation(features(f)).update(
+      dtype=dtype))
 
 
 def _shard_lengths(edit: Callable[[list], list]) -> Callable[[str], None]:
@@ -243,6 +277,47 @@ TFRECORD_CASES: Dict[str, tuple] = {
         _shard_lengths(lambda lengths: [2, 3, 2]),
         Expect(SHARD_1, at_open=True, episode=4,
                text='holds 2 records, but dataset_info.json says 3')),
+    'info_features_garbage': (
+        _edit_json('dataset_info.json', lambda i: i.update(features='x')),
+        Expect('dataset_info.json', at_open=True,
+               text='is not a TFDS DatasetInfo')),
+    'info_features_not_features': (
+        _edit_json('dataset_info.json', lambda i: i.update(
+            features={'pythonClassName': 'x.Y'})),
+        Expect('dataset_info.json', at_open=True,
+               text='its "features" do not describe TFDS features')),
+    'info_features_shape_edited': (
+        _shape('4', name='dataset_info.json'),
+        Expect('dataset_info.json', at_open=False, episode=0,
+               field='observation', kind='undecodable',
+               load_error='InvalidArgumentError',
+               text='does not fit the features declared here: Error while '
+                    'parsing feature with key steps/observation')),
+    'info_features_shape_made_scalar': (
+        _shape(name='dataset_info.json'),
+        Expect('dataset_info.json', at_open=False, episode=0,
+               field='observation', kind='undecodable',
+               load_error='InvalidArgumentError',
+               text='does not have one entry per step')),
+    'info_features_shape_unparseable': (
+        _shape('-1', name='dataset_info.json'),
+        Expect('dataset_info.json', at_open=True,
+               text='TFDS cannot read the dataset with the features')),
+    'info_features_dtype_edited': (
+        _dtype('int32', name='dataset_info.json'),
+        Expect('dataset_info.json', at_open=False, episode=0,
+               field='observation', kind='undecodable',
+               load_error='InvalidArgumentError',
+               text="does not fit the features declared here: Key: "
+                    "steps/observation. Data types don't match.")),
+}
+"""Damage of a tfrecord dataset -> (damage(path), Expect).
+
+The features are in ``dataset_info.json``: damage to them is named there;
+damage to ``features.json`` is in `UNREAD_FEATURES_JSON_CASES`.
+"""
+
+LEGACY_CASES: Dict[str, tuple] = {
     'features_garbage': (
         _write('features.json', 'garbage{'),
         Expect('features.json', at_open=True, text='is not valid JSON')),
@@ -274,14 +349,76 @@ TFRECORD_CASES: Dict[str, tuple] = {
         Expect('features.json', at_open=True,
                text='TFDS cannot read the dataset with the features')),
     'features_dtype_edited': (
-        _edit_json('features.json',
-                   lambda f: _observation(f).update(dtype='int32')),
+        _dtype('int32'),
         Expect('features.json', at_open=False, episode=0, field='observation',
                kind='undecodable', load_error='InvalidArgumentError',
                text="does not fit the features declared here: Key: "
                     "steps/observation. Data types don't match.")),
 }
-"""Damage of a tfrecord dataset -> (damage(path), Expect)."""
+"""Damage of a legacy dataset (features only in features.json) -> (damage, Expect).
+"""
+
+_COPY = ('it should hold a copy of the features in dataset_info.json (which '
+         'TFDS decodes with), for tools that read it')
+
+UNREAD_FEATURES_JSON_CASES: Dict[str, tuple] = {
+    'features_garbage': (
+        _write('features.json', 'garbage{'),
+        Expect('features.json', at_open=False, kind='features_mismatch',
+               text=f'is not valid JSON (Expecting value at line 1 column 1); '
+                    f'{_COPY}.')),
+    'features_truncated': (
+        _half('features.json'),
+        Expect('features.json', at_open=False, kind='features_mismatch',
+               text='is not valid JSON')),
+    'features_deleted': (
+        _delete('features.json'),
+        Expect('features.json', at_open=False, kind='features_mismatch',
+               text='is missing; TFDS decodes with the features in '
+                    'dataset_info.json, but tools that look for features.json '
+                    '(tfds.builder or tfds.load by name) do not find the '
+                    'dataset.')),
+    'features_not_features': (
+        _write('features.json', '{}'),
+        Expect('features.json', at_open=False, kind='features_mismatch',
+               text='does not describe TFDS features (no "pythonClassName"); '
+                    f'{_COPY}.')),
+    'features_shape_edited': (
+        _shape('4'),
+        Expect('features.json', at_open=False, field='steps/observation',
+               kind='features_mismatch',
+               text='disagrees with the features in dataset_info.json, which '
+                    'TFDS decodes with: float32 of shape (4,) here, float32 of '
+                    'shape (3,) there.')),
+    'features_shape_same_size': (  # Would read reshaped if TFDS read it.
+        _shape('1', '3'),
+        Expect('features.json', at_open=False, field='steps/observation',
+               kind='features_mismatch',
+               text='float32 of shape (1, 3) here, float32 of shape (3,) '
+                    'there.')),
+    'features_shape_made_scalar': (
+        _shape(),
+        Expect('features.json', at_open=False, field='steps/observation',
+               kind='features_mismatch',
+               text='float32 of shape () here, float32 of shape (3,) there.')),
+    'features_shape_unparseable': (
+        _shape('-1'),
+        Expect('features.json', at_open=False, field='steps/observation',
+               kind='features_mismatch',
+               text='float32 of shape (None,) here, float32 of shape (3,) '
+                    'there.')),
+    'features_dtype_edited': (
+        _dtype('int32'),
+        Expect('features.json', at_open=False, field='steps/observation',
+               kind='features_mismatch',
+               text='int32 of shape (3,) here, float32 of shape (3,) there.')),
+}
+"""Damage of the features.json readers do not read -> (damage, Expect).
+
+The Expect is what validate reports.
+
+The features are in ``dataset_info.json``: every reader reads the intact data.
+"""
 
 AR_SHARD_1 = f'{NAME}-train.array_record-00001'
 

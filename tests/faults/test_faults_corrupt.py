@@ -1,15 +1,21 @@
 """Corrupt files: every reader gives one clear error naming the file (and episode).
 
 Every kind of damage in `corrupt_files` (shards truncated, flipped, deleted,
-emptied; ``dataset_info.json`` and ``features.json`` garbled, cut, edited) is
+emptied; ``dataset_info.json`` garbled, cut, edited, its features too) is
 tried on every reader entry point: ``rlds_lite.load`` (opening, and a user's
 own loop), ``rlds-lite validate`` (exit 1, the problem names the file),
 ``rlds-lite inspect``, ``rlds-lite stats`` and ``rlds-lite convert --from
-rlds`` (exit 2, one line on stderr naming the file and episode). The CLI runs
-in-process (``cli.main``) but for two real runs; array_record datasets and
-the other formats ``convert`` reads follow.
+rlds`` (exit 2, one line on stderr naming the file and episode). Datasets as
+rlds_lite writes them hold the features in ``dataset_info.json``: damage to
+``features.json`` there is a ``validate`` problem while every reader reads
+the intact data; legacy datasets (features only in ``features.json``) give
+the errors naming ``features.json``. The CLI runs in-process (``cli.main``)
+but for two real runs; array_record datasets and the other formats
+``convert`` reads follow.
 """
 
+import contextlib
+import io
 import json
 import os
 
@@ -25,13 +31,27 @@ from rlds_lite import dataset_files
 from rlds_lite.convert import files as convert_files
 
 TFRECORD = corrupt_files.TFRECORD_CASES
+LEGACY = corrupt_files.LEGACY_CASES
+UNREAD = corrupt_files.UNREAD_FEATURES_JSON_CASES
 ARRAY_RECORD = corrupt_files.ARRAY_RECORD_CASES
+
+# Cases whose readers fail: (legacy dataset?, case name) by test id.
+FAILING = {**{name: (False, name) for name in TFRECORD},
+           **{f'legacy_{name}': (True, name) for name in LEGACY}}
 
 
 @pytest.fixture(scope='module')
 def corrupt_intact(tmp_path_factory):
   """The intact tfrecord dataset (copied, then damaged, by each test)."""
   return corrupt_files.write_dataset(str(tmp_path_factory.mktemp('intact')))
+
+
+@pytest.fixture(scope='module')
+def corrupt_intact_legacy(corrupt_intact, tmp_path_factory):
+  """The same dataset with its features in features.json only."""
+  target = tmp_path_factory.mktemp('intact_legacy') / corrupt_files.NAME
+  return corrupt_files.make_legacy(corrupt_files.copy_dataset(
+      corrupt_intact, str(target / '1.0.0')))
 
 
 @pytest.fixture(scope='module')
@@ -48,6 +68,16 @@ def damaged(intact: str, tmp_path, cases, name: str) -> str:
   return path
 
 
+@pytest.fixture(name='failing')
+def fixture_failing(request, corrupt_intact, corrupt_intact_legacy, tmp_path):
+  """``(path, Expect)`` of the damaged copy for the test's ``case`` id."""
+  legacy, name = FAILING[request.node.callspec.params['case']]
+  if legacy:
+    path = damaged(corrupt_intact_legacy, tmp_path, LEGACY, name)
+    return path, LEGACY[name][1]
+  return damaged(corrupt_intact, tmp_path, TFRECORD, name), TFRECORD[name][1]
+
+
 def assert_names(message: str, path: str, expect: corrupt_files.Expect):
   """One line naming the file (its full path), the episode and the text."""
   assert '\n' not in message and 'Traceback' not in message, message
@@ -59,10 +89,9 @@ def assert_names(message: str, path: str, expect: corrupt_files.Expect):
   assert expect.text in message, message
 
 
-@pytest.mark.parametrize('name', sorted(TFRECORD))
-def test_load(name, corrupt_intact, tmp_path):
-  path = damaged(corrupt_intact, tmp_path, TFRECORD, name)
-  expect = TFRECORD[name][1]
+@pytest.mark.parametrize('case', sorted(FAILING))
+def test_load(case, failing):
+  path, expect = failing
   if expect.at_open:
     for dense in (False, True):
       with pytest.raises(dataset_files.CorruptDatasetError) as error:
@@ -82,11 +111,9 @@ def test_load(name, corrupt_intact, tmp_path):
         pass
 
 
-@pytest.mark.parametrize('name', sorted(TFRECORD))
-def test_validate_reports_the_file_as_a_problem(name, corrupt_intact,
-                                                tmp_path, capsys):
-  path = damaged(corrupt_intact, tmp_path, TFRECORD, name)
-  expect = TFRECORD[name][1]
+@pytest.mark.parametrize('case', sorted(FAILING))
+def test_validate_reports_the_file_as_a_problem(case, failing, capsys):
+  path, expect = failing
   assert cli.main(['validate', path, '--json', '--no-progress']) == 1
   out, err = capsys.readouterr()
   assert err == ''
@@ -102,11 +129,10 @@ def test_validate_reports_the_file_as_a_problem(name, corrupt_intact,
 
 
 @pytest.mark.parametrize('command', ['inspect', 'stats', 'convert'])
-@pytest.mark.parametrize('name', sorted(TFRECORD))
-def test_readers_exit_2_with_one_line(name, command, corrupt_intact, tmp_path,
+@pytest.mark.parametrize('case', sorted(FAILING))
+def test_readers_exit_2_with_one_line(case, command, failing, tmp_path,
                                       capsys):
-  path = damaged(corrupt_intact, tmp_path, TFRECORD, name)
-  expect = TFRECORD[name][1]
+  path, expect = failing
   target = str(tmp_path / 'out.h5')
   args = {'inspect': ['inspect', path, '--no-progress'],
           'stats': ['stats', path, '--no-cache', '--no-progress'],
@@ -167,34 +193,129 @@ def test_intact_dataset_reads_and_validates(corrupt_intact, capsys):
   assert 'OK in 6 episodes' in capsys.readouterr().out
 
 
-def test_features_json_disagreeing_with_dataset_info_is_a_problem(
-    corrupt_intact, tmp_path):
-  """When dataset_info.json holds the features, features.json is checked too.
+def test_legacy_fixture_reads_features_json(corrupt_intact_legacy):
+  """The legacy copy is what the cases need: TFDS decodes with features.json."""
+  with open(os.path.join(corrupt_intact_legacy, 'dataset_info.json')) as f:
+    assert 'features' not in json.load(f)
+  assert dataset_files.features_file(corrupt_intact_legacy) == os.path.join(
+      corrupt_intact_legacy, 'features.json')
+  assert sum(1 for _ in rlds_lite.load(corrupt_intact_legacy, dense=True)) == 6
 
-  TFDS then decodes with dataset_info.json's features, so data stays right;
-  validate reports the disagreement (an edited shape of the same size,
-  (3,) -> (1, 3), is otherwise invisible in the data).
+
+# ---------------------------------------------------------------------------
+# features.json that readers do not read (features in dataset_info.json).
+
+
+def _cli_out(args):
+  """(exit code, stdout) of an in-process CLI run."""
+  out = io.StringIO()
+  with contextlib.redirect_stdout(out):
+    code = cli.main(args)
+  return code, out.getvalue()
+
+
+def _reader_outputs(path, target):
+  """What inspect, stats and convert give for a dataset (its path as '<d>')."""
+  inspected = _cli_out(['inspect', path, '--json', '--no-progress'])
+  computed = _cli_out(['stats', path, '--no-cache', '--json', '--no-progress'])
+  converted = _cli_out(['convert', '--from', 'rlds', '--to', 'ted', path,
+                        target, '--no-progress'])
+  episodes = list(convert_files.read_episodes('ted', target))
+  return ([(code, out.replace(path, '<d>').replace(target, '<t>'))
+           for code, out in (inspected, computed, converted)], episodes)
+
+
+@pytest.fixture(scope='module')
+def intact_reads(corrupt_intact, tmp_path_factory):
+  """The intact dataset's dense episodes, and what the CLI readers give."""
+  episodes = list(
+      rlds_lite.load(corrupt_intact, dense=True).as_numpy_iterator())
+  target = str(tmp_path_factory.mktemp('intact_reads') / 'out.h5')
+  return episodes, _reader_outputs(corrupt_intact, target)
+
+
+def _assert_same_episodes(actual, expected):
+  assert len(actual) == len(expected)
+  for got, want in zip(actual, expected):
+    tf.nest.map_structure(np.testing.assert_array_equal, got, want)
+
+
+@pytest.mark.parametrize('name', sorted(UNREAD))
+def test_unread_features_json_load_reads_the_data(name, corrupt_intact,
+                                                  intact_reads, tmp_path):
+  path = damaged(corrupt_intact, tmp_path, UNREAD, name)
+  expected, _ = intact_reads
+  _assert_same_episodes(
+      list(rlds_lite.load(path, dense=True).as_numpy_iterator()), expected)
+  # By name too (TFDS's lookup by name skips a dataset without features.json).
+  _assert_same_episodes(list(rlds_lite.load(
+      corrupt_files.NAME, data_dir=str(tmp_path),
+      dense=True).as_numpy_iterator()), expected)
+  steps = rlds_lite.load(path).element_spec['steps'].element_spec
+  assert steps['observation'] == tf.TensorSpec((3,), tf.float32)
+
+
+@pytest.mark.parametrize('name', sorted(UNREAD))
+def test_unread_features_json_is_one_validate_problem(name, corrupt_intact,
+                                                      tmp_path, capsys):
+  path = damaged(corrupt_intact, tmp_path, UNREAD, name)
+  expect = UNREAD[name][1]
+  assert cli.main(['validate', path, '--json', '--no-progress']) == 1
+  out, err = capsys.readouterr()
+  assert err == ''
+  report = json.loads(out)
+  assert (report['ok'], report['complete'], report['episodes']) == (
+      False, True, 6)
+  [problem] = report['problems']
+  assert (problem['file'], problem['episode'], problem['field'],
+          problem['kind']) == (os.path.join(path, 'features.json'), None,
+                               expect.field, 'features_mismatch')
+  assert_names(problem['message'], path, expect)
+
+
+# One case of each kind for the CLI readers (load and validate take them
+# all): the file gone, unreadable, readable but wrong. No reader opens it
+# (TFDS does not read it), so the others take the same path.
+READER_CASES = ('features_deleted', 'features_garbage',
+                'features_shape_made_scalar')
+
+
+@pytest.mark.parametrize('name', READER_CASES)
+def test_unread_features_json_readers_read_the_data(name, corrupt_intact,
+                                                    intact_reads, tmp_path):
+  path = damaged(corrupt_intact, tmp_path, UNREAD, name)
+  _, (intact_outputs, intact_converted) = intact_reads
+  outputs, converted = _reader_outputs(path, str(tmp_path / 'out.h5'))
+  assert [code for code, _ in outputs] == [0, 0, 0]
+  assert outputs == intact_outputs
+  _assert_same_episodes(converted, intact_converted)
+
+
+def test_same_size_edit_of_the_features_read_is_seen_only_by_comparison(
+    corrupt_intact, corrupt_intact_legacy, tmp_path):
+  """A limit (docs/guarantees.md): a shape edit that keeps the value count.
+
+  (3,) -> (1, 3) in the features TFDS decodes with reads reshaped. With the
+  features in dataset_info.json, validate sees features.json disagree (and
+  names it, though the edit was in dataset_info.json); in a legacy dataset
+  nothing on disk says otherwise.
   """
-  path = corrupt_files.copy_dataset(corrupt_intact,
-                                    str(tmp_path / 'toy' / '1.0.0'))
-  from google.protobuf import json_format  # pylint: disable=g-import-not-at-top
-  info_file = os.path.join(path, 'dataset_info.json')
-  info = json.load(open(info_file))
-  info['features'] = json_format.MessageToDict(
-      tfds.builder_from_directory(path).info.features.to_proto())
-  json.dump(info, open(info_file, 'w'))
-  TFRECORD_SHAPE = corrupt_files._shape('1', '3')  # pylint: disable=protected-access
-  TFRECORD_SHAPE(path)
-  shapes = [e['steps']['observation'].shape[1:]
-            for e in rlds_lite.load(path, dense=True)]
-  assert shapes == [(3,)] * 6
+  path = corrupt_files.copy_dataset(corrupt_intact, str(tmp_path / 'a'))
+  reshape = corrupt_files._shape  # pylint: disable=protected-access
+  reshape('1', '3', name='dataset_info.json')(path)
+  legacy = corrupt_files.copy_dataset(corrupt_intact_legacy,
+                                      str(tmp_path / 'b'))
+  reshape('1', '3')(legacy)
+  for edited in (path, legacy):
+    shapes = {e['steps']['observation'].shape[1:]
+              for e in rlds_lite.load(edited, dense=True)}
+    assert shapes == {(1, 3)}
   report = rlds_lite.validate(path)
-  assert [(p.kind, p.field, p.file) for p in report.problems] == [
-      ('features_mismatch', 'steps/observation',
-       os.path.join(path, 'features.json'))]
+  assert [(p.kind, p.file) for p in report.problems] == [
+      ('features_mismatch', os.path.join(path, 'features.json'))]
   assert report.problems[0].message.endswith(
-      'disagrees with the features in dataset_info.json, which TFDS decodes '
-      'with: float32 of shape (1, 3) here, float32 of shape (3,) there.')
+      'float32 of shape (3,) here, float32 of shape (1, 3) there.')
+  assert rlds_lite.validate(legacy).ok
 
 
 # ---------------------------------------------------------------------------
@@ -285,10 +406,12 @@ def _garble(path):
     open(file, 'wb').write(b'garbage' * 100)
 
 
+_NOT_NPZ = ('is not a .npz file (a zip archive of .npy arrays, as numpy.savez '
+            'writes)')  # No zip end record: cut short, or not a zip at all.
+
 SOURCES = {  # format -> (file name, damage, the message)
-    'il truncated': ('il', 'x.npz', _cut,
-                     'is not a readable .npz file: File is not a zip file'),
-    'alf garbage': ('alf', 'x.npz', _garble, 'is not a readable .npz file'),
+    'il truncated': ('il', 'x.npz', _cut, _NOT_NPZ),
+    'alf garbage': ('alf', 'x.npz', _garble, _NOT_NPZ),
     'ted truncated': ('ted', 'x.h5', _cut,
                       'is not a readable HDF5 file: Unable to synchronously '
                       'open file (truncated file'),
