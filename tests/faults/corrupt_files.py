@@ -47,11 +47,13 @@ def write_dataset(data_dir: str, file_format: str = 'tfrecord') -> str:
                                max_episodes_per_file=EPISODES_PER_SHARD) as w:
     for index in range(NUM_EPISODES):
       length = 5 + index
-      w.add_episode({'steps': {
+      valid = np.arange(length) < length - 1  # RLDS: the last step's
+      w.add_episode({'steps': {              # action/reward/discount are 0.
           'observation': rng.normal(size=(length, 3)).astype(np.float32),
-          'action': rng.normal(size=(length, 2)).astype(np.float32),
-          'reward': np.ones(length, np.float32),
-          'discount': np.ones(length, np.float32),
+          'action': (rng.normal(size=(length, 2)) *
+                     valid[:, None]).astype(np.float32),
+          'reward': valid.astype(np.float32),
+          'discount': valid.astype(np.float32),
           'is_terminal': [False] * (length - 1) + [True]}})
   return w.path
 
