@@ -31,10 +31,10 @@ from rlds_lite.dense.indexing import episode_length
 from rlds_lite.dense.indexing import gather_steps
 from rlds_lite.dense.last_step import LastStep
 from rlds_lite.dense.last_step import num_valid_actions
-from rlds_lite.dense.robot_samples import GOAL_INDEX
-from rlds_lite.dense.robot_samples import robot_sample_indices
-from rlds_lite.dense.robot_samples import robot_samples
-from rlds_lite.dense.robot_samples import SampleIndices
+from rlds_lite.dense.robot import GOAL_INDEX
+from rlds_lite.dense.robot import robot_sample_indices
+from rlds_lite.dense.robot import robot_samples
+from rlds_lite.dense.robot import SampleIndices
 from rlds_lite.dense.subsample import subsample
 from rlds_lite.dense.transitions import NEXT_OBSERVATION
 from rlds_lite.dense.transitions import transitions
