@@ -16,9 +16,10 @@ Two placements (``decode=``):
 
 ``'auto'`` picks for ``memory_budget`` (default ``DEFAULT_MEMORY_BUDGET``):
 with ``pool_episodes`` (default ``min(batch_size, MAX_POOL_EPISODES,
-episodes)``) episodes mixed in every batch, the largest segments that fit
-(whole episodes, then 64, 32, ... ``MIN_SEGMENT_STEPS`` samples), else
-``'after_sampling'``. ``plan_robot_samples`` returns the choice as a
+episodes)``, or 3/4 of it to keep segments of at least 8 samples) episodes
+mixed in every batch, the largest segments that fit (whole episodes, then
+64, 32, ... ``MIN_SEGMENT_STEPS`` samples), else ``'after_sampling'``
+(see ``pick``). ``plan_robot_samples`` returns the choice as a
 ``DecodePlan`` whose ``repr`` shows it with its memory estimate
 (``RobotMemory``), and ``robot_samples_dataset`` logs it.
 
@@ -51,6 +52,11 @@ MAX_POOL_EPISODES = 64
 """Default episodes mixed per batch (at most ``batch_size``)."""
 MIN_SEGMENT_STEPS = 2
 """``'auto'`` never decodes segments of fewer samples per episode."""
+GOOD_SEGMENT_STEPS = 8
+"""Segments this large decode at most ``1 / 8`` extra frames (history 2):
+``'auto'`` shrinks the pool (to ``MIN_POOL_FRACTION``) before going below."""
+MIN_POOL_FRACTION = 0.75
+"""``'auto'`` keeps at least this fraction of ``pool_episodes``' default."""
 SEGMENT_CHOICES = (64, 32, 16, 8, 4, 2)
 """Segment sizes ``'auto'`` tries after whole episodes, largest first."""
 POOL_COPIES = 3
@@ -203,9 +209,12 @@ def pick(budget: Optional[int], sizes: Sizes, *, batch_size: int,
 
   Rule: ``pool_episodes`` defaults to ``min(batch_size, MAX_POOL_EPISODES,
   episodes)``. ``'per_episode'`` is tried with whole episodes, then
-  segments of ``SEGMENT_CHOICES`` samples (down to ``MIN_SEGMENT_STEPS``),
-  the largest that fits; then ``'after_sampling'``. A given ``decode`` or
-  ``segment_steps`` is kept (the estimate is then only reported).
+  segments of ``SEGMENT_CHOICES`` samples, the largest that fits: down to
+  ``GOOD_SEGMENT_STEPS`` with the default pool or one of
+  ``MIN_POOL_FRACTION`` of it (unless ``pool_episodes`` is given), below
+  that (down to ``MIN_SEGMENT_STEPS``) with the default pool; then
+  ``'after_sampling'``. A given ``decode`` or ``segment_steps`` is kept
+  (the estimate is then only reported).
 
   Raises:
     ValueError: if nothing fits, naming the numbers.
@@ -218,19 +227,21 @@ def pick(budget: Optional[int], sizes: Sizes, *, batch_size: int,
     ...               goal=None)
     >>> pick(1 << 30, sizes, **kwargs)[:4]
     ('per_episode', 16, 48, 48)
-    >>> pick(500 << 20, sizes, **kwargs)[:4]
-    ('per_episode', 4, 48, 48)
+    >>> pick(500 << 20, sizes, **kwargs)[:4]   # a smaller pool, 8-sample segments
+    ('per_episode', 8, 36, 36)
   """
   default_pool = max(1, min(batch_size, MAX_POOL_EPISODES, sizes.num_episodes))
   pool = pool_episodes or default_pool
   common = dict(batch_size=batch_size, prefetch=prefetch, history=history,
                 history_stride=history_stride, goal=goal)
 
-  def plan(mode: str, segments: Optional[int]) -> DecodePlan:
+  def plan(mode: str, segments: Optional[int],
+           pool_size: Optional[int] = None) -> DecodePlan:
+    pool_size = pool_size or pool
     segmented = mode == 'per_episode' and segments is not None
-    open_episodes = pool if segmented else 1
-    return DecodePlan(mode, segments, pool, open_episodes,
-                      estimate(mode, segments, pool, open_episodes, sizes,
+    open_episodes = pool_size if segmented else 1
+    return DecodePlan(mode, segments, pool_size, open_episodes,
+                      estimate(mode, segments, pool_size, open_episodes, sizes,
                                **common))
 
   if decode != 'auto' or segment_steps is not None:
@@ -238,14 +249,21 @@ def pick(budget: Optional[int], sizes: Sizes, *, batch_size: int,
     return plan(mode, segment_steps if mode == 'per_episode' else None)
   if budget is None:
     budget = DEFAULT_MEMORY_BUDGET
-  tried = []
-  candidates = [None] + [s for s in SEGMENT_CHOICES
-                         if MIN_SEGMENT_STEPS <= s < sizes.mean_episode_steps]
-  for segments in candidates:
-    candidate = plan('per_episode', segments)
-    tried.append(candidate)
-    if candidate.memory.total <= budget:
-      return candidate
+  pools_tried = [pool]
+  if pool_episodes is None:
+    smaller = max(1, math.ceil(MIN_POOL_FRACTION * pool))
+    if smaller < pool:
+      pools_tried.append(smaller)
+  segment_sizes = [None] + [s for s in SEGMENT_CHOICES
+                            if s < sizes.mean_episode_steps]
+  for segments in segment_sizes:
+    for candidate_pool in (pools_tried if segments is None or
+                           segments >= GOOD_SEGMENT_STEPS else [pool]):
+      if segments is not None and segments < MIN_SEGMENT_STEPS:
+        continue
+      candidate = plan('per_episode', segments, candidate_pool)
+      if candidate.memory.total <= budget:
+        return candidate
   candidate = plan('after_sampling', None)
   if candidate.memory.total <= budget:
     return candidate

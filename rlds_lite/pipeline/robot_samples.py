@@ -343,7 +343,7 @@ def plan_robot_samples(source: Any,
                        segment_steps: Optional[int] = None,
                        pool_episodes: Optional[int] = None,
                        memory_budget: Union[int, str, None] = None,
-                       prefetch: int = 2,
+                       prefetch: int = 1,
                        data_dir: Optional[PathLike] = None,
                        num_steps: Optional[int] = None
                        ) -> robot_memory.DecodePlan:
@@ -363,7 +363,7 @@ def plan_robot_samples(source: Any,
     DecodePlan(decode='per_episode', whole episodes, 4 episodes pooled, 1 open; RobotMemory(total=...
     >>> plan_robot_samples(path, batch_size=8, history=2,
     ...                    memory_budget='30MB')[:2]   # decode, segment_steps
-    ('per_episode', 2)
+    ('per_episode', 4)
   """
   op = 'plan_robot_samples'
   return _plan(source, split, batch_size, history, action_chunk,
@@ -454,7 +454,7 @@ def robot_samples_dataset(
     data_dir: Optional[PathLike] = None,
     num_steps: Optional[int] = None,
     drop_last_batch: bool = False,
-    prefetch: int = 2,
+    prefetch: int = 1,
     num_parallel_calls: Optional[int] = tf.data.AUTOTUNE) -> tf.data.Dataset:
   """Shuffled batches of observation histories and action chunks, frames decoded.
 
@@ -512,7 +512,8 @@ def robot_samples_dataset(
     data_dir: where TFDS finds a named dataset.
     num_steps: the split's step count, if known (for the estimate).
     drop_last_batch: drop a last batch smaller than ``batch_size``.
-    prefetch: batches prefetched.
+    prefetch: batches prefetched (a batch of frames is large: one lets the
+      pipeline run beside the training step).
     num_parallel_calls: parallelism of decoding and gathering.
 
   Returns:
@@ -608,7 +609,8 @@ def _after_sampling(episodes, seeds, layout, plan, batch_size, shuffle, seed,
   @_graph_fn
   def planned(episode: Dict[str, Any], episode_seed: tf.Tensor
               ) -> Dict[str, Any]:
-    columns, frame_steps, values = layout.plan(episode, episode_seed)
+    columns, frame_steps, values = layout.plan(
+        episode, tf.reshape(episode_seed, [2]))
     return {_STEPS: columns, _INDEX: frame_steps, _VALUES: values}
 
   plans = tf.data.Dataset.zip(episodes, seeds).map(

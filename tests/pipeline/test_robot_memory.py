@@ -30,19 +30,24 @@ def test_estimate_formula():
   assert goals.pools == 3 * 48 * (17 + 16) * 250_000
 
 
-# budget -> (decode, segment_steps): the largest segments that fit.
+# budget -> (decode, segment_steps, pool): the largest segments that fit,
+# with the default pool (48) or 3/4 of it down to 8-sample segments, then
+# smaller segments with the default pool.
 @pytest.mark.parametrize('budget,expected', [
-    (10**11, ('per_episode', None)),
-    (3 * 10**9, ('per_episode', 64)),
-    (10**9, ('per_episode', 16)),
-    (5 * 10**8, ('per_episode', 4)),
-    (4 * 10**8, ('per_episode', 2)),
-], ids=['whole', 'segments_64', 'segments_16', 'segments_4', 'segments_2'])
+    (10**11, ('per_episode', None, 48)),
+    (3 * 10**9, ('per_episode', 64, 48)),
+    (10**9, ('per_episode', 16, 48)),
+    (8 * 10**8, ('per_episode', 16, 36)),
+    (5 * 10**8, ('per_episode', 8, 36)),
+    (4.6 * 10**8, ('per_episode', 4, 48)),
+    (3.9 * 10**8, ('per_episode', 2, 48)),
+], ids=['whole', 'segments_64', 'segments_16', 'segments_16_smaller_pool',
+        'segments_8_smaller_pool', 'segments_4', 'segments_2'])
 def test_pick_table(budget, expected):
   plan = rm.pick(budget, SIZES, **KWARGS)
-  assert (plan.decode, plan.segment_steps) == expected
+  assert (plan.decode, plan.segment_steps, plan.pool_episodes) == expected
   assert plan.memory.total <= budget
-  assert plan.pool_episodes == 48
+  assert plan.open_episodes == (1 if expected[1] is None else expected[2])
 
 
 def test_pick_falls_back_to_after_sampling_then_errors():
