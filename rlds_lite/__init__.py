@@ -13,6 +13,7 @@ from rlds_lite import metadata
 from rlds_lite import rlds_types
 from rlds_lite import transformations
 from rlds_lite import dense
+from rlds_lite import images
 from rlds_lite import pipeline
 from rlds_lite import synthetic
 from rlds_lite import stats

@@ -21,6 +21,10 @@ def test_estimate_formula():
   assert memory.pools == 3 * 48 * 17 * 250_000
   assert memory.open_episodes == 48 * 3_000_000
   assert memory.batches == (2 + 2) * 64 * 500_000
+  assert memory.runtime == int(0.25 * (memory.pools + memory.open_episodes +
+                                        memory.batches))
+  assert memory.total == (memory.pools + memory.open_episodes + memory.batches +
+                          memory.runtime)
   whole = rm.estimate('per_episode', None, 48, 1, SIZES, **KWARGS)
   assert whole.pools == 3 * 48 * 120 * 250_000
   after = rm.estimate('after_sampling', None, 48, 1, SIZES, **KWARGS)
@@ -35,25 +39,27 @@ def test_estimate_formula():
 # smaller segments with the default pool.
 @pytest.mark.parametrize('budget,expected', [
     (10**11, ('per_episode', None, 48)),
-    (3 * 10**9, ('per_episode', 64, 48)),
-    (10**9, ('per_episode', 16, 48)),
-    (8 * 10**8, ('per_episode', 16, 36)),
-    (5 * 10**8, ('per_episode', 8, 36)),
-    (4.6 * 10**8, ('per_episode', 4, 48)),
-    (3.9 * 10**8, ('per_episode', 2, 48)),
+    (3.5 * 10**9, ('per_episode', 64, 48)),
+    (1.15 * 10**9, ('per_episode', 16, 48)),
+    (10**9, ('per_episode', 16, 36)),
+    (8 * 10**8, ('per_episode', 8, 48)),
+    (7 * 10**8, ('per_episode', 8, 36)),
+    (6 * 10**8, ('per_episode', 4, 48)),
+    (5 * 10**8, ('per_episode', 2, 48)),
 ], ids=['whole', 'segments_64', 'segments_16', 'segments_16_smaller_pool',
-        'segments_8_smaller_pool', 'segments_4', 'segments_2'])
+        'segments_8', 'segments_8_smaller_pool', 'segments_4', 'segments_2'])
 def test_pick_table(budget, expected):
   plan = rm.pick(budget, SIZES, **KWARGS)
   assert (plan.decode, plan.segment_steps, plan.pool_episodes) == expected
   assert plan.memory.total <= budget
-  assert plan.open_episodes == (1 if expected[1] is None else expected[2])
+  open_episodes = min(48, -(-5 * expected[2] // 4))   # 1.25 x the pool
+  assert plan.open_episodes == (1 if expected[1] is None else open_episodes)
 
 
 def test_pick_falls_back_to_after_sampling_then_errors():
   sizes = SIZES._replace(episode_bytes=100_000)
-  plan = rm.pick(2 * 10**8, sizes, **KWARGS)
-  assert plan.decode == 'after_sampling' and plan.memory.total <= 2 * 10**8
+  plan = rm.pick(2.5 * 10**8, sizes, **KWARGS)
+  assert plan.decode == 'after_sampling' and plan.memory.total <= 2.5 * 10**8
   with pytest.raises(ValueError, match='is too small for 48 pooled episodes'):
     rm.pick(10**6, sizes, **KWARGS)
 
@@ -62,16 +68,17 @@ def test_given_choices_are_kept():
   plan = rm.pick(1, SIZES, decode='after_sampling', **KWARGS)
   assert plan.decode == 'after_sampling'   # Reported, not checked.
   plan = rm.pick(None, SIZES, segment_steps=8, pool_episodes=12, **KWARGS)
-  assert plan[:4] == ('per_episode', 8, 12, 12)
-  default = rm.pick(None, SIZES._replace(num_episodes=10), **KWARGS)
+  assert plan[:4] == ('per_episode', 8, 12, 15)
+  default = rm.pick(10**11, SIZES._replace(num_episodes=10), **KWARGS)
   assert default.pool_episodes == 10
 
 
 def test_reprs():
   plan = rm.pick(10**9, SIZES, **KWARGS)
   assert repr(plan).startswith(
-      "DecodePlan(decode='per_episode', segments of 16 samples, 48 episodes "
-      'pooled, 48 open; RobotMemory(total=')
+      "DecodePlan(decode='per_episode', segments of 16 samples, 36 episodes "
+      'pooled, 45 open; RobotMemory(total=902.5 MB: pools=459.0 MB, '
+      'open_episodes=135.0 MB, batches=128.0 MB, runtime=180.5 MB; ')
   assert 'decoded step 250.0 KB, encoded episode 3.0 MB (120.0 steps)' in repr(
       plan.memory)
   after = rm.DecodePlan('after_sampling', None, 8, 1, None)
