@@ -285,7 +285,7 @@ def test_plan_repr_names_the_choice(camera_path):
   assert text.startswith("DecodePlan(decode='per_episode', segments of 3 "
                          'samples, 4 episodes pooled, 5 open; RobotMemory(')
   assert plan.memory.total == (plan.memory.pools + plan.memory.open_episodes +
-                               plan.memory.batches)
+                               plan.memory.batches + plan.memory.runtime)
 
 
 @pytest.mark.parametrize('kwargs,error,match', [
