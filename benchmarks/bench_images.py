@@ -28,7 +28,11 @@ history and a 4-action chunk:
   floor           the decode floor: every frame of the split decoded once,
                   16 frames per ``map`` element (one ``map_fn`` each) on
                   both cores, nothing else (``floor_per_frame``: one frame
-                  per element, for reference).
+                  per element, for reference);
+  floor_samples   the floor of any pipeline that outputs these samples:
+                  every frame decoded once, each episode's samples gathered
+                  from its frames once (their histories written), no
+                  shuffling, no batching.
 
 Each contender runs twice per turn: consumed in-graph (``Dataset.reduce``
 counting samples) and by a Python loop (as a training loop would, keeping
@@ -66,7 +70,8 @@ BATCH = 64
 HISTORY = 2
 HORIZON = 4
 CAMERAS = {'image_primary': (256, 256), 'image_wrist': (128, 128)}
-CONTENDERS = ('octo', 'rlds', 'ours', 'ours_budget', 'floor', 'floor_per_frame')
+CONTENDERS = ('octo', 'rlds', 'ours', 'ours_budget', 'floor', 'floor_samples',
+              'floor_per_frame')
 TARGETS = {'ours': 2.5, 'ours_budget': 1.5}
 
 
@@ -215,6 +220,28 @@ def ours_plan(path: str, image_size: Optional[int],
       image_size=image_size, memory_budget=budget)
 
 
+def floor_samples_pipeline(path: str, image_size: Optional[int]):
+  """Decode once + write each sample's history once: no shuffle, no batch."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from rlds_lite import images  # pylint: disable=g-import-not-at-top
+  episodes, specs = images.load_encoded(path)
+
+  def samples(episode):
+    observation = episode['steps']['observation']
+    length = tf.shape(episode['steps']['action'])[0]
+    history = tf.maximum(tf.range(length)[:, None] + tf.range(-HISTORY + 1, 1),
+                         0)
+    out = {}
+    for name, (h, w) in CAMERAS.items():
+      size = (image_size, image_size * w // h) if image_size else None
+      frames = images.decode_frames(observation[name],
+                                    specs[f'observation/{name}'], size)
+      out[name] = tf.gather(frames, history)
+    return out
+
+  return episodes.map(samples, num_parallel_calls=tf.data.AUTOTUNE)
+
+
 def floor_pipeline(path: str, frames_per_element: int,
                    image_size: Optional[int]):
   """Every frame of the split decoded once, in parallel, nothing else."""
@@ -235,7 +262,7 @@ def floor_pipeline(path: str, frames_per_element: int,
       h, w = CAMERAS[name]
       size = (image_size, image_size * w // h) if image_size else None
       out[name] = images.decode_frames(chunk[name], spec, size)
-    return tf.shape(out['image_primary'])[0]
+    return out
 
   return episodes.flat_map(frames).map(decode,
                                        num_parallel_calls=tf.data.AUTOTUNE)
@@ -275,14 +302,17 @@ def run_child(name: str, mode: str, path: str, args: Dict[str, Any]
     ds = floor_pipeline(path, 16, size)
   elif name == 'floor_per_frame':
     ds = floor_pipeline(path, 1, size)
+  elif name == 'floor_samples':
+    ds = floor_samples_pipeline(path, size)
   else:
     raise ValueError(name)
   floor = name.startswith('floor')
   start, cpu = time.perf_counter(), time.process_time()
   distinct = []
   if mode == 'graph' or floor:
-    if floor:
-      count = ds.reduce(tf.constant(0, tf.int32), lambda n, k: n + k)
+    if floor:   # Elements hold the decoded frames: they are computed.
+      count = ds.reduce(tf.constant(0, tf.int32),
+                        lambda n, x: n + tf.shape(x['image_primary'])[0])
     else:
       count = ds.reduce(tf.constant(0, tf.int32),
                         lambda n, b: n + tf.shape(b['action'])[0])

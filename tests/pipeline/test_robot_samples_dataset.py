@@ -333,3 +333,13 @@ def test_language_and_episode_fields_are_carried(camera_path):
       assert text.decode() == synthetic.INSTRUCTIONS[0]   # seed-th episode 0
       counts[int(e)] += 1
   assert dict(counts) == dict(enumerate(LENGTHS))
+
+
+def test_estimate_memory_covers_robot_samples(camera_path):
+  kwargs = dict(history=2, action_chunk=3, image_size=(16, 16))
+  memory = pipeline.estimate_memory(camera_path, batch_size=4,
+                                    memory_budget='1MB', robot_samples=kwargs)
+  plan = pipeline.plan_robot_samples(camera_path, batch_size=4,
+                                     memory_budget='1MB', **kwargs)
+  assert memory == plan.memory
+  assert memory.step_bytes == 16 * 16 * 3 * 2   # both cameras at 16x16
