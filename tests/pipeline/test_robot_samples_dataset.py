@@ -343,3 +343,21 @@ def test_estimate_memory_covers_robot_samples(camera_path):
                                      memory_budget='1MB', **kwargs)
   assert memory == plan.memory
   assert memory.step_bytes == 16 * 16 * 3 * 2   # both cameras at 16x16
+
+
+@pytest.mark.parametrize('decode', ['per_episode', 'after_sampling'])
+def test_episodes_without_images(decode):
+  episodes = synthetic.episodes(num_episodes=5, seed=0, dense=True)
+  ds = pipeline.robot_samples_dataset(episodes, batch_size=8, history=3,
+                                      action_chunk=2, decode=decode,
+                                      episode_fields='episode_id',
+                                      index_key='t', seed=0)
+  actual, _ = collect(ds)
+  expected = {}
+  for episode in episodes:
+    out = dense.robot_samples(episode['steps'], 3, 2, index_key='t')
+    out = tf.nest.map_structure(lambda x: x.numpy(), out)
+    for row, t in enumerate(out.pop('t')):
+      expected[int(episode['episode_id']), int(t)] = tf.nest.map_structure(
+          lambda x, row=row: x[row], out)
+  assert_same_samples(actual, expected)
