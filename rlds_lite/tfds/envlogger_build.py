@@ -86,6 +86,7 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
                          description: str = '',
                          use_images: bool = True,
                          image_encoding: str = 'png',
+                         jpeg_quality: Optional[int] = None,
                          beam_runner: Any = None,
                          beam_options: Any = None,
                          lock_timeout: Optional[float] = None) -> str:
@@ -106,7 +107,9 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
     description: the dataset description.
     use_images: detect image observations (uint8 ``(h, w, c)``; named fields
       with ``image``/``pixels`` in their name).
-    image_encoding: the encoding of detected images.
+    image_encoding: the encoding of detected images (``'png'``,
+      ``'jpeg'``).
+    jpeg_quality: the quality (0-100) of JPEG images (None: TFDS's 95).
     beam_runner: with ``beam``, the Beam runner (default ``'DirectRunner'``).
     beam_options: with ``beam``, ``apache_beam`` PipelineOptions.
     lock_timeout: seconds to wait for another writer of the dataset (None:
@@ -158,7 +161,8 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
         envlogger_dirs={split: recordings},
         beam=beam,
         use_images=use_images,
-        image_encoding=image_encoding)
+        image_encoding=image_encoding,
+        jpeg_quality=jpeg_quality)
     staging = publish.staging_dir(path)
     try:
       # Built (and flushed) in the staging directory, as its own data_dir.

@@ -231,7 +231,11 @@ class EpisodeWriter:
     homepage: the dataset homepage.
     citation: the dataset citation.
     use_images: detect images when inferring features from specs.
-    image_encoding: the encoding of detected images.
+    image_encoding: the encoding of detected images (``'png'`` or
+      ``'jpeg'``).
+    jpeg_quality: the quality (0-100) of the JPEG images written (features
+      ``tfds.features.Image(encoding_format='jpeg')``, given or detected
+      with ``image_encoding='jpeg'``); None: TFDS's 95.
     tensor_encoding: the encoding of tensors inferred from specs (see
       `rlds_lite.tfds.features.episode_features`).
     split_name: upstream form only: the split.
@@ -280,6 +284,7 @@ class EpisodeWriter:
                citation: str = '',
                use_images: bool = True,
                image_encoding: str = 'png',
+               jpeg_quality: Optional[int] = None,
                tensor_encoding: str = 'none',
                split_name: Optional[str] = None,
                overwrite: Optional[bool] = None,
@@ -325,6 +330,7 @@ class EpisodeWriter:
     self._description = description
     self._homepage = homepage
     self._citation = citation
+    self._jpeg_quality = jpeg_quality
     self._metadata = dict(metadata) if metadata is not None else None
     self._writers: Dict[str, shards.ShardWriter] = {}
     self._num_added = 0
@@ -377,7 +383,7 @@ class EpisodeWriter:
                                                **feature_options)
     if self._appending:
       self._check_appendable(existing, features)
-    self._encoder = encoding.EpisodeEncoder(features)
+    self._encoder = encoding.EpisodeEncoder(features, self._jpeg_quality)
     if existing is None:   # A new dataset: staged, renamed into place.
       self._write_dir = publish.staging_dir(self._path)
       self._generation = 1
@@ -755,6 +761,7 @@ def write_dataset(episodes: tf.data.Dataset,
                   lock_timeout: Optional[float] = None,
                   use_images: bool = True,
                   image_encoding: str = 'png',
+                  jpeg_quality: Optional[int] = None,
                   description: str = '') -> str:
   """Writes an episodes ``tf.data.Dataset`` as a TFDS dataset (transform, save).
 
@@ -775,7 +782,8 @@ def write_dataset(episodes: tf.data.Dataset,
     lock_timeout: seconds to wait for another writer of the dataset (see
       `EpisodeWriter`).
     use_images: detect images when inferring features.
-    image_encoding: the encoding of detected images.
+    image_encoding: the encoding of detected images (``'png'``, ``'jpeg'``).
+    jpeg_quality: the quality of JPEG images (0-100; None: TFDS's 95).
     description: the dataset description.
 
   Returns:
@@ -820,6 +828,7 @@ def write_dataset(episodes: tf.data.Dataset,
                      if_exists=if_exists, lock_timeout=lock_timeout,
                      use_images=use_images,
                      image_encoding=image_encoding,
+                     jpeg_quality=jpeg_quality,
                      description=description) as writer:
     for episode in episodes.as_numpy_iterator():
       writer.add_episode(episode, split)
