@@ -445,7 +445,8 @@ def load(name_or_dir: PathLike,
          dense: bool = False,
          shuffle_files: bool = False,
          read_config: Optional[tfds.ReadConfig] = None,
-         episodes: Any = None) -> tf.data.Dataset:
+         episodes: Any = None,
+         last_step: str = 'invalid') -> tf.data.Dataset:
   """The episodes of an RLDS dataset stored in the TFDS format.
 
   Args:
@@ -469,6 +470,11 @@ def load(name_or_dir: PathLike,
       (``'length > 20 and terminated'``), a function of a catalog row, or a
       ``rlds_lite.catalog.Catalog`` (see `rlds_lite.catalog.selection`).
       Not with ``shuffle_files`` or ``read_config``.
+    last_step: with ``episodes`` an EXPR or a function: what the catalog's
+      ``return`` sums: ``'invalid'`` (default, RLDS) every step but the
+      last, warning once (`rlds_lite.LastStepValuesWarning`) if an EXPR
+      naming ``return`` (or a function) leaves non-zero last rewards out;
+      ``'valid'`` every step. The episodes read are the same either way.
 
   Returns:
     A ``tf.data.Dataset`` of episodes.
@@ -513,7 +519,14 @@ def load(name_or_dir: PathLike,
                        'order; it does not take shuffle_files or read_config '
                        '(shuffle the result instead).')
     from rlds_lite.catalog import selection  # pylint: disable=g-import-not-at-top
-    return selection.load_episodes(builder, split, episodes, dense=dense)
+    return selection.load_episodes(builder, split, episodes, dense=dense,
+                                   last_step=last_step)
+  if last_step != 'invalid':
+    from rlds_lite.dense import last_step as last_step_lib  # pylint: disable=g-import-not-at-top
+    last_step_lib.as_last_step(last_step, 'load')
+    raise ValueError("load: last_step says what an episodes= EXPR's return "
+                     'sums; it needs episodes= (the episodes read are '
+                     'complete either way).')
   if dataset_files.file_format(builder) == 'array_record':
     raise _array_record_error(label)
   if dense:
