@@ -133,6 +133,7 @@ def _parse_fn(features: tfds.features.FeaturesDict, dense: bool):
 def load_episodes(builder: tfds.core.DatasetBuilder, split: str,
                   episodes: Episodes, *, dense: bool = False,
                   last_step: Union[last_step_lib.LastStep, str] = 'invalid',
+                  step_fields: Optional[Sequence[str]] = None,
                   progress: Optional[bool] = None) -> tf.data.Dataset:
   """The chosen episodes of ``split``, as `rlds_lite.load` gives episodes.
 
@@ -143,6 +144,8 @@ def load_episodes(builder: tfds.core.DatasetBuilder, split: str,
     dense: steps as dicts of ``[T, ...]`` tensors instead of datasets.
     last_step: what ``return`` sums in an EXPR or function (``'invalid'``:
       every step but the last, RLDS; ``'valid'``: every step).
+    step_fields: with ``dense``, keep and decode only these step fields
+      (``rlds_lite.loading.decode_dense_steps``).
     progress: the catalog's progress bar, if one is built (None: on a
       terminal only).
 
@@ -171,5 +174,6 @@ def load_episodes(builder: tfds.core.DatasetBuilder, split: str,
                           deterministic=True)
   parsed = parsed.apply(tf.data.experimental.assert_cardinality(len(indices)))
   if dense:
-    return loading.decode_dense_steps(parsed, features[rlds_types.STEPS])
+    return loading.decode_dense_steps(parsed, features[rlds_types.STEPS],
+                                      step_fields=step_fields)
   return parsed
