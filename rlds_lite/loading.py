@@ -19,7 +19,7 @@ Example:
 
 import contextlib
 import os
-from typing import Any, Callable, Iterator, List, Optional, Tuple, Union
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import tensorflow as tf
 import tensorflow_datasets as tfds
@@ -300,19 +300,62 @@ def check_step_lengths(steps: Any, label: str) -> Any:
 def _dense_episodes(builder: tfds.core.DatasetBuilder, split: Any,
                     steps_feature: tfds.features.Dataset, shuffle_files: bool,
                     read_config: Optional[tfds.ReadConfig],
-                    label: str = '') -> tf.data.Dataset:
+                    label: str = '',
+                    step_fields: Optional[Sequence[str]] = None
+                    ) -> tf.data.Dataset:
   """Episodes whose steps are parsed (and decoded) as whole ``[T, ...]`` tensors."""
   episodes = as_dataset(
       builder, split=split, shuffle_files=shuffle_files,
       read_config=read_config,
       decoders={rlds_types.STEPS: tfds.decode.SkipDecoding()})
   return decode_dense_steps(episodes, steps_feature,
-                            label or os.fspath(builder.data_dir))
+                            label or os.fspath(builder.data_dir), step_fields)
+
+
+def select_step_fields(steps_feature: tfds.features.Dataset,
+                       step_fields: Sequence[str]) -> List[str]:
+  """The paths of the step fields ``step_fields`` names, in ``tf.nest`` order.
+
+  A path selects the field or everything below it (``'observation'``).
+
+  Raises:
+    KeyError: for a path that names no step field (the fields are listed).
+
+  Example:
+    >>> import numpy as np
+    >>> steps = tfds.features.Dataset({'action': np.float32, 'observation': {
+    ...     'image': tfds.features.Image(shape=(4, 4, 3)),
+    ...     'state': np.float32}})
+    >>> select_step_fields(steps, ['observation', 'action'])
+    ['action', 'observation/image', 'observation/state']
+  """
+  if isinstance(step_fields, str):
+    raise TypeError('step_fields must be a list of step field paths, got the '
+                    f'string {step_fields!r}.')
+  paths = [p for p, _ in nest_paths.flatten_with_paths(
+      steps_feature.feature.get_tensor_spec())]
+  chosen = set()
+  for field in step_fields:
+    field = field.strip('/')
+    matches = [p for p in paths if p == field or p.startswith(field + '/')]
+    if not matches:
+      raise KeyError(f'no step field {field!r} (step fields: '
+                     f'{", ".join(paths)}).')
+    chosen.update(matches)
+  return [p for p in paths if p in chosen]
+
+
+def _leaf_feature(feature: Any, path: str) -> Any:
+  for key in path.split('/'):
+    feature = feature[key]
+  return feature
 
 
 def decode_dense_steps(episodes: tf.data.Dataset,
                        steps_feature: tfds.features.Dataset,
-                       label: str = '') -> tf.data.Dataset:
+                       label: str = '',
+                       step_fields: Optional[Sequence[str]] = None
+                       ) -> tf.data.Dataset:
   """Decodes skip-decoded ``[T, ...]`` steps (images, encoded tensors).
 
   Every step field is first checked to have one entry per step
@@ -322,18 +365,35 @@ def decode_dense_steps(episodes: tf.data.Dataset,
     episodes: episodes parsed with ``decoders={'steps': SkipDecoding()}``.
     steps_feature: the dataset's ``steps`` feature.
     label: names the dataset in errors.
+    step_fields: keep only these step fields (`select_step_fields`), and
+      decode only them: the others (their images) are dropped undecoded.
+      None keeps and decodes every field.
 
   Returns:
     The episodes with checked, decoded dense steps.
   """
   step_feature = steps_feature.feature
   encoded_spec = episodes.element_spec[rlds_types.STEPS]
+  if step_fields is not None:
+    kept = {path: _leaf_feature(step_feature, path)
+            for path in select_step_fields(steps_feature, step_fields)}
+    leaf_decoding = {
+        path: _needs_decoding(nest_paths.get_path(encoded_spec, path),
+                              leaf.get_tensor_spec())
+        for path, leaf in kept.items()}
   needs_decoding = _needs_decoding(encoded_spec, step_feature.get_tensor_spec())
 
   @tf.autograph.experimental.do_not_convert
   def decode(episode):
     steps = check_step_lengths(episode[rlds_types.STEPS], label)
-    if needs_decoding:
+    if step_fields is not None:
+      flat = {}
+      for path, leaf in kept.items():
+        value = nest_paths.get_path(steps, path)
+        flat[path] = (leaf.decode_batch_example(value) if leaf_decoding[path]
+                      else value)
+      steps = nest_paths.nest_from_paths(flat)
+    elif needs_decoding:
       steps = step_feature.decode_batch_example(steps)
     return {**episode, rlds_types.STEPS: steps}
 
@@ -445,7 +505,9 @@ def load(name_or_dir: PathLike,
          dense: bool = False,
          shuffle_files: bool = False,
          read_config: Optional[tfds.ReadConfig] = None,
-         episodes: Any = None) -> tf.data.Dataset:
+         episodes: Any = None,
+         last_step: str = 'invalid',
+         step_fields: Optional[Sequence[str]] = None) -> tf.data.Dataset:
   """The episodes of an RLDS dataset stored in the TFDS format.
 
   Args:
@@ -469,6 +531,14 @@ def load(name_or_dir: PathLike,
       (``'length > 20 and terminated'``), a function of a catalog row, or a
       ``rlds_lite.catalog.Catalog`` (see `rlds_lite.catalog.selection`).
       Not with ``shuffle_files`` or ``read_config``.
+    last_step: with ``episodes`` an EXPR or a function: what the catalog's
+      ``return`` sums: ``'invalid'`` (default, RLDS) every step but the
+      last, warning once (`rlds_lite.LastStepValuesWarning`) if an EXPR
+      naming ``return`` (or a function) leaves non-zero last rewards out;
+      ``'valid'`` every step. The episodes read are the same either way.
+    step_fields: with ``dense=True``: keep only these step fields (paths;
+      ``'observation'`` selects everything below it), and decode only them:
+      the others, their images, are dropped undecoded. Default: all.
 
   Returns:
     A ``tf.data.Dataset`` of episodes.
@@ -500,6 +570,14 @@ def load(name_or_dir: PathLike,
   """
   builder, label = rlds_builder(name_or_dir, data_dir)
   steps_feature = _steps_feature(builder, label)
+  if step_fields is not None:
+    if not dense:
+      raise ValueError('load: step_fields needs dense=True (nested steps are '
+                       'decoded step by step by TFDS).')
+    try:
+      select_step_fields(steps_feature, step_fields)
+    except KeyError as e:
+      raise KeyError(f'load: {e.args[0]}') from None
   if not tf.io.gfile.exists(os.path.join(os.fspath(builder.data_dir), _INFO_FILE)):
     raise ValueError(
         f'load: dataset {label!r} is registered but not prepared in '
@@ -513,11 +591,19 @@ def load(name_or_dir: PathLike,
                        'order; it does not take shuffle_files or read_config '
                        '(shuffle the result instead).')
     from rlds_lite.catalog import selection  # pylint: disable=g-import-not-at-top
-    return selection.load_episodes(builder, split, episodes, dense=dense)
+    return selection.load_episodes(builder, split, episodes, dense=dense,
+                                   last_step=last_step,
+                                   step_fields=step_fields)
+  if last_step != 'invalid':
+    from rlds_lite.dense import last_step as last_step_lib  # pylint: disable=g-import-not-at-top
+    last_step_lib.as_last_step(last_step, 'load')
+    raise ValueError("load: last_step says what an episodes= EXPR's return "
+                     'sums; it needs episodes= (the episodes read are '
+                     'complete either way).')
   if dataset_files.file_format(builder) == 'array_record':
     raise _array_record_error(label)
   if dense:
     return _dense_episodes(builder, split, steps_feature, shuffle_files,
-                           read_config, label)
+                           read_config, label, step_fields)
   return as_dataset(builder, split=split, shuffle_files=shuffle_files,
                      read_config=read_config)

@@ -11,6 +11,7 @@ import tensorflow_datasets as tfds
 import rlds_testing
 import tfds_fixtures
 from rlds_lite import loading
+from rlds_lite import nest_paths
 
 LENGTHS = {'empty': 0, 'one_step': 1, 'two_step': 2, 'terminal': 5,
            'truncated': 4}
@@ -128,6 +129,42 @@ def test_named_episodes_round_trip_exactly(data_dir):
                                   exp_steps['is_terminal'])
     np.testing.assert_array_equal(got['steps']['lang'].astype(bytes),
                                   exp_steps['lang'].astype(bytes))
+
+
+@pytest.mark.parametrize('step_fields, kept', [
+    (['observation/x', 'reward'], ['observation/x', 'reward']),
+    (['observation', 'lang'], ['lang', 'observation/image', 'observation/x']),
+    (['/is_last/'], ['is_last']),
+], ids=['fields', 'a-path-selects-below-it', 'slashes'])
+def test_step_fields_keeps_and_decodes_only_those(data_dir, step_fields,
+                                                  kept):
+  path = os.path.join(data_dir, 'toy_rlds')
+  full = list(loading.load(path, dense=True).as_numpy_iterator())
+  only = loading.load(path, dense=True, step_fields=step_fields)
+  assert [p for p, _ in nest_paths.flatten_with_paths(
+      only.element_spec['steps'])] == kept
+  for episode, want in zip(only.as_numpy_iterator(), full):
+    assert sorted(episode) == sorted(want)  # Episode metadata kept.
+    for field in kept:
+      np.testing.assert_array_equal(
+          nest_paths.get_path(episode['steps'], field),
+          nest_paths.get_path(want['steps'], field))
+  chosen = loading.load(path, dense=True, step_fields=step_fields,
+                        episodes=[3, 1])
+  assert [int(e['episode_id']) for e in chosen] == [3, 1]
+  assert chosen.element_spec['steps'] == only.element_spec['steps']
+
+
+def test_step_fields_errors(data_dir):
+  path = os.path.join(data_dir, 'toy_rlds')
+  with pytest.raises(KeyError, match=r"load: no step field 'observation/y' "
+                     r'\(step fields: action, is_first, is_last, is_terminal, '
+                     r'lang, observation/image, observation/x, reward\)'):
+    loading.load(path, dense=True, step_fields=['observation/y'])
+  with pytest.raises(ValueError, match='load: step_fields needs dense=True'):
+    loading.load(path, step_fields=['reward'])
+  with pytest.raises(TypeError, match='a list of step field paths'):
+    loading.load(path, dense=True, step_fields='reward')
 
 
 def test_plain_tensor_dataset_and_split_slicing(data_dir):

@@ -12,9 +12,11 @@ column                  what
 ``episode_id``          the ``episode_id`` metadata field (top level or
                         nested, e.g. ``episode_metadata/episode_id``), if any
 ``length``              number of steps
-``return``              sum of ``reward`` over every step **but the last**:
-                        RLDS holds the last step's reward invalid (as
-                        ``sar_fields_mask`` and `rlds_lite.stats` do)
+``return``              sum of ``reward`` over every step **but the last**
+                        (``last_step='invalid'``, the default: RLDS holds the
+                        last step's reward invalid, as ``sar_fields_mask``
+                        and `rlds_lite.stats` do), or over every step
+                        (``last_step='valid'``)
 ``last_reward``         the last step's reward, kept so that a non-zero one
                         is visible (NaN for an episode without steps)
 ``terminated``          the last step ``is_terminal``
@@ -34,7 +36,10 @@ metadata fields         every scalar episode field (number, bool, string;
 ``return``/``last_reward`` need a ``reward`` step field, ``terminated`` /
 ``truncated`` an ``is_terminal`` one; without them the columns are left out.
 A vector reward gives ``[N, k]`` columns. The catalog is cached next to the
-dataset (`rlds_lite.catalog.storage`) and rebuilt when the dataset changes.
+dataset (`rlds_lite.catalog.storage`, one file per ``last_step``) and rebuilt
+when the dataset changes. When ``last_step='invalid'`` leaves non-zero last
+rewards out of ``return``, `episodes` says so once per call with a
+`rlds_lite.LastStepValuesWarning` (``last_reward`` keeps them).
 
 Example:
   >>> import tempfile
@@ -66,8 +71,10 @@ from rlds_lite import rlds_types
 from rlds_lite.catalog import records as records_lib
 from rlds_lite.catalog import storage
 from rlds_lite.catalog import table
+from rlds_lite.dense import last_step as last_step_lib
 
-__all__ = ['episodes', 'catalog_of_builder', 'is_language_field']
+__all__ = ['episodes', 'catalog_of_builder', 'is_language_field',
+           'is_language_name', 'left_out_last_rewards', 'warn_left_out']
 
 PathLike = Union[str, os.PathLike]
 
@@ -100,6 +107,18 @@ def _is_scalar(feature: Any) -> bool:
   return shape is not None and tuple(shape) == ()
 
 
+def is_language_name(path: str) -> bool:
+  """Whether a field's name is one of a language instruction (its last part).
+
+  Example:
+    >>> is_language_name('steps/natural_language_instruction')
+    True
+    >>> is_language_name('task'), is_language_name('file_path')
+    (True, False)
+  """
+  return bool(_LANGUAGE_RE.search(path.split('/')[-1]))
+
+
 def is_language_field(path: str, feature: Any) -> bool:
   """Whether a step feature holds a language instruction (by name and type).
 
@@ -109,10 +128,9 @@ def is_language_field(path: str, feature: Any) -> bool:
     >>> is_language_field('observation/image', tfds.features.Image())
     False
   """
-  name = path.split('/')[-1]
   return (_is_scalar(feature) and _dtype(feature) == tf.string and
           not isinstance(feature, tfds.features.Image) and
-          bool(_LANGUAGE_RE.search(name)))
+          is_language_name(path))
 
 
 def _is_metadata_column(feature: Any) -> bool:
@@ -185,7 +203,7 @@ def _plan(features: tfds.features.FeaturesDict) -> _Plan:
                episode_id)
 
 
-def _row_fn(plan: _Plan):
+def _row_fn(plan: _Plan, policy: last_step_lib.LastStep):
   """Serialized episode -> the catalog values of that episode (tensors)."""
   parse_features = plan.features()
 
@@ -199,7 +217,8 @@ def _row_fn(plan: _Plan):
     out = {'length': length}
     if plan.reward:
       reward = tf.cast(flat[plan.reward], tf.float64)
-      out['return'] = tf.reduce_sum(reward[:tf.maximum(length - 1, 0)], axis=0)
+      counted = last_step_lib.num_valid_actions(length, policy)
+      out['return'] = tf.reduce_sum(reward[:counted], axis=0)
       nan = tf.fill(tf.concat([[1], tf.shape(reward)[1:]], 0),
                     tf.constant(np.nan, tf.float64))
       out['last_reward'] = tf.concat([nan, reward], 0)[length]
@@ -265,11 +284,11 @@ def _column(parts: List[Any], feature: Any) -> np.ndarray:
 
 
 def _pass(plan: _Plan, files: records_lib.SplitFiles,
-          progress: Optional[bool]
+          policy: last_step_lib.LastStep, progress: Optional[bool]
           ) -> Dict[str, Any]:
   """The one streaming pass: per-episode values, concatenated in order."""
   rows = records_lib.read_records(files).map(
-      _row_fn(plan), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+      _row_fn(plan, policy), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   batches = rows.ragged_batch(_BATCH).prefetch(2)
   parts: Dict[str, List[Any]] = {}
   done = 0
@@ -327,11 +346,25 @@ def _assemble(plan: _Plan, files: records_lib.SplitFiles,
   return columns
 
 
+_RETURN_RULES = {
+    last_step_lib.LastStep.INVALID:
+        'sum of reward over every step but the last (RLDS)',
+    last_step_lib.LastStep.VALID: 'sum of reward over every step',
+}
+_LEFT_OUT_WHY = ("RLDS says a last step's reward is invalid, so return leaves "
+                 'it out (last_reward keeps it)')
+
+
 def catalog_of_builder(builder: tfds.core.DatasetBuilder, split: str,
-                       *, cache: bool = True,
+                       *, last_step: Union[last_step_lib.LastStep,
+                                           str] = 'invalid',
+                       cache: bool = True,
                        progress: Optional[bool] = None
                        ) -> table.Catalog:
   """`episodes` for a TFDS builder (as `rlds_lite.loading.rlds_builder` gives).
+
+  It does not warn about left-out last rewards: callers that use ``return``
+  call `warn_left_out`.
 
   Example:
     >>> import tempfile
@@ -343,15 +376,16 @@ def catalog_of_builder(builder: tfds.core.DatasetBuilder, split: str,
     >>> catalog_of_builder(builder, 'train', progress=False)['length'].tolist()
     [5, 46, 46]
   """
+  policy = last_step_lib.as_last_step(last_step, 'catalog')
   files = records_lib.split_files(builder, split)
   dataset_dir = os.fspath(builder.data_dir)
-  key = storage.catalog_key(dataset_dir, split) if cache else None
+  key = storage.catalog_key(dataset_dir, split, policy.value) if cache else None
   if key is not None:
-    cached = storage.read(dataset_dir, split, key)
+    cached = storage.read(dataset_dir, split, key, policy.value)
     if cached is not None:
       return cached
   plan = _plan(builder.info.features)
-  parts = _pass(plan, files, progress)
+  parts = _pass(plan, files, policy, progress)
   columns = _assemble(plan, files, parts)
   info = {
       'dataset': dataset_dir, 'split': split,
@@ -361,21 +395,65 @@ def catalog_of_builder(builder: tfds.core.DatasetBuilder, split: str,
       'language': list(plan.language),
       'episode_id': plan.episode_id,
       'reward': plan.reward, 'is_terminal': plan.is_terminal,
-      'return': 'sum of reward over every step but the last (RLDS)',
+      'last_step': policy.value,
+      'return': _RETURN_RULES[policy],
   }
   catalog = table.Catalog(columns, info)
   if key is not None:
     try:
-      storage.write(dataset_dir, split, key, catalog)
+      storage.write(dataset_dir, split, key, catalog, policy.value)
     except OSError as e:  # The catalog is still good: warn, go on.
       logging.warning('catalog: not cached: %s', e)
   return catalog
+
+
+def left_out_last_rewards(catalog: table.Catalog) -> int:
+  """How many episodes have a non-zero last reward that ``return`` leaves out.
+
+  0 for a catalog built with ``last_step='valid'`` or without rewards.
+
+  Example:
+    >>> import numpy as np
+    >>> left_out_last_rewards(table.Catalog(
+    ...     {'last_reward': [0.0, 1.0, np.nan, -2.0]}, {'last_step': 'invalid'}))
+    2
+  """
+  if (catalog.info.get('last_step', 'invalid') != 'invalid' or
+      'last_reward' not in catalog.columns):
+    return 0
+  last = np.nan_to_num(np.asarray(catalog['last_reward'], np.float64))
+  return int((last != 0).reshape(len(last), -1).any(axis=1).sum())
+
+
+def warn_left_out(catalog: table.Catalog, where: str,
+                  stacklevel: int = 3) -> None:
+  """One `rlds_lite.LastStepValuesWarning` if `left_out_last_rewards` > 0.
+
+  Args:
+    catalog: a catalog.
+    where: what used ``return`` (``'episodes'``, ``'load'``, ``'filter'``),
+      the warning's first word.
+    stacklevel: passed to ``warnings.warn`` (3: the caller's caller).
+
+  Example:
+    >>> import warnings
+    >>> c = table.Catalog({'last_reward': [0.0, 1.0]}, {'last_step': 'invalid'})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...   warnings.simplefilter('always')
+    ...   warn_left_out(c, 'episodes')
+    >>> print(caught[0].message)
+    episodes: left out non-zero last-step values of reward (1 of 2 episodes): RLDS says a last step's reward is invalid, so return leaves it out (last_reward keeps it); pass last_step='valid' (command line: --last-step valid) to keep them.
+  """
+  last_step_lib.warn_last_step_values(
+      where, {rlds_types.REWARD: left_out_last_rewards(catalog)}, len(catalog),
+      stacklevel=stacklevel + 1, why=_LEFT_OUT_WHY)
 
 
 def episodes(name_or_dir: PathLike,
              split: str = 'train',
              *,
              data_dir: Optional[PathLike] = None,
+             last_step: Union[last_step_lib.LastStep, str] = 'invalid',
              cache: bool = True,
              progress: Optional[bool] = None) -> table.Catalog:
   """The episode catalog of a split: one row per episode (see the module doc).
@@ -385,6 +463,9 @@ def episodes(name_or_dir: PathLike,
       `rlds_lite.load` takes).
     split: a plain split name (no slicing).
     data_dir: where TFDS looks for prepared datasets (names only).
+    last_step: ``'invalid'`` (default, RLDS): ``return`` leaves out the last
+      step's reward, with one `rlds_lite.LastStepValuesWarning` per call if
+      any left out is not zero; ``'valid'``: ``return`` counts it.
     cache: read/write the catalog next to the dataset.
     progress: the progress bar (stderr): None shows it on a terminal only,
       True always, False never (as `rlds_lite.progress`).
@@ -394,9 +475,9 @@ def episodes(name_or_dir: PathLike,
 
   Raises:
     FileNotFoundError, ValueError: for a missing directory, an unknown name,
-      a dataset that is not RLDS, an unknown or sliced split, or a record
-      that cannot be read (the message names the dataset, split and
-      episodes).
+      a dataset that is not RLDS, an unknown or sliced split, a bad
+      ``last_step``, or a record that cannot be read (the message names the
+      dataset, split and episodes).
 
   Example:
     >>> episodes('/no/such/dataset')
@@ -404,5 +485,9 @@ def episodes(name_or_dir: PathLike,
     ...
     FileNotFoundError: load: dataset directory '/no/such/dataset' does not exist.
   """
+  policy = last_step_lib.as_last_step(last_step, 'catalog.episodes')
   builder, _ = loading.rlds_builder(name_or_dir, data_dir)
-  return catalog_of_builder(builder, split, cache=cache, progress=progress)
+  catalog = catalog_of_builder(builder, split, last_step=policy, cache=cache,
+                               progress=progress)
+  warn_left_out(catalog, 'episodes')
+  return catalog

@@ -20,9 +20,9 @@ exist, and on any error nothing is left of it.
 - The new dataset's TFDS metadata (``metadata.json``, read by
   ``tfds.builder_from_directory(path).info.metadata``) records under
   ``'rlds_lite'`` the operation, the sources (path, name, version, split,
-  episode count and their own metadata), the EXPR, the seed, the episode-id
-  policy, and where each new episode comes from: per split, runs
-  ``[source, first index, count]``.
+  episode count and their own metadata), the EXPR and the ``last_step`` its
+  ``return`` followed, the seed, the episode-id policy, and where each new
+  episode comes from: per split, runs ``[source, first index, count]``.
 
 Example:
   >>> import tempfile, os
@@ -56,7 +56,9 @@ from rlds_lite import rlds_types
 from rlds_lite.catalog import build
 from rlds_lite.catalog import expression
 from rlds_lite.catalog import records as records_lib
+from rlds_lite.catalog import selection
 from rlds_lite.catalog import table
+from rlds_lite.dense import last_step as last_step_lib
 from rlds_lite.tfds import episode_writer
 
 __all__ = ['filter_dataset', 'merge_datasets', 'split_dataset', 'TRAIN',
@@ -98,9 +100,11 @@ def _open(source: PathLike, split: Optional[str],
                  np.arange(files.num_episodes, dtype=np.int64))
 
 
-def _catalog(source: _Source, progress: Optional[bool]) -> table.Catalog:
+def _catalog(source: _Source, progress: Optional[bool],
+             last_step: str = 'invalid') -> table.Catalog:
   if source.catalog is None:
     source.catalog = build.catalog_of_builder(source.builder, source.split,
+                                              last_step=last_step,
                                               progress=progress)
   return source.catalog
 
@@ -257,7 +261,7 @@ def _with_episode_id(record: bytes, field: str, value: Any) -> bytes:
 def _write(operation: str, sources: Sequence[_Source], out_dir: str,
            *, where: Optional[str], val_fraction: Optional[float], seed: int,
            name: Optional[str], ids: _Ids,
-           progress: Optional[bool]) -> str:
+           progress: Optional[bool], last_step: Optional[str] = None) -> str:
   """Copies the chosen episodes of ``sources`` into a new dataset."""
   total = sum(len(s.indices) for s in sources)
   if total == 0:
@@ -279,6 +283,7 @@ def _write(operation: str, sources: Sequence[_Source], out_dir: str,
       'operation': operation,
       'sources': [s.describe() for s in sources],
       'where': where,
+      'last_step': last_step,
       'val_fraction': val_fraction,
       'seed': seed if val_fraction is not None else None,
       'episode_id': {'field': ids.field, 'policy': ids.policy},
@@ -319,6 +324,7 @@ def filter_dataset(source: PathLike,
                    seed: int = 0,
                    name: Optional[str] = None,
                    data_dir: Optional[PathLike] = None,
+                   last_step: Union[last_step_lib.LastStep, str] = 'invalid',
                    progress: Optional[bool] = None) -> str:
   """Writes the episodes of a split matching an EXPR as a new dataset.
 
@@ -333,6 +339,10 @@ def filter_dataset(source: PathLike,
     seed: seeds the validation choice.
     name: the new dataset's name (default: the source's).
     data_dir: where TFDS looks for registered names.
+    last_step: what ``return`` sums in ``where``: ``'invalid'`` (default,
+      RLDS) every step but the last, warning once
+      (`rlds_lite.LastStepValuesWarning`) if an EXPR naming ``return``
+      leaves non-zero last rewards out; ``'valid'`` every step.
     progress: progress bars (stderr): None on a terminal only, True always,
       False never.
 
@@ -356,14 +366,19 @@ def filter_dataset(source: PathLike,
     >>> [int(e['episode_id']) for e in rlds_lite.load(path)]
     [0, 4]
   """
+  policy = last_step_lib.as_last_step(last_step, 'filter')
   out_dir = _check_out_dir(out_dir)
   opened = _open(source, split, data_dir)
   if where is not None:
     where = expression.parse(where).text
-    opened.indices = _catalog(opened, progress).select(where).indices
+    catalog = _catalog(opened, progress, policy.value)
+    opened.indices = catalog.select(where).indices
+    if selection.uses_return(where):
+      build.warn_left_out(catalog, 'filter')
   return _write('filter', [opened], out_dir, where=where,
                 val_fraction=val_fraction, seed=seed, name=name,
-                ids=_Ids(None, 'kept'), progress=progress)
+                ids=_Ids(None, 'kept'), progress=progress,
+                last_step=policy.value if where is not None else None)
 
 
 def split_dataset(source: PathLike,

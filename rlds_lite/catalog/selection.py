@@ -6,7 +6,9 @@
   read again);
 - an EXPR over the catalog's columns (``'length > 20 and terminated'``) or a
   function of a catalog row (a dict) returning a truth value: the matching
-  episodes in split order (the catalog is built once and cached);
+  episodes in split order (the catalog is built once and cached; its
+  ``return`` follows ``last_step``, and an EXPR naming ``return`` or a
+  function warns once if ``'invalid'`` leaves non-zero last rewards out);
 - a `Catalog` (e.g. ``catalog.select(...).sort('return')``): its ``index``
   column, in its row order.
 
@@ -40,8 +42,9 @@ from rlds_lite.catalog import build
 from rlds_lite.catalog import expression
 from rlds_lite.catalog import records as records_lib
 from rlds_lite.catalog import table
+from rlds_lite.dense import last_step as last_step_lib
 
-__all__ = ['Episodes', 'episode_indices', 'load_episodes']
+__all__ = ['Episodes', 'episode_indices', 'load_episodes', 'uses_return']
 
 Episodes = Union[Sequence[int], np.ndarray, str, expression.Expression,
                  Callable[[Dict[str, Any]], Any], table.Catalog]
@@ -61,10 +64,26 @@ def _catalog_indices(catalog: table.Catalog, builder: tfds.core.DatasetBuilder,
   return np.asarray(catalog.indices, dtype=np.int64)
 
 
+def uses_return(where: Any) -> bool:
+  """Whether a choice may read ``return``: an EXPR naming it, or a function.
+
+  Example:
+    >>> uses_return('return > 0 and length > 2'), uses_return('terminated')
+    (True, False)
+  """
+  if isinstance(where, (str, expression.Expression)):
+    return 'return' in expression.column_names(expression.parse(where))
+  return callable(where)
+
+
 def episode_indices(episodes: Episodes, builder: tfds.core.DatasetBuilder,
                     split: str, *,
+                    last_step: Union[last_step_lib.LastStep, str] = 'invalid',
                     progress: Optional[bool] = None) -> np.ndarray:
   """The split indices ``episodes`` chooses, in the order to read them.
+
+  ``last_step`` says what the catalog's ``return`` sums for an EXPR or a
+  function (see `rlds_lite.catalog.episodes`).
 
   Raises:
     ExpressionError: for a bad EXPR (unknown columns are listed).
@@ -87,8 +106,11 @@ def episode_indices(episodes: Episodes, builder: tfds.core.DatasetBuilder,
     indices = _catalog_indices(episodes, builder, split)
   elif isinstance(episodes, (str, expression.Expression)) or callable(
       episodes):
-    catalog = build.catalog_of_builder(builder, split, progress=progress)
+    catalog = build.catalog_of_builder(builder, split, last_step=last_step,
+                                       progress=progress)
     indices = catalog.select(episodes).indices
+    if uses_return(episodes):
+      build.warn_left_out(catalog, 'load', stacklevel=5)
   elif isinstance(episodes, (bool, int, np.integer, bytes, dict)):
     raise TypeError('episodes must be a list of episode indices, an EXPR, a '
                     'function of a catalog row or a Catalog, got '
@@ -110,6 +132,8 @@ def _parse_fn(features: tfds.features.FeaturesDict, dense: bool):
 
 def load_episodes(builder: tfds.core.DatasetBuilder, split: str,
                   episodes: Episodes, *, dense: bool = False,
+                  last_step: Union[last_step_lib.LastStep, str] = 'invalid',
+                  step_fields: Optional[Sequence[str]] = None,
                   progress: Optional[bool] = None) -> tf.data.Dataset:
   """The chosen episodes of ``split``, as `rlds_lite.load` gives episodes.
 
@@ -118,6 +142,10 @@ def load_episodes(builder: tfds.core.DatasetBuilder, split: str,
     split: a plain split name.
     episodes: which episodes (see the module docstring).
     dense: steps as dicts of ``[T, ...]`` tensors instead of datasets.
+    last_step: what ``return`` sums in an EXPR or function (``'invalid'``:
+      every step but the last, RLDS; ``'valid'``: every step).
+    step_fields: with ``dense``, keep and decode only these step fields
+      (``rlds_lite.loading.decode_dense_steps``).
     progress: the catalog's progress bar, if one is built (None: on a
       terminal only).
 
@@ -136,7 +164,8 @@ def load_episodes(builder: tfds.core.DatasetBuilder, split: str,
     [10, 5]
   """
   from rlds_lite import loading  # pylint: disable=g-import-not-at-top
-  indices = episode_indices(episodes, builder, split, progress=progress)
+  indices = episode_indices(episodes, builder, split, last_step=last_step,
+                            progress=progress)
   files = records_lib.split_files(builder, split)
   features = builder.info.features
   serialized = records_lib.read_records(files, indices)
@@ -145,5 +174,6 @@ def load_episodes(builder: tfds.core.DatasetBuilder, split: str,
                           deterministic=True)
   parsed = parsed.apply(tf.data.experimental.assert_cardinality(len(indices)))
   if dense:
-    return loading.decode_dense_steps(parsed, features[rlds_types.STEPS])
+    return loading.decode_dense_steps(parsed, features[rlds_types.STEPS],
+                                      step_fields=step_fields)
   return parsed

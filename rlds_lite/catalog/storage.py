@@ -1,13 +1,16 @@
 """Cache episode catalogs next to the dataset they describe.
 
-A catalog file is ``<dataset_dir>/rlds_lite_catalog/<split>-<key>.npz`` (a
+A catalog file is
+``<dataset_dir>/rlds_lite_catalog/<split>-<last_step>-<key>.npz`` (a
 `Catalog` in pickle-free ``.npz``), where ``dataset_dir`` holds
-``dataset_info.json``. The key is the statistics cache's key
+``dataset_info.json`` and ``last_step`` is ``invalid`` or ``valid`` (what
+``return`` sums). The key is the statistics cache's key
 (`rlds_lite.stats.cache.cache_key`: the dataset's directory and the name,
-size and modification time of its files), so rewriting or appending to the
-dataset changes it, exactly as it invalidates cached statistics. Files are
-written atomically (a temporary file, then ``os.replace``), and older catalogs
-of the same split in that folder are removed. When the dataset directory is
+size and modification time of its files, with the split and ``last_step``),
+so rewriting or appending to the dataset changes it, exactly as it
+invalidates cached statistics. Files are written atomically (a temporary
+file, then ``os.replace``), and older catalogs of the same split and
+``last_step`` in that folder are removed. When the dataset directory is
 read-only, catalogs go to ``$RLDS_LITE_CACHE_DIR/catalog`` or
 ``~/.cache/rlds_lite/catalog``.
 
@@ -20,7 +23,7 @@ Example:
   >>> read(d, 'train', key) is None
   True
   >>> path = write(d, 'train', key, Catalog({'index': np.arange(3)}))
-  >>> os.path.relpath(path, d) == f'rlds_lite_catalog/train-{key}.npz'
+  >>> os.path.relpath(path, d) == f'rlds_lite_catalog/train-invalid-{key}.npz'
   True
   >>> len(read(d, 'train', key))
   3
@@ -42,7 +45,7 @@ __all__ = ['CACHE_SUBDIR', 'FORMAT_VERSION', 'catalog_key', 'read', 'write']
 CACHE_SUBDIR = 'rlds_lite_catalog'
 """The catalog folder inside a dataset directory."""
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """Bumped when the columns or their meaning change (old catalogs are rebuilt)."""
 
 
@@ -60,7 +63,8 @@ def fallback_dir() -> str:
   return os.path.join(root, 'catalog')
 
 
-def catalog_key(dataset_dir: str, split: str) -> str:
+def catalog_key(dataset_dir: str, split: str,
+                last_step: str = 'invalid') -> str:
   """The key of a split's catalog: changes when the dataset's files change.
 
   Example:
@@ -71,18 +75,24 @@ def catalog_key(dataset_dir: str, split: str) -> str:
     ...   _ = f.write('x')
     >>> catalog_key(d, 'train') != before, len(before)
     (True, 16)
+    >>> catalog_key(d, 'train', 'valid') != catalog_key(d, 'train')
+    True
   """
   return stats_cache.cache_key(dataset_dir, {'catalog': FORMAT_VERSION,
-                                             'split': split})
+                                             'split': split,
+                                             'last_step': last_step})
 
 
-def _candidates(dataset_dir: str, split: str, key: str) -> List[str]:
+def _candidates(dataset_dir: str, split: str, key: str,
+                last_step: str) -> List[str]:
   digest = hashlib.sha256(os.path.realpath(dataset_dir).encode()).hexdigest()
-  return [os.path.join(dataset_dir, CACHE_SUBDIR, f'{split}-{key}.npz'),
-          os.path.join(fallback_dir(), f'{digest[:16]}-{split}-{key}.npz')]
+  name = f'{split}-{last_step}-{key}.npz'
+  return [os.path.join(dataset_dir, CACHE_SUBDIR, name),
+          os.path.join(fallback_dir(), f'{digest[:16]}-{name}')]
 
 
-def read(dataset_dir: str, split: str, key: str) -> Optional[table.Catalog]:
+def read(dataset_dir: str, split: str, key: str,
+         last_step: str = 'invalid') -> Optional[table.Catalog]:
   """The cached catalog, or None (missing or unreadable).
 
   Example:
@@ -90,7 +100,7 @@ def read(dataset_dir: str, split: str, key: str) -> Optional[table.Catalog]:
     >>> read(tempfile.mkdtemp(), 'train', '0123456789abcdef') is None
     True
   """
-  for path in _candidates(dataset_dir, split, key):
+  for path in _candidates(dataset_dir, split, key, last_step):
     if os.path.exists(path):
       try:
         return table.Catalog.read(path)
@@ -99,13 +109,19 @@ def read(dataset_dir: str, split: str, key: str) -> Optional[table.Catalog]:
   return None
 
 
-def _prune(path: str) -> None:
-  """Removes the other catalogs of the same split next to ``path``."""
+def _prune(path: str, split: str) -> None:
+  """Removes older catalogs of the same split and last_step beside ``path``.
+
+  Catalogs of that split written before ``last_step`` was part of the name
+  (``<split>-<key>.npz``) go too.
+  """
   directory, name = os.path.split(path)
   same_split = re.compile(re.escape(name[:name.rindex('-') + 1]) +
                           r'[0-9a-f]{16}\.npz')
+  older = re.compile(re.escape(split) + r'-[0-9a-f]{16}\.npz')
   for other in os.listdir(directory):
-    if other != name and same_split.fullmatch(other):
+    if other != name and (same_split.fullmatch(other) or
+                          older.fullmatch(other)):
       try:
         os.remove(os.path.join(directory, other))
       except OSError:
@@ -126,7 +142,7 @@ def _write_atomically(path: str, catalog: table.Catalog) -> None:
 
 
 def write(dataset_dir: str, split: str, key: str,
-          catalog: table.Catalog) -> str:
+          catalog: table.Catalog, last_step: str = 'invalid') -> str:
   """Writes the catalog (dataset dir first, else the fallback); its path.
 
   Raises:
@@ -137,16 +153,16 @@ def write(dataset_dir: str, split: str, key: str,
     >>> d = tempfile.mkdtemp()
     >>> path = write(d, 'test', 'k' * 16, table.Catalog({'index': [0]}))
     >>> os.path.basename(path)
-    'test-kkkkkkkkkkkkkkkk.npz'
+    'test-invalid-kkkkkkkkkkkkkkkk.npz'
   """
   errors = []
-  for path in _candidates(dataset_dir, split, key):
+  for path in _candidates(dataset_dir, split, key, last_step):
     try:
       _write_atomically(path, catalog)
     except OSError as e:
       errors.append(f'{path}: {e}')
       continue
     if os.path.dirname(path).endswith(CACHE_SUBDIR):
-      _prune(path)
+      _prune(path, split)
     return path
   raise OSError('catalog cache: could not write ' + '; '.join(errors))

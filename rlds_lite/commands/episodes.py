@@ -12,9 +12,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
       'return, language, metadata), select and sort them',
       description='Lists the episodes of a split from its episode catalog: '
       'index, episode_id, length, return (over every step but the last, as '
-      'RLDS), last_reward, terminated/truncated, language instructions, '
-      'scalar episode metadata, shard and record. The catalog is built in '
-      'one streaming pass and cached next to the dataset.',
+      'RLDS; every step with --last-step valid), last_reward, '
+      'terminated/truncated, language instructions, scalar episode '
+      'metadata, shard and record. The catalog is built in one streaming '
+      'pass and cached next to the dataset.',
       epilog="EXPR: comparisons (== != < <= > >=) of columns with numbers, "
       "'strings' or true/false, 'in [..]', 'contains', combined with and, "
       "or, not and parentheses; e.g. \"length > 20 and terminated\", "
@@ -32,33 +33,44 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
                       help='the columns to show (default: all)')
   parser.add_argument('--no-cache', action='store_true',
                       help='neither read nor write the catalog cache')
+  dataset_options.add_last_step_argument(parser, 'return leaves the last '
+                                         "step's reward out")
 
 
-def run(args: argparse.Namespace) -> int:
-  dataset_options.quiet_logs()
+def _chosen(args: argparse.Namespace):
+  """The catalog's chosen rows, the split's episode count, the columns."""
   # pylint: disable=g-import-not-at-top
   from rlds_lite import loading
   from rlds_lite.catalog import build
   from rlds_lite.checks import sources
+  if args.limit is not None and args.limit < 0:
+    raise ValueError('--limit must be at least 0.')
+  builder, _ = loading.rlds_builder(args.path, args.data_dir)
+  split = args.split or sources.default_split(builder)
+  loading.check_split(builder, split, args.path)
+  catalog = build.catalog_of_builder(
+      builder, split, last_step=args.last_step, cache=not args.no_cache,
+      progress=dataset_options.progress_option(args))
+  build.warn_left_out(catalog, 'episodes')
+  total = len(catalog)
+  if args.where:
+    catalog = catalog.select(args.where)
+  if args.sort:
+    catalog = catalog.sort(args.sort, descending=args.descending)
+  if args.limit is not None:
+    catalog = catalog.head(args.limit)
+  columns = None
+  if args.columns:
+    columns = [catalog.resolve(c.strip()) for c in args.columns.split(',')
+               if c.strip()]
+  return catalog, total, columns
+
+
+def run(args: argparse.Namespace) -> int:
+  dataset_options.quiet_logs()
   try:
-    if args.limit is not None and args.limit < 0:
-      raise ValueError('--limit must be at least 0.')
-    builder, _ = loading.rlds_builder(args.path, args.data_dir)
-    split = args.split or sources.default_split(builder)
-    loading.check_split(builder, split, args.path)
-    catalog = build.catalog_of_builder(builder, split, cache=not args.no_cache,
-                                       progress=dataset_options.progress_option(args))
-    total = len(catalog)
-    if args.where:
-      catalog = catalog.select(args.where)
-    if args.sort:
-      catalog = catalog.sort(args.sort, descending=args.descending)
-    if args.limit is not None:
-      catalog = catalog.head(args.limit)
-    columns = None
-    if args.columns:
-      columns = [catalog.resolve(c.strip()) for c in args.columns.split(',')
-                 if c.strip()]
+    with dataset_options.last_step_warnings('episodes'):
+      catalog, total, columns = _chosen(args)
   except dataset_options.BAD_INPUT_ERRORS as e:
     return dataset_options.report_error('episodes', e)
   if args.json:

@@ -18,6 +18,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
   dataset_options.add_dataset_arguments(parser)
   parser.add_argument('--where', metavar='EXPR', default=None,
                       help='the episodes to keep (default: all)')
+  dataset_options.add_last_step_argument(parser, "return in EXPR leaves the "
+                                         "last step's reward out")
   rewrite_options.add_output_arguments(parser)
 
 
@@ -29,10 +31,12 @@ def run(args: argparse.Namespace) -> int:
   # pylint: disable=g-import-not-at-top
   from rlds_lite.catalog import rewrite
   try:
-    path = rewrite.filter_dataset(
-        args.path, args.out, args.where, split=args.split,
-        val_fraction=args.val_fraction, seed=args.seed, name=args.name,
-        data_dir=args.data_dir, progress=dataset_options.progress_option(args))
+    with dataset_options.last_step_warnings('filter'):
+      path = rewrite.filter_dataset(
+          args.path, args.out, args.where, split=args.split,
+          val_fraction=args.val_fraction, seed=args.seed, name=args.name,
+          data_dir=args.data_dir, last_step=args.last_step,
+          progress=dataset_options.progress_option(args))
   except dataset_options.BAD_INPUT_ERRORS + (FileExistsError,) as e:
     return rewrite_options.report_error('filter', e)
   rewrite_options.report(path, args.json)

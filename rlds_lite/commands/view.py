@@ -29,6 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
                       'free one)')
   parser.add_argument('--fps', type=float, default=10,
                       help='steps per second of the camera videos (default 10)')
+  dataset_options.add_last_step_argument(
+      parser, 'left out of the statistics and returns, and not drawn')
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     server_lib.quiet_requests(not getattr(args, 'verbose', False))
     server = server_lib.Server(dataset_view.DatasetView(
         path if os.path.exists(path) else args.path, data_dir=args.data_dir,
-        split=args.split, fps=args.fps), args.port)
+        split=args.split, fps=args.fps, last_step=args.last_step), args.port)
   except dataset_options.BAD_INPUT_ERRORS + (OSError,) as e:  # OSError: port.
     return dataset_options.report_error('view', e)
   if args.json:

@@ -1,9 +1,11 @@
 """Statistics of an RLDS dataset in one streaming pass.
 
-``compute`` reads dense episodes (``rlds_lite.load(..., dense=True)``), and
-inside ``tf.data`` turns each into rows of the selected step fields plus a
-validity mask and per-episode columns (length, return, terminal), cut into
-batches of steps with ``rebatch``. Each batch is reduced in NumPy into small
+``compute`` reads dense episodes (``rlds_lite.load(..., dense=True)``; from a
+path, only the step fields it summarises plus the ``is_last`` /
+``is_terminal`` flags, ``load(..., step_fields=...)``, so images, which it
+skips, are never decoded), and inside ``tf.data`` turns each into rows of the
+selected step fields plus a validity mask and per-episode columns (length,
+return, terminal), cut into batches of steps with ``rebatch``. Each batch is reduced in NumPy into small
 mergeable summaries (count/mean/M2 with Chan et al.'s merge, min, max, a
 ``QuantileSketch``): memory stays bounded whatever the dataset's size.
 
@@ -138,8 +140,34 @@ def _rows_fn(selected: Dict[str, tf.TensorSpec], mask_last_step: bool,
   return rows
 
 
+def _needed_fields(steps_spec: Any, selected: Dict[str, tf.TensorSpec]
+                   ) -> list:
+  """The step fields the pass reads: the selected ones and the flags it uses.
+
+  Never empty: without flags or selected fields, one field gives the length
+  (the first, preferring fields that are not images).
+  """
+  paths = [p for p, _ in nest_paths.flatten_with_paths(steps_spec)]
+  needed = [p for p in paths if p in selected or
+            p in (rlds_types.IS_LAST, rlds_types.IS_TERMINAL)]
+  if not needed:
+    flat = dict(nest_paths.flatten_with_paths(steps_spec))
+    cheap = [p for p in paths if _skip_reason(flat[p]) is None]
+    needed = (cheap or paths)[:1]
+  return needed
+
+
+def _decoded_steps_spec(builder: tfds.core.DatasetBuilder) -> Any:
+  """The ``[T, ...]`` spec of a dataset's decoded dense steps."""
+  step_spec = builder.info.features[rlds_types.STEPS].feature.get_tensor_spec()
+  return tf.nest.map_structure(
+      lambda s: tf.TensorSpec([None] + s.shape.as_list(), s.dtype), step_spec)
+
+
 def _dense_episodes(dataset_or_path: Any, split: str,
-                    data_dir: Optional[PathLike]) -> tf.data.Dataset:
+                    data_dir: Optional[PathLike],
+                    step_fields: Optional[Sequence[str]] = None
+                    ) -> tf.data.Dataset:
   if isinstance(dataset_or_path, tf.data.Dataset):
     spec = dataset_or_path.element_spec
     if not (isinstance(spec, dict) and rlds_types.STEPS in spec):
@@ -148,14 +176,20 @@ def _dense_episodes(dataset_or_path: Any, split: str,
     if isinstance(spec[rlds_types.STEPS], tf.data.DatasetSpec):
       return dense.to_dense(dataset_or_path)
     return dataset_or_path
-  if isinstance(dataset_or_path, (str, os.PathLike)):
-    # TFDS caches datasets under 250 MiB in memory by default ("autocache"):
-    # a one-pass reduction must not, or memory grows with the dataset.
-    return loading.load(dataset_or_path, split, data_dir=data_dir, dense=True,
-                        read_config=tfds.ReadConfig(try_autocache=False))
-  raise TypeError('stats: expected a tf.data.Dataset of episodes, a dataset '
-                  f'directory or a TFDS name, got '
-                  f'{type(dataset_or_path).__name__}.')
+  _check_path_type(dataset_or_path)
+  # TFDS caches datasets under 250 MiB in memory by default ("autocache"): a
+  # one-pass reduction must not, or memory grows with the dataset.
+  return loading.load(dataset_or_path, split, data_dir=data_dir, dense=True,
+                      read_config=tfds.ReadConfig(try_autocache=False),
+                      step_fields=step_fields)
+
+
+def _check_path_type(dataset_or_path: Any) -> None:
+  """A TypeError unless it is a dataset of episodes, a path or a name."""
+  if not isinstance(dataset_or_path, (tf.data.Dataset, str, os.PathLike)):
+    raise TypeError('stats: expected a tf.data.Dataset of episodes, a dataset '
+                    f'directory or a TFDS name, got '
+                    f'{type(dataset_or_path).__name__}.')
 
 
 def _num_episodes(dataset: tf.data.Dataset) -> Optional[int]:
@@ -310,10 +344,18 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
     last_step = 'invalid' if mask_last_step else 'valid'
   policy = last_step_lib.as_last_step(last_step, 'stats.compute')
   mask = policy is last_step_lib.LastStep.INVALID
-  episodes = _dense_episodes(dataset_or_path, split, data_dir)
+  is_path = not isinstance(dataset_or_path, tf.data.Dataset)
+  if is_path:
+    _check_path_type(dataset_or_path)
+    builder, label = loading.rlds_builder(dataset_or_path, data_dir)
+    loading.check_split(builder, split, label)
+  # From a path without a transform, only the fields summarised are read
+  # (and decoded): the pass never decodes the images it skips.
+  read_selected = is_path and transform is None
+  episodes = None if read_selected else _dense_episodes(dataset_or_path,
+                                                        split, data_dir)
   source = {'split': split, 'keys': None if keys is None else list(keys),
             'last_step': policy.value, 'sketch_k': sketch_k}
-  is_path = not isinstance(dataset_or_path, tf.data.Dataset)
   if is_path:
     source['dataset'] = os.fspath(dataset_or_path)
   if transform is not None:
@@ -323,7 +365,6 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
   dataset_dir = key = None
   reading = contextlib.nullcontext()
   if is_path:
-    builder, _ = loading.rlds_builder(dataset_or_path, data_dir)
     reading = loading.named_read_errors(builder, split)
   if cache and is_path and (transform is None or transform_key):
     dataset_dir = os.fspath(builder.data_dir)
@@ -332,7 +373,13 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
     if cached is not None:
       _warn_left_out(cached, mask)
       return cached
-  selected, skipped = _select(episodes.element_spec[rlds_types.STEPS], keys)
+  if read_selected:
+    steps_spec = _decoded_steps_spec(builder)
+    selected, skipped = _select(steps_spec, keys)
+    episodes = _dense_episodes(dataset_or_path, split, data_dir,
+                               _needed_fields(steps_spec, selected))
+  else:
+    selected, skipped = _select(episodes.element_spec[rlds_types.STEPS], keys)
   with reading:
     stats = _pass(episodes, selected, skipped, mask, sketch_k, progress,
                   source)

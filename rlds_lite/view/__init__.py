@@ -6,8 +6,8 @@ it in a background thread (notebooks, tests); `create_app` is the Flask app
 of a `DatasetView`.
 
 Modules: `dataset_view` (what is shown, read on demand and cached),
-`dataset_info` (features and splits), `episode_table` (one row per episode,
-cached next to the dataset) and `table_query` (filter, sort, page it),
+`dataset_info` (features and splits), `table_query` (filter, sort and page
+the split's episode catalog, ``rlds_lite.catalog``, which is the table),
 `episode_reader` (one episode by index), `episode_payload` (an episode as the
 page's JSON), `fields` (which fields are cameras, language, plots),
 `video_encoding` (cameras as MP4), `app` (the Flask routes), `server`.

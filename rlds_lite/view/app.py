@@ -8,9 +8,10 @@ Pages:
   the ``is_*`` flags on the time axis, the language instruction.
 
 Data (JSON): ``/api/dataset``, ``/api/stats/<split>``,
-``/api/episodes/<split>`` (the table: ``sort``, ``order=asc|desc``,
-``min_length``, ``max_length``, ``min_return``, ``max_return``,
-``status=terminated|truncated``, ``instruction``, ``offset``, ``limit``),
+``/api/episodes/<split>`` (the table, from the split's episode catalog:
+``sort``, ``order=asc|desc``, ``min_length``, ``max_length``,
+``min_return``, ``max_return``, ``status=terminated|truncated``,
+``instruction``, ``where`` (an EXPR), ``offset``, ``limit``),
 ``/api/episode/<split>/<index>``; videos: ``/video/<split>/<index>/<camera>``
 (MP4, with HTTP range requests so browsers can seek). Errors are JSON
 ``{"error": "..."}``: 404 for an unknown split, episode or camera, 400 for a
@@ -110,6 +111,7 @@ def _table_query(view: dataset_view_lib.DatasetView, split: str):
       max_return=_number('max_return', float),
       status=args.get('status') or None,
       instruction=args.get('instruction') or None,
+      where=args.get('where', '').strip() or None,
       offset=0 if offset is None else offset,
       limit=100 if limit is None else limit)
   return flask.jsonify(split=split, **page)

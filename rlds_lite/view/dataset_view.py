@@ -4,10 +4,18 @@
 registered name) without reading any episode, then answers the pages'
 questions: the dataset's features and splits, a split's statistics
 (``rlds_lite.stats.compute``, cached next to the dataset) and episode table
-(`episode_table.compute`, cached too), one episode's data, and the video of
-one of its cameras. Episodes are read one at a time (`EpisodeReader`), so a
-dataset larger than memory is fine; the last few episodes and videos are
-kept in memory. All methods are safe to call from several threads.
+(the split's episode catalog, ``rlds_lite.catalog``, cached too), one
+episode's data, and the video of one of its cameras. Episodes are read one
+at a time (`EpisodeReader`), so a dataset larger than memory is fine; the
+last few episodes and videos are kept in memory. All methods are safe to
+call from several threads.
+
+``last_step`` (``'invalid'``, RLDS, or ``'valid'``) is the one argument
+rlds_lite uses everywhere: it says whether the statistics, the table's
+``return`` and the episode page count the last step's action, reward and
+discount. What ``'invalid'`` leaves out is shown on the pages (the
+statistics' ``last_step_values``, the table's ``last_reward`` column), not
+as Python warnings.
 
 Example:
   >>> import tempfile
@@ -23,7 +31,9 @@ Example:
 """
 
 import os
-from typing import Any, Dict, List, Optional
+import re
+from typing import Any, Dict, List, Optional, Union
+import warnings
 
 import numpy as np
 
@@ -31,13 +41,16 @@ from rlds_lite import loading
 from rlds_lite import rlds_types
 from rlds_lite import stats as stats_lib
 from rlds_lite import video as video_lib
+from rlds_lite.catalog import build as catalog_build
+from rlds_lite.catalog import table as catalog_table
 from rlds_lite.checks import sources
+from rlds_lite.dense import last_step as last_step_lib
 from rlds_lite.view import dataset_info
 from rlds_lite.view import episode_payload
 from rlds_lite.view import episode_reader
-from rlds_lite.view import episode_table
 from rlds_lite.view import fields
 from rlds_lite.view import memo
+from rlds_lite.view import table_query
 from rlds_lite.view import video_encoding
 
 DEFAULT_FPS = 10.0
@@ -51,19 +64,32 @@ class DatasetView:
     data_dir: where TFDS looks for prepared datasets (names only).
     split: the split shown first (default ``'train'`` or the first split).
     fps: the frame rate of the camera videos (steps per second).
-    cache: read/write statistics and episode tables next to the dataset.
+    last_step: ``'invalid'`` (default, RLDS) or ``'valid'``: whether
+      statistics, returns and plots count the last step's action, reward
+      and discount.
+    cache: read/write statistics and episode catalogs next to the dataset.
     episodes_kept, videos_kept: how many decoded episodes and encoded
       videos to keep in memory.
 
   Raises:
     FileNotFoundError, ValueError: for a missing, unprepared or non-RLDS
-      dataset, an array_record dataset, an unknown split or a bad fps.
+      dataset, an array_record dataset, an unknown split, a bad fps or
+      last_step.
   """
 
   def __init__(self, name_or_dir: Any, *, data_dir: Optional[str] = None,
                split: Optional[str] = None, fps: float = DEFAULT_FPS,
+               last_step: Union[last_step_lib.LastStep, str] = 'invalid',
                cache: bool = True, episodes_kept: int = 4,
                videos_kept: int = 32):
+    self.last_step = last_step_lib.as_last_step(last_step, 'view').value
+    # The pages show what last_step='invalid' leaves out; the statistics' own
+    # warning (attributed to this module, which calls stats.compute) would
+    # only reach the server's console. (filterwarnings replaces an equal
+    # filter: views made again do not pile them up.)
+    warnings.filterwarnings(
+        'ignore', category=last_step_lib.LastStepValuesWarning,
+        module=re.escape(__name__))
     builder, label = loading.rlds_builder(name_or_dir, data_dir)
     if not builder.info.splits:
       raise ValueError(f'dataset {label!r} has no splits: is it prepared? '
@@ -106,22 +132,29 @@ class DatasetView:
     return self._reader.num_episodes(split)
 
   def info(self) -> Dict[str, Any]:
-    """Features, splits and cameras (`dataset_info`), the split and fps."""
+    """Features, splits and cameras (`dataset_info`), split, fps, last_step."""
     return {**dataset_info.dataset_info(self.builder, self.label),
-            'default_split': self.default_split, 'fps': self.fps}
+            'default_split': self.default_split, 'fps': self.fps,
+            'last_step': self.last_step}
 
-  def table(self, split: str) -> episode_table.EpisodeTable:
-    """The split's episode table (one pass the first time, then cached)."""
+  def catalog(self, split: str) -> catalog_table.Catalog:
+    """The split's episode catalog (one pass the first time, then cached)."""
+    return self.table(split).catalog
+
+  def table(self, split: str) -> table_query.TableView:
+    """The split's episode table: its catalog as the table shows it."""
     self.check_split(split)
-    return self._tables.get(split, lambda: episode_table.compute(
-        self.dataset_dir, split, cache=self._cache, progress=False))
+    return self._tables.get(split, lambda: table_query.TableView(
+        catalog_build.catalog_of_builder(
+            self.builder, split, last_step=self.last_step, cache=self._cache,
+            progress=False)))
 
   def stats(self, split: str) -> Dict[str, Any]:
     """``rlds_lite.stats.compute(...).summary()`` of the split (cached)."""
     self.check_split(split)
     return self._stats.get(split, lambda: stats_lib.compute(
-        self.dataset_dir, split=split, cache=self._cache,
-        progress=False).summary())
+        self.dataset_dir, split=split, last_step=self.last_step,
+        cache=self._cache, progress=False).summary())
 
   def episode(self, split: str, index: int) -> Dict[str, Any]:
     """Episode ``index`` of ``split``, dense NumPy steps (IndexError if none)."""
@@ -132,10 +165,11 @@ class DatasetView:
   def episode_data(self, split: str, index: int) -> Dict[str, Any]:
     """The episode page's JSON (`episode_payload`), its return and ending."""
     episode = self.episode(split, index)
-    payload = episode_payload.episode_payload(episode, self.step_spec)
+    payload = episode_payload.episode_payload(episode, self.step_spec,
+                                              self.last_step)
     return {'split': split, 'index': index, 'fps': self.fps,
             'num_episodes': self.num_episodes(split), **payload,
-            **_ending(episode[rlds_types.STEPS])}
+            **_ending(episode[rlds_types.STEPS], self.last_step)}
 
   def video(self, split: str, index: int, camera: str) -> bytes:
     """The MP4 of camera ``camera`` of an episode (KeyError if no camera)."""
@@ -148,18 +182,28 @@ class DatasetView:
     return self._videos.get((split, index, camera), encode)
 
 
-def _ending(steps: Dict[str, Any]) -> Dict[str, Any]:
-  """The episode's return (valid rewards summed) and whether it terminated."""
+def _ending(steps: Dict[str, Any], last_step: str) -> Dict[str, Any]:
+  """The episode's return and ending, as its catalog row has them.
+
+  The return sums the rewards of every step but the last (``'invalid'``) or
+  of every step (``'valid'``), over the reward's elements; ``terminated`` /
+  ``truncated`` are None without ``is_terminal`` and False for an episode
+  without steps.
+  """
   reward = steps.get(rlds_types.REWARD)
-  is_last = steps.get(rlds_types.IS_LAST)
   is_terminal = steps.get(rlds_types.IS_TERMINAL)
-  result = {'return': None, 'terminated': False}
-  if reward is not None and len(reward):
+  result = {'return': None, 'last_reward': None, 'terminated': None,
+            'truncated': None}
+  if reward is not None:
     reward = np.asarray(reward, np.float64).reshape(len(reward), -1)
-    valid = (~np.asarray(is_last, bool) if is_last is not None else
-             np.arange(len(reward)) < len(reward) - 1)
-    total = float(reward[valid].sum())
+    counted = len(reward) if last_step == 'valid' else max(len(reward) - 1, 0)
+    total = float(reward[:counted].sum())
     result['return'] = total if np.isfinite(total) else None
-  if is_terminal is not None and len(is_terminal):
-    result['terminated'] = bool(np.asarray(is_terminal)[-1])
+    if len(reward):
+      last = float(reward[-1].sum())
+      result['last_reward'] = last if np.isfinite(last) else None
+  if is_terminal is not None:
+    terminated = bool(len(is_terminal)) and bool(np.asarray(is_terminal)[-1])
+    result['terminated'] = terminated
+    result['truncated'] = bool(len(is_terminal)) and not terminated
   return result

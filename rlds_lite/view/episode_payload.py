@@ -5,8 +5,9 @@
 plot panels (one series per element of each plotted field), the steps where
 ``is_first`` / ``is_last`` / ``is_terminal`` hold, the language
 instructions, the cameras and the episode's metadata. The action, reward and
-discount of a last step are invalid in RLDS: they are sent as null (not
-drawn), and the payload says so.
+discount of a last step are invalid in RLDS (``last_step='invalid'``, the
+default): they are sent as null (not drawn), and the payload says so; with
+``last_step='valid'`` they are drawn.
 
 Example:
   >>> import numpy as np, tensorflow as tf
@@ -98,7 +99,8 @@ def _flags(flat: Dict[str, Any], length: int) -> Dict[str, List[int]]:
   return flags
 
 
-def _panels(flat: Dict[str, Any], step_spec: Any, is_last: np.ndarray
+def _panels(flat: Dict[str, Any], step_spec: Any, is_last: np.ndarray,
+            invalid_on_last: Tuple[str, ...]
             ) -> Tuple[List[Dict[str, Any]], Dict[str, str]]:
   """The plot panels (their series), and the fields left out and why."""
   panels, left_out = fields.plotted_fields(step_spec)
@@ -107,13 +109,14 @@ def _panels(flat: Dict[str, Any], step_spec: Any, is_last: np.ndarray
   for name, paths in panels.items():
     series = []
     for path in paths:
-      invalid = is_last if path.split('/')[0] in fields.INVALID_ON_LAST else never
+      invalid = is_last if path.split('/')[0] in invalid_on_last else never
       series += _series(path, np.asarray(flat[path]), invalid)
     payload.append({'name': name, 'series': series})
   return payload, left_out
 
 
-def episode_payload(episode: Dict[str, Any], step_spec: Any) -> Dict[str, Any]:
+def episode_payload(episode: Dict[str, Any], step_spec: Any,
+                    last_step: str = 'invalid') -> Dict[str, Any]:
   """The JSON of a dense episode for the episode page.
 
   Args:
@@ -121,6 +124,8 @@ def episode_payload(episode: Dict[str, Any], step_spec: Any) -> Dict[str, Any]:
     step_spec: the per-step spec of the dataset's step fields (what
       ``FeaturesDict.get_tensor_spec()`` gives), which says which fields are
       cameras, language or plots.
+    last_step: ``'invalid'`` (RLDS: the last step's action, reward and
+      discount are not drawn) or ``'valid'`` (they are).
 
   Returns:
     ``{'length', 'flags', 'panels', 'not_plotted', 'invalid_on_last',
@@ -134,13 +139,14 @@ def episode_payload(episode: Dict[str, Any], step_spec: Any) -> Dict[str, Any]:
   flags = _flags(flat, length)
   is_last = np.zeros(length, bool)
   is_last[flags[rlds_types.IS_LAST]] = True
-  panels, left_out = _panels(flat, step_spec, is_last)
+  invalid_on_last = fields.INVALID_ON_LAST if last_step == 'invalid' else ()
+  panels, left_out = _panels(flat, step_spec, is_last, invalid_on_last)
   metadata = _metadata(episode)
   cameras = [{'key': key, 'height': int(np.shape(flat[key])[1]),
               'width': int(np.shape(flat[key])[2])}
              for key in fields.camera_fields(step_spec)] if length else []
   return {'length': int(length), 'flags': flags, 'panels': panels,
           'not_plotted': left_out,
-          'invalid_on_last': list(fields.INVALID_ON_LAST),
+          'invalid_on_last': list(invalid_on_last),
           'instructions': _instructions(steps, step_spec, metadata),
           'cameras': cameras, 'metadata': metadata}

@@ -5,7 +5,9 @@ From a step spec (per-step ``tf.TensorSpec`` leaves, as
 
 - cameras: uint8 ``[H, W, C]`` fields, C in 1, 3, 4 (the image-like fields
   of ``rlds_lite.video.image_fields`` with a channel axis), shown as videos;
-- language: string fields whose name holds ``instruction`` or ``language``;
+- language: string fields named like an instruction, by the episode
+  catalog's rule (`rlds_lite.catalog.build.is_language_name`:
+  ``language_instruction``, ``instruction``, ``task``, ``prompt``, ...);
 - plots: numeric fields with at most `MAX_PLOTTED_ELEMENTS` elements per
   step, grouped into panels (``action``, ``state`` for the observation,
   ``reward``, ``discount``, ``other``); the ``is_*`` flags are drawn as
@@ -31,6 +33,7 @@ import tensorflow as tf
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite import video
+from rlds_lite.catalog import build as catalog_build
 
 MAX_PLOTTED_ELEMENTS = 32
 """Numeric fields with more elements per step are not plotted."""
@@ -38,7 +41,6 @@ MAX_PLOTTED_ELEMENTS = 32
 PANELS = ('action', 'state', 'reward', 'discount', 'other')
 FLAGS = (rlds_types.IS_FIRST, rlds_types.IS_LAST, rlds_types.IS_TERMINAL)
 INVALID_ON_LAST = (rlds_types.ACTION, rlds_types.REWARD, rlds_types.DISCOUNT)
-_LANGUAGE_WORDS = ('instruction', 'language')
 
 
 def camera_fields(step_spec: Any) -> List[str]:
@@ -49,14 +51,13 @@ def camera_fields(step_spec: Any) -> List[str]:
 
 
 def is_language_name(path: str) -> bool:
-  """A name like ``language_instruction``: it holds one of the words.
+  """A name like ``language_instruction`` (the episode catalog's rule).
 
   Example:
     >>> is_language_name('steps/natural_language_instruction')
     True
   """
-  name = path.split('/')[-1].lower()
-  return any(word in name for word in _LANGUAGE_WORDS)
+  return catalog_build.is_language_name(path)
 
 
 def is_language(path: str, spec: tf.TensorSpec) -> bool:

@@ -1,56 +1,194 @@
-"""Filter, sort and page an episode table (what the viewer's table shows).
+"""Filter, sort and page a split's episode catalog (what the viewer's table shows).
 
-`query` keeps the rows matching every filter given (length and return
-ranges, terminated or truncated, a case-insensitive substring of the
-language instructions), sorts them by a column (ties by episode index;
-text case-insensitively; missing values, such as no return or no
-instruction, last either way) and returns one page of JSON-ready rows.
+The table is the episode catalog (`rlds_lite.catalog`: one pass, cached next
+to the dataset); this module only shows it. `query` keeps the rows matching
+every filter given (length and return ranges, terminated or truncated, a
+case-insensitive substring of the language instructions, an EXPR over the
+catalog's columns), sorts them by a column (ties by episode index; text
+case-insensitively; missing values, such as no return or no instruction,
+last either way) and returns one page of JSON-ready rows.
+
+What a row shows, from the catalog's columns:
+
+- ``length``; ``return`` (summed over the reward's elements if it is a
+  vector; it follows the catalog's ``last_step``); ``last_reward`` (listed
+  as a column when ``last_step='invalid'`` left non-zero ones out of
+  ``return``);
+- ``status``: ``'terminated'``, ``'truncated'``, or None (an episode
+  without steps, a dataset without ``is_terminal``);
+- ``instructions``: the distinct non-empty values of the catalog's language
+  columns, then of scalar string metadata named like an instruction
+  (`rlds_lite.catalog.build.is_language_name`);
+- ``metadata``: ``episode_id`` and every scalar episode field.
 
 Example:
   >>> import numpy as np
-  >>> from rlds_lite.view.episode_table import EpisodeTable
-  >>> table = EpisodeTable('train', np.array([3, 5, 4]),
-  ...                      np.array([1.0, -2.0, 0.5]),
-  ...                      np.array([True, False, True]),
-  ...                      [['pick'], ['place'], ['pick']], {})
-  >>> page = query(table, sort='return', descending=True, status='terminated')
+  >>> from rlds_lite.catalog import Catalog
+  >>> tasks = np.array([('pick',), ('place', 'wipe'), ('pick',)], dtype=object)
+  >>> catalog = Catalog({'index': [0, 1, 2], 'length': [3, 5, 4],
+  ...                    'return': [1.0, -2.0, 0.5],
+  ...                    'terminated': [True, False, True],
+  ...                    'truncated': [False, True, False],
+  ...                    'language_instruction': tasks},
+  ...                   {'language': ['language_instruction']})
+  >>> page = query(catalog, sort='return', descending=True,
+  ...              status='terminated')
   >>> page['matched'], [row['index'] for row in page['rows']]
   (2, [0, 2])
+  >>> page['rows'][1]['instructions'], page['columns']
+  (['pick'], ['index', 'length', 'return', 'status', 'instruction'])
 """
 
 import math
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
 
-from rlds_lite.view import episode_table as table_lib
+from rlds_lite.catalog import build
+from rlds_lite.catalog import table as table_lib
 
 STATUSES = ('terminated', 'truncated')
-BUILT_IN_COLUMNS = ('index', 'length', 'return', 'status', 'instruction')
+BUILT_IN_COLUMNS = ('index', 'length', 'return', 'last_reward', 'status',
+                    'instruction')
 MAX_LIMIT = 1000
+_NOT_METADATA = frozenset(('index', 'length', 'return', 'last_reward',
+                           'terminated', 'truncated', 'shard', 'record'))
 
 
-def _sort_values(table: table_lib.EpisodeTable, column: str) -> np.ndarray:
-  """The values ``column`` sorts by (object array; None = missing)."""
-  n = table.num_episodes
-  if column == 'index':
-    return np.arange(n)
-  if column == 'length':
-    return table.length
-  if column == 'return':
-    if table.episode_return is None:
-      return np.full(n, None, object)
-    return np.asarray([None if math.isnan(r) else r
-                       for r in table.episode_return], object)
-  if column == 'status':
-    return np.where(table.terminated, 'terminated', 'truncated')
-  if column == 'instruction':
-    return np.asarray([' | '.join(t) if t else None
-                       for t in table.instructions], object)
-  if column in table.metadata:
-    return np.asarray(table.metadata[column], object)
-  raise KeyError(f'unknown column {column!r}; columns: '
-                 f'{list(BUILT_IN_COLUMNS) + sorted(table.metadata)}.')
+def _language_columns(catalog: table_lib.Catalog) -> List[str]:
+  step = [c for c in catalog.info.get('language', []) if c in catalog.columns]
+  episode = [c for c in metadata_columns(catalog)
+             if catalog.column(c).dtype.kind == 'U' and
+             build.is_language_name(c)]
+  return step + episode
+
+
+def metadata_columns(catalog: table_lib.Catalog) -> List[str]:
+  """``episode_id`` and the scalar episode fields, in catalog order.
+
+  Example:
+    >>> metadata_columns(table_lib.Catalog(
+    ...     {'index': [0], 'episode_id': [7], 'length': [2], 'scene': [1],
+    ...      'shard': ['a'], 'record': [0]}))
+    ['episode_id', 'scene']
+  """
+  language = set(catalog.info.get('language', []))
+  return [c for c in catalog.columns
+          if c not in _NOT_METADATA and c not in language]
+
+
+def instructions(catalog: table_lib.Catalog) -> List[List[str]]:
+  """Each episode's distinct non-empty instructions (see the module doc).
+
+  Example:
+    >>> tasks = np.array([('a', ''), ()], dtype=object)
+    >>> instructions(table_lib.Catalog({'task': tasks,
+    ...                                 'episode_metadata/prompt': ['a', 'b']},
+    ...                                {'language': ['task']}))
+    [['a'], ['b']]
+  """
+  columns = [catalog.column(c) for c in _language_columns(catalog)]
+  rows = []
+  for i in range(len(catalog)):
+    texts = []
+    for column in columns:
+      value = column[i]
+      texts.extend(value if isinstance(value, tuple) else [str(value)])
+    rows.append(list(dict.fromkeys(t for t in texts if t)))
+  return rows
+
+
+def _per_episode(catalog: table_lib.Catalog, name: str) -> Optional[np.ndarray]:
+  """A float column summed over its elements (vector rewards); None if absent."""
+  if name not in catalog.columns:
+    return None
+  values = np.asarray(catalog.column(name), np.float64)
+  return values.reshape(len(values), -1).sum(axis=1)
+
+
+def _status(catalog: table_lib.Catalog) -> np.ndarray:
+  status = np.full(len(catalog), None, object)
+  if 'terminated' in catalog.columns:
+    status[catalog.column('terminated')] = 'terminated'
+    status[catalog.column('truncated')] = 'truncated'
+  return status
+
+
+def _json_number(value: float) -> Optional[float]:
+  return float(value) if math.isfinite(value) else None
+
+
+def _cell(value: Any) -> Any:
+  if isinstance(value, np.generic):
+    value = value.item()
+  if isinstance(value, float) and not math.isfinite(value):
+    return None
+  return value
+
+
+class TableView:
+  """A catalog's columns as the table shows them, derived once.
+
+  Holding one per split (as `DatasetView` does) saves re-deriving the
+  instructions on every query; `query` takes a `Catalog` too.
+
+  Args:
+    catalog: a split's episode catalog.
+  """
+
+  def __init__(self, catalog: table_lib.Catalog):
+    n = len(catalog)
+    self.catalog = catalog
+    self.index = np.asarray(catalog.column('index'), np.int64)
+    self.length = np.asarray(catalog.column('length'), np.int64)
+    self.returns = _per_episode(catalog, 'return')
+    self.last_reward = _per_episode(catalog, 'last_reward')
+    self.status = _status(catalog)
+    self.ending = ({name: np.asarray(catalog.column(name), bool)
+                    for name in ('terminated', 'truncated')}
+                   if 'terminated' in catalog.columns else None)
+    self.instructions = instructions(catalog)
+    self.metadata = metadata_columns(catalog)
+    self.left_out = build.left_out_last_rewards(catalog)
+    self.columns = (['index', 'length', 'return'] +
+                    (['last_reward'] if self.left_out else []) +
+                    ['status', 'instruction'] + self.metadata)
+    self.size = n
+
+  def sort_values(self, column: str) -> np.ndarray:
+    """The values ``column`` sorts by (object array; None = missing)."""
+    if column == 'index':
+      return self.index
+    if column == 'length':
+      return self.length
+    if column in ('return', 'last_reward'):
+      values = self.returns if column == 'return' else self.last_reward
+      if values is None:
+        return np.full(self.size, None, object)
+      return np.asarray([_json_number(v) for v in values], object)
+    if column == 'status':
+      return self.status
+    if column == 'instruction':
+      return np.asarray([' | '.join(t) if t else None
+                         for t in self.instructions], object)
+    if column in self.metadata:
+      return np.asarray([_cell(v) for v in self.catalog.column(column)],
+                        object)
+    raise KeyError(f'unknown column {column!r}; columns: {self.columns}.')
+
+  def row(self, i: int) -> Dict[str, Any]:
+    ending = self.ending
+    return {
+        'index': int(self.index[i]), 'length': int(self.length[i]),
+        'return': (None if self.returns is None
+                   else _json_number(self.returns[i])),
+        'last_reward': (None if self.last_reward is None
+                        else _json_number(self.last_reward[i])),
+        'terminated': None if ending is None else bool(ending['terminated'][i]),
+        'truncated': None if ending is None else bool(ending['truncated'][i]),
+        'instructions': self.instructions[i],
+        'metadata': {c: _cell(self.catalog.column(c)[i])
+                     for c in self.metadata}}
 
 
 def _order(values: np.ndarray, rows: np.ndarray, descending: bool) -> np.ndarray:
@@ -74,31 +212,19 @@ def _order(values: np.ndarray, rows: np.ndarray, descending: bool) -> np.ndarray
   return rows[np.lexsort((rows, rank, missing))]
 
 
-def _row(table: table_lib.EpisodeTable, i: int) -> Dict[str, Any]:
-  episode_return = None
-  if table.episode_return is not None and math.isfinite(
-      table.episode_return[i]):
-    episode_return = float(table.episode_return[i])
-  return {'index': int(i), 'length': int(table.length[i]),
-          'return': episode_return,
-          'terminated': bool(table.terminated[i]),
-          'truncated': not bool(table.terminated[i]),
-          'instructions': table.instructions[i],
-          'metadata': {k: v[i] for k, v in table.metadata.items()}}
-
-
-def query(table: table_lib.EpisodeTable, *, sort: str = 'index',
+def query(table: Union[table_lib.Catalog, TableView], *, sort: str = 'index',
           descending: bool = False, min_length: Optional[int] = None,
           max_length: Optional[int] = None, min_return: Optional[float] = None,
           max_return: Optional[float] = None, status: Optional[str] = None,
-          instruction: Optional[str] = None, offset: int = 0,
-          limit: int = 100) -> Dict[str, Any]:
-  """One page of the table's rows matching the filters, sorted.
+          instruction: Optional[str] = None, where: Optional[str] = None,
+          offset: int = 0, limit: int = 100) -> Dict[str, Any]:
+  """One page of the catalog's rows matching the filters, sorted.
 
   Args:
-    table: an `EpisodeTable`.
-    sort: ``'index'``, ``'length'``, ``'return'``, ``'status'``,
-      ``'instruction'`` or a metadata column.
+    table: a split's episode catalog (`rlds_lite.catalog.episodes`), or
+      its `TableView`.
+    sort: ``'index'``, ``'length'``, ``'return'``, ``'last_reward'``,
+      ``'status'``, ``'instruction'`` or a metadata column.
     descending: sort in descending order.
     min_length, max_length: keep lengths in this range (inclusive).
     min_return, max_return: keep returns in this range (inclusive); an
@@ -106,41 +232,51 @@ def query(table: table_lib.EpisodeTable, *, sort: str = 'index',
     status: ``'terminated'`` or ``'truncated'`` (None: both).
     instruction: keep episodes with an instruction containing this text
       (case-insensitive).
+    where: keep episodes matching this EXPR over the catalog's columns
+      (``'length > 20 and success'``; docs/episodes.md).
     offset, limit: the page (``limit`` at most 1000).
 
   Returns:
-    ``{'total', 'matched', 'offset', 'limit', 'columns', 'rows'}``.
+    ``{'total', 'matched', 'offset', 'limit', 'columns', 'last_step',
+    'left_out_last_rewards', 'rows'}``: ``left_out_last_rewards`` counts
+    the episodes whose non-zero last reward ``return`` leaves out.
 
   Raises:
     KeyError: for an unknown sort column.
-    ValueError: for an unknown status or a negative offset/limit.
+    ValueError: for an unknown status, a negative offset/limit or a bad
+      EXPR (`rlds_lite.catalog.ExpressionError`).
   """
   if status not in (None,) + STATUSES:
     raise ValueError(f'status must be one of {list(STATUSES)}, got {status!r}.')
   if offset < 0 or limit < 0:
     raise ValueError(f'offset and limit must be >= 0, got {offset}, {limit}.')
   limit = min(limit, MAX_LIMIT)
-  keep = np.ones(table.num_episodes, bool)
+  view = table if isinstance(table, TableView) else TableView(table)
+  catalog = view.catalog
+  keep = np.ones(view.size, bool)
   if min_length is not None:
-    keep &= table.length >= min_length
+    keep &= view.length >= min_length
   if max_length is not None:
-    keep &= table.length <= max_length
+    keep &= view.length <= max_length
   if min_return is not None or max_return is not None:
-    returns = (table.episode_return if table.episode_return is not None
-               else np.full(table.num_episodes, np.nan))
+    returns = (view.returns if view.returns is not None
+               else np.full(view.size, np.nan))
     with np.errstate(invalid='ignore'):
       if min_return is not None:
         keep &= returns >= min_return
       if max_return is not None:
         keep &= returns <= max_return
   if status is not None:
-    keep &= table.terminated if status == 'terminated' else table.truncated
+    keep &= view.status == status
   if instruction:
     needle = instruction.lower()
     keep &= np.asarray([any(needle in t.lower() for t in texts)
-                        for texts in table.instructions], bool)
-  rows = _order(_sort_values(table, sort), np.flatnonzero(keep), descending)
-  return {'total': table.num_episodes, 'matched': int(len(rows)),
-          'offset': offset, 'limit': limit,
-          'columns': list(BUILT_IN_COLUMNS) + sorted(table.metadata),
-          'rows': [_row(table, i) for i in rows[offset:offset + limit]]}
+                        for texts in view.instructions], bool)
+  if where:
+    keep &= catalog.mask(where)
+  rows = _order(view.sort_values(sort), np.flatnonzero(keep), descending)
+  return {'total': view.size, 'matched': int(len(rows)),
+          'offset': offset, 'limit': limit, 'columns': view.columns,
+          'last_step': catalog.info.get('last_step', 'invalid'),
+          'left_out_last_rewards': view.left_out,
+          'rows': [view.row(i) for i in rows[offset:offset + limit]]}

@@ -68,8 +68,13 @@ def test_episodes_table(robot, capsys):
                          'length > 2', '--sort', 'return', '--descending',
                          '--limit', '3', '--columns',
                          'index,length,return,language_instruction,success')
-  assert code == 0 and err == ''
   reference = catalog_testing.reference(robot['data'])
+  left_out = sum(1 for r in reference['last_reward'] if r)
+  assert code == 0 and err == (
+      'rlds-lite episodes: warning: left out non-zero last-step values of '
+      f'reward ({left_out} of 12 episodes): RLDS says a last step\'s reward is '
+      'invalid, so return leaves it out (last_reward keeps it); pass '
+      "last_step='valid' (command line: --last-step valid) to keep them.\n")
   chosen = sorted((i for i in reference['index'] if reference['length'][i] > 2),
                   key=lambda i: -reference['return'][i])
   lines = out.splitlines()
@@ -78,6 +83,36 @@ def test_episodes_table(robot, capsys):
                               'episode_metadata/success']
   assert [int(line.split()[0]) for line in lines[1:4]] == chosen[:3]
   assert lines[4] == f'3 of {len(reference["index"])} episodes'
+
+
+def test_episodes_last_step_valid_counts_the_last_reward(robot, capsys):
+  code, out, err = _main(capsys, 'episodes', robot['path'], '--json',
+                         '--last-step', 'valid', '--columns', 'return')
+  assert code == 0 and err == ''
+  reference = catalog_testing.reference(robot['data'])
+  assert [row['return'] for row in json.loads(out)] == [
+      r + (last or 0.0) for r, last in zip(reference['return'],
+                                           reference['last_reward'])]
+
+
+def test_filter_last_step_valid_selects_by_the_full_return(robot, capsys,
+                                                           tmp_path):
+  reference = catalog_testing.reference(robot['data'])
+  full = [r + (last or 0.0) for r, last in zip(reference['return'],
+                                               reference['last_reward'])]
+  code, out, err = _main(capsys, 'filter', robot['path'], '--where',
+                         'return >= 6', '--last-step', 'valid', '--out',
+                         str(tmp_path / 'out'), '--json')
+  assert code == 0 and err == ''
+  path = json.loads(out)['path']
+  assert [int(e['episode_metadata']['episode_id'])
+          for e in rlds_lite.load(path)] == [
+              i for i, r in enumerate(full) if r >= 6]
+  code, _, err = _main(capsys, 'filter', robot['path'], '--where',
+                       'return >= 6', '--out', str(tmp_path / 'out2'))
+  assert code == 0 and err.startswith(
+      'rlds-lite filter: warning: left out non-zero last-step values of '
+      'reward (')
 
 
 def test_episodes_json_lists_every_episode(robot, capsys):

@@ -52,7 +52,8 @@ def test_filter_copies_the_matching_records_byte_for_byte(robot, tmp_path):
       'operation': 'filter',
       'sources': [{'dataset': path, 'name': 'robot', 'version': '1.0.0',
                    'split': 'train', 'num_episodes': 12, 'metadata': {}}],
-      'where': 'success or length == 0', 'val_fraction': None, 'seed': None,
+      'where': 'success or length == 0', 'last_step': 'invalid',
+      'val_fraction': None, 'seed': None,
       'episode_id': {'field': None, 'policy': 'kept'},
       'episodes': {'train': [[0, 0, 1], [0, 3, 1], [0, 6, 1], [0, 9, 1]]}}
   # The new dataset has its own catalog; the episodes keep their ids.

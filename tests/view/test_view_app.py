@@ -1,12 +1,17 @@
 """rlds_lite.view.app: the JSON endpoints, videos and pages (Flask's client)."""
 
 import io
+import os
 import re
+import warnings
 
 import av
 import numpy as np
 import pytest
 
+import rlds_lite
+from rlds_lite import catalog as catalog_lib
+from rlds_lite import stats as stats_lib
 from rlds_lite.view import app as app_lib
 from rlds_lite.view import dataset_view
 import view_testing
@@ -73,6 +78,41 @@ def test_episodes_json_sorts_and_filters(client, expected):
                     '&max_return=1e9').json
   assert [r['index'] for r in page['rows']] == [2, 3]
   assert page['rows'][0]['metadata'] == {'episode_id': 102}
+
+
+def test_the_table_is_the_episode_catalog(client, dataset, expected):
+  page = client.get('/api/episodes/train?limit=1000').json
+  catalog = catalog_lib.episodes(dataset, progress=False)  # Cached: read.
+  assert [r['length'] for r in page['rows']] == catalog['length'].tolist()
+  assert [r['return'] for r in page['rows']] == catalog['return'].tolist()
+  assert [r['return'] for r in page['rows']] == pytest.approx(
+      [r['return'] for r in expected])
+  assert [r['terminated'] for r in page['rows']] == [
+      r['terminated'] for r in expected]
+  assert [r['instructions'] for r in page['rows']] == [
+      r['instructions'] for r in expected]
+  # One pass, cached where the catalog caches; the viewer keeps no table of
+  # its own.
+  assert [f.rsplit('-', 1)[0] for f in os.listdir(
+      os.path.join(dataset, 'rlds_lite_catalog'))] == ['train-invalid']
+  assert not os.path.exists(os.path.join(dataset, 'rlds_lite_view'))
+  assert page['columns'] == ['index', 'length', 'return', 'status',
+                             'instruction', 'episode_id']
+  assert (page['last_step'], page['left_out_last_rewards']) == ('invalid', 0)
+
+
+def test_episodes_json_filters_by_expr(client, expected):
+  page = client.get('/api/episodes/train', query_string={
+      'where': 'length >= 5 and not terminated', 'sort': 'length'}).json
+  want = sorted((i for i, r in enumerate(expected)
+                 if r['length'] >= 5 and not r['terminated']),
+                key=lambda i: (expected[i]['length'], i))
+  assert [r['index'] for r in page['rows']] == want and want
+  response = client.get('/api/episodes/train', query_string={
+      'where': 'speed > 2'})
+  assert response.status_code == 400
+  assert response.json['error'].startswith(
+      "EXPR 'speed > 2': no column 'speed' (columns: index, episode_id, ")
 
 
 @pytest.mark.parametrize('query, message', [
@@ -187,3 +227,63 @@ def test_other_host_names_are_refused(client):
                     ).status_code == 200
   assert client.get('/api/dataset', headers={'Host': 'evil.example:8765'}
                     ).status_code == 400
+
+
+@pytest.mark.parametrize('last_step', ['invalid', 'valid'])
+def test_last_step_decides_returns_stats_and_plots(tmp_path, last_step):
+  """A success reward on terminal last steps: left out and shown, or counted."""
+  path = view_testing.write_camera_dataset(
+      str(tmp_path), num_episodes=NUM_EPISODES, max_length=10, size=8,
+      success_reward=1.0)
+  expected = view_testing.expected_rows(view_testing.camera_episodes(
+      NUM_EPISODES, 10, 8, success_reward=1.0), last_step)
+  terminated = sum(r['terminated'] for r in expected)
+  assert terminated and all(r['last_reward'] == 1.0 for r in expected
+                            if r['terminated'])
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    view = dataset_view.DatasetView(path, last_step=last_step)
+    client = app_lib.create_app(view).test_client()
+    stats = client.get('/api/stats/train').json
+    page = client.get('/api/episodes/train').json
+    episode = client.get('/api/episode/train/3').json
+  # The pages say what is left out; no Python warning reaches the console.
+  assert not [w for w in caught
+              if issubclass(w.category, rlds_lite.LastStepValuesWarning)]
+  assert client.get('/api/dataset').json['last_step'] == last_step
+  assert [r['return'] for r in page['rows']] == pytest.approx(
+      [r['return'] for r in expected])
+  assert episode['return'] == pytest.approx(expected[3]['return'])
+  assert stats['source']['last_step'] == last_step
+  assert stats['episode_return']['max'] == pytest.approx(
+      max(r['return'] for r in expected))
+  if last_step == 'invalid':
+    assert page['left_out_last_rewards'] == terminated
+    assert page['columns'][:5] == ['index', 'length', 'return', 'last_reward',
+                                   'status']
+    assert [r['last_reward'] for r in page['rows']] == [
+        r['last_reward'] for r in expected]
+    assert stats['last_step_values'] == {'reward': terminated}
+    assert episode['invalid_on_last'] == ['action', 'reward', 'discount']
+    assert episode['panels'][2]['series'][0]['values'][-1] is None
+  else:
+    assert page['left_out_last_rewards'] == 0
+    assert 'last_reward' not in page['columns']
+    # Counted (the statistics list them either way; the page notes them
+    # only when left out).
+    assert stats['last_step_values'] == {'reward': terminated}
+    assert episode['invalid_on_last'] == []
+    assert episode['panels'][2]['series'][0]['values'][-1] == (
+        expected[3]['last_reward'])
+  # The same call outside the viewer warns (so the check above can fail).
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    stats_lib.compute(path, last_step=last_step, progress=False)
+  assert len([w for w in caught if issubclass(
+      w.category, rlds_lite.LastStepValuesWarning)]) == (
+          last_step == 'invalid')
+
+
+def test_bad_last_step_is_refused(dataset):
+  with pytest.raises(ValueError, match="view: last_step must be"):
+    dataset_view.DatasetView(dataset, last_step='maybe')

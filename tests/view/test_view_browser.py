@@ -30,6 +30,7 @@ FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
          '--no-first-run', '--disable-background-networking',
          '--disable-component-update', '--disable-sync']
 NUM_EPISODES, MAX_LENGTH, SIZE, FPS = 12, 40, 128, 10
+SUCCESS = 1.0  # The reward on terminated episodes' last steps.
 TIMEOUT_MS = 20_000
 
 # The master camera's current frame, drawn on a canvas, as a PNG data URL.
@@ -52,7 +53,7 @@ CURSOR_JS = """() => {
 def _dataset(tmp_path_factory):
   return view_testing.write_camera_dataset(
       str(tmp_path_factory.mktemp('browser')), num_episodes=NUM_EPISODES,
-      max_length=MAX_LENGTH, size=SIZE, seed=3)
+      max_length=MAX_LENGTH, size=SIZE, seed=3, success_reward=SUCCESS)
 
 
 @pytest.fixture(name='server', scope='module')
@@ -89,7 +90,7 @@ def _page():
 @pytest.fixture(name='expected', scope='module')
 def _expected():
   return view_testing.expected_rows(view_testing.camera_episodes(
-      NUM_EPISODES, MAX_LENGTH, SIZE, seed=3))
+      NUM_EPISODES, MAX_LENGTH, SIZE, seed=3, success_reward=SUCCESS))
 
 
 def _table_column(page, column):
@@ -115,6 +116,22 @@ def test_dataset_page_sorts_and_filters(page, server, expected):
   assert page.text_content('#stats-counts').startswith(
       f'{NUM_EPISODES} episodes, {sum(r["length"] for r in expected)} steps')
   assert page.text_content('#features').count('(camera)') == 2
+  # The success rewards RLDS leaves out of returns are shown, and said so.
+  terminated = sum(r['terminated'] for r in expected)
+  assert terminated >= 2
+  assert page.eval_on_selector_all('#episodes thead th',
+                                   'ths => ths.map(t => t.dataset.sort)') == [
+      'index', 'length', 'return', 'last_reward', 'status', 'instruction',
+      'episode_id']
+  assert _table_column(page, 'last_reward') == [
+      '1' if r['terminated'] else '0' for r in expected]
+  assert page.text_content('#episodes-last-step').startswith(
+      f'{terminated} episodes have a non-zero last reward, which return '
+      'leaves out')
+  page.wait_for_selector('#stats-last-step:not([hidden])')
+  assert page.text_content('#stats-last-step').startswith(
+      f'Left out: non-zero last-step values of reward ({terminated} '
+      'episodes).')
 
   page.click('th[data-sort=return]')
   _wait_table(page, 'sort=return&order=asc')
@@ -145,6 +162,19 @@ def test_dataset_page_sorts_and_filters(page, server, expected):
   page.click('#filter-reset')
   _wait_table(page, 'sort=return&order=desc&offset=0&limit=100', exact=True)
   assert len(_table_column(page, 'index')) == NUM_EPISODES
+
+  # An EXPR over the catalog's columns.
+  page.fill('#filter-where', 'last_reward > 0 or episode_id < 102')
+  _wait_table(page, 'where=last_reward')
+  chosen = [i for i in by_return if expected[i]['terminated'] or i < 2]
+  assert _table_column(page, 'index') == [str(i) for i in chosen]
+  page.fill('#filter-where', 'colour > 1')
+  page.wait_for_selector('#episodes[data-state=error]')
+  assert page.text_content('#episodes-status').startswith(
+      "EXPR 'colour > 1': no column 'colour'")
+  page.click('#filter-reset')
+  _wait_table(page, 'sort=return&order=desc&offset=0&limit=100', exact=True)
+  assert page.is_hidden('#episodes-status')
 
 
 def _frame(page):

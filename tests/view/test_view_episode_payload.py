@@ -56,6 +56,19 @@ def test_payload():
   assert payload['not_plotted'] == {}
 
 
+def test_last_step_valid_draws_the_last_action_reward_and_discount():
+  steps = _steps()
+  payload = episode_payload.episode_payload({'steps': steps}, _spec(steps),
+                                            last_step='valid')
+  panels = {p['name']: p['series'] for p in payload['panels']}
+  assert panels['action'][0]['values'] == [0.5, 1.5, 2.5, 3.5]
+  assert panels['reward'][0]['values'] == [1.0, None, 2.0, 9.0]  # NaN: None.
+  assert panels['discount'][0]['values'] == [1.0] * 4
+  assert payload['invalid_on_last'] == []
+  default = episode_payload.episode_payload({'steps': steps}, _spec(steps))
+  assert default['invalid_on_last'] == ['action', 'reward', 'discount']
+
+
 def test_truncated_episode_has_no_terminal_flag():
   steps = _steps(terminal=False)
   payload = episode_payload.episode_payload({'steps': steps}, _spec(steps))

@@ -32,9 +32,11 @@ def test_language_fields():
   step = {'language_instruction': spec([], tf.string),
           'observation': {'natural_language_instruction': spec([], tf.string),
                           'natural_language_embedding': spec([512], tf.float32)},
-          'task': spec([], tf.string)}
+          'task': spec([], tf.string), 'file_path': spec([], tf.string)}
+  # The episode catalog's rule (rlds_lite.catalog.build.is_language_name).
   assert fields.language_fields(step) == [
-      'language_instruction', 'observation/natural_language_instruction']
+      'language_instruction', 'observation/natural_language_instruction',
+      'task']
 
 
 def test_plotted_fields_panels_and_left_out():

@@ -1,9 +1,13 @@
-"""rlds_lite.view.table_query: named cases of filters, sorting and paging."""
+"""rlds_lite.view.table_query: named cases of filters, sorting and paging.
+
+The table is an episode catalog (`rlds_lite.catalog.Catalog`) with the
+columns `rlds_lite.catalog.episodes` gives.
+"""
 
 import numpy as np
 import pytest
 
-from rlds_lite.view import episode_table
+from rlds_lite.catalog import Catalog
 from rlds_lite.view import table_query
 
 # index:        0       1        2       3        4       5
@@ -12,15 +16,36 @@ RETURNS = [1.0, np.nan, -3.0, 1.0, 0.0, 2.5]
 TERMINATED = [True, False, False, True, False, True]
 INSTRUCTIONS = [['Pick the cup'], [], ['place it'], ['pick'], ['Pick', 'place'],
                 ['wipe']]
+LAST_REWARDS = [0.0, np.nan, 1.0, 0.0, 0.0, 0.0]
 IDS = [10, 11, 12, 13, 14, 15]
+OPERATORS = ['b', 'a', '', 'a', 'c', 'b']
+
+
+def _strings(rows):
+  column = np.empty(len(rows), dtype=object)
+  column[:] = [tuple(r) for r in rows]
+  return column
+
+
+def _catalog(last_step='invalid', **columns):
+  n = len(LENGTHS)
+  base = {'index': np.arange(n), 'episode_id': np.array(IDS),
+          'length': np.array(LENGTHS), 'return': np.array(RETURNS),
+          'last_reward': np.array(LAST_REWARDS),
+          'terminated': np.array(TERMINATED),
+          'truncated': ~np.array(TERMINATED),
+          'language_instruction': _strings(INSTRUCTIONS),
+          'episode_metadata/operator': np.array(OPERATORS),
+          'shard': np.array(['s-00000'] * n), 'record': np.arange(n)}
+  base.update(columns)
+  return Catalog({k: v for k, v in base.items() if v is not None},
+                 {'language': ['language_instruction'],
+                  'last_step': last_step})
 
 
 @pytest.fixture(name='table')
 def _table():
-  return episode_table.EpisodeTable(
-      'train', np.array(LENGTHS), np.array(RETURNS), np.array(TERMINATED),
-      INSTRUCTIONS, {'episode_id': IDS, 'operator': ['b', 'a', None, 'a',
-                                                     'c', 'b']})
+  return _catalog()
 
 
 CASES = {
@@ -34,7 +59,10 @@ CASES = {
     'status (terminated first)': ({'sort': 'status'}, [0, 3, 5, 1, 2, 4]),
     'instruction text, case-insensitive, none last': (
         {'sort': 'instruction'}, [3, 0, 4, 2, 5, 1]),
-    'metadata column, None last': ({'sort': 'operator'}, [1, 3, 0, 5, 4, 2]),
+    'metadata column (text, case-insensitive)': (
+        {'sort': 'episode_metadata/operator'}, [2, 1, 3, 0, 5, 4]),
+    'last reward, NaN last': ({'sort': 'last_reward', 'descending': True},
+                              [2, 0, 3, 4, 5, 1]),
     'min length': ({'min_length': 5}, [0, 2, 3, 5]),
     'length range': ({'min_length': 2, 'max_length': 5}, [0, 1, 3]),
     'return range drops NaN': ({'min_return': 0.0, 'max_return': 1.0},
@@ -50,6 +78,10 @@ CASES = {
     'nothing matches': ({'min_length': 100}, []),
     'page': ({'sort': 'length', 'offset': 2, 'limit': 3}, [0, 3, 5]),
     'page past the end': ({'offset': 10}, []),
+    'EXPR over the catalog': ({'where': 'length >= 5 and episode_id != 13'},
+                              [0, 2, 5]),
+    'EXPR with the other filters': ({'where': 'not terminated',
+                                     'instruction': 'place'}, [2, 4]),
 }
 
 
@@ -68,24 +100,83 @@ def test_matched_counts_all_pages(table):
 def test_row_values(table):
   rows = table_query.query(table)['rows']
   assert rows[1] == {'index': 1, 'length': 2, 'return': None,
+                     'last_reward': None,
                      'terminated': False, 'truncated': True,
                      'instructions': [],
-                     'metadata': {'episode_id': 11, 'operator': 'a'}}
+                     'metadata': {'episode_id': 11,
+                                  'episode_metadata/operator': 'a'}}
   assert rows[0]['return'] == 1.0 and rows[0]['terminated'] is True
+  assert rows[2]['last_reward'] == 1.0
 
 
-def test_columns_list_metadata(table):
-  assert table_query.query(table)['columns'] == [
-      'index', 'length', 'return', 'status', 'instruction', 'episode_id',
-      'operator']
+def test_columns_list_last_reward_only_when_return_leaves_some_out(table):
+  page = table_query.query(table)
+  assert page['columns'] == [
+      'index', 'length', 'return', 'last_reward', 'status', 'instruction',
+      'episode_id', 'episode_metadata/operator']
+  assert (page['last_step'], page['left_out_last_rewards']) == ('invalid', 1)
+  valid = table_query.query(_catalog('valid'))
+  assert 'last_reward' not in valid['columns']
+  assert (valid['last_step'], valid['left_out_last_rewards']) == ('valid', 0)
+  zeros = table_query.query(_catalog(last_reward=np.zeros(6)))
+  assert 'last_reward' not in zeros['columns']
+  assert zeros['left_out_last_rewards'] == 0
 
 
-def test_no_returns_column():
-  table = episode_table.EpisodeTable('train', np.array([3, 1]), None,
-                                     np.array([False, True]), [[], []], {})
+def test_no_reward_or_is_terminal_columns():
+  table = _catalog(**{'return': None, 'last_reward': None,
+                      'terminated': None, 'truncated': None})
   assert [r['index'] for r in table_query.query(
-      table, sort='return', descending=True)['rows']] == [0, 1]
+      table, sort='return', descending=True)['rows']] == list(range(6))
   assert table_query.query(table, min_return=0)['matched'] == 0
+  # Without is_terminal the ending is unknown: no status matches.
+  assert table_query.query(table, status='truncated')['matched'] == 0
+  row = table_query.query(table)['rows'][0]
+  assert (row['return'], row['terminated'], row['truncated']) == (
+      None, None, None)
+
+
+def test_an_episode_without_steps_is_neither_terminated_nor_truncated():
+  table = _catalog(terminated=np.array([True, False, False, True, False,
+                                        True]),
+                   truncated=np.array([False, True, False, False, True,
+                                       False]))
+  assert [r['index'] for r in table_query.query(
+      table, status='truncated')['rows']] == [1, 4]
+  row = table_query.query(table)['rows'][2]
+  assert (row['terminated'], row['truncated']) == (False, False)
+  assert [r['index'] for r in table_query.query(
+      table, sort='status')['rows']] == [0, 3, 5, 1, 4, 2]
+
+
+def test_vector_rewards_are_summed_over_their_elements():
+  table = _catalog(**{'return': np.array([[1.0, 2.0]] * 6),
+                      'last_reward': np.array([[0.0, 0.0]] * 5 +
+                                              [[1.0, -1.0]])})
+  row = table_query.query(table)['rows'][5]
+  assert (row['return'], row['last_reward']) == (3.0, 0.0)
+  # Its elements are not zero: left out all the same.
+  assert table_query.query(table)['left_out_last_rewards'] == 1
+
+
+def test_episode_level_language_and_empty_instructions():
+  table = _catalog(**{'episode_metadata/language_instruction': np.array(
+      ['', 'stack', '', 'pick', '', ''])})
+  rows = table_query.query(table)['rows']
+  assert [r['instructions'] for r in rows[:4]] == [
+      ['Pick the cup'], ['stack'], ['place it'], ['pick']]
+  assert [r['index'] for r in table_query.query(
+      table, instruction='STACK')['rows']] == [1]
+  # Still a metadata column too.
+  assert rows[1]['metadata']['episode_metadata/language_instruction'] == (
+      'stack')
+
+
+def test_a_table_view_answers_like_its_catalog(table):
+  view = table_query.TableView(table)
+  for kwargs, _ in CASES.values():
+    assert table_query.query(view, **kwargs) == table_query.query(
+        table, **kwargs)
 
 
 def test_limit_is_capped(table):
@@ -94,6 +185,9 @@ def test_limit_is_capped(table):
 
 @pytest.mark.parametrize('kwargs, error, message', [
     ({'sort': 'colour'}, KeyError, "unknown column 'colour'"),
+    ({'where': 'length >'}, ValueError, "EXPR 'length >': unexpected end"),
+    ({'where': 'colour > 2'}, ValueError, "EXPR 'colour > 2': no column "
+     "'colour'"),
     ({'status': 'done'}, ValueError, "status must be one of"),
     ({'offset': -1}, ValueError, 'must be >= 0'),
 ])

@@ -5,6 +5,8 @@ rendered by two cameras: ``front`` (the arena from above: the goal in green,
 the point in red, its trail in grey) and ``wrist`` (a close-up that follows
 the point). Each episode gets a language instruction (the same on
 every step, as in Open X-Embodiment datasets) and an ``episode_id``.
+``success_reward`` puts a reward on the last step of terminated episodes, as
+much Open X-Embodiment data does (RLDS holds it invalid).
 """
 
 from typing import Any, Dict, Iterator, List
@@ -46,7 +48,8 @@ def _render(state: np.ndarray, trail: np.ndarray, size: int, half_width: float,
 
 
 def camera_episodes(num_episodes: int = 12, max_length: int = 30,
-                    size: int = 64, seed: int = 0) -> Iterator[Dict[str, Any]]:
+                    size: int = 64, seed: int = 0,
+                    success_reward: float = 0.0) -> Iterator[Dict[str, Any]]:
   """Episodes (columnar ``steps``) with ``front`` and ``wrist`` cameras."""
   episodes = synthetic.episode_arrays(num_episodes, min_length=2,
                                       max_length=max_length, seed=seed)
@@ -59,6 +62,9 @@ def camera_episodes(num_episodes: int = 12, max_length: int = 30,
     length = len(states)
     instruction = INSTRUCTIONS[index % len(INSTRUCTIONS)]
     steps = {k: v for k, v in arrays.items() if k != 'observation'}
+    if arrays['is_terminal'][-1]:
+      steps['reward'] = steps['reward'].copy()
+      steps['reward'][-1] = success_reward
     steps['observation'] = {'front': front, 'wrist': wrist, 'state': states}
     steps['language_instruction'] = np.array([instruction] * length,
                                              dtype=object)
@@ -86,26 +92,29 @@ def features(size: int) -> Dict[str, Any]:
 def write_camera_dataset(data_dir: str, num_episodes: int = 12,
                          max_length: int = 30, size: int = 64,
                          seed: int = 0, name: str = 'cameras',
-                         max_episodes_per_file: int = 1000) -> str:
+                         max_episodes_per_file: int = 1000,
+                         success_reward: float = 0.0) -> str:
   """Writes `camera_episodes` as a TFDS dataset; returns its directory."""
   with episode_writer.EpisodeWriter(
       data_dir, name, features(size),
       max_episodes_per_file=max_episodes_per_file) as writer:
-    for episode in camera_episodes(num_episodes, max_length, size, seed):
+    for episode in camera_episodes(num_episodes, max_length, size, seed,
+                                   success_reward):
       writer.add_episode(episode)
   return writer.path
 
 
 
 
-def expected_rows(episodes) -> list:
+def expected_rows(episodes, last_step: str = 'invalid') -> list:
   """Length, return, ending and instruction of each episode (NumPy reference)."""
   rows = []
   for episode in episodes:
     steps = episode['steps']
     reward = np.asarray(steps['reward'], np.float64)
-    valid = ~np.asarray(steps['is_last'], bool)
+    valid = ~np.asarray(steps['is_last'], bool) | (last_step == 'valid')
     rows.append({'length': len(reward), 'return': float(reward[valid].sum()),
+                 'last_reward': float(reward[-1]),
                  'terminated': bool(steps['is_terminal'][-1]),
                  'instructions': sorted(set(steps['language_instruction'])),
                  'episode_id': int(episode['episode_id'])})

@@ -64,6 +64,14 @@ async function loadStats() {
     for (const [path, field] of Object.entries(stats.fields)) body.append(...statsRows(path, field));
     const skipped = Object.entries(stats.skipped).map(([path, why]) => `${path} (${why})`);
     if (skipped.length) document.getElementById('stats-skipped').textContent = `No statistics for: ${skipped.join(', ')}.`;
+    const leftOut = Object.entries(stats.last_step_values || {}).map(
+        ([path, n]) => `${path} (${n} episode${n === 1 ? '' : 's'})`);
+    if (leftOut.length && stats.source.last_step === 'invalid') {
+      const note = document.getElementById('stats-last-step');
+      note.textContent = `Left out: non-zero last-step values of ${leftOut.join(', ')}. RLDS says a last ` +
+          "step's action, reward and discount are invalid; rlds-lite view --last-step valid counts them.";
+      note.hidden = false;
+    }
   } catch (error) {
     showError(status, error);
   }
@@ -78,8 +86,8 @@ function tableQuery() {
   return params.toString();
 }
 
-const COLUMN_TITLES = { index: '#', length: 'length', return: 'return', status: 'ending',
-                        instruction: 'instruction' };
+const COLUMN_TITLES = { index: '#', length: 'length', return: 'return', last_reward: 'last reward',
+                        status: 'ending', instruction: 'instruction' };
 
 function renderHeader(columns) {
   const head = document.querySelector('#episodes thead');
@@ -96,8 +104,10 @@ function cell(row, column) {
     case 'index': return el('a', { href: episodeUrl(row.index) }, row.index);
     case 'length': return row.length;
     case 'return': return fmt(row.return);
+    case 'last_reward': return fmt(row.last_reward);
     case 'status': {
-      const status = row.terminated ? 'terminated' : 'truncated';
+      if (row.terminated === null) return fmt(null);
+      const status = row.terminated ? 'terminated' : (row.truncated ? 'truncated' : 'empty');
       return el('span', { class: `badge ${status}` }, status);
     }
     case 'instruction': return row.instructions.join(' | ');
@@ -115,6 +125,13 @@ async function loadTable() {
     const page = await fetchJSON(`/api/episodes/${encodeURIComponent(split)}?${query}`);
     if (request !== table.request) return;  // A newer query is on its way.
     status.hidden = true;
+    status.classList.remove('error');
+    const note = document.getElementById('episodes-last-step');
+    note.hidden = !page.left_out_last_rewards;
+    const n = page.left_out_last_rewards;
+    note.textContent = `${n} episode${n === 1 ? ' has' : 's have'} a non-zero last reward, which return ` +
+        "leaves out (RLDS says a last step's reward is invalid): see the last reward column; " +
+        'rlds-lite view --last-step valid counts it.';
     renderHeader(page.columns);
     const body = node.querySelector('tbody');
     body.replaceChildren(...page.rows.map((row) => el(

@@ -158,10 +158,10 @@ function renderHead() {
     instruction.textContent = episode.instructions.map((t) => `“${t}”`).join('  ·  ');
     instruction.hidden = false;
   }
-  const ending = episode.terminated ? 'terminated' : 'truncated';
+  const ending = episode.terminated ? 'terminated' : (episode.truncated ? 'truncated' : null);
   document.getElementById('episode-summary').replaceChildren(
     `${episode.length} steps · return ${fmt(episode.return)} · `,
-    el('span', { class: `badge ${ending}` }, ending),
+    ending ? el('span', { class: `badge ${ending}` }, ending) : (episode.length ? 'ending unknown' : 'no steps'),
     ` · ${fmt(fps)} steps per second`);
   const metadata = document.querySelector('#metadata tbody');
   for (const [key, value] of Object.entries(episode.metadata)) {
