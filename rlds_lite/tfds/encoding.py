@@ -38,7 +38,7 @@ import functools
 import itertools
 import zlib
 from typing import (Any, Callable, Dict, List, Mapping, NamedTuple, Optional,
-                    Sequence, Tuple)
+                    Sequence, Tuple, Union)
 
 import numpy as np
 import tensorflow as tf
@@ -114,10 +114,12 @@ def size_bound(value: Any) -> int:
   return 64
 
 
-def _example(features: Mapping[str, Any]) -> bytes:
+def _example(features: Mapping[str, Any],
+             as_bytearray: bool = False) -> Union[bytes, bytearray]:
   """`example_wire.example` of ``features``; `check_record_size` first."""
   try:
-    return example_wire.example(features, max_bytes=MAX_RECORD_BYTES)
+    return example_wire.example(features, max_bytes=MAX_RECORD_BYTES,
+                                as_bytearray=as_bytearray)
   except RecordTooLargeError as e:
     check_record_size(e.nbytes)
     raise
@@ -686,8 +688,9 @@ class EpisodeEncoder:
     return tuple(leaves)
 
   def _serialize_exact(self, episode: Any,
-                       pngs: Optional[Mapping[str, List[bytes]]] = None
-                       ) -> Optional[bytes]:
+                       pngs: Optional[Mapping[str, List[bytes]]] = None,
+                       as_bytearray: bool = False
+                       ) -> Optional[Union[bytes, bytearray]]:
     """`serialize` for an episode already of the features' exact types.
 
     Every field present (flags too), each a NumPy array of the feature's
@@ -735,7 +738,7 @@ class EpisodeEncoder:
         features[leaf.key] = record
     if not length:
       return None  # No steps: TFDS's own encoding of an empty sequence.
-    return _example(features)
+    return _example(features, as_bytearray)
 
   @property
   def features(self) -> tfds.features.FeaturesDict:
@@ -825,7 +828,8 @@ class EpisodeEncoder:
                  _jpeg_image(feature, value, self._jpeg_quality))
     return value if encoded is None else encoded
 
-  def serialize(self, episode: Mapping[str, Any]) -> bytes:
+  def serialize(self, episode: Mapping[str, Any],
+                as_bytearray: bool = False) -> Union[bytes, bytearray]:
     """The serialized ``tf.train.Example`` of ``episode`` (see `encode`).
 
     The example TFDS's ``ExampleSerializer`` builds, written from whole
@@ -839,6 +843,10 @@ class EpisodeEncoder:
     goes through `encode` (which converts, derives missing flags and names
     what is wrong). Step lists are stacked into columns first.
 
+    ``as_bytearray=True`` returns the record as the ``bytearray`` it was
+    built in (no copy; ``tf.io.TFRecordWriter.write`` takes it): writing a
+    large integer column then costs the record plus one chunk of temporaries.
+
     Raises:
       ValueError: naming the field, for values that do not match the
         features (`encode`).
@@ -850,9 +858,9 @@ class EpisodeEncoder:
              else None)
     if isinstance(steps, (list, tuple)):  # Step dicts: stacked once, here.
       episode = {**episode, rlds_types.STEPS: columnar_steps(steps)}
-    record = self._serialize_exact(episode)
+    record = self._serialize_exact(episode, as_bytearray=as_bytearray)
     if record is None:
-      record = self._serialize_checked(episode)
+      record = self._serialize_checked(episode, as_bytearray)
     check_record_size(len(record))
     return record
 
@@ -942,7 +950,9 @@ class EpisodeEncoder:
         encoded[leaf.key] = files
     return encoded
 
-  def _serialize_checked(self, episode: Mapping[str, Any]) -> bytes:
+  def _serialize_checked(self, episode: Mapping[str, Any],
+                         as_bytearray: bool = False
+                         ) -> Union[bytes, bytearray]:
     """`serialize` through `encode`: converts, derives flags, checks all."""
     if not self._columnar_serializable:
       return self._serializer.serialize_example(self.encode(episode))
@@ -954,7 +964,7 @@ class EpisodeEncoder:
       if value is None and info.optional:
         continue
       features[key] = _feature_bytes(value, info, key)
-    return _example(features)
+    return _example(features, as_bytearray)
 
   def _check_keys(self, feature: tfds.features.FeaturesDict,
                   value: Mapping[str, Any], path: str,

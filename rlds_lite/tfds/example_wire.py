@@ -12,7 +12,11 @@ below 128 are their own varints, used uncopied), byte lists a join.
 Each serialized message is kept as `Chunks` (the buffers it is made of and
 their total size) until `example` joins the whole record once: a large
 column is copied once into the record, not once per level of nesting, and
-`example` can refuse a record over its size limit before building it.
+`example` can refuse a record over its size limit before building it. Large
+``int64`` lists stay unencoded until the join (their encoded size is counted
+up front) and are encoded a chunk at a time straight into the record, so
+writing a record costs the record plus one chunk's temporaries
+(``example(..., as_bytearray=True)`` hands the record over without a copy).
 
 The bytes are those of ``tf.train.Example(...).SerializeToString(
 deterministic=True)``: the same fields, with the feature map in sorted key
@@ -47,7 +51,27 @@ _FIELD_3 = b'\x1a'   # Feature.int64_list.
 _VARINT_BYTES = 10   # Bytes of the longest varint (a negative int64).
 _CHUNK = 1 << 20     # Values varint-encoded at a time (bounds the temporaries).
 
-Buffer = Union[bytes, np.ndarray]
+
+
+class _Varints:
+  """Non-negative ints (an unsigned dtype, 1-D), varint-encoded when joined.
+
+  Holds the values (a view of the column: no copy) and the encoded size, so
+  a record's size is known, and its encoding is done chunk by chunk into the
+  record itself, without holding every encoded chunk at once.
+  """
+
+  __slots__ = ('values', 'nbytes')
+
+  def __init__(self, values: np.ndarray):
+    self.values = values
+    self.nbytes = _varints_size(values)
+
+  def encode(self) -> np.ndarray:
+    return _unsigned_varints(self.values)
+
+
+Buffer = Union[bytes, np.ndarray, _Varints]
 
 
 class RecordTooLargeError(ValueError):
@@ -89,16 +113,40 @@ class Chunks:
     return self.nbytes
 
   def __bytes__(self) -> bytes:
+    if any(isinstance(b, _Varints) for b in self.buffers):
+      return bytes(self.to_bytearray())
     return b''.join([
         np.ascontiguousarray(b) if isinstance(b, np.ndarray) and
         not b.flags.c_contiguous else b for b in self.buffers])
+
+  def to_bytearray(self) -> bytearray:
+    """The message in one new ``bytearray``, each buffer written into it.
+
+    Deferred varints are encoded one chunk at a time, in place: the peak is
+    the message plus one chunk's temporaries.
+    """
+    out = bytearray(self.nbytes)
+    view = np.frombuffer(out, np.uint8) if self.nbytes else np.empty(0,
+                                                                     np.uint8)
+    position = 0
+    for buffer in self.buffers:
+      if isinstance(buffer, _Varints):
+        buffer = buffer.encode()
+      data = (buffer.reshape(-1).view(np.uint8) if isinstance(
+          buffer, np.ndarray) else np.frombuffer(buffer, np.uint8))
+      view[position:position + data.size] = data
+      position += data.size
+    assert position == self.nbytes, (position, self.nbytes)
+    return out
 
   def __repr__(self) -> str:
     return f'Chunks({len(self.buffers)} buffers, {self.nbytes} bytes)'
 
 
 def _size(buffer: Buffer) -> int:
-  return buffer.nbytes if isinstance(buffer, np.ndarray) else len(buffer)
+  if isinstance(buffer, (np.ndarray, _Varints)):
+    return buffer.nbytes
+  return len(buffer)
 
 
 def _bytes_of(array: np.ndarray) -> np.ndarray:
@@ -154,6 +202,17 @@ def _unsigned_varints(values: np.ndarray) -> np.ndarray:
   return encoded[valid]
 
 
+def _varints_size(values: np.ndarray) -> int:
+  """Bytes of `_unsigned_varints` of ``values``, without encoding them."""
+  if not values.size:
+    return 0
+  top = int(values.max())
+  total = values.size
+  for k in range(1, (top.bit_length() + 6) // 7):
+    total += int(np.count_nonzero(values >> (7 * k)))
+  return total
+
+
 def _varint_buffers(values: np.ndarray) -> List[Buffer]:
   """int64 values as concatenated varints (two's complement, as protobuf)."""
   values = np.asarray(values)
@@ -175,7 +234,7 @@ def _varint_buffers(values: np.ndarray) -> List[Buffer]:
       unsigned = chunk.view(unsigned_dtype)
     else:   # Negative values are 10-byte varints of their int64 bits.
       unsigned = chunk.astype(np.int64).view(np.uint64)
-    buffers.append(_unsigned_varints(np.ascontiguousarray(unsigned)))
+    buffers.append(_Varints(np.ascontiguousarray(unsigned)))
   return buffers
 
 
@@ -264,13 +323,17 @@ def _as_chunks(feature: Union[Chunks, bytes]) -> Chunks:
 
 
 def example(features: Mapping[str, Union[Chunks, bytes]],
-            max_bytes: Optional[int] = None) -> bytes:
+            max_bytes: Optional[int] = None,
+            as_bytearray: bool = False) -> Union[bytes, bytearray]:
   """A serialized ``Example`` of serialized ``Feature``s, keys sorted.
 
   Args:
     features: ``{key: serialized Feature}`` (`Chunks` or bytes).
     max_bytes: if given, a record larger than this raises
       `RecordTooLargeError` before it is built (nothing is allocated).
+    as_bytearray: return the record as the ``bytearray`` it is built in
+      (``tf.io.TFRecordWriter.write`` takes it without a copy) instead of
+      ``bytes`` (one more copy of the record).
 
   Returns:
     The record.
@@ -299,7 +362,7 @@ def example(features: Mapping[str, Union[Chunks, bytes]],
         f'the serialized tf.train.Example is {describe_size(record.nbytes)}, '
         f'over the {describe_size(max_bytes)} a record can hold.',
         record.nbytes, max_bytes)
-  return bytes(record)
+  return record.to_bytearray() if as_bytearray else bytes(record)
 
 
 def describe_size(nbytes: int) -> str:

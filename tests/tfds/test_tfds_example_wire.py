@@ -144,11 +144,23 @@ def test_narrow_ints_are_varints_of_their_int64_value(values, chunk,
       expected.SerializeToString())
 
 
-def test_uint8_below_128_is_used_uncopied():
-  column = np.arange(1000, dtype=np.uint8) % 100
+@pytest.mark.parametrize('top', [100, 255])
+def test_uint8_column_is_encoded_only_into_the_record(top):
+  # The column is held uncopied (its encoded size counted) until the record
+  # is built, then encoded chunk by chunk into it.
+  column = (np.arange(1000) % (top + 1)).astype(np.uint8)
   chunks = example_wire.int64_feature(column)
-  assert any(isinstance(b, np.ndarray) and np.shares_memory(b, column)
-             for b in chunks.buffers)
+  held = [b.values for b in chunks.buffers if hasattr(b, 'encode')]
+  assert len(held) == 1 and np.shares_memory(held[0], column)
+  expected = tf.train.Feature(int64_list=tf.train.Int64List(
+      value=column.astype(np.int64).tolist())).SerializeToString()
+  assert len(chunks) == len(expected)
+  assert bytes(chunks) == expected
+  record = example_wire.example({'x': chunks}, as_bytearray=True)
+  assert isinstance(record, bytearray)
+  assert record == example_wire.example({'x': chunks})
+  assert tf.train.Example.FromString(bytes(record)).features.feature[
+      'x'].SerializeToString() == expected
 
 
 def test_float32_column_is_used_uncopied_until_the_record():
