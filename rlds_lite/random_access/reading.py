@@ -1,0 +1,269 @@
+"""Read a batch of samples by sample id: one batched read, then TF ops.
+
+`SampleReader(storage, index)` turns sample ids ``[B]`` into a batch dict:
+the index gives each sample's episode and start, hence the ``K`` steps it
+reads (the kind's ``offsets``, clipped into the episode) and the ``m``
+consecutive chunk records holding them; all ``B * m`` records are read in one
+call, and each field's ``[B, K, ...]`` steps are taken with one gather (in
+NumPy for fixed layouts: `ChunkStorage.read_block`; in TensorFlow after
+``tf.io.parse_example`` for layouts with images or strings); then the kind
+assembles the samples (masks, n-step sums).
+Images are decoded after the gather, so only the frames a sample holds are
+decoded. Everything but the read itself is TensorFlow ops, so the readers
+run it inside ``tf.data`` (`rlds_lite.random_access.tf_data`) or eagerly
+(the Grain source).
+
+Example:
+  >>> import tempfile
+  >>> from rlds_lite import synthetic
+  >>> from rlds_lite.random_access import convert, ChunkStorage, SampleIndex, Windows
+  >>> from rlds_lite.tfds import write_dataset
+  >>> source = write_dataset(synthetic.episodes(num_episodes=3, seed=0),
+  ...                        tempfile.mkdtemp(), 'toy')
+  >>> storage = ChunkStorage(convert(source, chunk_steps=8, progress=False))
+  >>> reader = SampleReader(storage, SampleIndex.build(Windows(size=3), storage))
+  >>> batch = reader.read(tf.constant([0, 50]))
+  >>> batch['observation'].shape, batch['reward'].shape
+  (TensorShape([2, 3, 4]), TensorShape([2, 3]))
+"""
+
+from typing import Any, Callable, Dict, List, Tuple
+
+import numpy as np
+import tensorflow as tf
+
+from rlds_lite import rlds_types
+from rlds_lite.dense.transitions import NEXT_OBSERVATION
+from rlds_lite.random_access import index as index_lib
+from rlds_lite.random_access import layout as layout_lib
+from rlds_lite.random_access import samples as samples_lib
+from rlds_lite.random_access import storage as storage_lib
+
+__all__ = ['SampleReader', 'EPISODE_INDEX', 'nest']
+
+EPISODE_INDEX = 'episode_index'
+"""Key of each sample's episode (split index), with ``sample_info=True``."""
+SAMPLE_ID = 'sample_id'
+"""Key of each sample's id in the index, with ``sample_info=True``."""
+
+Flat = Dict[str, tf.Tensor]
+
+
+def nest(flat: Dict[str, Any]) -> Dict[str, Any]:
+  """``{'a/b': x}`` -> ``{'a': {'b': x}}``.
+
+  Example:
+    >>> nest({'observation/image': 1, 'reward': 2})
+    {'observation': {'image': 1}, 'reward': 2}
+  """
+  out: Dict[str, Any] = {}
+  for path, value in flat.items():
+    node = out
+    parts = path.split('/')
+    for part in parts[:-1]:
+      node = node.setdefault(part, {})
+    node[parts[-1]] = value
+  return out
+
+
+def chunks_per_sample(offsets: np.ndarray, chunk_steps: int) -> int:
+  """Records a sample reading steps ``start + offsets`` needs at most.
+
+  Example:
+    >>> [chunks_per_sample(np.arange(s), 16) for s in (1, 16, 17, 33)]
+    [1, 2, 2, 3]
+  """
+  span = int(np.max(offsets) - np.min(offsets)) + 1
+  return (span - 1 + chunk_steps - 1) // chunk_steps + 1
+
+
+def _bitcast(raw: tf.Tensor, leaf: layout_lib.Leaf, lead: tf.Tensor
+             ) -> tf.Tensor:
+  """Raw bytes ``[..., nbytes]`` -> values ``[*lead, m * C, ...]``."""
+  dtype = tf.as_dtype(np.dtype(leaf.dtype))
+  step_shape = list(leaf.shape[1:])
+  itemsize = np.dtype(leaf.dtype).itemsize
+  if dtype == tf.bool:
+    values = tf.reshape(raw, tf.concat([lead, [-1] + step_shape], 0))
+    return tf.cast(values, tf.bool)
+  if itemsize == 1:
+    values = tf.reshape(raw, tf.concat([lead, [-1] + step_shape], 0))
+    return tf.bitcast(values, dtype) if dtype != tf.uint8 else values
+  values = tf.reshape(raw, tf.concat([lead, [-1] + step_shape + [itemsize]],
+                                     0))
+  return tf.bitcast(values, dtype)
+
+
+def _decode_image(leaf: layout_lib.Leaf) -> Callable[[tf.Tensor], tf.Tensor]:
+  shape = list(leaf.shape[1:])
+  dtype = tf.as_dtype(np.dtype(leaf.dtype))
+
+  def decode(encoded: tf.Tensor) -> tf.Tensor:
+    flat = tf.reshape(encoded, [-1])
+    frames = tf.map_fn(
+        lambda x: tf.io.decode_image(x, channels=shape[-1], dtype=dtype,
+                                     expand_animations=False),
+        flat, fn_output_signature=tf.TensorSpec([None, None, shape[-1]],
+                                                dtype))
+    return tf.reshape(frames, tf.concat([tf.shape(encoded), shape], 0))
+
+  return decode
+
+
+class SampleReader:
+  """Reads batches of samples of ``index`` from ``storage`` by sample id.
+
+  Args:
+    storage: a `ChunkStorage`.
+    index: a `SampleIndex` built for ``storage``.
+    decode_images: decode image fields (else they stay encoded strings).
+    sample_info: add ``'episode_index'`` and ``'sample_id'`` ``[B]`` int64.
+
+  Raises:
+    ValueError: if ``index`` was not built for ``storage`` (another
+      dataset or split).
+  """
+
+  def __init__(self, storage: storage_lib.ChunkStorage,
+               index: index_lib.SampleIndex, *, decode_images: bool = True,
+               sample_info: bool = False):
+    if index.data_fingerprint != storage.fingerprint or (
+        len(index.lengths) != storage.num_episodes or
+        not np.array_equal(index.lengths, storage.lengths)):
+      raise ValueError(
+          f'random access: the sample index ({index!r}) does not match the '
+          f'data of {storage.path!r} split {storage.split!r} (built for '
+          f'another dataset or split); build it with '
+          'SampleIndex.build(kind, storage).')
+    self.storage = storage
+    self.index = index
+    self.kind = index.kind
+    self.decode_images = decode_images
+    self.sample_info = sample_info
+    self._offsets = np.asarray(self.kind.offsets, np.int64)
+    self.chunks_per_sample = chunks_per_sample(self._offsets,
+                                               storage.chunk_steps)
+    self._fixed = storage.layout.fixed
+    self._slices = storage.payload_slices() if self._fixed else []
+
+  @property
+  def num_samples(self) -> int:
+    return len(self.index)
+
+  def plan(self, sample_ids: np.ndarray) -> Dict[str, np.ndarray]:
+    """Where the samples' steps are (NumPy): episode, start, length, rows, local.
+
+    ``rows`` ``[B, m]`` are the chunk ids to read (clipped at each sample's
+    last needed chunk, so a sample inside one chunk reads it once) and
+    ``local`` ``[B, K]`` the sample's steps in the ``m * C`` steps read.
+    """
+    ids = np.asarray(sample_ids, np.int64)
+    if ids.size and (ids.min() < 0 or ids.max() >= len(self.index)):
+      bad = ids[(ids < 0) | (ids >= len(self.index))][0]
+      raise IndexError(f'random access: sample {bad} is out of range: the '
+                       f'index has {len(self.index)} samples.')
+    episode = self.index.episode[ids].astype(np.int64)
+    start = self.index.start[ids].astype(np.int64)
+    length = self.storage.lengths[episode]
+    steps = samples_lib.step_indices(self._offsets, start, length)
+    chunk_steps = self.storage.chunk_steps
+    first = steps.min(axis=1) // chunk_steps
+    last = steps.max(axis=1) // chunk_steps
+    rows = np.minimum(first[:, None] + np.arange(self.chunks_per_sample),
+                      last[:, None]) + self.storage.first_chunk[episode][:, None]
+    return {'episode': episode, 'start': start, 'length': length,
+            'terminated': self.storage.terminated[episode], 'rows': rows,
+            'local': steps - (first * chunk_steps)[:, None]}
+
+  def read_numpy(self, sample_ids: np.ndarray) -> List[np.ndarray]:
+    """Fixed layouts: ``[episode, start, length, terminated, *fields]``.
+
+    Each field ``[B, K, ...]`` holds the samples' steps (`step_indices`).
+    """
+    plan = self.plan(sample_ids)
+    block = self.storage.read_block(plan['rows'])            # [B, m, L]
+    local = plan['local']                                     # [B, K]
+    chunk_steps = self.storage.chunk_steps
+    batch = np.arange(local.shape[0])[:, None]
+    row, step = local // chunk_steps, local % chunk_steps
+    fields = []
+    for leaf, start, size in self._slices:
+      # [B, m, C, step bytes] view of the field's payloads; one gather of the
+      # samples' steps copies just their bytes.
+      payload = block[:, :, start:start + size].reshape(
+          block.shape[:2] + (chunk_steps, size // chunk_steps))
+      values = np.ascontiguousarray(payload[batch, row, step])
+      fields.append(values.view(leaf.dtype).reshape(
+          local.shape + tuple(leaf.shape[1:])))
+    return [plan['episode'], plan['start'], plan['length'],
+            plan['terminated']] + fields
+
+  def _records_numpy(self, sample_ids: np.ndarray) -> List[np.ndarray]:
+    plan = self.plan(sample_ids)
+    records = np.array(self.storage.read_records(plan['rows']), dtype=object)
+    return [plan['episode'], plan['start'], plan['length'],
+            plan['terminated'], records.reshape(-1), plan['local']]
+
+  def _read_fixed(self, sample_ids: tf.Tensor) -> Tuple[Flat, List[tf.Tensor]]:
+    leaves = [leaf for leaf, _, _ in self._slices]
+    outputs = tf.numpy_function(
+        self.read_numpy, [sample_ids],
+        [tf.int64, tf.int64, tf.int64, tf.bool] +
+        [tf.as_dtype(np.dtype(leaf.dtype)) for leaf in leaves], stateful=False)
+    k = len(self._offsets)
+    steps = {}
+    for leaf, value in zip(leaves, outputs[4:]):
+      steps[leaf.path] = tf.ensure_shape(value, [None, k] + list(leaf.shape[1:]))
+    return steps, [tf.ensure_shape(v, [None]) for v in outputs[:4]]
+
+  def _read_parsed(self, sample_ids: tf.Tensor) -> Tuple[Flat, List[tf.Tensor]]:
+    outputs = tf.numpy_function(
+        self._records_numpy, [sample_ids],
+        [tf.int64, tf.int64, tf.int64, tf.bool, tf.string, tf.int64],
+        stateful=False)
+    records = tf.ensure_shape(outputs[4], [None])
+    local = tf.ensure_shape(outputs[5], [None, len(self._offsets)])
+    parsed = tf.io.parse_example(records, self.storage.layout.parse_spec())
+    lead = tf.shape(local)[:1]
+    steps = {}
+    for leaf in self.storage.layout.leaves:
+      value = parsed[leaf.key]
+      if leaf.kind == 'fixed':
+        value = _bitcast(tf.io.decode_raw(value, tf.uint8), leaf, lead)
+      else:
+        value = tf.reshape(value, tf.concat([lead, [-1]], 0))
+      steps[leaf.path] = tf.gather(value, local, axis=1, batch_dims=1)
+    return steps, [tf.ensure_shape(v, [None]) for v in outputs[:4]]
+
+  def _decoder(self) -> Callable[[Flat], Flat]:
+    images = {leaf.path: _decode_image(leaf)
+              for leaf in self.storage.layout.leaves if leaf.kind == 'image'}
+
+    def source(path: str) -> str:
+      if path.startswith(NEXT_OBSERVATION):
+        return rlds_types.OBSERVATION + path[len(NEXT_OBSERVATION):]
+      return path
+
+    def decode(values: Flat) -> Flat:
+      if not self.decode_images:
+        return values
+      return {path: (images[source(path)](value) if source(path) in images
+                     else value) for path, value in values.items()}
+
+    return decode
+
+  def read(self, sample_ids: tf.Tensor) -> Dict[str, Any]:
+    """The batch of samples ``sample_ids`` ``[B]`` (TF ops; nested dict)."""
+    sample_ids = tf.cast(sample_ids, tf.int64)
+    if self._fixed:
+      steps, (episode, start, length, terminated) = self._read_fixed(
+          sample_ids)
+    else:
+      steps, (episode, start, length, terminated) = self._read_parsed(
+          sample_ids)
+    out = self.kind.assemble(steps, start, length, terminated,
+                             decode=self._decoder())
+    if self.sample_info:
+      out[EPISODE_INDEX] = episode
+      out[SAMPLE_ID] = sample_ids
+    return nest(out)
