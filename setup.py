@@ -47,8 +47,12 @@ setuptools.setup(
             'imageio-ffmpeg>=0.5',
             # colabs/performance.ipynb compares with upstream (needs absl-py, numpy).
             'rlds==0.1.8',
+            # rlds_lite.random_access's Grain readers are tested too.
+            'grain>=0.2,<0.3',
         ],
         'jax': ['jax>=0.4.30'],
+        # rlds_lite.random_access.grain_batches / GrainSamples (JAX users).
+        'grain': ['grain>=0.2,<0.3'],
         # MP4 output of rlds_lite.episode_to_video (GIF needs nothing).
         'video': ['imageio>=2.30', 'imageio-ffmpeg>=0.5'],
         'bench': ['rlds==0.1.8', 'absl-py', 'psutil'],

@@ -37,6 +37,7 @@ import tensorflow_datasets as tfds
 from rlds_lite import loading
 from rlds_lite import progress as progress_lib
 from rlds_lite import rlds_types
+from rlds_lite.catalog import records as records_lib
 from rlds_lite.random_access import layout as layout_lib
 from rlds_lite.tfds import shards
 
@@ -103,14 +104,21 @@ def _decoder(step_feature: Any, layout: layout_lib.ChunkLayout):
 
 def _episodes(builder: tfds.core.DatasetBuilder, split: str,
               layout: layout_lib.ChunkLayout) -> Iterator[Dict[str, Any]]:
-  step_feature = builder.info.features[rlds_types.STEPS].feature
-  episodes = builder.as_dataset(
-      split=split, shuffle_files=False,
-      decoders={rlds_types.STEPS: tfds.decode.SkipDecoding()},
-      read_config=tfds.ReadConfig(add_tfds_id=False))
-  episodes = episodes.map(tf.autograph.experimental.do_not_convert(
-      _decoder(step_feature, layout)), num_parallel_calls=tf.data.AUTOTUNE,
-                          deterministic=True).prefetch(4)
+  features = builder.info.features
+  step_feature = features[rlds_types.STEPS].feature
+  decode = _decoder(step_feature, layout)
+
+  @tf.autograph.experimental.do_not_convert
+  def parse(record: tf.Tensor) -> Dict[str, Any]:
+    episode = features.deserialize_example(
+        record, decoders={rlds_types.STEPS: tfds.decode.SkipDecoding()})
+    return decode(episode)
+
+  # The split's records in split order (tfrecord or array_record shards,
+  # from dataset_info.json), as the episode catalog reads them.
+  records = records_lib.read_records(records_lib.split_files(builder, split))
+  episodes = records.map(parse, num_parallel_calls=tf.data.AUTOTUNE,
+                         deterministic=True).prefetch(4)
   return episodes.as_numpy_iterator()
 
 

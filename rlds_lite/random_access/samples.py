@@ -27,8 +27,10 @@ import tensorflow as tf
 from rlds_lite import rlds_types
 from rlds_lite.dense import indexing
 from rlds_lite.dense import last_step as last_step_lib
-from rlds_lite.dense import transitions as transitions_lib
-from rlds_lite.dense import windows as windows_lib
+from rlds_lite.dense.transitions import NEXT_OBSERVATION
+from rlds_lite.dense.transitions import transitions as dense_transitions
+from rlds_lite.dense.windows import MASK
+from rlds_lite.dense.windows import windows as dense_windows
 
 __all__ = ['Windows', 'Transitions', 'SampleKind']
 
@@ -114,12 +116,12 @@ class Windows:
     mask = indices < length[:, tf.newaxis]
     out = {path: tf.where(indexing.broadcast_mask(mask, value), value,
                           tf.zeros_like(value)) for path, value in out.items()}
-    out[windows_lib.MASK] = mask
+    out[MASK] = mask
     return out
 
   def reference(self, steps: Dict[str, Any]) -> Dict[str, Any]:
     """`dense.windows` of one episode (the samples in order), for tests."""
-    return windows_lib.windows(steps, self.size, self.shift, self.stride,
+    return dense_windows(steps, self.size, self.shift, self.stride,
                                self.drop_remainder)
 
 
@@ -212,14 +214,14 @@ class Transitions:
     following = {}
     for path, value in observation.items():
       suffix = path[len(rlds_types.OBSERVATION):]
-      following[transitions_lib.NEXT_OBSERVATION + suffix] = tf.gather(
+      following[NEXT_OBSERVATION + suffix] = tf.gather(
           value, (ends - start)[:, tf.newaxis], axis=1, batch_dims=1)[:, 0]
     out.update(decode(following))
     return out
 
   def reference(self, steps: Dict[str, Any]) -> Dict[str, Any]:
     """`dense.transitions` of one episode, for tests."""
-    return transitions_lib.transitions(steps, self.n, self.gamma,
+    return dense_transitions(steps, self.n, self.gamma,
                                        last_step=self.last_step)
 
 
