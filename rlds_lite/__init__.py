@@ -19,7 +19,8 @@ from typing import Any, List, TYPE_CHECKING
 __version__ = '0.1.0'
 
 _SUBMODULES = ('metadata', 'rlds_types', 'transformations', 'dense',
-               'pipeline', 'synthetic', 'stats', 'catalog', 'checks', 'video')
+               'pipeline', 'synthetic', 'stats', 'catalog', 'checks', 'video',
+               'images', 'random_access')
 """Submodules that are attributes of the package (as if imported here)."""
 
 _NAMES = {
@@ -80,6 +81,7 @@ if TYPE_CHECKING:  # For type checkers and IDEs: the same names, eagerly.
   # pylint: disable=g-import-not-at-top,g-bad-import-order
   from rlds_lite import checks, dense, metadata, pipeline, rlds_types
   from rlds_lite import catalog, stats, synthetic, transformations, video
+  from rlds_lite import images, random_access
   from rlds_lite.checks import validate, ValidationReport
   from rlds_lite.video import episode_to_video
   from rlds_lite.loading import load

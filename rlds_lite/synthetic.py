@@ -7,6 +7,11 @@ goal and is truncated at ``max_length`` otherwise, so a dataset mixes both
 endings. Values are drawn with NumPy from ``seed``, so the same arguments
 always give the same data.
 
+``camera_episodes`` / ``camera_dataset`` make robot-camera data instead:
+rendered frames of one or more cameras (a table, objects, a moving
+gripper, sensor noise: JPEGs of realistic size), a state vector, 7-d
+actions and a language instruction, as Open X-Embodiment datasets hold.
+
 Example:
   >>> from rlds_lite import synthetic
   >>> episodes = synthetic.episodes(num_episodes=3, seed=0)
@@ -17,7 +22,8 @@ Example:
   ['action', 'discount', 'is_first', 'is_last', 'is_terminal', 'observation', 'reward']
 """
 
-from typing import Dict, List
+import os
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -129,3 +135,174 @@ def episodes(num_episodes: int = 20,
     return {rlds_types.STEPS: steps, metadata.EPISODE_ID: episode_id}
 
   return index.map(make_episode)
+
+
+CAMERAS = {'image_primary': (256, 256), 'image_wrist': (128, 128)}
+"""The cameras of ``camera_episodes`` by default (Octo's names and sizes)."""
+INSTRUCTIONS = ('pick up the red block', 'open the drawer', 'push the cup left',
+                'put the sponge in the bowl', 'close the drawer')
+"""The language instructions of ``camera_episodes`` (one per episode)."""
+
+
+def camera_frames(rng: np.random.Generator, length: int,
+                  size: Tuple[int, int]) -> np.ndarray:
+  """``[length, h, w, 3]`` uint8 frames of one camera: a rendered scene.
+
+  A textured table with four objects and a gripper moving over it, plus
+  sensor noise: JPEG files of these frames have the size of real robot
+  camera frames (~18 KB at 256x256, quality 95).
+
+  Example:
+    >>> camera_frames(np.random.default_rng(0), 2, (8, 6)).shape
+    (2, 8, 6, 3)
+  """
+  height, width = size
+  y, x = np.mgrid[0:height, 0:width].astype(np.float32)
+  y, x = y / height, x / width
+  base = rng.uniform(60, 200, 3)
+  texture = np.sin(x * 40 + y * 7) * 6 + np.sin(y * 55) * 4
+  table = np.stack([base[c] + 40 * x - 30 * y + texture for c in range(3)],
+                   axis=-1)
+  for _ in range(4):
+    cx, cy = rng.uniform(0.15, 0.85, 2)
+    radius = rng.uniform(0.05, 0.12)
+    table[(x - cx) ** 2 + (y - cy) ** 2 < radius ** 2] = rng.uniform(0, 255, 3)
+  phase = rng.uniform(0, 2 * np.pi)
+  frames = np.empty((length, height, width, 3), np.uint8)
+  for t in range(length):
+    image = table.copy()
+    gx = 0.5 + 0.35 * np.sin(t / 15.0 + phase)
+    gy = 0.5 + 0.3 * np.cos(t / 11.0 + phase)
+    image[(np.abs(x - gx) < 0.06) & (y < gy)] = (90, 90, 95)
+    image += rng.normal(0, 3, image.shape)
+    frames[t] = np.clip(image, 0, 255)
+  return frames
+
+
+def camera_episodes(num_episodes: int = 8,
+                    length: int = 30,
+                    cameras: Optional[Mapping[str, Tuple[int, int]]] = None,
+                    state_dim: int = 8,
+                    action_dim: int = 7,
+                    seed: int = 0) -> Iterator[Dict[str, Any]]:
+  """Robot-camera episodes as NumPy dicts (columnar steps), one at a time.
+
+  Each episode has ``length`` steps: ``observation`` ``{camera: [T, h, w,
+  3] uint8, 'state': [T, state_dim] float32}``, ``action`` ``[T,
+  action_dim]`` float32 (a real action on every step, the last included:
+  ``LastStep.VALID``), ``reward``, ``discount``, ``language_instruction``
+  (the episode's instruction on every step) and the RLDS flags; even
+  episodes end terminally, odd ones are truncated. Metadata:
+  ``episode_id``.
+
+  Args:
+    num_episodes: how many episodes.
+    length: steps per episode.
+    cameras: camera name -> ``(height, width)`` (default ``CAMERAS``).
+    state_dim: size of the state vector.
+    action_dim: size of the action.
+    seed: NumPy seed.
+
+  Example:
+    >>> episode = next(camera_episodes(1, 3, cameras={'image': (8, 8)}))
+    >>> episode['steps']['observation']['image'].shape
+    (3, 8, 8, 3)
+    >>> episode['steps']['language_instruction'][0].decode()
+    'pick up the red block'
+  """
+  cameras = dict(CAMERAS if cameras is None else cameras)
+  rng = np.random.default_rng(seed)
+  for i in range(num_episodes):
+    index = np.arange(length)
+    terminal = i % 2 == 0
+    discount = np.ones(length, np.float32)
+    if terminal:
+      discount[-1] = 0.0
+    observation = {name: camera_frames(rng, length, size)
+                   for name, size in cameras.items()}
+    observation['state'] = rng.standard_normal(
+        (length, state_dim)).astype(np.float32)
+    yield {
+        rlds_types.STEPS: {
+            rlds_types.OBSERVATION: observation,
+            rlds_types.ACTION: rng.uniform(
+                -1, 1, (length, action_dim)).astype(np.float32),
+            rlds_types.REWARD: (index == length - 1).astype(np.float32) *
+                               terminal,
+            rlds_types.DISCOUNT: discount,
+            'language_instruction': np.array(
+                [INSTRUCTIONS[i % len(INSTRUCTIONS)].encode()] * length,
+                dtype=object),
+            rlds_types.IS_FIRST: index == 0,
+            rlds_types.IS_LAST: index == length - 1,
+            rlds_types.IS_TERMINAL: (index == length - 1) & terminal,
+        },
+        metadata.EPISODE_ID: np.int64(i),
+    }
+
+
+def camera_features(cameras: Optional[Mapping[str, Tuple[int, int]]] = None,
+                    state_dim: int = 8, action_dim: int = 7,
+                    image_encoding: str = 'jpeg') -> Any:
+  """The TFDS features of ``camera_episodes`` (JPEG cameras by default).
+
+  Example:
+    >>> features = camera_features({'image': (8, 8)})
+    >>> features['steps'].feature['observation']['image'].encoding_format
+    'jpeg'
+  """
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  from rlds_lite.tfds import features as features_lib  # pylint: disable=g-import-not-at-top
+  cameras = dict(CAMERAS if cameras is None else cameras)
+  observation = {
+      name: tfds.features.Image(shape=(h, w, 3), encoding_format=image_encoding)
+      for name, (h, w) in cameras.items()}
+  observation['state'] = tfds.features.Tensor(shape=(state_dim,),
+                                              dtype=np.float32)
+  return features_lib.rlds_features(
+      {rlds_types.OBSERVATION: tfds.features.FeaturesDict(observation),
+       rlds_types.ACTION: tfds.features.Tensor(shape=(action_dim,),
+                                               dtype=np.float32),
+       rlds_types.REWARD: np.float32,
+       rlds_types.DISCOUNT: np.float32,
+       'language_instruction': tfds.features.Text()},
+      {metadata.EPISODE_ID: np.int64})
+
+
+def camera_dataset(data_dir: Union[str, os.PathLike],
+                   name: str = 'cameras',
+                   num_episodes: int = 8,
+                   length: int = 30,
+                   cameras: Optional[Mapping[str, Tuple[int, int]]] = None,
+                   *,
+                   image_encoding: str = 'jpeg',
+                   jpeg_quality: Optional[int] = None,
+                   seed: int = 0) -> str:
+  """Writes ``camera_episodes`` as a TFDS dataset (JPEG frames); returns its dir.
+
+  Written with ``rlds_lite.tfds.EpisodeWriter`` (TFDS reads it with
+  ``tfds.builder_from_directory``).
+
+  Args:
+    data_dir: the TFDS data directory.
+    name: the dataset name.
+    num_episodes, length, cameras, seed: see ``camera_episodes``.
+    image_encoding: ``'jpeg'`` or ``'png'``.
+    jpeg_quality: JPEG quality (None: TFDS's 95).
+
+  Example:
+    >>> import tempfile, rlds_lite
+    >>> path = camera_dataset(tempfile.mkdtemp(), num_episodes=2, length=3,
+    ...                       cameras={'image': (16, 16)})
+    >>> episode = next(iter(rlds_lite.load(path, dense=True)))
+    >>> episode['steps']['observation']['image'].shape
+    TensorShape([3, 16, 16, 3])
+  """
+  from rlds_lite.tfds import episode_writer  # pylint: disable=g-import-not-at-top
+  cameras = dict(CAMERAS if cameras is None else cameras)
+  features = camera_features(cameras, image_encoding=image_encoding)
+  with episode_writer.EpisodeWriter(data_dir, name, features,
+                                    jpeg_quality=jpeg_quality) as writer:
+    for episode in camera_episodes(num_episodes, length, cameras, seed=seed):
+      writer.add_episode(episode)
+  return writer.path

@@ -31,6 +31,10 @@ from rlds_lite.dense.indexing import episode_length
 from rlds_lite.dense.indexing import gather_steps
 from rlds_lite.dense.last_step import LastStep
 from rlds_lite.dense.last_step import num_valid_actions
+from rlds_lite.dense.robot import GOAL_INDEX
+from rlds_lite.dense.robot import robot_sample_indices
+from rlds_lite.dense.robot import robot_samples
+from rlds_lite.dense.robot import SampleIndices
 from rlds_lite.dense.subsample import subsample
 from rlds_lite.dense.transitions import NEXT_OBSERVATION
 from rlds_lite.dense.transitions import transitions
@@ -45,12 +49,16 @@ __all__ = [
     'frame_stack',
     'gather_steps',
     'GOAL',
+    'GOAL_INDEX',
     'LastStep',
     'MASK',
     'NEXT_OBSERVATION',
     'num_valid_actions',
     'PAD_MASK_SUFFIX',
     'relabel_goals',
+    'robot_sample_indices',
+    'robot_samples',
+    'SampleIndices',
     'STRATEGIES',
     'subsample',
     'to_dense',

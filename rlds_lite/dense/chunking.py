@@ -14,7 +14,7 @@ Example:
   [[True, True], [True, False], [False, False]]
 """
 
-from typing import Any, Dict, Mapping, Union
+from typing import Any, Dict, Mapping, Tuple, Union
 
 import tensorflow as tf
 
@@ -30,6 +30,47 @@ def _check_choice(value: Any, choices: tuple, name: str, op: str) -> str:
   if value not in choices:
     raise ValueError(f'{op}: {name} must be one of {choices}, got {value!r}.')
   return value
+
+
+def history_indices(anchors: tf.Tensor, history: int,
+                    stride: int = 1) -> Tuple[tf.Tensor, tf.Tensor]:
+  """The ``[N, history]`` step indices of the observation histories of ``anchors``.
+
+  Anchor ``t`` gets steps ``t - (history - 1) * stride, ..., t - stride, t``
+  (oldest first). Returns ``(indices, mask)``: the indices clipped at 0 (so
+  they can be gathered) and ``mask``, False where the index was negative
+  (before the episode).
+
+  Example:
+    >>> indices, mask = history_indices(tf.range(3), 2, stride=2)
+    >>> indices.numpy().tolist(), mask.numpy().tolist()
+    ([[0, 0], [0, 1], [0, 2]], [[False, True], [False, True], [True, True]])
+  """
+  anchors = tf.convert_to_tensor(anchors, tf.int32)
+  offsets = (tf.range(history) - (history - 1)) * stride
+  indices = anchors[:, tf.newaxis] + offsets[tf.newaxis, :]
+  return tf.maximum(indices, 0), indices >= 0
+
+
+def chunk_indices(anchors: tf.Tensor, horizon: int, num_valid: tf.Tensor
+                  ) -> Tuple[tf.Tensor, tf.Tensor]:
+  """The ``[N, horizon]`` step indices of the action chunks of ``anchors``.
+
+  Anchor ``t`` gets steps ``t, ..., t + horizon - 1``. Returns ``(indices,
+  mask)``: ``mask`` is True exactly for indices ``< num_valid`` (the steps
+  with a valid action, see ``num_valid_actions``); the indices are clipped
+  into ``[0, num_valid - 1]`` (0 when there is no valid action), so that
+  masked entries repeat the last valid action.
+
+  Example:
+    >>> indices, mask = chunk_indices(tf.range(3), 2, num_valid=tf.constant(2))
+    >>> indices.numpy().tolist(), mask.numpy().tolist()
+    ([[0, 1], [1, 1], [1, 1]], [[True, True], [True, False], [False, False]])
+  """
+  anchors = tf.convert_to_tensor(anchors, tf.int32)
+  indices = anchors[:, tf.newaxis] + tf.range(horizon)[tf.newaxis, :]
+  mask = indices < num_valid
+  return tf.maximum(tf.minimum(indices, num_valid - 1), 0), mask
 
 
 def frame_stack(steps: Mapping[str, Any], history: int, pad: str = 'first', *,
@@ -72,11 +113,9 @@ def frame_stack(steps: Mapping[str, Any], history: int, pad: str = 'first', *,
   mask_key = key + PAD_MASK_SUFFIX
   indexing.reject_fields(steps, [mask_key], op)
   length = indexing.episode_length(steps)
-  indices = (tf.range(length)[:, tf.newaxis] - (history - 1) +
-             tf.range(history)[tf.newaxis, :])                       # [T, history]
-  mask = indices >= 0
+  indices, mask = history_indices(tf.range(length), history)   # [T, history]
   out = dict(steps)
-  out[key] = indexing.gather_steps(steps[key], tf.maximum(indices, 0),
+  out[key] = indexing.gather_steps(steps[key], indices,
                                    mask if pad == 'zero' else None)
   out[mask_key] = mask
   return out
@@ -129,9 +168,7 @@ def chunk_actions(
   indexing.reject_fields(steps, [mask_key], op)
   length = indexing.episode_length(steps)
   valid = last_step_lib.num_valid_actions(length, policy)
-  indices = tf.range(length)[:, tf.newaxis] + tf.range(horizon)[tf.newaxis, :]
-  mask = indices < valid
-  source = tf.maximum(tf.minimum(indices, valid - 1), 0)
+  source, mask = chunk_indices(tf.range(length), horizon, valid)
   keep = mask if pad == 'zero' else mask | (valid > 0)
   out = dict(steps)
   out[key] = indexing.gather_steps(steps[key], source, keep)

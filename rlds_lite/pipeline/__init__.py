@@ -37,6 +37,10 @@ from rlds_lite.pipeline.mixing import exact_counts
 from rlds_lite.pipeline.mixing import mix
 from rlds_lite.pipeline.pools import pooled_batches
 from rlds_lite.pipeline.quality import shuffle_quality
+from rlds_lite.pipeline.robot_memory import DecodePlan
+from rlds_lite.pipeline.robot_memory import RobotMemory
+from rlds_lite.pipeline.robot_samples import plan_robot_samples
+from rlds_lite.pipeline.robot_samples import robot_samples_dataset
 from rlds_lite.pipeline.quality import ShuffleQuality
 from rlds_lite.pipeline.service import distribute
 from rlds_lite.pipeline.service import LocalService
@@ -52,13 +56,17 @@ from rlds_lite.pipeline.windows import windows_dataset
 
 __all__ = [
     'dataset_size',
+    'DecodePlan',
     'distribute',
     'estimate_memory',
     'exact_counts',
     'LocalService',
     'mix',
+    'plan_robot_samples',
     'pooled_batches',
     'ResumableIterator',
+    'robot_samples_dataset',
+    'RobotMemory',
     'shard',
     'ShuffleKnobs',
     'ShuffleMemory',

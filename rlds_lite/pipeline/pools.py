@@ -168,12 +168,48 @@ def concat_rows(rows: tf.data.Dataset) -> Any:
   return all_rows.get_single_element()
 
 
-def _pool(plans: Dict[str, Any], seed: tf.Tensor) -> Dict[str, Any]:
+def spread_order(num_samples: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
+  """A random order of a pool's samples that deals them out episode by episode.
+
+  ``num_samples[e]`` samples belong to episode ``e`` (consecutive). Each
+  episode's samples are shuffled, the episodes put in a random order, and
+  the samples dealt round-robin: every episode's first sample, then every
+  episode's second one, ... So any ``k`` consecutive samples of the order
+  come from ``min(k, episodes)`` distinct episodes (while they last).
+
+  Example:
+    >>> order = spread_order(tf.constant([3, 1, 2]), tf.constant([0, 1]))
+    >>> sorted(order.numpy().tolist())
+    [0, 1, 2, 3, 4, 5]
+    >>> episode = [0, 0, 0, 1, 2, 2]
+    >>> len({episode[i] for i in order.numpy()[:3]})
+    3
+  """
+  num_samples = tf.cast(num_samples, tf.int32)
+  count = tf.reduce_sum(num_samples)
+  episodes = tf.shape(num_samples)[0]
+  episode = tf.repeat(tf.range(episodes), num_samples)
+  within_seed, episode_seed = tf.unstack(
+      tf.random.experimental.stateless_split(seed, 2))
+  jitter = tf.random.stateless_uniform([count], within_seed, dtype=tf.float64)
+  grouped = tf.argsort(tf.cast(episode, tf.float64) + jitter, stable=True)
+  starts = tf.cumsum(num_samples, exclusive=True)
+  rank = tf.range(count) - tf.gather(starts, tf.gather(episode, grouped))
+  slot = tf.gather(random_order(episodes, episode_seed),
+                   tf.gather(episode, grouped))
+  key = tf.cast(rank, tf.int64) * tf.cast(episodes, tf.int64) + tf.cast(
+      slot, tf.int64)
+  return tf.gather(grouped, tf.argsort(key, stable=True))
+
+
+def _pool(plans: Dict[str, Any], seed: tf.Tensor,
+          spread: bool = False) -> Dict[str, Any]:
   """One pool: the plans of a window of episodes, concatenated and permuted.
 
   The steps of the pool's episodes are concatenated (each step once, not
   once per sample), each episode's sample indices shifted by the episode's
-  offset in them, and the samples (indices and values) permuted together.
+  offset in them, and the samples (indices and values) permuted together
+  (``spread``: in a ``spread_order``).
   """
   steps = concat_rows(tf.data.Dataset.zip(plans[_STEPS]))
   index, values = concat_rows(
@@ -183,13 +219,16 @@ def _pool(plans: Dict[str, Any], seed: tf.Tensor) -> Dict[str, Any]:
           _ALL_ROWS).get_single_element()
   shift = tf.repeat(tf.cumsum(num_steps, exclusive=True), num_samples)
   index += indexing.broadcast_mask(shift, index)
-  order = random_order(tf.shape(index)[0], seed)
+  if spread:
+    order = spread_order(num_samples, seed)
+  else:
+    order = random_order(tf.shape(index)[0], seed)
   index, values = tf.nest.map_structure(lambda x: tf.gather(x, order),
                                         (index, values))
   return {_STEPS: steps, _INDEX: index, _VALUES: values}
 
 
-def _pooler(batch_size: int) -> Callable[..., Any]:
+def _pooler(batch_size: int, spread: bool = False) -> Callable[..., Any]:
   """``scan`` step: a window of plans -> its pool and the size of its head.
 
   The state is the number of samples in the last, incomplete batch so far;
@@ -201,7 +240,7 @@ def _pooler(batch_size: int) -> Callable[..., Any]:
   @_graph_fn
   def pool_step(pending: tf.Tensor, window: Tuple[Dict[str, Any], tf.Tensor]
                 ) -> Any:
-    pool = _pool(*window)
+    pool = _pool(*window, spread=spread)
     num = tf.shape(pool[_INDEX], out_type=tf.int64)[0]
     head = tf.minimum((batch_size - pending) % batch_size, num)
     return (pending + num) % batch_size, (pool, head)
@@ -231,7 +270,8 @@ def _parts(gather: int) -> Callable[[Dict[str, Any], tf.Tensor],
 def _step_pools(episodes: tf.data.Dataset, sampler: Sampler,
                 batch_size: int, pool_episodes: int, gather: int,
                 seed: Optional[int], num_parallel_calls: Optional[int],
-                deterministic: Optional[bool]) -> tf.data.Dataset:
+                deterministic: Optional[bool], spread: bool = False
+                ) -> tf.data.Dataset:
   """``'samples'`` mode: pools of ``pool_episodes`` episodes' steps, permuted.
 
   Each pool holds the steps of ``pool_episodes`` consecutive episodes once
@@ -256,7 +296,7 @@ def _step_pools(episodes: tf.data.Dataset, sampler: Sampler,
   plans = episodes.map(plan, num_parallel_calls=num_parallel_calls,
                        deterministic=deterministic)
   windows = tf.data.Dataset.zip(plans.window(pool_episodes), pool_seeds(seed))
-  pools = windows.scan(tf.constant(0, tf.int64), _pooler(batch_size))
+  pools = windows.scan(tf.constant(0, tf.int64), _pooler(batch_size, spread))
   return pools.flat_map(_parts(gather)).map(
       assemble, num_parallel_calls=num_parallel_calls,
       deterministic=deterministic)
@@ -319,6 +359,7 @@ def pooled_batches(episodes: tf.data.Dataset,
                    deterministic: Optional[bool] = None,
                    drop_last_batch: bool = False,
                    prefetch: int = 2,
+                   spread_episodes: bool = False,
                    op: str = 'pooled_batches') -> tf.data.Dataset:
   """Batches of per-episode samples, shuffled within pools.
 
@@ -342,6 +383,9 @@ def pooled_batches(episodes: tf.data.Dataset,
     drop_last_batch: drop the final batch if it has fewer than
       ``batch_size`` samples (then every batch has a static batch dimension).
     prefetch: batches to prefetch (0: none).
+    spread_episodes: ``'samples'`` mode: order each pool's samples with
+      ``spread_order`` (a batch then mixes ``min(batch_size,
+      pool_episodes)`` episodes) instead of a uniform permutation.
     op: the calling op, for error messages.
 
   Returns:
@@ -387,7 +431,7 @@ def pooled_batches(episodes: tf.data.Dataset,
         episodes.element_spec[rlds_types.STEPS])
     samples = _step_pools(episodes, sampler, batch_size, pool_episodes,
                           gather_size(batch_size, sample_size), seed,
-                          num_parallel_calls, deterministic)
+                          num_parallel_calls, deterministic, spread_episodes)
   else:
 
     @_graph_fn

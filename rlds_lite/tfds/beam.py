@@ -20,7 +20,7 @@ Example (not run here: Beam pipelines take seconds to start)::
 
 import functools
 from typing import (Any, Callable, Dict, Iterable, Iterator, Mapping,
-                    Sequence, Tuple)
+                    Optional, Sequence, Tuple)
 
 import tensorflow_datasets as tfds
 
@@ -42,27 +42,30 @@ def _beam():
 
 
 @functools.lru_cache(maxsize=8)
-def _encoder(features_json: str) -> encoding.EpisodeEncoder:
+def _encoder(features_json: str, jpeg_quality: Optional[int] = None
+             ) -> encoding.EpisodeEncoder:
   import json  # pylint: disable=g-import-not-at-top
   features = tfds.features.FeatureConnector.from_json(json.loads(features_json))
-  return encoding.EpisodeEncoder(features)
+  return encoding.EpisodeEncoder(features, jpeg_quality)
 
 
 def _recording_examples(indexed_recording: Tuple[int, str],
                         specs: Mapping[str, Any],
-                        features_json: str
+                        features_json: str,
+                        jpeg_quality: Optional[int] = None
                         ) -> Iterator[Tuple[int, Dict[str, Any]]]:
   """The conformed ``(key, episode)`` pairs of one recording (a Beam FlatMap)."""
   index, recording = indexed_recording
-  encoder = _encoder(features_json)
+  encoder = _encoder(features_json, jpeg_quality)
   for key, episode in envlogger_episodes.read_rlds_episodes(recording, specs,
                                                             index):
     yield key, encoder.conform(episode)
 
 
 def _generated(split: str, episodes_fn: Callable[[str], Iterable[Any]],
-               features_json: str) -> Iterator[Tuple[int, Dict[str, Any]]]:
-  encoder = _encoder(features_json)
+               features_json: str, jpeg_quality: Optional[int] = None
+               ) -> Iterator[Tuple[int, Dict[str, Any]]]:
+  encoder = _encoder(features_json, jpeg_quality)
   for i, episode in enumerate(episodes_fn(split)):
     yield i, encoder.conform(episode)
 
@@ -74,13 +77,14 @@ def _json(features_json: Any) -> str:
 
 
 def envlogger_examples(recordings: Sequence[str], specs: Mapping[str, Any],
-                       features_json: Any):
+                       features_json: Any, jpeg_quality: Optional[int] = None):
   """A ``beam.PTransform`` of the ``(key, episode)`` of EnvLogger recordings.
 
   Args:
     recordings: recording directories (one Beam element each).
     specs: their shared dm_env specs.
     features_json: ``features.to_json()`` of the dataset features.
+    jpeg_quality: the quality of JPEG images (None: TFDS's 95).
 
   Returns:
     The PTransform (TFDS applies it to its pipeline).
@@ -89,11 +93,11 @@ def envlogger_examples(recordings: Sequence[str], specs: Mapping[str, Any],
   return (beam.Create(list(enumerate(recordings))) |
           'ReadEnvLogger' >> beam.FlatMap(
               _recording_examples, specs=dict(specs),
-              features_json=_json(features_json)))
+              features_json=_json(features_json), jpeg_quality=jpeg_quality))
 
 
 def generated_examples(episodes_fn: Callable[[str], Iterable[Any]], split: str,
-                       features_json: Any):
+                       features_json: Any, jpeg_quality: Optional[int] = None):
   """A ``beam.PTransform`` yielding ``episodes_fn(split)`` as ``(key, episode)``.
 
   ``episodes_fn`` runs on one worker (it must be picklable).
@@ -102,6 +106,7 @@ def generated_examples(episodes_fn: Callable[[str], Iterable[Any]], split: str,
     episodes_fn: yields the split's columnar episodes.
     split: the split name.
     features_json: ``features.to_json()`` of the dataset features.
+    jpeg_quality: the quality of JPEG images (None: TFDS's 95).
 
   Returns:
     The PTransform.
@@ -110,4 +115,4 @@ def generated_examples(episodes_fn: Callable[[str], Iterable[Any]], split: str,
   return (beam.Create([split]) |
           'GenerateEpisodes' >> beam.FlatMap(
               _generated, episodes_fn=episodes_fn,
-              features_json=_json(features_json)))
+              features_json=_json(features_json), jpeg_quality=jpeg_quality))

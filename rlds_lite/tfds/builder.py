@@ -100,6 +100,8 @@ class RLDSConfig(tfds.core.BuilderConfig):
       rlds_lite[beam]``).
     use_images: detect images when inferring features.
     image_encoding: the encoding of detected images.
+    jpeg_quality: the quality (0-100) of JPEG images written (None: TFDS's
+      95).
     tensor_encoding: the encoding of tensors inferred from specs
       (``'none'``, ``'bytes'``, ``'zlib'``; float64 is always exact).
     max_episodes_per_file: episodes per shard file at most (without Beam).
@@ -116,6 +118,7 @@ class RLDSConfig(tfds.core.BuilderConfig):
   beam: bool = False
   use_images: bool = True
   image_encoding: str = 'png'
+  jpeg_quality: Optional[int] = None
   tensor_encoding: str = 'none'
   max_episodes_per_file: int = 1000
 
@@ -317,15 +320,18 @@ class RLDSBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
 
   def _generate_examples(self, split: str):
     """TFDS's generator (or Beam PTransform) of ``(key, episode)`` pairs."""
-    encoder = encoding.EpisodeEncoder(self.info.features)
+    encoder = encoding.EpisodeEncoder(self.info.features,
+                                      self.rlds_config.jpeg_quality)
     if self.rlds_config.beam:
       from rlds_lite.tfds import beam as beam_lib  # pylint: disable=g-import-not-at-top
       features_json = self.info.features.to_json()
       if self._recordings:
         return beam_lib.envlogger_examples(self._recordings[split],
-                                           self._specs, features_json)
+                                           self._specs, features_json,
+                                           self.rlds_config.jpeg_quality)
       return beam_lib.generated_examples(self.rlds_config.episodes_fn, split,
-                                         features_json)
+                                         features_json,
+                                         self.rlds_config.jpeg_quality)
     return ((key, encoder.conform(episode))
             for key, episode in self._keyed_episodes(split))
 
@@ -337,7 +343,8 @@ class RLDSBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     limit = download_config.max_examples_per_split
     if limit == 0:
       return
-    encoder = encoding.EpisodeEncoder(self.info.features)
+    encoder = encoding.EpisodeEncoder(self.info.features,
+                                      self.rlds_config.jpeg_quality)
     split_infos = []
     for split in self._split_names():
       split_infos.append(self._write_split(split, encoder, limit))

@@ -50,7 +50,8 @@ from rlds_lite.dense import conversion
 from rlds_lite.tfds import example_wire
 from rlds_lite.tfds import png
 
-__all__ = ['EpisodeEncoder', 'adjacent_runs', 'columnar_steps', 'exact_cast']
+__all__ = ['EpisodeEncoder', 'JPEG_QUALITY', 'adjacent_runs', 'check_jpeg_quality',
+           'columnar_steps', 'exact_cast']
 
 _PLAIN_TENSOR_TYPES = (tfds.features.Tensor, tfds.features.Scalar)
 _NUMPY_VALUES = (np.ndarray, np.generic)
@@ -295,16 +296,39 @@ def _feature_bytes(value: Any, info: Any, key: str) -> bytes:
   return write(array)
 
 
+JPEG_QUALITY = 95
+"""The JPEG quality TFDS writes (``tf.image.encode_jpeg``'s default)."""
+
+
+def check_jpeg_quality(quality: Any) -> Optional[int]:
+  """``quality`` as an int in [0, 100], or None (TFDS's default, 95).
+
+  Example:
+    >>> check_jpeg_quality(101)
+    Traceback (most recent call last):
+    ...
+    ValueError: jpeg_quality must be None or an int in [0, 100], got 101.
+  """
+  if quality is None:
+    return None
+  if (isinstance(quality, bool) or not hasattr(quality, '__index__') or
+      not 0 <= int(quality) <= 100):
+    raise ValueError('jpeg_quality must be None or an int in [0, 100], got '
+                     f'{quality!r}.')
+  return int(quality)
+
+
 @functools.lru_cache(maxsize=None)
-def _jpeg_batch_encoder(dtype: tf.DType, shape: Tuple[int, ...]
+def _jpeg_batch_encoder(dtype: tf.DType, shape: Tuple[int, ...],
+                        quality: int = JPEG_QUALITY
                         ) -> Callable[[Any], tf.Tensor]:
   """A graph encoding ``[T, h, w, c]`` images as TFDS does, one call per batch."""
 
   @tf.function(input_signature=[tf.TensorSpec((None,) + shape, dtype)],
                autograph=False)
   def encode_batch(images):
-    return tf.map_fn(tf.image.encode_jpeg, images,
-                     fn_output_signature=tf.TensorSpec([], tf.string))
+    return tf.map_fn(lambda image: tf.image.encode_jpeg(image, quality=quality),
+                     images, fn_output_signature=tf.TensorSpec([], tf.string))
 
   return encode_batch
 
@@ -423,14 +447,26 @@ def _png_image(feature: Any, image: Any) -> Optional[bytes]:
   return None if files is None else files[0]
 
 
-def _batch_encodable_images(feature: Any, column: Any,
-                            encoding_format: str) -> Optional[List[bytes]]:
+def _jpeg_image(feature: Any, image: Any, quality: int) -> Optional[bytes]:
+  """One uint8 ``feature`` image as a JPEG file of ``quality``, or None."""
+  if (type(feature) is not tfds.features.Image or  # pylint: disable=unidiomatic-typecheck
+      feature.encoding_format != 'jpeg' or
+      not isinstance(image, np.ndarray) or image.dtype != np.uint8 or
+      image.ndim != 3):
+    return None
+  return tf.image.encode_jpeg(image, quality=quality).numpy()
+
+
+def _batch_encodable_images(feature: Any, column: Any, encoding_format: str,
+                            jpeg_quality: Optional[int] = None
+                            ) -> Optional[List[bytes]]:
   """PNG/JPEG bytes of a column of images, one call per column, or None.
 
   Only for a plain ``tfds.features.Image`` of static shape and integer dtype
   whose column is already an array of that shape and dtype. PNG: see
   `_png_column` (the same pixels as TFDS's files, other bytes); JPEG: the
-  bytes of TFDS's per-image ``tf.image.encode_jpeg``, in one graph call.
+  bytes of TFDS's per-image ``tf.image.encode_jpeg`` (at ``jpeg_quality``,
+  default TFDS's 95), in one graph call.
   """
   if type(feature) is not tfds.features.Image:  # pylint: disable=unidiomatic-typecheck
     return None
@@ -443,7 +479,9 @@ def _batch_encodable_images(feature: Any, column: Any,
       not isinstance(column, np.ndarray) or column.shape[1:] != shape or
       column.dtype != feature.np_dtype or column.dtype != np.uint8):
     return None
-  encoder = _jpeg_batch_encoder(tf.as_dtype(column.dtype), shape)
+  encoder = _jpeg_batch_encoder(tf.as_dtype(column.dtype), shape,
+                                JPEG_QUALITY if jpeg_quality is None
+                                else jpeg_quality)
   return list(encoder(column).numpy())
 
 
@@ -453,14 +491,18 @@ class EpisodeEncoder:
   Args:
     features: the dataset features; its ``steps`` must be a
       ``tfds.features.Dataset``.
+    jpeg_quality: the quality of the JPEG images written (``0``-``100``);
+      None writes TFDS's bytes (quality 95). Readers decode any quality.
   """
 
-  def __init__(self, features: tfds.features.FeaturesDict):
+  def __init__(self, features: tfds.features.FeaturesDict,
+               jpeg_quality: Optional[int] = None):
     if (rlds_types.STEPS not in features.keys() or
         not isinstance(features[rlds_types.STEPS], tfds.features.Dataset)):
       raise ValueError('EpisodeEncoder: features need a '
                        f'{rlds_types.STEPS!r} tfds.features.Dataset entry.')
     self._features = features
+    self._jpeg_quality = check_jpeg_quality(jpeg_quality)
     self._steps = features[rlds_types.STEPS]
     self._serializer = example_serializer.ExampleSerializer(
         features.get_serialized_info())
@@ -612,7 +654,8 @@ class EpisodeEncoder:
     shape (same checks as `encode`), missing ``is_first``/``is_last`` are
     derived; PNG image columns (and images) already of the feature's shape
     and dtype become PNG files (`_png_column`; TFDS stores encoded images as
-    given); other values (other images, text, ...) are left to TFDS.
+    given), and JPEG ones JPEG files when a ``jpeg_quality`` is set; other
+    values (other images, text, ...) are left to TFDS.
 
     Args:
       episode: as for `encode`.
@@ -645,6 +688,12 @@ class EpisodeEncoder:
     value = _to_numpy(value)
     encoded = (_png_column(feature, value) if batched else
                _png_image(feature, value))
+    if encoded is None and self._jpeg_quality is not None:
+      encoded = (_batch_encodable_images(feature, value, 'jpeg',
+                                         self._jpeg_quality)
+                 if batched and type(feature) is tfds.features.Image and  # pylint: disable=unidiomatic-typecheck
+                 feature.encoding_format == 'jpeg' else
+                 _jpeg_image(feature, value, self._jpeg_quality))
     return value if encoded is None else encoded
 
   def serialize(self, episode: Mapping[str, Any]) -> bytes:
@@ -833,7 +882,8 @@ class EpisodeEncoder:
     images = None
     if type(feature) is tfds.features.Image:  # pylint: disable=unidiomatic-typecheck
       images = _batch_encodable_images(
-          feature, column, self._json_content(feature).encoding_format)
+          feature, column, self._json_content(feature).encoding_format,
+          self._jpeg_quality)
     if images is not None:
       return images
     return self._encode_per_step(feature, column, path)
@@ -873,6 +923,8 @@ class EpisodeEncoder:
       value = _leaf_array(feature, value, path, batched=False)
     else:
       encoded = _png_image(feature, value)
+      if encoded is None and self._jpeg_quality is not None:
+        encoded = _jpeg_image(feature, value, self._jpeg_quality)
       if encoded is not None:
         return encoded
     try:

@@ -25,7 +25,7 @@ Example (not run here: it needs a recording)::
 
 import os
 import types
-from typing import Any, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import tensorflow as tf
 import tensorflow_datasets as tfds
@@ -81,6 +81,7 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
                          description: str = '',
                          use_images: bool = True,
                          image_encoding: str = 'png',
+                         jpeg_quality: Optional[int] = None,
                          beam_runner: Any = None,
                          beam_options: Any = None) -> str:
   """Converts EnvLogger recordings into the dataset ``data_dir/name/version``.
@@ -100,7 +101,9 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
     description: the dataset description.
     use_images: detect image observations (uint8 ``(h, w, c)``; named fields
       with ``image``/``pixels`` in their name).
-    image_encoding: the encoding of detected images.
+    image_encoding: the encoding of detected images (``'png'``,
+      ``'jpeg'``).
+    jpeg_quality: the quality (0-100) of JPEG images (None: TFDS's 95).
     beam_runner: with ``beam``, the Beam runner (default ``'DirectRunner'``).
     beam_options: with ``beam``, ``apache_beam`` PipelineOptions.
 
@@ -143,7 +146,8 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
       envlogger_dirs={split: recordings},
       beam=beam,
       use_images=use_images,
-      image_encoding=image_encoding)
+      image_encoding=image_encoding,
+      jpeg_quality=jpeg_quality)
   builder = envlogger_builder_class(name, config, version)(
       data_dir=data_dir, file_format=file_format)
   download_config = tfds.download.DownloadConfig(

@@ -166,7 +166,11 @@ class EpisodeWriter:
     homepage: the dataset homepage.
     citation: the dataset citation.
     use_images: detect images when inferring features from specs.
-    image_encoding: the encoding of detected images.
+    image_encoding: the encoding of detected images (``'png'`` or
+      ``'jpeg'``).
+    jpeg_quality: the quality (0-100) of the JPEG images written (features
+      ``tfds.features.Image(encoding_format='jpeg')``, given or detected
+      with ``image_encoding='jpeg'``); None: TFDS's 95.
     tensor_encoding: the encoding of tensors inferred from specs (see
       `rlds_lite.tfds.features.episode_features`).
     split_name: upstream form only: the split.
@@ -198,6 +202,7 @@ class EpisodeWriter:
                citation: str = '',
                use_images: bool = True,
                image_encoding: str = 'png',
+               jpeg_quality: Optional[int] = None,
                tensor_encoding: str = 'none',
                split_name: Optional[str] = None,
                overwrite: Optional[bool] = None,
@@ -267,7 +272,7 @@ class EpisodeWriter:
           image_encoding=image_encoding, tensor_encoding=tensor_encoding)
     if self._appending:
       self._check_appendable(existing, features)
-    self._encoder = encoding.EpisodeEncoder(features)
+    self._encoder = encoding.EpisodeEncoder(features, jpeg_quality)
     if self._appending:
       self._write_dir = self._path
     else:
@@ -563,6 +568,7 @@ def write_dataset(episodes: tf.data.Dataset,
                   if_exists: str = 'error',
                   use_images: bool = True,
                   image_encoding: str = 'png',
+                  jpeg_quality: Optional[int] = None,
                   description: str = '') -> str:
   """Writes an episodes ``tf.data.Dataset`` as a TFDS dataset (transform, save).
 
@@ -581,7 +587,8 @@ def write_dataset(episodes: tf.data.Dataset,
     file_format: ``'tfrecord'`` or ``'array_record'``.
     if_exists: ``'error'``, ``'append'`` or ``'overwrite'`` (see `EpisodeWriter`).
     use_images: detect images when inferring features.
-    image_encoding: the encoding of detected images.
+    image_encoding: the encoding of detected images (``'png'``, ``'jpeg'``).
+    jpeg_quality: the quality of JPEG images (0-100; None: TFDS's 95).
     description: the dataset description.
 
   Returns:
@@ -622,6 +629,7 @@ def write_dataset(episodes: tf.data.Dataset,
                      file_format=file_format, version=version,
                      if_exists=if_exists, use_images=use_images,
                      image_encoding=image_encoding,
+                     jpeg_quality=jpeg_quality,
                      description=description) as writer:
     for episode in episodes.as_numpy_iterator():
       writer.add_episode(episode, split)

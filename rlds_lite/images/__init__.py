@@ -1,0 +1,49 @@
+"""Camera frames: decoding at the size needed, image fields, augmentation.
+
+Per-frame operations (as dlimp keeps them apart from whole-trajectory ops):
+
+* ``decode_frames`` / ``decode_images``: batched decoding of encoded frames
+  (JPEG with libjpeg's DCT scaling when the output size allows, PNG),
+  optionally resized, identical frames decoded once (``dedupe``);
+* ``image_specs`` / ``load_encoded``: the image fields of a TFDS RLDS
+  dataset, and its dense episodes with frames left encoded;
+* ``augment_images`` / ``augment_batches``: random resized crops and
+  brightness / contrast / saturation / hue jitter of whole batches,
+  vectorised and seeded.
+
+Example:
+  >>> import numpy as np, tensorflow as tf
+  >>> from rlds_lite import images
+  >>> jpeg = tf.io.encode_jpeg(np.zeros([16, 16, 3], np.uint8))
+  >>> images.decode_frames(tf.stack([jpeg]), images.ImageSpec((16, 16, 3)),
+  ...                      size=(8, 8)).shape
+  TensorShape([1, 8, 8, 3])
+"""
+
+from rlds_lite.images.augment import apply_params
+from rlds_lite.images.augment import augment_batches
+from rlds_lite.images.augment import augment_images
+from rlds_lite.images.augment import AugmentParams
+from rlds_lite.images.augment import draw_params
+from rlds_lite.images.decode import dct_ratio
+from rlds_lite.images.decode import decode_frames
+from rlds_lite.images.decode import decode_images
+from rlds_lite.images.decode import ImageSpec
+from rlds_lite.images.decode import output_shape
+from rlds_lite.images.fields import image_specs
+from rlds_lite.images.fields import load_encoded
+
+__all__ = [
+    'apply_params',
+    'augment_batches',
+    'augment_images',
+    'AugmentParams',
+    'dct_ratio',
+    'decode_frames',
+    'decode_images',
+    'draw_params',
+    'image_specs',
+    'ImageSpec',
+    'load_encoded',
+    'output_shape',
+]

@@ -1,0 +1,626 @@
+"""Shuffled batches of Octo-shaped samples from camera datasets, one call.
+
+``robot_samples_dataset`` turns RLDS episodes with encoded camera frames
+into batches of ``rlds_lite.dense.robot_samples``: an observation history
+(frames decoded, optionally resized at decode time) with its pad mask, an
+action chunk with its pad mask, the anchor step's other fields (e.g. the
+language instruction), episode metadata, optionally a goal observation. It
+decodes each frame as few times as the memory allows (see
+``rlds_lite.pipeline.robot_memory`` for the two placements and the budget):
+
+* ``'per_episode'``: per episode, the samples are planned (their step
+  indices, ``robot_sample_indices``), cut into segments of consecutive
+  samples, and each segment's distinct frames are gathered still encoded;
+  segments of ``open_episodes`` episodes are taken in turn, decoded (a
+  parallel ``map``, one element per segment: both cores, one decode per
+  frame and segment), then ``pool_episodes`` segments are pooled (their
+  frames concatenated once) and their samples dealt out so that every batch
+  mixes ``min(batch_size, pool_episodes)`` segments, gathered a batch at a
+  time (one ``tf.gather`` per camera).
+* ``'after_sampling'``: the encoded frames of ``pool_episodes`` episodes
+  are pooled the same way, a batch's encoded frames gathered, and the batch
+  decoded in a parallel ``map`` (identical frames of a batch once).
+
+Only the frames some sample uses are decoded (strided anchors, subsampled
+ones, a last step without action). Every sample comes out once per pass
+over the episodes.
+
+Example:
+  >>> import tempfile
+  >>> from rlds_lite import synthetic
+  >>> path = synthetic.camera_dataset(tempfile.mkdtemp(), num_episodes=3,
+  ...                                 length=5, cameras={'image': (32, 32)})
+  >>> ds = robot_samples_dataset(path, history=2, action_chunk=3,
+  ...                            batch_size=4, image_size=(16, 16), seed=0,
+  ...                            last_step='valid')
+  >>> batch = next(iter(ds))
+  >>> batch['observation']['image'].shape, batch['action'].shape
+  (TensorShape([4, 2, 16, 16, 3]), TensorShape([4, 3, 7]))
+  >>> sum(int(b['action'].shape[0]) for b in ds)   # every step once
+  15
+"""
+
+import logging
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import tensorflow as tf
+
+from rlds_lite import loading
+from rlds_lite import nest_paths
+from rlds_lite import rlds_types
+from rlds_lite.dense import indexing
+from rlds_lite.dense import last_step as last_step_lib
+from rlds_lite.dense import robot as samples_lib
+from rlds_lite.images import decode as decode_lib
+from rlds_lite.images import fields as fields_lib
+from rlds_lite.pipeline import inputs
+from rlds_lite.pipeline import pools
+from rlds_lite.pipeline import robot_memory
+
+__all__ = ['plan_robot_samples', 'robot_samples_dataset']
+
+PathLike = Union[str, os.PathLike]
+Specs = Dict[str, decode_lib.ImageSpec]
+_LOG = logging.getLogger('rlds_lite')
+_graph_fn = tf.autograph.experimental.do_not_convert
+_STEPS, _INDEX, _VALUES = 'steps', 'index', 'values'
+
+
+# ----------------------------------------------------------------- the input
+
+
+def _source(source: Any, split: str, data_dir: Optional[PathLike],
+            shuffle: bool, seed: Optional[int], specs: Optional[Specs],
+            observation_key: str, op: str
+            ) -> Tuple[tf.data.Dataset, Specs, Any]:
+  """``(episodes, image specs, builder or None)`` of a TFDS name/dir or dataset."""
+  if isinstance(source, tf.data.Dataset):
+    episodes = inputs.dense_episodes(source, op)
+    step_spec = episodes.element_spec[rlds_types.STEPS]
+    found = {}
+    for path, leaf in nest_paths.flatten_with_paths(step_spec):
+      if path in (specs or {}):
+        found[path] = specs[path]
+      elif ((path + '/').startswith(observation_key + '/') and
+            leaf.dtype == tf.uint8 and leaf.shape.rank == 4 and
+            None not in leaf.shape[1:]):
+        found[path] = decode_lib.ImageSpec(tuple(leaf.shape[1:]), None)
+    for path in specs or {}:
+      if path not in found:
+        raise ValueError(f'{op}: image_specs names {path!r}, which is not a '
+                         f'step field; the steps have '
+                         f'{[p for p, _ in nest_paths.flatten_with_paths(step_spec)]}.')
+    return episodes, found, None
+  if not isinstance(source, (str, os.PathLike)):
+    raise TypeError(f'{op}: source must be a TFDS name, a dataset directory or '
+                    f'a tf.data.Dataset of episodes, got {type(source).__name__}.')
+  from rlds_lite.pipeline import shuffling  # pylint: disable=g-import-not-at-top
+  read_config = tfds_read_config(seed) if shuffle else None
+  with shuffling._quiet_ordering_guard():  # pylint: disable=protected-access
+    episodes, found = fields_lib.load_encoded(
+        source, split, data_dir=data_dir, shuffle_files=shuffle,
+        read_config=read_config)
+  builder, _ = loading.rlds_builder(source, data_dir)
+  return episodes, found, builder
+
+
+def tfds_read_config(seed: Optional[int]) -> Any:
+  """A ``tfds.ReadConfig`` shuffling files with ``seed`` (new every epoch)."""
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  return tfds.ReadConfig(shuffle_seed=seed, shuffle_reshuffle_each_iteration=True,
+                         enable_ordering_guard=False)
+
+
+def _image_paths(specs: Specs, observation_key: str, op: str) -> List[str]:
+  """The image paths relative to the observation; other images are an error."""
+  relative = []
+  for path in specs:
+    head, _, rest = path.partition('/')
+    if head != observation_key:
+      raise ValueError(f'{op}: image field {path!r} is not part of the '
+                       f'{observation_key!r} field; only observation frames '
+                       'are decoded (drop the field or rename it).')
+    relative.append(rest)
+  return relative
+
+
+def _split_off(tree: Any, relative: str) -> Tuple[Any, Any]:
+  """``(tree without the leaf at relative path, the leaf)``; '' is the root."""
+  if not relative:
+    return None, tree
+  head, _, rest = relative.partition('/')
+  kept = dict(tree)
+  remaining, leaf = _split_off(tree[head], rest)
+  if remaining is None:
+    del kept[head]
+  else:
+    kept[head] = remaining
+  return (kept or None), leaf
+
+
+def _put(tree: Any, relative: str, value: Any) -> Any:
+  """A copy of ``tree`` (dicts) with ``value`` at ``relative``."""
+  if not relative:
+    return value
+  head, _, rest = relative.partition('/')
+  out = dict(tree or {})
+  out[head] = _put(out.get(head), rest, value)
+  return out
+
+
+# ------------------------------------------------------------------ planning
+
+
+class _Layout:
+  """How an episode becomes samples: the arguments, the image fields."""
+
+  def __init__(self, specs: Specs, observation_key: str, action_key: str,
+               goal_key: str, index_key: Optional[str],
+               episode_fields: Tuple[str, ...], sample_kwargs: Dict[str, Any],
+               image_size: Any, method: str, op: str):
+    self.specs = specs
+    self.relative = _image_paths(specs, observation_key, op)
+    self.observation_key = observation_key
+    self.action_key = action_key
+    self.goal_key = goal_key
+    self.index_key = index_key
+    self.episode_fields = episode_fields
+    self.kwargs = sample_kwargs
+    self.history = sample_kwargs['history']
+    self.goal = sample_kwargs['goal']
+    self.method = method
+    self.sizes = {}
+    for path in specs:
+      size = image_size.get(path) if isinstance(image_size, dict) else image_size
+      self.sizes[path] = decode_lib._check_size(size, op)  # pylint: disable=protected-access
+    if isinstance(image_size, dict):
+      unknown = sorted(set(image_size) - set(specs))
+      if unknown:
+        raise ValueError(f'{op}: image_size names {unknown}, which are not '
+                         f'image fields ({sorted(specs)}).')
+
+  def plan(self, episode: Dict[str, Any], seed: tf.Tensor
+           ) -> Tuple[Dict[str, tf.Tensor], tf.Tensor, Dict[str, Any]]:
+    """``(frames, index, values)`` of an episode's samples.
+
+    ``frames``: the encoded frame columns ``{path: [T]}``; ``index``: the
+    frame steps of every sample, ``[N, history (+1 goal)]``; ``values``:
+    ``robot_samples``'s output without the frames.
+    """
+    steps = dict(episode[rlds_types.STEPS])
+    length = indexing.episode_length(steps)
+    obs_key, action_key = self.observation_key, self.action_key
+    observation = steps.pop(obs_key)
+    actions = steps.pop(action_key)
+    columns = {}
+    for path, relative in zip(self.specs, self.relative):
+      observation, columns[path] = _split_off(observation, relative)
+    index = samples_lib.robot_sample_indices(length, seed=seed, **self.kwargs)
+    values = indexing.gather_steps(steps, index.anchors)
+    if observation is not None:
+      values[obs_key] = indexing.gather_steps(observation, index.history)
+      if self.goal is not None:
+        values[self.goal_key] = indexing.gather_steps(observation, index.goals)
+    values[obs_key + '_pad_mask'] = index.history_mask
+    policy = last_step_lib.as_last_step(self.kwargs['last_step'])
+    has_action = last_step_lib.num_valid_actions(length, policy) > 0
+    values[action_key] = indexing.gather_steps(
+        actions, index.actions, index.action_mask | has_action)
+    values[action_key + '_pad_mask'] = index.action_mask
+    frame_steps = index.history
+    if self.goal is not None:
+      values[samples_lib.GOAL_INDEX] = index.goals
+      frame_steps = tf.concat([frame_steps, index.goals[:, tf.newaxis]], 1)
+    if self.index_key is not None:
+      values[self.index_key] = index.anchors
+    values.update(inputs.episode_values(episode, self.episode_fields,
+                                        tf.shape(index.anchors)[0]))
+    return columns, frame_steps, values
+
+  def decode_specs(self) -> Tuple[Specs, Dict[str, Any]]:
+    """Specs and sizes of the frames in a batch of samples, by batch path."""
+    specs, sizes = {}, {}
+    keys = [self.observation_key] + ([self.goal_key] if self.goal else [])
+    for path, relative in zip(self.specs, self.relative):
+      for key in keys:
+        batch_path = f'{key}/{relative}' if relative else key
+        specs[batch_path] = self.specs[path]
+        sizes[batch_path] = self.sizes[path]
+    return specs, sizes
+
+  def assemble(self, frames: Dict[str, tf.Tensor], index: tf.Tensor,
+               values: Dict[str, Any]) -> Dict[str, Any]:
+    """Samples: the frames at ``index`` put into ``values``' observation."""
+    out = dict(values)
+    history = self.history
+    history_index = index if self.goal is None else index[:, :history]
+    for path, relative in zip(self.specs, self.relative):
+      out[self.observation_key] = _put(out.get(self.observation_key), relative,
+                                       tf.gather(frames[path], history_index))
+      if self.goal is not None:
+        out[self.goal_key] = _put(out.get(self.goal_key), relative,
+                                  tf.gather(frames[path], index[:, history]))
+    return out
+
+
+def _segments(layout: _Layout, segment_steps: Optional[int], shuffle: bool
+              ) -> Any:
+  """episode, seed -> dataset of its segments (distinct encoded frames each)."""
+
+  @_graph_fn
+  def segments(episode: Dict[str, Any], seed: tf.Tensor) -> tf.data.Dataset:
+    plan_seed, order_seed = tf.unstack(
+        tf.random.experimental.stateless_split(seed, 2))
+    columns, frame_steps, values = layout.plan(episode, plan_seed)
+    count = tf.shape(frame_steps)[0]
+    size = count if segment_steps is None else tf.constant(segment_steps)
+    size = tf.maximum(size, 1)
+    num = (count + size - 1) // size
+    order = tf.range(num)
+    if shuffle:
+      order = pools.random_order(num, order_seed)
+
+    @_graph_fn
+    def segment(k: tf.Tensor) -> Dict[str, Any]:
+      start = k * size
+      stop = tf.minimum(start + size, count)
+      rows = frame_steps[start:stop]
+      unique, positions = tf.unique(tf.reshape(rows, [-1]))
+      return {
+          _STEPS: {p: tf.gather(c, unique) for p, c in columns.items()},
+          _INDEX: tf.reshape(positions, tf.shape(rows)),
+          _VALUES: tf.nest.map_structure(lambda v: v[start:stop], values),
+      }
+
+    return tf.data.Dataset.from_tensor_slices(order).map(segment)
+
+  return segments
+
+
+def _decode_segment(layout: _Layout):
+
+  @_graph_fn
+  def decode(segment: Dict[str, Any]) -> Dict[str, Any]:
+    frames = {
+        path: decode_lib.decode_frames(segment[_STEPS][path], spec,
+                                       layout.sizes[path],
+                                       method=layout.method)
+        for path, spec in layout.specs.items()}
+    return {**segment, _STEPS: frames}
+
+  return decode
+
+
+def _decode_batch(layout: _Layout):
+  """A batch of samples with encoded frames -> decoded (each distinct once)."""
+  specs, sizes = layout.decode_specs()
+
+  @_graph_fn
+  def decode(batch: Dict[str, Any]) -> Dict[str, Any]:
+    return decode_lib.decode_images(batch, specs, sizes, method=layout.method,
+                                    dedupe=True)
+
+  return decode
+
+
+# ---------------------------------------------------------- the public API
+
+
+def _value_bytes(step_spec: Any, specs: Specs, history: int,
+                 action_chunk: int) -> int:
+  """Bytes of a sample's fields other than frames (about; for the estimate).
+
+  A step's other fields, counted ``history + action_chunk`` times (the
+  history of the observation, the chunk of actions, the rest once).
+  """
+  total = 0
+  for path, leaf in nest_paths.flatten_with_paths(step_spec):
+    if path not in specs:
+      total += pools.sample_bytes({path: leaf})
+  return max(total, 1) * (history + action_chunk)
+
+
+def _feature_value_bytes(step_feature: Any, specs: Specs, history: int,
+                         action_chunk: int) -> int:
+  """`_value_bytes` of a TFDS step feature (decoded specs, rank + 1)."""
+  spec = tf.nest.map_structure(
+      lambda s: tf.TensorSpec([None] + s.shape.as_list(), s.dtype),
+      step_feature.get_tensor_spec())
+  return _value_bytes(spec, specs, history, action_chunk)
+
+
+def plan_robot_samples(source: Any,
+                       split: str = 'train',
+                       *,
+                       batch_size: int,
+                       history: int = 1,
+                       action_chunk: int = 1,
+                       history_stride: int = 1,
+                       goal: Optional[str] = None,
+                       image_size: Any = None,
+                       decode: str = 'auto',
+                       segment_steps: Optional[int] = None,
+                       pool_episodes: Optional[int] = None,
+                       memory_budget: Union[int, str, None] = None,
+                       prefetch: int = 1,
+                       data_dir: Optional[PathLike] = None,
+                       num_steps: Optional[int] = None
+                       ) -> robot_memory.DecodePlan:
+  """The ``DecodePlan`` ``robot_samples_dataset`` would use (and its memory).
+
+  For a TFDS name or directory the estimate uses the split's bytes and step
+  count (``num_steps``, else one pass with ``shuffling.count_steps``,
+  cached). For a dataset of episodes the sizes are unknown: the plan is
+  the defaults (or what is given) and has no estimate.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic
+    >>> path = synthetic.camera_dataset(tempfile.mkdtemp(), num_episodes=4,
+    ...                                 length=20)
+    >>> plan_robot_samples(path, batch_size=8, history=2)  # doctest: +ELLIPSIS
+    DecodePlan(decode='per_episode', whole episodes, 4 episodes pooled, 1 open; RobotMemory(total=...
+    >>> plan_robot_samples(path, batch_size=8, history=2,
+    ...                    memory_budget='30MB')[:2]   # decode, segment_steps
+    ('per_episode', 2)
+  """
+  op = 'plan_robot_samples'
+  return _plan(source, split, batch_size, history, action_chunk,
+               history_stride, goal, image_size, decode, segment_steps,
+               pool_episodes, memory_budget, prefetch, data_dir, num_steps,
+               None, op)[0]
+
+
+def _plan(source, split, batch_size, history, action_chunk, history_stride,
+          goal, image_size, decode, segment_steps, pool_episodes,
+          memory_budget, prefetch, data_dir, num_steps, value_bytes, op):
+  """The plan, and the dataset's builder (None for a dataset source)."""
+  batch_size = inputs.check_positive_int(batch_size, 'batch_size', op)
+  if decode not in robot_memory.DECODES:
+    raise ValueError(f'{op}: decode must be one of {robot_memory.DECODES}, '
+                     f'got {decode!r}.')
+  if segment_steps is not None:
+    segment_steps = inputs.check_positive_int(segment_steps, 'segment_steps',
+                                              op)
+    if decode == 'after_sampling':
+      raise ValueError(f"{op}: segment_steps applies to decode='per_episode' "
+                       "(or 'auto'), not 'after_sampling'.")
+  if pool_episodes is not None:
+    pool_episodes = inputs.check_positive_int(pool_episodes, 'pool_episodes',
+                                              op)
+  budget = robot_memory.parse_budget(memory_budget, op)
+  if isinstance(source, tf.data.Dataset):
+    if budget is not None:
+      raise ValueError(
+          f'{op}: memory_budget needs a TFDS dataset (a name or directory) to '
+          'read its sizes; with a dataset of episodes pass decode= and '
+          'segment_steps= / pool_episodes= instead.')
+    mode = 'per_episode' if decode == 'auto' else decode
+    pool = pool_episodes or robot_memory.MAX_POOL_EPISODES
+    pool = min(pool, batch_size) if pool_episodes is None else pool
+    whole = mode == 'per_episode' and segment_steps is None
+    return robot_memory.DecodePlan(
+        mode, segment_steps if mode == 'per_episode' else None, pool,
+        1 if whole else pool, None), None
+  from rlds_lite.pipeline import shuffling  # pylint: disable=g-import-not-at-top
+  builder, label = loading.rlds_builder(source, data_dir)
+  loading.check_split(builder, split, label)
+  step_feature = builder.info.features[rlds_types.STEPS].feature
+  specs = fields_lib.image_specs(step_feature)
+  if num_steps is None:
+    num_steps = shuffling.count_steps(source, split, data_dir=data_dir)
+  if value_bytes is None:
+    value_bytes = _feature_value_bytes(step_feature, specs, history,
+                                       action_chunk)
+  sizes = robot_memory.dataset_sizes(builder, split, num_steps, specs,
+                                     image_size, history, goal, value_bytes)
+  plan = robot_memory.pick(
+      budget, sizes, batch_size=batch_size, prefetch=prefetch,
+      history=history, history_stride=history_stride, goal=goal,
+      decode=decode, segment_steps=segment_steps, pool_episodes=pool_episodes,
+      op=op)
+  return plan, builder
+
+
+def robot_samples_dataset(
+    source: Any,
+    split: str = 'train',
+    *,
+    batch_size: int,
+    history: int = 1,
+    action_chunk: int = 1,
+    last_step: Union[last_step_lib.LastStep, str] = last_step_lib.LastStep.INVALID,
+    history_stride: int = 1,
+    shift: int = 1,
+    keep_actionless: bool = False,
+    max_samples: Optional[int] = None,
+    goal: Optional[str] = None,
+    goal_p: Optional[float] = None,
+    image_size: Any = None,
+    resize_method: str = 'bilinear',
+    decode: str = 'auto',
+    segment_steps: Optional[int] = None,
+    pool_episodes: Optional[int] = None,
+    memory_budget: Union[int, str, None] = None,
+    episode_fields: Union[str, Sequence[str]] = (),
+    image_specs: Optional[Specs] = None,
+    observation_key: str = rlds_types.OBSERVATION,
+    action_key: str = rlds_types.ACTION,
+    goal_key: str = 'goal',
+    index_key: Optional[str] = None,
+    shuffle: bool = True,
+    seed: Optional[int] = None,
+    data_dir: Optional[PathLike] = None,
+    num_steps: Optional[int] = None,
+    drop_last_batch: bool = False,
+    prefetch: int = 1,
+    num_parallel_calls: Optional[int] = tf.data.AUTOTUNE) -> tf.data.Dataset:
+  """Shuffled batches of observation histories and action chunks, frames decoded.
+
+  The samples are those of ``rlds_lite.dense.robot_samples`` (same
+  arguments and padding rules): each batch is a dict of ``[B, ...]``
+  tensors with ``observation`` (frames ``[B, history, h, w, c]``, other
+  leaves ``[B, history, ...]``), ``observation_pad_mask`` ``[B, history]``,
+  ``action`` ``[B, action_chunk, ...]``, ``action_pad_mask``, every other
+  step field at the anchor (``language_instruction``, ``is_terminal``,
+  ...), the ``episode_fields``, and with ``goal`` the ``goal`` observation
+  and ``goal_index``. Each sample comes out once per pass over the
+  episodes; a batch mixes ``min(batch_size, pool_episodes)`` episodes.
+
+  Where frames are decoded (``decode``, see ``robot_memory``):
+  ``'per_episode'`` decodes each used frame once per segment of
+  ``segment_steps`` samples (None: whole episodes) and pools decoded
+  frames (fast; memory grows with ``pool_episodes * segment_steps``);
+  ``'after_sampling'`` pools encoded frames and decodes each batch (small
+  memory; one decode per use); ``'auto'`` picks for ``memory_budget``
+  (default 1 GiB). The plan is logged (logger ``'rlds_lite'``, INFO) and
+  ``plan_robot_samples`` returns it.
+
+  Args:
+    source: a TFDS name or prepared dataset directory (image step features
+      are read encoded and decoded here), or a ``tf.data.Dataset`` of dense
+      episodes whose image fields are uint8 ``[T, h, w, c]`` frames or
+      encoded ``[T]`` strings described by ``image_specs``.
+    split: the split of a TFDS source.
+    batch_size: samples per batch.
+    history, action_chunk, last_step, history_stride, shift,
+    keep_actionless, max_samples, goal, goal_p: the samples (see
+      ``rlds_lite.dense.robot_sample_indices``); per-episode random choices
+      are seeded from ``seed`` and the episode's turn.
+    image_size: the output ``(height, width)`` of every camera, or a dict
+      ``{'observation/image_wrist': (h, w), ...}`` (None: stored size).
+      JPEG frames are decoded at 1/2, 1/4 or 1/8 scale when that gives the
+      size (DCT scaling), else decoded at the nearest larger such scale and
+      resized with ``resize_method`` (antialiased).
+    resize_method: the ``tf.image.resize`` method.
+    decode: ``'auto'``, ``'per_episode'`` or ``'after_sampling'``.
+    segment_steps: ``'per_episode'``: samples of an episode decoded
+      together (None: whole episodes, or ``'auto'``'s choice).
+    pool_episodes: episodes (segments) mixed per pool (default
+      ``min(batch_size, 64, episodes)``).
+    memory_budget: bytes (or ``'512MB'``) for ``decode='auto'`` to plan
+      for; needs a TFDS source.
+    episode_fields: episode metadata copied into every sample.
+    image_specs: for a dataset source, ``{path: ImageSpec}`` of its
+      encoded image fields.
+    observation_key, action_key, goal_key: field names.
+    index_key: if given, add each sample's anchor step index (``[B]``
+      int32) under this key.
+    shuffle: shuffle (files, segments and samples); else episode order.
+    seed: seed of all shuffling and sampling (None: random).
+    data_dir: where TFDS finds a named dataset.
+    num_steps: the split's step count, if known (for the estimate).
+    drop_last_batch: drop a last batch smaller than ``batch_size``.
+    prefetch: batches prefetched (a batch of frames is large: one lets the
+      pipeline run beside the training step).
+    num_parallel_calls: parallelism of decoding and gathering.
+
+  Returns:
+    A ``tf.data.Dataset`` of batches.
+
+  Raises:
+    TypeError, ValueError: for bad arguments, images outside the
+      observation, or a ``memory_budget`` too small for any plan.
+  """
+  op = 'robot_samples_dataset'
+  goal_p = samples_lib.check_sample_args(history, action_chunk, history_stride,
+                                         shift, max_samples, goal, goal_p, op)
+  last_step = last_step_lib.as_last_step(last_step, op)
+  prefetch = inputs.check_non_negative_int(prefetch, 'prefetch', op)
+  episodes, specs, _ = _source(source, split, data_dir, shuffle, seed,
+                               image_specs, observation_key, op)
+  step_fields = list(episodes.element_spec[rlds_types.STEPS])
+  indexing.require_fields(episodes.element_spec[rlds_types.STEPS],
+                          [observation_key, action_key], op)
+  reserved = step_fields + [observation_key + '_pad_mask',
+                            action_key + '_pad_mask', goal_key,
+                            samples_lib.GOAL_INDEX]
+  if index_key is not None:
+    if index_key in reserved:
+      raise ValueError(f'{op}: index_key {index_key!r} is the name of a field '
+                       'of the samples; choose another.')
+    reserved.append(index_key)
+  episode_fields = inputs.check_episode_fields(episodes, episode_fields,
+                                               reserved, op)
+  sample_kwargs = dict(history=history, action_chunk=action_chunk,
+                       last_step=last_step, history_stride=history_stride,
+                       shift=shift, keep_actionless=keep_actionless,
+                       max_samples=max_samples, goal=goal, goal_p=goal_p)
+  layout = _Layout(specs, observation_key, action_key, goal_key, index_key,
+                   episode_fields, sample_kwargs, image_size, resize_method, op)
+  plan, _ = _plan(source, split, batch_size, history, action_chunk,
+                  history_stride, goal, image_size, decode, segment_steps,
+                  pool_episodes, memory_budget, prefetch, data_dir, num_steps,
+                  _value_bytes(episodes.element_spec[rlds_types.STEPS],
+                               specs, history, action_chunk), op)
+  _LOG.info('%s: %r', op, plan)
+  seeds = pools.pool_seeds(seed)
+  if plan.decode == 'per_episode':
+    batches = _per_episode(episodes, seeds, layout, plan, batch_size, shuffle,
+                           seed, drop_last_batch, num_parallel_calls)
+  else:
+    batches = _after_sampling(episodes, seeds, layout, plan, batch_size,
+                              shuffle, seed, drop_last_batch,
+                              num_parallel_calls)
+  return batches.prefetch(prefetch) if prefetch else batches
+
+
+def _sampler(layout: _Layout, frames_per_sample: int) -> pools.Sampler:
+  """Pools' view of a segment (or an episode's plan): steps, index, values."""
+
+  def plan(element: Dict[str, Any]) -> pools.Plan:
+    return element[_STEPS], element[_INDEX], element[_VALUES]
+
+  def samples(element: Dict[str, Any]) -> Dict[str, Any]:
+    return layout.assemble(*plan(element))
+
+  return pools.Sampler(samples, plan, layout.assemble,
+                       steps_per_sample=frames_per_sample)
+
+
+def _per_episode(episodes, seeds, layout, plan, batch_size, shuffle, seed,
+                 drop_last_batch, num_parallel_calls):
+  """Segments decoded once each, pooled decoded (see the module docstring)."""
+  make_segments = _segments(layout, plan.segment_steps, shuffle)
+  tagged = tf.data.Dataset.zip(episodes, seeds)
+  if plan.open_episodes > 1 and shuffle:
+    segments = tagged.interleave(make_segments,
+                                 cycle_length=plan.open_episodes,
+                                 block_length=1)
+  else:
+    segments = tagged.flat_map(make_segments)
+  decoded = segments.map(_decode_segment(layout),
+                         num_parallel_calls=num_parallel_calls,
+                         deterministic=True)
+  frames = layout.history + (1 if layout.goal is not None else 0)
+  return pools.pooled_batches(
+      decoded, _sampler(layout, frames), batch_size, shuffle=shuffle,
+      pool='samples', pool_episodes=plan.pool_episodes, seed=seed,
+      num_parallel_calls=num_parallel_calls, deterministic=True,
+      drop_last_batch=drop_last_batch, prefetch=0, spread_episodes=True,
+      op='robot_samples_dataset')
+
+
+def _after_sampling(episodes, seeds, layout, plan, batch_size, shuffle, seed,
+                    drop_last_batch, num_parallel_calls):
+  """Encoded episodes pooled; each batch decoded after sampling."""
+
+  @_graph_fn
+  def planned(episode: Dict[str, Any], episode_seed: tf.Tensor
+              ) -> Dict[str, Any]:
+    columns, frame_steps, values = layout.plan(
+        episode, tf.reshape(episode_seed, [2]))
+    return {_STEPS: columns, _INDEX: frame_steps, _VALUES: values}
+
+  plans = tf.data.Dataset.zip(episodes, seeds).map(
+      planned, num_parallel_calls=num_parallel_calls, deterministic=True)
+  frames = layout.history + (1 if layout.goal is not None else 0)
+  encoded = pools.pooled_batches(
+      plans, _sampler(layout, frames), batch_size, shuffle=shuffle,
+      pool='samples', pool_episodes=plan.pool_episodes, seed=seed,
+      num_parallel_calls=num_parallel_calls, deterministic=True,
+      drop_last_batch=drop_last_batch, prefetch=0, spread_episodes=True,
+      op='robot_samples_dataset')
+  return encoded.map(_decode_batch(layout),
+                     num_parallel_calls=num_parallel_calls, deterministic=True)

@@ -1,0 +1,101 @@
+"""Tests of rlds_lite.pipeline.robot_memory (plans, estimates) and spread_order."""
+
+import hypothesis
+from hypothesis import strategies as st
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from rlds_lite.pipeline import pools
+from rlds_lite.pipeline import robot_memory as rm
+
+SIZES = rm.Sizes(step_bytes=250_000, episode_bytes=3_000_000,
+                 mean_episode_steps=120.0, num_episodes=48,
+                 sample_bytes=500_000, frames_per_sample=2.0)
+KWARGS = dict(batch_size=64, prefetch=2, history=2, history_stride=1,
+              goal=None)
+
+
+def test_estimate_formula():
+  memory = rm.estimate('per_episode', 16, 48, 48, SIZES, **KWARGS)
+  assert memory.pools == 3 * 48 * 17 * 250_000
+  assert memory.open_episodes == 48 * 3_000_000
+  assert memory.batches == (2 + 2) * 64 * 500_000
+  assert memory.runtime == int(0.25 * (memory.pools + memory.open_episodes +
+                                        memory.batches))
+  assert memory.total == (memory.pools + memory.open_episodes + memory.batches +
+                          memory.runtime)
+  whole = rm.estimate('per_episode', None, 48, 1, SIZES, **KWARGS)
+  assert whole.pools == 3 * 48 * 120 * 250_000
+  after = rm.estimate('after_sampling', None, 48, 1, SIZES, **KWARGS)
+  assert after.pools == 3 * 48 * 3_000_000
+  goals = rm.estimate('per_episode', 16, 48, 48, SIZES,
+                      **{**KWARGS, 'goal': 'future'})
+  assert goals.pools == 3 * 48 * (17 + 16) * 250_000
+
+
+# budget -> (decode, segment_steps, pool): the largest segments that fit,
+# with the default pool (48) or 3/4 of it down to 8-sample segments, then
+# smaller segments with the default pool.
+@pytest.mark.parametrize('budget,expected', [
+    (10**11, ('per_episode', None, 48)),
+    (3.5 * 10**9, ('per_episode', 64, 48)),
+    (1.15 * 10**9, ('per_episode', 16, 48)),
+    (10**9, ('per_episode', 16, 36)),
+    (8 * 10**8, ('per_episode', 8, 48)),
+    (7 * 10**8, ('per_episode', 8, 36)),
+    (6 * 10**8, ('per_episode', 4, 48)),
+    (5 * 10**8, ('per_episode', 2, 48)),
+], ids=['whole', 'segments_64', 'segments_16', 'segments_16_smaller_pool',
+        'segments_8', 'segments_8_smaller_pool', 'segments_4', 'segments_2'])
+def test_pick_table(budget, expected):
+  plan = rm.pick(budget, SIZES, **KWARGS)
+  assert (plan.decode, plan.segment_steps, plan.pool_episodes) == expected
+  assert plan.memory.total <= budget
+  open_episodes = min(48, -(-5 * expected[2] // 4))   # 1.25 x the pool
+  assert plan.open_episodes == (1 if expected[1] is None else open_episodes)
+
+
+def test_pick_falls_back_to_after_sampling_then_errors():
+  sizes = SIZES._replace(episode_bytes=100_000)
+  plan = rm.pick(2.5 * 10**8, sizes, **KWARGS)
+  assert plan.decode == 'after_sampling' and plan.memory.total <= 2.5 * 10**8
+  with pytest.raises(ValueError, match='is too small for 48 pooled episodes'):
+    rm.pick(10**6, sizes, **KWARGS)
+
+
+def test_given_choices_are_kept():
+  plan = rm.pick(1, SIZES, decode='after_sampling', **KWARGS)
+  assert plan.decode == 'after_sampling'   # Reported, not checked.
+  plan = rm.pick(None, SIZES, segment_steps=8, pool_episodes=12, **KWARGS)
+  assert plan[:4] == ('per_episode', 8, 12, 15)
+  default = rm.pick(10**11, SIZES._replace(num_episodes=10), **KWARGS)
+  assert default.pool_episodes == 10
+
+
+def test_reprs():
+  plan = rm.pick(10**9, SIZES, **KWARGS)
+  assert repr(plan).startswith(
+      "DecodePlan(decode='per_episode', segments of 16 samples, 36 episodes "
+      'pooled, 45 open; RobotMemory(total=902.5 MB: pools=459.0 MB, '
+      'open_episodes=135.0 MB, batches=128.0 MB, runtime=180.5 MB; ')
+  assert 'decoded step 250.0 KB, encoded episode 3.0 MB (120.0 steps)' in repr(
+      plan.memory)
+  after = rm.DecodePlan('after_sampling', None, 8, 1, None)
+  assert repr(after) == ("DecodePlan(decode='after_sampling', 8 encoded "
+                         'episodes pooled)')
+
+
+@hypothesis.given(counts=st.lists(st.integers(0, 6), min_size=1, max_size=7),
+                  seed=st.integers(0, 1000))
+def test_spread_order_deals_episodes_round_robin(counts, seed):
+  order = pools.spread_order(tf.constant(counts), tf.constant([seed, 1])).numpy()
+  episode = np.repeat(np.arange(len(counts)), counts)
+  assert sorted(order.tolist()) == list(range(sum(counts)))
+  dealt = episode[order]
+  # Round r holds every episode with more than r samples, once each.
+  start = 0
+  for r in range(max(counts)):
+    members = sorted(e for e, c in enumerate(counts) if c > r)
+    assert sorted(dealt[start:start + len(members)].tolist()) == members
+    start += len(members)

@@ -1,0 +1,335 @@
+"""Tests of rlds_lite.pipeline.robot_samples_dataset: samples, decoding, plans.
+
+The reference: the dataset read fully decoded by ``rlds_lite.load(...,
+dense=True)`` (TFDS's image decoding), each episode through
+``rlds_lite.dense.robot_samples``. Every decode placement must give exactly
+those samples (same pixels), each once per pass.
+"""
+
+import collections
+import logging
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import rlds_lite
+from rlds_lite import dense
+from rlds_lite import images
+from rlds_lite import pipeline
+from rlds_lite import synthetic
+from rlds_lite.tfds import EpisodeWriter
+
+CAMERAS = {'image_primary': (32, 32), 'image_wrist': (16, 16)}
+LENGTHS = (1, 2, 7, 5, 9, 3)   # A one-step episode, short ones, longer ones.
+
+
+@pytest.fixture(scope='module')
+def camera_path(tmp_path_factory):
+  features = synthetic.camera_features(CAMERAS)
+  with EpisodeWriter(str(tmp_path_factory.mktemp('cams')), 'cams',
+                     features) as writer:
+    for i, length in enumerate(LENGTHS):
+      episode = next(synthetic.camera_episodes(1, length, CAMERAS, seed=i))
+      episode['episode_id'] = np.int64(i)
+      writer.add_episode(episode)
+  return writer.path
+
+
+def reference(path, **kwargs):
+  """(episode_id, anchor) -> the sample, from fully decoded episodes."""
+  samples = {}
+  for episode in rlds_lite.load(path, dense=True):
+    out = dense.robot_samples(episode['steps'], index_key='t', **kwargs)
+    out = tf.nest.map_structure(lambda x: x.numpy(), out)
+    episode_id = int(episode['episode_id'])
+    for row, t in enumerate(out.pop('t')):
+      samples[episode_id, int(t)] = tf.nest.map_structure(lambda x: x[row], out)
+  return samples
+
+
+def collect(ds):
+  """(episode_id, anchor) -> sample, from the batches; each key once."""
+  samples, sizes = {}, []
+  for batch in ds.as_numpy_iterator():
+    sizes.append(len(batch['t']))
+    ids, anchors = batch.pop('episode_id'), batch.pop('t')
+    for row, key in enumerate(zip(ids.tolist(), anchors.tolist())):
+      assert key not in samples, f'sample {key} came out twice'
+      samples[key] = tf.nest.map_structure(lambda x: x[row], batch)
+  return samples, sizes
+
+
+def assert_same_samples(actual, expected):
+  assert sorted(actual) == sorted(expected)
+  for key, sample in expected.items():
+    got = actual[key]
+    tf.nest.assert_same_structure(got, sample)
+    for a, b in zip(tf.nest.flatten(got), tf.nest.flatten(sample)):
+      np.testing.assert_array_equal(a, b, err_msg=str(key))
+
+
+DECODES = {
+    'per_episode_whole': dict(decode='per_episode'),
+    'per_episode_segments_of_2': dict(decode='per_episode', segment_steps=2),
+    'per_episode_segments_of_3': dict(decode='per_episode', segment_steps=3),
+    'after_sampling': dict(decode='after_sampling'),
+    'auto': dict(decode='auto'),
+}
+SAMPLES = {
+    'octo_2_4_valid': dict(history=2, action_chunk=4, last_step='valid'),
+    'history_3_invalid_last_step': dict(history=3, action_chunk=2),
+    'keep_actionless': dict(history=2, action_chunk=3, keep_actionless=True),
+    'strided': dict(history=2, action_chunk=2, history_stride=2, shift=2,
+                    last_step='valid'),
+    'final_goal': dict(history=2, action_chunk=1, goal='final',
+                       last_step='valid'),
+}
+
+
+@pytest.mark.parametrize('decode', list(DECODES.values()), ids=list(DECODES))
+@pytest.mark.parametrize('kwargs', list(SAMPLES.values()), ids=list(SAMPLES))
+def test_samples_equal_the_dense_op_on_decoded_episodes(camera_path, decode,
+                                                        kwargs):
+  ds = pipeline.robot_samples_dataset(
+      camera_path, batch_size=4, seed=1, episode_fields='episode_id',
+      index_key='t', **kwargs, **decode)
+  actual, sizes = collect(ds)
+  assert_same_samples(actual, reference(camera_path, **kwargs))
+  assert all(size == 4 for size in sizes[:-1]) and 0 < sizes[-1] <= 4
+
+
+def test_batch_layout(camera_path):
+  ds = pipeline.robot_samples_dataset(
+      camera_path, batch_size=5, history=2, action_chunk=4, last_step='valid',
+      goal='future', seed=0, episode_fields='episode_id', drop_last_batch=True)
+  spec = ds.element_spec
+  assert spec['observation']['image_primary'].shape.as_list() == [5, 2, 32, 32,
+                                                                  3]
+  assert spec['observation']['image_wrist'].shape.as_list() == [5, 2, 16, 16, 3]
+  assert spec['observation']['state'].shape.as_list() == [5, 2, 8]
+  assert spec['observation_pad_mask'].shape.as_list() == [5, 2]
+  assert spec['action'].shape.as_list() == [5, 4, 7]
+  assert spec['action_pad_mask'].shape.as_list() == [5, 4]
+  assert spec['goal']['image_primary'].shape.as_list() == [5, 32, 32, 3]
+  assert spec['goal']['state'].shape.as_list() == [5, 8]
+  assert spec['language_instruction'].dtype == tf.string
+  assert spec['episode_id'].shape.as_list() == [5]
+  assert sum(1 for _ in ds) == sum(LENGTHS) // 5
+
+
+@pytest.mark.parametrize('decode', ['per_episode', 'after_sampling'])
+def test_image_size_decodes_at_the_dct_ratio(camera_path, decode):
+  kwargs = dict(history=2, action_chunk=1, last_step='valid')
+  ds = pipeline.robot_samples_dataset(
+      camera_path, batch_size=8, seed=0, image_size=(16, 16), decode=decode,
+      episode_fields='episode_id', index_key='t', **kwargs)
+  actual, _ = collect(ds)
+  encoded, specs = images.load_encoded(camera_path)
+  for episode in encoded:
+    episode_id = int(episode['episode_id'])
+    observation = episode['steps']['observation']
+    primary = images.decode_frames(observation['image_primary'],
+                                   specs['observation/image_primary'],
+                                   (16, 16)).numpy()
+    direct = tf.stack([tf.io.decode_jpeg(f, ratio=2) for f in
+                       observation['image_primary']]).numpy()
+    np.testing.assert_array_equal(primary, direct)   # DCT scaling, no resize
+    for t in range(len(primary)):
+      sample = actual[episode_id, t]
+      np.testing.assert_array_equal(sample['observation']['image_primary'][1],
+                                    primary[t])
+      assert sample['observation']['image_wrist'].shape == (2, 16, 16, 3)
+
+
+def test_image_size_per_camera_and_resize(camera_path):
+  ds = pipeline.robot_samples_dataset(
+      camera_path, batch_size=4, history=1, seed=0,
+      image_size={'observation/image_primary': (24, 20)})
+  spec = ds.element_spec['observation']
+  assert spec['image_primary'].shape.as_list()[2:] == [24, 20, 3]
+  assert spec['image_wrist'].shape.as_list()[2:] == [16, 16, 3]
+  next(iter(ds))
+  with pytest.raises(ValueError, match="image_size names \\['image'\\]"):
+    pipeline.robot_samples_dataset(camera_path, batch_size=4,
+                                   image_size={'image': (8, 8)})
+
+
+@pytest.mark.parametrize('decode,pool', [('per_episode', 6), ('per_episode', 3),
+                                         ('after_sampling', 4)])
+def test_batches_mix_min_batch_and_pool_episodes(camera_path, decode, pool):
+  ds = pipeline.robot_samples_dataset(
+      camera_path, batch_size=3, history=1, last_step='valid', seed=2,
+      decode=decode, pool_episodes=pool, episode_fields='episode_id')
+  first = next(iter(ds))['episode_id'].numpy()
+  assert len(set(first.tolist())) == 3   # Episodes 2..5 have >= 3 steps.
+
+
+def test_seeded_and_reshuffled_every_epoch(camera_path):
+  def order(seed, epochs=1):
+    ds = pipeline.robot_samples_dataset(
+        camera_path, batch_size=4, history=2, seed=seed, last_step='valid',
+        episode_fields='episode_id', index_key='t')
+    ds = ds.repeat(epochs) if epochs > 1 else ds
+    return [(int(e), int(t)) for b in ds for e, t in zip(b['episode_id'],
+                                                          b['t'])]
+  assert order(3) == order(3)
+  assert order(3) != order(4)
+  two = order(3, epochs=2)
+  assert two[:len(two) // 2] != two[len(two) // 2:]
+  assert sorted(two[:len(two) // 2]) == sorted(two[len(two) // 2:])
+
+
+def test_unshuffled_is_in_episode_order(camera_path):
+  ds = pipeline.robot_samples_dataset(
+      camera_path, batch_size=4, history=2, shuffle=False, last_step='valid',
+      episode_fields='episode_id', index_key='t', decode='per_episode',
+      segment_steps=2)
+  keys = [(int(e), int(t)) for b in ds for e, t in zip(b['episode_id'], b['t'])]
+  assert keys == sorted(keys)
+
+
+# ---------------------------------------------------- only used frames decoded
+
+
+def corrupt_last_frame_episodes():
+  """Dense episodes whose last frame is not a JPEG (and the spec)."""
+  frames = synthetic.camera_frames(np.random.default_rng(0), 4, (16, 16))
+  encoded = [tf.io.encode_jpeg(f).numpy() for f in frames[:3]] + [b'not a jpeg']
+  steps = {'observation': {'image': np.array(encoded, object)},
+           'action': np.arange(4, dtype=np.float32),
+           'is_last': np.array([False, False, False, True])}
+  ds = tf.data.Dataset.from_tensors({'steps': steps}).repeat(2)
+  return ds, {'observation/image': images.ImageSpec((16, 16, 3), 'jpeg')}
+
+
+@pytest.mark.parametrize('decode', ['per_episode', 'after_sampling'])
+def test_frames_no_sample_uses_are_not_decoded(decode):
+  ds, specs = corrupt_last_frame_episodes()
+  # Under LastStep.INVALID the last step is no anchor, and histories only
+  # look back: its (broken) frame is never decoded.
+  batches = pipeline.robot_samples_dataset(
+      ds, batch_size=4, history=2, image_specs=specs, decode=decode, seed=0)
+  assert sum(int(b['action'].shape[0]) for b in batches) == 6
+  strided = pipeline.robot_samples_dataset(
+      ds, batch_size=4, history=1, shift=2, image_specs=specs, decode=decode,
+      keep_actionless=True, seed=0)   # anchors 0, 2
+  assert sum(int(b['action'].shape[0]) for b in strided) == 4
+  used = pipeline.robot_samples_dataset(
+      ds, batch_size=4, history=2, image_specs=specs, decode=decode,
+      keep_actionless=True, seed=0)
+  with pytest.raises(tf.errors.InvalidArgumentError):
+    list(used)
+
+
+def test_dataset_source_with_raw_frames():
+  episodes = [next(synthetic.camera_episodes(1, n, {'image': (8, 8)}, seed=n))
+              for n in (3, 4)]
+  def gen():
+    for i, e in enumerate(episodes):
+      yield {'steps': e['steps'], 'episode_id': np.int64(i)}
+  spec = tf.nest.map_structure(
+      lambda x: tf.TensorSpec((None,) + x.shape[1:], tf.as_dtype(x.dtype)),
+      episodes[0]['steps'])
+  ds = tf.data.Dataset.from_generator(
+      gen, output_signature={'steps': spec,
+                             'episode_id': tf.TensorSpec([], tf.int64)})
+  batches = pipeline.robot_samples_dataset(
+      ds, batch_size=3, history=2, last_step='valid', seed=0,
+      episode_fields='episode_id', index_key='t', image_size=(4, 4))
+  samples, _ = collect(batches)
+  assert sorted(samples) == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2),
+                             (1, 3)]
+  frames = episodes[1]['steps']['observation']['image']
+  expected = tf.cast(tf.round(tf.image.resize(frames[1:3], (4, 4),
+                                              antialias=True)), tf.uint8)
+  np.testing.assert_array_equal(samples[1, 2]['observation']['image'],
+                                expected.numpy())
+
+
+# ------------------------------------------------------------------ plans
+
+
+def test_plan_is_logged_and_matches_plan_robot_samples(camera_path, caplog):
+  with caplog.at_level(logging.INFO, logger='rlds_lite'):
+    pipeline.robot_samples_dataset(camera_path, batch_size=4, history=2,
+                                   memory_budget='3MB')
+  plan = pipeline.plan_robot_samples(camera_path, batch_size=4, history=2,
+                                     memory_budget='3MB')
+  assert f'robot_samples_dataset: {plan!r}' in caplog.text
+  assert plan.decode in ('per_episode', 'after_sampling')
+  assert plan.memory.total <= 3_000_000
+
+
+def test_budget_picks_smaller_segments_then_after_sampling(camera_path):
+  def plan(budget, **kwargs):
+    return pipeline.plan_robot_samples(camera_path, batch_size=4, history=2,
+                                       memory_budget=budget, **kwargs)
+  large = plan('1GB')
+  assert large.decode == 'per_episode' and large.segment_steps is None
+  # Long episodes: whole ones no longer fit, segments do.
+  segmented = plan('20MB', num_steps=4000, image_size=(32, 32))
+  assert segmented.decode == 'per_episode' and segmented.segment_steps
+  assert segmented.memory.total <= 20_000_000
+  small = plan('300KB')
+  assert small.decode == 'after_sampling'
+  assert small.memory.total <= 300_000
+  with pytest.raises(ValueError, match='memory_budget 10 B .* is too small'):
+    plan(10)
+
+
+def test_plan_repr_names_the_choice(camera_path):
+  plan = pipeline.plan_robot_samples(camera_path, batch_size=4, history=2,
+                                     decode='per_episode', segment_steps=3)
+  text = repr(plan)
+  assert text.startswith("DecodePlan(decode='per_episode', segments of 3 "
+                         'samples, 4 episodes pooled, 5 open; RobotMemory(')
+  assert plan.memory.total == (plan.memory.pools + plan.memory.open_episodes +
+                               plan.memory.batches)
+
+
+@pytest.mark.parametrize('kwargs,error,match', [
+    (dict(decode='twice'), ValueError, 'decode must be one of'),
+    (dict(decode='after_sampling', segment_steps=4), ValueError,
+     'segment_steps applies to'),
+    (dict(history=0), ValueError, 'history must be a positive'),
+    (dict(index_key='action'), ValueError, 'index_key .* is the name'),
+    (dict(episode_fields='nope'), ValueError, 'not episode metadata'),
+    (dict(memory_budget='lots'), ValueError, 'memory_budget must be'),
+], ids=['bad_decode', 'segments_after_sampling', 'zero_history',
+        'index_key_collision', 'unknown_episode_field', 'bad_budget'])
+def test_bad_arguments(camera_path, kwargs, error, match):
+  with pytest.raises(error, match=match):
+    pipeline.robot_samples_dataset(camera_path, batch_size=4, **kwargs)
+
+
+def test_dataset_source_errors():
+  ds, specs = corrupt_last_frame_episodes()
+  with pytest.raises(ValueError, match='memory_budget needs a TFDS dataset'):
+    pipeline.robot_samples_dataset(ds, batch_size=2, image_specs=specs,
+                                   memory_budget='1GB')
+  with pytest.raises(ValueError, match="image_specs names 'observation/x'"):
+    pipeline.robot_samples_dataset(ds, batch_size=2,
+                                   image_specs={'observation/x': specs[
+                                       'observation/image']})
+  steps = {'image': np.zeros([2, 4, 4, 3], np.uint8),
+           'observation': np.zeros([2, 1], np.float32),
+           'action': np.zeros([2], np.float32)}
+  odd = tf.data.Dataset.from_tensors({'steps': steps})
+  with pytest.raises(ValueError, match="image field 'image' is not part of"):
+    pipeline.robot_samples_dataset(
+        odd, batch_size=2,
+        image_specs={'image': images.ImageSpec((4, 4, 3), None)})
+
+
+def test_language_and_episode_fields_are_carried(camera_path):
+  ds = pipeline.robot_samples_dataset(camera_path, batch_size=32, history=2,
+                                      last_step='valid', seed=0,
+                                      episode_fields='episode_id')
+  counts = collections.Counter()
+  for batch in ds:
+    for e, text in zip(batch['episode_id'].numpy(),
+                       batch['language_instruction'].numpy()):
+      assert text.decode() == synthetic.INSTRUCTIONS[0]   # seed-th episode 0
+      counts[int(e)] += 1
+  assert dict(counts) == dict(enumerate(LENGTHS))
