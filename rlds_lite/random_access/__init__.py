@@ -9,7 +9,8 @@ pipeline's whole state is ``(seed, position)``.
   dataset* (a TFDS dataset whose records hold ``C`` consecutive steps of one
   episode, frames still encoded) once;
 * `ChunkStorage`: reads chunk records by id (memory-mapped, checked);
-* `Windows`, `Transitions`: what a sample is (exactly `rlds_lite.dense`'s);
+* `Windows`, `Transitions`, `RobotSamples`: what a sample is (exactly
+  `rlds_lite.dense`'s);
 * `SampleIndex`: the (episode, start) of every sample, as compact arrays;
 * `Sampler`: position -> sample id, a stateless permutation per epoch
   (``index_shuffle``), exact weighted mixing, hosts by position;
@@ -38,6 +39,7 @@ from rlds_lite.random_access.grain_reader import GrainSamples
 from rlds_lite.random_access.index import SampleIndex
 from rlds_lite.random_access.reading import SampleReader
 from rlds_lite.random_access.sampler import Sampler
+from rlds_lite.random_access.samples import RobotSamples
 from rlds_lite.random_access.samples import Transitions
 from rlds_lite.random_access.samples import Windows
 from rlds_lite.random_access.state import SampleIterator
@@ -53,6 +55,7 @@ __all__ = [
     'grain_batches',
     'GrainSamples',
     'NotChunkedError',
+    'RobotSamples',
     'sample_batches',
     'SampleIndex',
     'SampleIterator',

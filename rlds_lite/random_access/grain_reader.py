@@ -72,6 +72,7 @@ class GrainSamples:
     kind: the samples (`Windows`, `Transitions`).
     split: the split.
     decode_images: decode image fields.
+    image_size: ``(height, width)`` to decode frames at (None: as stored).
     sample_info: add ``episode_index`` and ``sample_id``.
 
   Example:
@@ -80,12 +81,14 @@ class GrainSamples:
 
   def __init__(self, source: Any, kind: samples_lib.SampleKind, *,
                split: str = 'train', decode_images: bool = True,
+               image_size: Optional[Sequence[int]] = None,
                sample_info: bool = False):
     storage = storage_lib.open_storage(source, split)
-    self._args = (storage, kind, decode_images, sample_info)
+    self._args = (storage, kind, decode_images, image_size, sample_info)
     self._reader = reading.SampleReader(
         storage, index_lib.SampleIndex.build(kind, storage),
-        decode_images=decode_images, sample_info=sample_info)
+        decode_images=decode_images, image_size=image_size,
+        sample_info=sample_info)
     self._read = None
 
   def _reader_fn(self):
@@ -113,9 +116,9 @@ class GrainSamples:
     return {'_args': self._args}
 
   def __setstate__(self, state: Dict[str, Any]) -> None:
-    storage, kind, decode_images, sample_info = state['_args']
+    storage, kind, decode_images, image_size, sample_info = state['_args']
     self.__init__(storage, kind, decode_images=decode_images,
-                  sample_info=sample_info)
+                  image_size=image_size, sample_info=sample_info)
 
   def __repr__(self) -> str:
     return f'GrainSamples({self._reader.index!r})'

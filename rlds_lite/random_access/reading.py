@@ -27,11 +27,12 @@ Example:
   (TensorShape([2, 3, 4]), TensorShape([2, 3]))
 """
 
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
 
+from rlds_lite import images
 from rlds_lite import rlds_types
 from rlds_lite.dense.transitions import NEXT_OBSERVATION
 from rlds_lite.random_access import index as index_lib
@@ -94,18 +95,15 @@ def _bitcast(raw: tf.Tensor, leaf: layout_lib.Leaf, lead: tf.Tensor
   return tf.bitcast(values, dtype)
 
 
-def _decode_image(leaf: layout_lib.Leaf) -> Callable[[tf.Tensor], tf.Tensor]:
-  shape = list(leaf.shape[1:])
-  dtype = tf.as_dtype(np.dtype(leaf.dtype))
+def _decode_image(leaf: layout_lib.Leaf, size: Optional[Tuple[int, int]]
+                  ) -> Callable[[tf.Tensor], tf.Tensor]:
+  spec = images.ImageSpec(tuple(leaf.shape[1:]), leaf.encoding,
+                          tf.as_dtype(np.dtype(leaf.dtype)))
+  out = list(images.output_shape(spec, size))
 
   def decode(encoded: tf.Tensor) -> tf.Tensor:
-    flat = tf.reshape(encoded, [-1])
-    frames = tf.map_fn(
-        lambda x: tf.io.decode_image(x, channels=shape[-1], dtype=dtype,
-                                     expand_animations=False),
-        flat, fn_output_signature=tf.TensorSpec([None, None, shape[-1]],
-                                                dtype))
-    return tf.reshape(frames, tf.concat([tf.shape(encoded), shape], 0))
+    frames = images.decode_frames(tf.reshape(encoded, [-1]), spec, size)
+    return tf.reshape(frames, tf.concat([tf.shape(encoded), out], 0))
 
   return decode
 
@@ -117,6 +115,9 @@ class SampleReader:
     storage: a `ChunkStorage`.
     index: a `SampleIndex` built for ``storage``.
     decode_images: decode image fields (else they stay encoded strings).
+    image_size: ``(height, width)`` to decode frames at (JPEG DCT scaling
+      when the ratio allows, else resized; `rlds_lite.images.decode_frames`);
+      None: their stored size.
     sample_info: add ``'episode_index'`` and ``'sample_id'`` ``[B]`` int64.
 
   Raises:
@@ -126,6 +127,7 @@ class SampleReader:
 
   def __init__(self, storage: storage_lib.ChunkStorage,
                index: index_lib.SampleIndex, *, decode_images: bool = True,
+               image_size: Optional[Tuple[int, int]] = None,
                sample_info: bool = False):
     if index.data_fingerprint != storage.fingerprint or (
         len(index.lengths) != storage.num_episodes or
@@ -139,6 +141,7 @@ class SampleReader:
     self.index = index
     self.kind = index.kind
     self.decode_images = decode_images
+    self.image_size = None if image_size is None else tuple(image_size)
     self.sample_info = sample_info
     self._offsets = np.asarray(self.kind.offsets, np.int64)
     self.chunks_per_sample = chunks_per_sample(self._offsets,
@@ -236,8 +239,8 @@ class SampleReader:
     return steps, [tf.ensure_shape(v, [None]) for v in outputs[:4]]
 
   def _decoder(self) -> Callable[[Flat], Flat]:
-    images = {leaf.path: _decode_image(leaf)
-              for leaf in self.storage.layout.leaves if leaf.kind == 'image'}
+    decoders = {leaf.path: _decode_image(leaf, self.image_size)
+                for leaf in self.storage.layout.leaves if leaf.kind == 'image'}
 
     def source(path: str) -> str:
       if path.startswith(NEXT_OBSERVATION):
@@ -247,7 +250,7 @@ class SampleReader:
     def decode(values: Flat) -> Flat:
       if not self.decode_images:
         return values
-      return {path: (images[source(path)](value) if source(path) in images
+      return {path: (decoders[source(path)](value) if source(path) in decoders
                      else value) for path, value in values.items()}
 
     return decode

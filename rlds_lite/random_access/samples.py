@@ -8,7 +8,9 @@ The samples and their values are exactly those of `rlds_lite.dense`:
 
 * `Windows(size, shift, stride, drop_remainder)`: `dense.windows` of every
   episode (zero-padded with a ``'mask'`` when ``drop_remainder=False``);
-* `Transitions(n, gamma, last_step)`: `dense.transitions` of every episode.
+* `Transitions(n, gamma, last_step)`: `dense.transitions` of every episode;
+* `RobotSamples(history, action_chunk, ...)`: `dense.robot_samples`
+  (Octo-shaped: observation history, action chunk, pad masks).
 
 Example:
   >>> import numpy as np
@@ -27,12 +29,14 @@ import tensorflow as tf
 from rlds_lite import rlds_types
 from rlds_lite.dense import indexing
 from rlds_lite.dense import last_step as last_step_lib
+from rlds_lite.dense.chunking import PAD_MASK_SUFFIX
+from rlds_lite.dense.robot import robot_samples as dense_robot_samples
 from rlds_lite.dense.transitions import NEXT_OBSERVATION
 from rlds_lite.dense.transitions import transitions as dense_transitions
 from rlds_lite.dense.windows import MASK
 from rlds_lite.dense.windows import windows as dense_windows
 
-__all__ = ['Windows', 'Transitions', 'SampleKind']
+__all__ = ['Windows', 'Transitions', 'RobotSamples', 'SampleKind']
 
 Flat = Dict[str, tf.Tensor]
 Decode = Callable[[Flat], Flat]
@@ -225,4 +229,122 @@ class Transitions:
                                        last_step=self.last_step)
 
 
-SampleKind = Union[Windows, Transitions]
+def _under(path: str, key: str) -> bool:
+  return path == key or path.startswith(key + '/')
+
+
+@dataclasses.dataclass(frozen=True)
+class RobotSamples:
+  """Octo-shaped samples, as `rlds_lite.dense.robot_samples` makes them.
+
+  At each anchor step ``t`` (``0, shift, ...`` with a valid action): the
+  last ``history`` observations (every ``history_stride`` steps) with
+  ``observation_pad_mask``, the ``action_chunk`` actions from ``t`` with
+  ``action_pad_mask``, and every other step field at ``t``. Goals and
+  ``max_samples`` (random per episode) are not offered here: the sampler
+  already draws uniformly over all anchors.
+
+  Attributes:
+    history: observations per sample.
+    action_chunk: actions per sample.
+    last_step: ``'invalid'`` (RLDS) or ``'valid'`` (the last action is real).
+    history_stride: steps between history observations.
+    shift: steps between anchors.
+    history_pad: ``'first'`` (repeat the first observation, as Octo) or
+      ``'zero'``.
+    action_pad: ``'last'`` (repeat the last valid action, as Octo) or
+      ``'zero'``.
+  """
+  history: int = 1
+  action_chunk: int = 1
+  last_step: Union[str, last_step_lib.LastStep] = 'invalid'
+  history_stride: int = 1
+  shift: int = 1
+  history_pad: str = 'first'
+  action_pad: str = 'last'
+
+  def __post_init__(self):
+    for name in ('history', 'action_chunk', 'history_stride', 'shift'):
+      _check_int(getattr(self, name), name, 'RobotSamples')
+    policy = last_step_lib.as_last_step(self.last_step, 'RobotSamples')
+    object.__setattr__(self, 'last_step', policy.value)
+    for name, choices in (('history_pad', ('first', 'zero')),
+                          ('action_pad', ('last', 'zero'))):
+      if getattr(self, name) not in choices:
+        raise ValueError(f'RobotSamples: {name} must be one of {choices}, '
+                         f'got {getattr(self, name)!r}.')
+
+  @property
+  def _history_offsets(self) -> np.ndarray:
+    return (np.arange(self.history, dtype=np.int64) - (self.history - 1)) * (
+        self.history_stride)
+
+  @property
+  def offsets(self) -> np.ndarray:
+    """History steps before the anchor, then the anchor and the chunk."""
+    return np.union1d(self._history_offsets,
+                      np.arange(self.action_chunk, dtype=np.int64))
+
+  def _num_valid(self, lengths):
+    if self.last_step == last_step_lib.LastStep.VALID.value:
+      return lengths
+    return lengths - 1
+
+  def counts(self, lengths: np.ndarray, terminated: np.ndarray) -> np.ndarray:
+    del terminated
+    valid = np.maximum(self._num_valid(np.asarray(lengths, np.int64)), 0)
+    return (valid + self.shift - 1) // self.shift
+
+  def starts(self, within: np.ndarray) -> np.ndarray:
+    return np.asarray(within, np.int64) * self.shift
+
+  def assemble(self, steps: Flat, start: tf.Tensor, length: tf.Tensor,
+               terminated: tf.Tensor, decode: Decode = _identity) -> Flat:
+    """A batch of samples from ``steps`` ``[B, K, ...]`` read at `offsets`."""
+    del terminated
+    obs_key, action_key = rlds_types.OBSERVATION, rlds_types.ACTION
+    for key in (obs_key, action_key):
+      if not any(_under(p, key) for p in steps):
+        raise ValueError(f'RobotSamples needs the step field {key!r}.')
+    offsets = self.offsets
+    column = {int(o): i for i, o in enumerate(offsets)}
+    anchor = column[0]
+    history_columns = [column[int(o)] for o in self._history_offsets]
+    history_mask = (start[:, tf.newaxis] + tf.constant(
+        self._history_offsets, start.dtype)[tf.newaxis]) >= 0
+    num_valid = self._num_valid(length)
+    j = tf.range(self.action_chunk, dtype=start.dtype)
+    action_mask = start[:, tf.newaxis] + j[tf.newaxis] < num_valid[:, tf.newaxis]
+    last_valid = tf.maximum(num_valid - 1 - start, 0)
+    action_columns = tf.gather(
+        tf.constant([column[i] for i in range(self.action_chunk)], tf.int64),
+        tf.minimum(j[tf.newaxis], last_valid[:, tf.newaxis]))     # [B, chunk]
+    out = {p: v[:, anchor] for p, v in steps.items()
+           if not (_under(p, obs_key) or _under(p, action_key))}
+    for path, value in steps.items():
+      if _under(path, obs_key):   # Zero padding after decoding (below).
+        out[path] = tf.gather(value, history_columns, axis=1)
+      elif _under(path, action_key):
+        values = tf.gather(value, action_columns, axis=1, batch_dims=1)
+        if self.action_pad == 'zero':
+          values = tf.where(indexing.broadcast_mask(action_mask, values),
+                            values, tf.zeros_like(values))
+        out[path] = values
+    out = decode(out)
+    if self.history_pad == 'zero':
+      for path in [p for p in out if _under(p, obs_key)]:
+        out[path] = tf.where(indexing.broadcast_mask(history_mask, out[path]),
+                             out[path], tf.zeros_like(out[path]))
+    out[obs_key + PAD_MASK_SUFFIX] = history_mask
+    out[action_key + PAD_MASK_SUFFIX] = action_mask
+    return out
+
+  def reference(self, steps: Dict[str, Any]) -> Dict[str, Any]:
+    """`dense.robot_samples` of one episode, for tests."""
+    return dense_robot_samples(
+        steps, self.history, self.action_chunk, last_step=self.last_step,
+        history_stride=self.history_stride, shift=self.shift,
+        history_pad=self.history_pad, action_pad=self.action_pad)
+
+
+SampleKind = Union[Windows, Transitions, RobotSamples]

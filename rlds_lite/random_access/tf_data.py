@@ -161,6 +161,7 @@ def plan(sources: Sources,
          num_epochs: Optional[int] = None,
          drop_remainder: bool = False,
          decode_images: bool = True,
+         image_size: Optional[Tuple[int, int]] = None,
          sample_info: bool = False) -> Plan:
   """The `Plan` of `sample_batches` (same arguments)."""
   names, values = _named(sources)
@@ -179,6 +180,7 @@ def plan(sources: Sources,
           'steps).')
     readers.append(reading.SampleReader(storage, index,
                                         decode_images=decode_images,
+                                        image_size=image_size,
                                         sample_info=sample_info))
   if len(readers) > 1 and num_epochs is not None:
     raise ValueError('random access: num_epochs needs one source; with '
@@ -233,6 +235,7 @@ def sample_batches(sources: Sources,
                    num_epochs: Optional[int] = None,
                    drop_remainder: bool = False,
                    decode_images: bool = True,
+                   image_size: Optional[Tuple[int, int]] = None,
                    sample_info: bool = False,
                    num_parallel_calls: Optional[int] = tf.data.AUTOTUNE,
                    prefetch: int = 2) -> tf.data.Dataset:
@@ -241,7 +244,8 @@ def sample_batches(sources: Sources,
   Args:
     sources: a chunk dataset (path or `ChunkStorage`), or a list or dict of
       them to mix (same features).
-    kind: the samples: `Windows(...)` or `Transitions(...)`.
+    kind: the samples: `Windows(...)`, `Transitions(...)` or
+      `RobotSamples(...)`.
     batch_size: samples per batch on this host.
     weights: with several sources, their weights (a list, or a dict keyed
       like ``sources``; non-negative, summing to one): every global batch
@@ -256,6 +260,8 @@ def sample_batches(sources: Sources,
     drop_remainder: with ``num_epochs``, drop a last batch smaller than the
       global batch (so all hosts give the same number of batches).
     decode_images: decode image fields (else encoded strings).
+    image_size: ``(height, width)`` to decode frames at (None: as stored);
+      only the frames a sample holds are decoded.
     sample_info: add ``episode_index`` and ``sample_id`` (and, mixing,
       ``dataset_index``) ``[B]`` int64 to every batch.
     num_parallel_calls: batches read in parallel.
@@ -263,7 +269,8 @@ def sample_batches(sources: Sources,
 
   Returns:
     A ``tf.data.Dataset`` of nested dicts with leaves ``[B, ...]``: windows
-    ``[B, size, ...]`` (+ ``mask``), or transitions (+ ``next_observation``).
+    ``[B, size, ...]`` (+ ``mask``), transitions (+ ``next_observation``),
+    or robot samples (+ pad masks).
 
   Raises:
     FileNotFoundError: for a missing dataset.
@@ -274,6 +281,7 @@ def sample_batches(sources: Sources,
   p = plan(sources, kind, batch_size, weights=weights, seed=seed, split=split,
            num_hosts=num_hosts, host=host, num_epochs=num_epochs,
            drop_remainder=drop_remainder, decode_images=decode_images,
+           image_size=image_size,
            sample_info=sample_info)
   return dataset_of_plan(p, position, num_parallel_calls=num_parallel_calls,
                          prefetch=prefetch)

@@ -50,6 +50,7 @@ def camera_episodes(lengths=(3, 7, 1)):
                 'image': rng.integers(0, 255, (length, 8, 8, 3), np.uint8),
                 'state': rng.standard_normal((length, 2)).astype(np.float32)},
             'reward': np.arange(length, dtype=np.float32),
+            'action': (np.arange(length)[:, None] * [1, -1]).astype(np.float32),
             'language_instruction': np.array([f'task {i}'] * length, object),
             'is_terminal': np.arange(length) == length - 1,
         },
@@ -62,6 +63,7 @@ def write_cameras(data_dir, name='cams'):
                                                    encoding_format='png'),
                       'state': tfds.features.Tensor(shape=(2,), dtype=np.float32)},
       'reward': np.float32,
+      'action': tfds.features.Tensor(shape=(2,), dtype=np.float32),
       'language_instruction': tfds.features.Text()}}
   with EpisodeWriter(str(data_dir), name, features) as writer:
     writer.add_episodes(camera_episodes())

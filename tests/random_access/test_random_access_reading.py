@@ -19,6 +19,11 @@ KINDS = {
     'transitions-3': ra.Transitions(n=3, gamma=0.9),
     'transitions-3-valid-last-step': ra.Transitions(n=3, gamma=0.5,
                                                     last_step='valid'),
+    'robot-1-1': ra.RobotSamples(),
+    'robot-history-2-chunk-4': ra.RobotSamples(2, 4),
+    'robot-strided-zero-pads-valid': ra.RobotSamples(
+        3, 5, last_step='valid', history_stride=2, shift=2, history_pad='zero',
+        action_pad='zero'),
 }
 
 
@@ -121,14 +126,17 @@ def test_images_and_strings_are_read_through_the_parser(tmp_path):
   source = testing.write_cameras(tmp_path)
   storage = ra.ChunkStorage(ra.convert(source, chunk_steps=2, progress=False))
   assert not storage.layout.fixed
-  for kind in (ra.Windows(2, drop_remainder=False), ra.Transitions(n=2)):
+  for kind in (ra.Windows(2, drop_remainder=False), ra.Transitions(n=2),
+               ra.RobotSamples(2, 2, history_pad='zero')):
     got = _read_all(storage, kind)
     want = testing.reference(kind, source)
     for key in ('observation', 'reward', 'language_instruction', 'mask',
-                'next_observation'):
+                'next_observation', 'observation_pad_mask'):
       if key in want:
         tf.nest.map_structure(np.testing.assert_array_equal, got[key],
                               want[key])
+  small = _read_all(storage, ra.Windows(2), image_size=(4, 4))
+  assert small['observation']['image'].shape == (8, 2, 4, 4, 3)   # 2 + 6 + 0.
   encoded = _read_all(storage, ra.Windows(2), decode_images=False)
   assert encoded['observation']['image'].dtype == object
   assert tf.io.decode_png(encoded['observation']['image'][0, 0]).shape == (8, 8, 3)
