@@ -184,22 +184,13 @@ class SampleReader:
     Each field ``[B, K, ...]`` holds the samples' steps (`step_indices`).
     """
     plan = self.plan(sample_ids)
-    block = self.storage.read_block(plan['rows'])            # [B, m, L]
     local = plan['local']                                     # [B, K]
     chunk_steps = self.storage.chunk_steps
-    batch = np.arange(local.shape[0])[:, None]
-    row, step = local // chunk_steps, local % chunk_steps
-    fields = []
-    for leaf, start, size in self._slices:
-      # [B, m, C, step bytes] view of the field's payloads; one gather of the
-      # samples' steps copies just their bytes.
-      payload = block[:, :, start:start + size].reshape(
-          block.shape[:2] + (chunk_steps, size // chunk_steps))
-      values = np.ascontiguousarray(payload[batch, row, step])
-      fields.append(values.view(leaf.dtype).reshape(
-          local.shape + tuple(leaf.shape[1:])))
+    chunks = np.take_along_axis(plan['rows'], local // chunk_steps, axis=1)
+    values = self.storage.gather_steps(chunks, local % chunk_steps)
     return [plan['episode'], plan['start'], plan['length'],
-            plan['terminated']] + fields
+            plan['terminated']] + [values[leaf.path] for leaf, _, _ in
+                                   self._slices]
 
   def _records_numpy(self, sample_ids: np.ndarray) -> List[np.ndarray]:
     plan = self.plan(sample_ids)

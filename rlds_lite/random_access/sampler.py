@@ -160,10 +160,13 @@ class Sampler:
     return np.arange(first, first + self.batch_size, dtype=np.int64)
 
   def host_positions_tf(self, position: tf.Tensor, batch: tf.Tensor) -> tf.Tensor:
-    """`host_positions` in TensorFlow ops (``batch`` a scalar int64 tensor)."""
+    """`host_positions` in TensorFlow ops (``batch`` an int64 tensor).
+
+    A batch of shape ``S`` gives positions ``[*S, batch_size]``.
+    """
     first = (tf.cast(position, tf.int64) + batch * self.global_batch_size +
              self.host * self.batch_size)
-    return first + tf.range(self.batch_size, dtype=tf.int64)
+    return first[..., tf.newaxis] + tf.range(self.batch_size, dtype=tf.int64)
 
   # Samples ------------------------------------------------------------------
 

@@ -219,12 +219,20 @@ class ChunkStorage:
     return self._views[shard]
 
   def _account(self, num_bytes: int) -> None:
-    """Drops the maps' pages once ``mapped_budget`` bytes were read."""
+    """Drops the maps' pages once ``mapped_budget`` bytes were read.
+
+    Maps whose files together fit in the budget never need to.
+    """
+    if self._mapped_bytes() <= self._mapped_budget:
+      return
     self._read_since_drop += num_bytes
     if self._read_since_drop > self._mapped_budget:
       for mapping in self._maps.values():
         mapping.madvise(mmap.MADV_DONTNEED)
       self._read_since_drop = 0
+
+  def _mapped_bytes(self) -> int:
+    return sum(len(mapping) for mapping in self._maps.values())
 
   def close(self) -> None:
     """Closes the shard files and maps (they are reopened when read again)."""
@@ -278,6 +286,7 @@ class ChunkStorage:
     inside[-_TFRECORD_FOOTER:] = True   # The data checksum differs per record.
     self._frame_columns = np.flatnonzero(~inside)
     self._template = template[self._frame_columns]
+
     for shard, (path, count) in enumerate(zip(self._files.paths,
                                               self._files.lengths)):
       size = os.stat(path).st_size
@@ -326,6 +335,85 @@ class ChunkStorage:
       self._verify(out, flat)
     return out.reshape(ids.shape + (out.shape[-1],))
 
+  def gather_steps(self, chunk_ids: Any, steps: Any) -> Dict[str, np.ndarray]:
+    """Step ``steps[i]`` of chunk ``chunk_ids[i]`` of every fixed leaf (NumPy).
+
+    ``chunk_ids`` and ``steps`` (positions in the chunk, ``< C``) have the
+    same shape ``S``; each leaf comes out ``[*S, ...]``, copied straight from
+    the shard maps (only the bytes of those steps). The records touched are
+    checked as in `read_block`.
+
+    Example:
+      (see ``SampleReader``)
+    """
+    if not self.layout.fixed:
+      raise ValueError('gather_steps: the layout has image or string fields; '
+                       'use read_records.')
+    ids = np.asarray(chunk_ids, np.int64)
+    positions = np.asarray(steps, np.int64)
+    self._check_ids(ids)
+    flat_ids, flat_steps = ids.reshape(-1), positions.reshape(-1)
+    out = {leaf.path: np.empty((flat_ids.size,) + leaf.shape[1:], leaf.dtype)
+           for leaf in self.layout.leaves}
+    if not flat_ids.size:
+      return {k: v.reshape(ids.shape + v.shape[1:]) for k, v in out.items()}
+    shards, rows = self._files.locate(flat_ids)
+    groups = ([(0, slice(None))] if len(self._files.paths) == 1 else
+              [(int(shard), shards == shard) for shard in np.unique(shards)])
+    for shard, chosen in groups:
+      view = self._rows_view(shard)
+      shard_rows = rows[chosen]
+      # Each record's length header and its episode and offset fields: with
+      # records of one size, a record out of place or of another episode
+      # shows there.
+      self._check_frames(view[:, :_TFRECORD_HEADER][shard_rows],
+                         flat_ids[chosen], self._header_values(view,
+                                                               shard_rows))
+      step = flat_steps[chosen]
+      for leaf, start, size in self.payload_slices():
+        steps_bytes = size // self.chunk_steps
+        # [records, C, step bytes] over the map (a view: no copy).
+        payload = np.lib.stride_tricks.as_strided(
+            view[:, start:], shape=(view.shape[0], self.chunk_steps,
+                                    steps_bytes),
+            strides=(view.strides[0], steps_bytes, 1), writeable=False)
+        values = np.ascontiguousarray(payload[shard_rows, step])
+        out[leaf.path][chosen] = values.view(leaf.dtype).reshape(
+            (len(shard_rows),) + leaf.shape[1:])
+    self._account(flat_ids.size * (self._record_bytes + mmap.PAGESIZE))
+    return {k: v.reshape(ids.shape + v.shape[1:]) for k, v in out.items()}
+
+  def _check_frames(self, frames: np.ndarray, ids: np.ndarray,
+                    header: np.ndarray) -> None:
+    """Raises naming the first record whose framing or header is wrong."""
+    episodes = np.searchsorted(self.first_chunk, ids, side='right') - 1
+    offsets = (ids - self.first_chunk[episodes]) * self.chunk_steps
+    values = header
+    wrong = ((frames != self._template[:_TFRECORD_HEADER]).any(axis=1) |
+             (values[:, 0] != episodes) | (values[:, 1] != offsets))
+    if wrong.any():
+      first = int(np.flatnonzero(wrong)[0])
+      self._raise_wrong(int(ids[first]), int(episodes[first]),
+                        int(values[first, 0]), int(values[first, 1]))
+
+  def _header_values(self, view: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``[R, 2]`` int64: the episode and offset fields of ``rows``."""
+    out = np.empty([len(rows), 2], np.int64)
+    for i, name in enumerate(('episode', 'offset')):
+      start, _ = self._payloads[name]
+      out[:, i] = np.ascontiguousarray(
+          view[:, start:start + 8][rows]).view('<i8')[:, 0]
+    return out
+
+  def _raise_wrong(self, chunk: int, episode: int, held_episode: int,
+                   held_offset: int) -> None:
+    shard, row = (int(v[0]) for v in self._files.locate([chunk]))
+    raise ValueError(
+        f'random access: {self._shard_name(shard)} record {row} (chunk '
+        f'{chunk}) is not chunk {chunk - self.first_chunk[episode]} of '
+        f'episode {episode} as the episode table says (it holds episode '
+        f'{held_episode}, offset {held_offset}, or its bytes are damaged).')
+
   def _verify(self, block: np.ndarray, ids: np.ndarray) -> None:
     frames = block[:, self._frame_columns]
     bad = np.flatnonzero((frames != self._template).any(axis=1))
@@ -335,14 +423,10 @@ class ChunkStorage:
     wrong = (header['episode'] != episodes) | (header['offset'] != offsets)
     bad = np.union1d(bad, np.flatnonzero(wrong))
     if bad.size:
-      chunk = int(ids[bad[0]])
-      shard, row = (int(v[0]) for v in self._files.locate([chunk]))
-      raise ValueError(
-          f'random access: {self._shard_name(shard)} record {row} (chunk '
-          f'{chunk}) is not chunk {chunk - self.first_chunk[episodes[bad[0]]]}'
-          f' of episode {episodes[bad[0]]} as the episode table says '
-          f'(it holds episode {header["episode"][bad[0]]}, offset '
-          f'{header["offset"][bad[0]]}, or its bytes are damaged).')
+      first = int(bad[0])
+      self._raise_wrong(int(ids[first]), int(episodes[first]),
+                        int(header['episode'][first]),
+                        int(header['offset'][first]))
 
   def header_fields(self, block: np.ndarray) -> Dict[str, np.ndarray]:
     """``episode``, ``offset``, ``num_steps`` of a block of records."""

@@ -199,24 +199,70 @@ def plan(sources: Sources,
               bool(drop_remainder), sample_info)
 
 
+SAMPLES_PER_READ = 1024
+"""Samples read per call by default: a read's fixed cost (a Python call, the
+conversion of its outputs) is shared by ``SAMPLES_PER_READ / batch_size``
+batches (measured: ~30% less CPU per sample at 4 batches of 256 than at 1)."""
+
+
+MAX_BATCHES_PER_READ = 8
+
+
+def _full_batches(p: Plan, position: int) -> Optional[int]:
+  """This host's batches from ``position`` that are full (None: all)."""
+  end = p.end
+  if end is None:
+    return None
+  sampler = p.sampler
+  last = position + sampler.host * sampler.batch_size + sampler.batch_size
+  if end < last:
+    return 0
+  return (end - last) // sampler.global_batch_size + 1
+
+
 def dataset_of_plan(p: Plan, position: int = 0, *,
                     num_parallel_calls: Optional[int] = tf.data.AUTOTUNE,
-                    prefetch: int = 2) -> tf.data.Dataset:
-  """The batches of plan ``p`` from global ``position`` on."""
+                    prefetch: int = 2,
+                    batches_per_read: Optional[int] = None) -> tf.data.Dataset:
+  """The batches of plan ``p`` from global ``position`` on.
+
+  ``batches_per_read`` consecutive full batches are read in one call
+  (default: ``SAMPLES_PER_READ // batch_size``, from 1 to
+  ``MAX_BATCHES_PER_READ``), then split.
+  """
   if isinstance(position, bool) or int(position) < 0:
     raise ValueError(f'random access: position must be a non-negative int, '
                      f'got {position!r}.')
   position = int(position)
+  size = p.sampler.batch_size
+  group = batches_per_read or min(max(1, SAMPLES_PER_READ // size),
+                                  MAX_BATCHES_PER_READ)
   count = p.num_batches(position)
-  batches = tf.data.Dataset.range(count if count is not None else
-                                  np.iinfo(np.int64).max)
+  full = _full_batches(p, position)
+  groups = (np.iinfo(np.int64).max // group if full is None else full // group)
 
   @tf.autograph.experimental.do_not_convert
-  def read(batch: tf.Tensor) -> Dict[str, Any]:
+  def read_group(k: tf.Tensor) -> Dict[str, Any]:
+    batches = k * group + tf.range(group, dtype=tf.int64)
+    positions = tf.reshape(p.sampler.host_positions_tf(
+        tf.constant(position, tf.int64), batches[:, tf.newaxis]), [-1])
+    out = p.read_batch(positions)
+    return tf.nest.map_structure(
+        lambda x: tf.reshape(x, tf.concat([[group, size], tf.shape(x)[1:]],
+                                          0)), out)
+
+  @tf.autograph.experimental.do_not_convert
+  def read_one(batch: tf.Tensor) -> Dict[str, Any]:
     return p.read_batch(p.batch_positions(position, batch))
 
-  out = batches.map(read, num_parallel_calls=num_parallel_calls,
-                    deterministic=True)
+  out = tf.data.Dataset.range(groups).map(
+      read_group, num_parallel_calls=num_parallel_calls, deterministic=True)
+  out = out.unbatch() if group > 1 else out.map(
+      lambda x: tf.nest.map_structure(lambda v: v[0], x))
+  if count is not None and count > groups * group:
+    tail = tf.data.Dataset.range(groups * group, count).map(
+        read_one, num_parallel_calls=num_parallel_calls, deterministic=True)
+    out = out.concatenate(tail)
   if prefetch:
     out = out.prefetch(prefetch)
   return out
