@@ -48,6 +48,11 @@ SAMPLE_ID = 'sample_id'
 """Key of each sample's id in the index, with ``sample_info=True``."""
 
 Flat = Dict[str, tf.Tensor]
+ToIds = Callable[[np.ndarray], np.ndarray]
+
+
+def _same(values: np.ndarray) -> np.ndarray:
+  return values
 
 
 def nest(flat: Dict[str, Any]) -> Dict[str, Any]:
@@ -174,12 +179,12 @@ class SampleReader:
     last = steps.max(axis=1) // chunk_steps
     rows = np.minimum(first[:, None] + np.arange(self.chunks_per_sample),
                       last[:, None]) + self.storage.first_chunk[episode][:, None]
-    return {'episode': episode, 'start': start, 'length': length,
+    return {'ids': ids, 'episode': episode, 'start': start, 'length': length,
             'terminated': self.storage.terminated[episode], 'rows': rows,
             'local': steps - (first * chunk_steps)[:, None]}
 
   def read_numpy(self, sample_ids: np.ndarray) -> List[np.ndarray]:
-    """Fixed layouts: ``[episode, start, length, terminated, *fields]``.
+    """Fixed layouts: ``[ids, episode, start, length, terminated, *fields]``.
 
     Each field ``[B, K, ...]`` holds the samples' steps (`step_indices`).
     """
@@ -188,35 +193,37 @@ class SampleReader:
     chunk_steps = self.storage.chunk_steps
     chunks = np.take_along_axis(plan['rows'], local // chunk_steps, axis=1)
     values = self.storage.gather_steps(chunks, local % chunk_steps)
-    return [plan['episode'], plan['start'], plan['length'],
+    return [plan['ids'], plan['episode'], plan['start'], plan['length'],
             plan['terminated']] + [values[leaf.path] for leaf, _, _ in
                                    self._slices]
 
   def _records_numpy(self, sample_ids: np.ndarray) -> List[np.ndarray]:
     plan = self.plan(sample_ids)
     records = np.array(self.storage.read_records(plan['rows']), dtype=object)
-    return [plan['episode'], plan['start'], plan['length'],
+    return [plan['ids'], plan['episode'], plan['start'], plan['length'],
             plan['terminated'], records.reshape(-1), plan['local']]
 
-  def _read_fixed(self, sample_ids: tf.Tensor) -> Tuple[Flat, List[tf.Tensor]]:
+  def _read_fixed(self, values: tf.Tensor, to_ids: ToIds
+                  ) -> Tuple[Flat, List[tf.Tensor]]:
     leaves = [leaf for leaf, _, _ in self._slices]
     outputs = tf.numpy_function(
-        self.read_numpy, [sample_ids],
-        [tf.int64, tf.int64, tf.int64, tf.bool] +
+        lambda v: self.read_numpy(to_ids(v)), [values],
+        [tf.int64, tf.int64, tf.int64, tf.int64, tf.bool] +
         [tf.as_dtype(np.dtype(leaf.dtype)) for leaf in leaves], stateful=False)
     k = len(self._offsets)
     steps = {}
-    for leaf, value in zip(leaves, outputs[4:]):
+    for leaf, value in zip(leaves, outputs[5:]):
       steps[leaf.path] = tf.ensure_shape(value, [None, k] + list(leaf.shape[1:]))
-    return steps, [tf.ensure_shape(v, [None]) for v in outputs[:4]]
+    return steps, [tf.ensure_shape(v, [None]) for v in outputs[:5]]
 
-  def _read_parsed(self, sample_ids: tf.Tensor) -> Tuple[Flat, List[tf.Tensor]]:
+  def _read_parsed(self, values: tf.Tensor, to_ids: ToIds
+                   ) -> Tuple[Flat, List[tf.Tensor]]:
     outputs = tf.numpy_function(
-        self._records_numpy, [sample_ids],
-        [tf.int64, tf.int64, tf.int64, tf.bool, tf.string, tf.int64],
+        lambda v: self._records_numpy(to_ids(v)), [values],
+        [tf.int64, tf.int64, tf.int64, tf.int64, tf.bool, tf.string, tf.int64],
         stateful=False)
-    records = tf.ensure_shape(outputs[4], [None])
-    local = tf.ensure_shape(outputs[5], [None, len(self._offsets)])
+    records = tf.ensure_shape(outputs[5], [None])
+    local = tf.ensure_shape(outputs[6], [None, len(self._offsets)])
     parsed = tf.io.parse_example(records, self.storage.layout.parse_spec())
     lead = tf.shape(local)[:1]
     steps = {}
@@ -227,7 +234,7 @@ class SampleReader:
       else:
         value = tf.reshape(value, tf.concat([lead, [-1]], 0))
       steps[leaf.path] = tf.gather(value, local, axis=1, batch_dims=1)
-    return steps, [tf.ensure_shape(v, [None]) for v in outputs[:4]]
+    return steps, [tf.ensure_shape(v, [None]) for v in outputs[:5]]
 
   def _decoder(self) -> Callable[[Flat], Flat]:
     decoders = {leaf.path: _decode_image(leaf, self.image_size)
@@ -246,18 +253,20 @@ class SampleReader:
 
     return decode
 
-  def read(self, sample_ids: tf.Tensor) -> Dict[str, Any]:
-    """The batch of samples ``sample_ids`` ``[B]`` (TF ops; nested dict)."""
-    sample_ids = tf.cast(sample_ids, tf.int64)
-    if self._fixed:
-      steps, (episode, start, length, terminated) = self._read_fixed(
-          sample_ids)
-    else:
-      steps, (episode, start, length, terminated) = self._read_parsed(
-          sample_ids)
+  def read(self, sample_ids: tf.Tensor,
+           to_ids: Optional[ToIds] = None) -> Dict[str, Any]:
+    """The batch of samples ``sample_ids`` ``[B]`` (TF ops; nested dict).
+
+    With ``to_ids`` (NumPy -> NumPy), ``sample_ids`` are first mapped by it
+    (the sampler's spread order maps positions to sample ids that way).
+    """
+    values = tf.cast(sample_ids, tf.int64)
+    to_ids = to_ids or _same
+    read = self._read_fixed if self._fixed else self._read_parsed
+    steps, (ids, episode, start, length, terminated) = read(values, to_ids)
     out = self.kind.assemble(steps, start, length, terminated,
                              decode=self._decoder())
     if self.sample_info:
       out[EPISODE_INDEX] = episode
-      out[SAMPLE_ID] = sample_ids
+      out[SAMPLE_ID] = ids
     return nest(out)

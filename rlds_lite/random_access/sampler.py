@@ -3,10 +3,15 @@
 A pipeline's samples are numbered by a global *position* ``p = 0, 1, 2,
 ...``; the sample at ``p`` depends only on ``(seed, p)``:
 
-* one dataset of ``N`` samples: epoch ``e = p // N`` is the permutation
-  ``tf.random.experimental.index_shuffle(p % N, seed=(s, e), N - 1)``, a
-  bijection: every sample exactly once per epoch, each epoch in a new order,
-  and a batch is a uniform draw from the whole dataset;
+* one dataset of ``N`` samples: epoch ``e = p // N`` is a permutation of
+  the samples keyed by ``(seed, e)``: every sample exactly once per epoch,
+  each epoch in a new order, each batch drawn from the whole dataset.
+  ``order='spread'`` (default, `rlds_lite.random_access.spread`) also
+  stratifies every batch over the dataset, so that it holds samples of as
+  many episodes as it can; ``order='uniform'`` is
+  ``tf.random.experimental.index_shuffle(p % N, (s, e), N - 1)``, a uniform
+  permutation (a batch then repeats episodes by chance: ~145 distinct
+  episodes in 256 samples of 200 episodes, against 200 spread);
 * several datasets with weights: positions form blocks of ``G`` (the global
   batch); each block holds exactly ``exact_counts(weights, G)`` samples of
   each dataset (as ``pipeline.mix(exact=True)``), at slots given by a
@@ -36,10 +41,13 @@ import numpy as np
 import tensorflow as tf
 
 from rlds_lite.pipeline import mixing
+from rlds_lite.random_access import spread as spread_lib
 
 __all__ = ['Sampler', 'derive_seed']
 
 _MAX_SEED = (1 << 63) - 1
+ORDERS = ('spread', 'uniform')
+"""The sample orders of a `Sampler`."""
 
 
 def derive_seed(seed: int, *labels: object) -> int:
@@ -89,6 +97,9 @@ class Sampler:
     batch_size: samples per batch on each host.
     num_hosts: the number of hosts.
     host: this host, ``0 <= host < num_hosts``.
+    order: ``'spread'`` or ``'uniform'`` (see the module docstring).
+    episode_counts: for ``'spread'``, each dataset's samples per episode
+      (``[E]`` arrays, in index order).
 
   Raises:
     TypeError, ValueError: for bad arguments (named in the message).
@@ -96,7 +107,8 @@ class Sampler:
 
   def __init__(self, sizes: Sequence[int], weights: Optional[Sequence[float]] = None,
                *, seed: int, batch_size: int, num_hosts: int = 1,
-               host: int = 0):
+               host: int = 0, order: str = 'uniform',
+               episode_counts: Optional[Sequence[np.ndarray]] = None):
     sizes = [int(s) for s in sizes]
     if not sizes:
       raise ValueError('Sampler: no dataset.')
@@ -130,6 +142,23 @@ class Sampler:
     self._dataset_seeds = tuple(derive_seed(self.seed, 'dataset', i)
                                 for i in range(len(sizes)))
     self._mix_seed = derive_seed(self.seed, 'mix')
+    if order not in ORDERS:
+      raise ValueError(f'Sampler: order must be one of {ORDERS}, got '
+                       f'{order!r}.')
+    self.order = order
+    self._spread = None
+    if order == 'spread':
+      if episode_counts is None or len(episode_counts) != len(sizes):
+        raise ValueError("Sampler: order='spread' needs episode_counts, one "
+                         'array per dataset.')
+      self._episode_counts = [np.asarray(c, np.int64) for c in episode_counts]
+      for i, (counts, size) in enumerate(zip(self._episode_counts, sizes)):
+        if int(counts.sum()) != size:
+          raise ValueError(f'Sampler: episode_counts of dataset {i} sum to '
+                           f'{int(counts.sum())}, not its {size} samples.')
+      self._spread = [spread_lib.SpreadOrder(counts, self.counts[i],
+                                             self._dataset_seeds[i])
+                      for i, counts in enumerate(self._episode_counts)]
 
   @property
   def global_batch_size(self) -> int:
@@ -142,7 +171,8 @@ class Sampler:
 
   def __repr__(self) -> str:
     mix = '' if not self.mixed else f', weights={list(self.weights)} (per batch {list(self.counts)})'
-    return (f'Sampler(sizes={list(self.sizes)}{mix}, seed={self.seed}, '
+    return (f'Sampler(sizes={list(self.sizes)}{mix}, order={self.order!r}, '
+            f'seed={self.seed}, '
             f'batch_size={self.batch_size}, host={self.host} of '
             f'{self.num_hosts})')
 
@@ -194,28 +224,52 @@ class Sampler:
     return dataset, local
 
   def sample_ids(self, positions: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
-    """``(dataset [P] int32, sample id [P] int64)`` at ``positions`` [P] (TF ops)."""
+    """``(dataset [P] int32, sample id [P] int64)`` at ``positions`` [P] (TF ops).
+
+    ``order='uniform'`` only (the spread order is NumPy: `spread_ids`).
+    """
+    if self.order != 'uniform':
+      raise ValueError("Sampler.sample_ids is the uniform order's; use "
+                       'local_positions and spread_ids.')
     dataset, local = self.local_positions(positions)
     sizes = tf.gather(tf.constant(self.sizes, tf.int64), dataset)
     seeds = tf.gather(tf.constant(self._dataset_seeds, tf.int64), dataset)
     return dataset, _index_shuffle(local % sizes, seeds, local // sizes,
                                    sizes - 1)
 
-  def numpy_ids(self, positions: Sequence[int]) -> Tuple[np.ndarray, np.ndarray]:
-    """`sample_ids` as NumPy arrays (computed by TensorFlow, eagerly)."""
-    dataset, sample = self._numpy_fn(
-        tf.constant(np.asarray(positions, np.int64).reshape(-1)))
-    return dataset.numpy(), sample.numpy()
+  def spread_ids(self, dataset: int, local: np.ndarray) -> np.ndarray:
+    """Sample ids of dataset ``dataset`` at its positions ``local`` (NumPy;
+    ``order='spread'``)."""
+    return self._spread[dataset].sample_ids(local)
 
-  @property
-  def _numpy_fn(self):
-    if not hasattr(self, '_compiled'):
-      self._compiled = tf.function(
-          self.sample_ids,
+  def numpy_ids(self, positions: Sequence[int]) -> Tuple[np.ndarray, np.ndarray]:
+    """``(dataset, sample id)`` at ``positions``, as NumPy arrays."""
+    positions = tf.constant(np.asarray(positions, np.int64).reshape(-1))
+    if self.order == 'uniform':
+      dataset, sample = self._compiled('sample_ids')(positions)
+      return dataset.numpy(), sample.numpy()
+    dataset, local = (x.numpy() for x in
+                      self._compiled('local_positions')(positions))
+    sample = np.empty_like(local)
+    for d in np.unique(dataset):
+      sample[dataset == d] = self.spread_ids(int(d), local[dataset == d])
+    return dataset, sample
+
+  def _compiled(self, name: str):
+    if not hasattr(self, '_functions'):
+      self._functions = {}
+    if name not in self._functions:
+      self._functions[name] = tf.function(
+          getattr(self, name),
           input_signature=[tf.TensorSpec([None], tf.int64)])
-    return self._compiled
+    return self._functions[name]
+
+  def __getstate__(self):
+    state = dict(self.__dict__)
+    state.pop('_functions', None)
+    return state
 
   def fingerprint(self) -> str:
     """Identifies what positions mean: sizes, weights, global batch."""
-    text = f'{self.sizes}|{self.weights}|{self.global_batch_size}'
+    text = f'{self.sizes}|{self.weights}|{self.global_batch_size}|{self.order}'
     return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -23,6 +23,7 @@ Example:
   TensorShape([32, 4, 4])
 """
 
+import functools
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -97,23 +98,33 @@ class Plan:
   def with_seed(self, seed: int) -> 'Plan':
     """The same plan with another seed."""
     s = self.sampler
-    sampler = sampler_lib.Sampler(s.sizes, s.weights, seed=seed,
-                                  batch_size=s.batch_size,
-                                  num_hosts=s.num_hosts, host=s.host)
+    sampler = sampler_lib.Sampler(
+        s.sizes, s.weights, seed=seed, batch_size=s.batch_size,
+        num_hosts=s.num_hosts, host=s.host, order=s.order,
+        episode_counts=[np.bincount(r.index.episode.astype(np.int64),
+                                    minlength=len(r.index.lengths))
+                        for r in self.readers])
     return Plan(self.names, self.readers, sampler, self.num_epochs,
                 self.drop_remainder, self.sample_info)
 
   def read_batch(self, positions: tf.Tensor) -> Dict[str, Any]:
     """The batch at ``positions`` (TF ops)."""
-    dataset, sample = self.sampler.sample_ids(positions)
+    if self.sampler.order == 'uniform':
+      dataset, values = self.sampler.sample_ids(positions)
+      to_ids = [None] * len(self.readers)
+    else:   # Positions in each dataset, mapped to ids where they are read.
+      dataset, values = self.sampler.local_positions(positions)
+      to_ids = [functools.partial(self.sampler.spread_ids, i)
+                for i in range(len(self.readers))]
     if len(self.readers) == 1:
-      out = self.readers[0].read(sample)
+      out = self.readers[0].read(values, to_ids[0])
     else:
       count = len(self.readers)
-      parts = tf.dynamic_partition(sample, dataset, count)
-      slots = tf.dynamic_partition(tf.range(tf.shape(sample)[0]), dataset,
+      parts = tf.dynamic_partition(values, dataset, count)
+      slots = tf.dynamic_partition(tf.range(tf.shape(values)[0]), dataset,
                                    count)
-      batches = [reader.read(part) for reader, part in zip(self.readers, parts)]
+      batches = [reader.read(part, fn) for reader, part, fn in
+                 zip(self.readers, parts, to_ids)]
       out = tf.nest.map_structure(
           lambda *values: tf.dynamic_stitch(slots, list(values)), *batches)
     if self.sample_info and len(self.readers) > 1:
@@ -160,6 +171,7 @@ def plan(sources: Sources,
          host: int = 0,
          num_epochs: Optional[int] = None,
          drop_remainder: bool = False,
+         order: str = 'spread',
          decode_images: bool = True,
          image_size: Optional[Tuple[int, int]] = None,
          sample_info: bool = False) -> Plan:
@@ -190,10 +202,12 @@ def plan(sources: Sources,
                                  int(num_epochs) < 1):
     raise ValueError(f'random access: num_epochs must be a positive int or '
                      f'None, got {num_epochs!r}.')
-  sampler = sampler_lib.Sampler([len(r.index) for r in readers],
-                                _weights(names, weights), seed=seed,
-                                batch_size=batch_size, num_hosts=num_hosts,
-                                host=host)
+  sampler = sampler_lib.Sampler(
+      [len(r.index) for r in readers], _weights(names, weights), seed=seed,
+      batch_size=batch_size, num_hosts=num_hosts, host=host, order=order,
+      episode_counts=[np.bincount(r.index.episode.astype(np.int64),
+                                  minlength=len(r.index.lengths))
+                      for r in readers])
   return Plan(names, readers, sampler,
               None if num_epochs is None else int(num_epochs),
               bool(drop_remainder), sample_info)
@@ -280,6 +294,7 @@ def sample_batches(sources: Sources,
                    host: int = 0,
                    num_epochs: Optional[int] = None,
                    drop_remainder: bool = False,
+                   order: str = 'spread',
                    decode_images: bool = True,
                    image_size: Optional[Tuple[int, int]] = None,
                    sample_info: bool = False,
@@ -305,6 +320,9 @@ def sample_batches(sources: Sources,
     num_epochs: read this many epochs and stop (one source); None: forever.
     drop_remainder: with ``num_epochs``, drop a last batch smaller than the
       global batch (so all hosts give the same number of batches).
+    order: ``'spread'`` (every batch holds samples of as many episodes as
+      it can) or ``'uniform'`` (a uniform permutation); both give every
+      sample once per epoch (see `Sampler`).
     decode_images: decode image fields (else encoded strings).
     image_size: ``(height, width)`` to decode frames at (None: as stored);
       only the frames a sample holds are decoded.
@@ -326,8 +344,8 @@ def sample_batches(sources: Sources,
   """
   p = plan(sources, kind, batch_size, weights=weights, seed=seed, split=split,
            num_hosts=num_hosts, host=host, num_epochs=num_epochs,
-           drop_remainder=drop_remainder, decode_images=decode_images,
-           image_size=image_size,
+           drop_remainder=drop_remainder, order=order,
+           decode_images=decode_images, image_size=image_size,
            sample_info=sample_info)
   return dataset_of_plan(p, position, num_parallel_calls=num_parallel_calls,
                          prefetch=prefetch)

@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from rlds_lite.random_access import Sampler
+from rlds_lite.random_access.spread import SpreadOrder
 
 
 @pytest.mark.parametrize('size', [1, 2, 7, 1000])
@@ -75,3 +76,44 @@ def test_bad_arguments(kwargs, error, message):
   kwargs = {'seed': 0, 'batch_size': 2, **kwargs}
   with pytest.raises(error, match=message):
     Sampler(kwargs.pop('sizes'), kwargs.pop('weights', None), **kwargs)
+
+
+SPREAD_CASES = {   # episode samples, batch size
+    'one-episode': ([7], 3),
+    'batch-larger-than-dataset': ([2, 3], 8),
+    'named-lengths': ([0, 3, 14, 0, 37, 6], 4),
+    'many-short': ([5] * 40, 32),
+    'uneven': (list(range(1, 60)), 16),
+}
+
+
+@pytest.mark.parametrize('name', sorted(SPREAD_CASES))
+def test_spread_order_is_a_bijection_per_epoch(name):
+  counts, batch = SPREAD_CASES[name]
+  order = SpreadOrder(np.array(counts), batch, seed=11)
+  size = sum(counts)
+  ids = order.sample_ids(np.arange(3 * size)).reshape(3, size)
+  for epoch in ids:
+    assert sorted(epoch.tolist()) == list(range(size))
+  if size > 10:
+    assert ids[0].tolist() != ids[1].tolist()
+
+
+@pytest.mark.parametrize('episodes, length, batch', [
+    (200, 497, 256), (1600, 497, 256), (320, 497, 256), (40, 50, 32),
+    (1000, 30, 64)])
+def test_spread_batches_hold_distinct_episodes(episodes, length, batch):
+  counts = np.full(episodes, length) - np.arange(episodes) % 3
+  order = SpreadOrder(counts, batch, seed=0)
+  first = np.concatenate([[0], np.cumsum(counts)])
+  ids = order.sample_ids(np.arange(40 * batch))
+  episode = np.searchsorted(first, ids, side='right') - 1
+  distinct = [len(set(e)) for e in episode.reshape(-1, batch)]
+  assert min(distinct) >= 0.95 * min(batch, episodes)
+
+
+def test_spread_is_the_same_for_the_same_seed_and_position():
+  a = SpreadOrder(np.array([5, 9, 2]), 4, seed=3).sample_ids(np.arange(40, 50))
+  b = SpreadOrder(np.array([5, 9, 2]), 4, seed=3).sample_ids(np.arange(40, 50))
+  c = SpreadOrder(np.array([5, 9, 2]), 4, seed=4).sample_ids(np.arange(40, 50))
+  assert a.tolist() == b.tolist() != c.tolist()
