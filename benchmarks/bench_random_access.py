@@ -27,7 +27,8 @@ by run:
             ``SkipDecoding`` decoder and only the sample's decoded), batched
             by Grain;
   random    ``rlds_lite.random_access.sample_batches`` on the chunk dataset
-            (``convert``, 16 steps per record), spread order;
+            (``convert`` with its default record size: 16 steps of vectors,
+            2 steps of the cameras), spread order;
   random_uniform  the same with ``order='uniform'``.
 
 Measured, each consumed by a Python loop as a training loop would: samples/s
@@ -69,7 +70,6 @@ import bench_fast_path  # pylint: disable=g-import-not-at-top,wrong-import-posit
 CONTENDERS = ('pooled', 'shuffle', 'grain', 'random', 'random_uniform')
 VECTORS = dict(episodes=200, steps=500, batch=256, window=4)
 IMAGES = dict(episodes=48, steps=120, batch=64, history=2, chunk=4)
-CHUNK_STEPS = 16
 
 
 # ------------------------------------------------------------------ datasets
@@ -114,11 +114,11 @@ def array_record_copy(path: str) -> str:
 
 def chunk_copy(path: str) -> Dict[str, Any]:
   from rlds_lite import random_access  # pylint: disable=g-import-not-at-top
-  target = path.rstrip('/') + f'_c{CHUNK_STEPS}'
+  target = os.path.dirname(path.rstrip('/')) + '_chunks/1.0.0'
   if os.path.exists(os.path.join(target, 'dataset_info.json')):
     return {'path': target, 'seconds': None}
   start = time.perf_counter()
-  random_access.convert(path, target, chunk_steps=CHUNK_STEPS, progress=False)
+  random_access.convert(path, target, progress=False)
   return {'path': target, 'seconds': time.perf_counter() - start}
 
 
@@ -529,7 +529,7 @@ def main() -> None:
               f'the start, {os.getloadavg()[0]:.1f} at the end; '
               f'{time.time() - start:.0f} s. **Indicative: shared machine** '
               '(other jobs ran beside it); the lead reruns it on a quiet one.')
-    notes = [f'Conversion to chunks of {CHUNK_STEPS} steps: ' + ', '.join(
+    notes = ['Conversion to chunk datasets (default record size): ' + ', '.join(
         f'{d} {s}x {v["convert_seconds"]:.1f} s' for (d, s), v in info.items()
         if v['convert_seconds'] is not None) + '.']
     write_results(lines, header, notes)

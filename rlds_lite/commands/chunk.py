@@ -20,8 +20,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
   parser.add_argument('--out', default=None, metavar='DIR',
                       help='the chunk dataset directory (default: '
                       '<name>_chunks/<version> beside PATH)')
-  parser.add_argument('--chunk-steps', type=int, default=16, metavar='C',
-                      help='steps per record (default: 16)')
+  parser.add_argument('--chunk-steps', type=int, default=None, metavar='C',
+                      help='steps per record (default: about 64 KiB a '
+                      'record, at most 16 steps)')
   parser.add_argument('--split', action='append', default=None,
                       help='a split to convert (repeat it; default: all)')
   parser.add_argument('--data-dir', default=None,
@@ -39,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
 def run(args: argparse.Namespace) -> int:
   # pylint: disable=g-import-not-at-top
   from rlds_lite.commands import dataset_options
-  if args.chunk_steps < 1:
+  if args.chunk_steps is not None and args.chunk_steps < 1:
     return dataset_options.report_error(
         'chunk', ValueError(f'--chunk-steps must be positive, got '
                             f'{args.chunk_steps}.'))
@@ -56,16 +57,17 @@ def run(args: argparse.Namespace) -> int:
     return dataset_options.report_error('chunk', ValueError(message))
   import tensorflow_datasets as tfds
   info = tfds.builder_from_directory(path).info
+  chunk_steps = info.metadata['layout']['chunk_steps']
   splits = {}
   for split in info.metadata['splits']:
     chunks = storage.ChunkStorage(path, split)
     splits[split] = {'episodes': chunks.num_episodes,
                      'steps': chunks.num_steps, 'chunks': chunks.num_chunks}
   if args.json:
-    print(json.dumps({'path': path, 'chunk_steps': args.chunk_steps,
+    print(json.dumps({'path': path, 'chunk_steps': chunk_steps,
                       'splits': splits}, indent=1))
   else:
     parts = ', '.join(f'{name}: {s["episodes"]} episodes, {s["steps"]} steps '
                       f'in {s["chunks"]} chunks' for name, s in splits.items())
-    print(f'wrote {path} (chunks of {args.chunk_steps} steps; {parts})')
+    print(f'wrote {path} (chunks of {chunk_steps} steps; {parts})')
   return 0

@@ -41,11 +41,15 @@ from rlds_lite.catalog import records as records_lib
 from rlds_lite.random_access import layout as layout_lib
 from rlds_lite.tfds import shards
 
-__all__ = ['convert', 'default_output', 'episodes_file', 'DEFAULT_CHUNK_STEPS']
+__all__ = ['convert', 'default_output', 'episodes_file', 'auto_chunk_steps',
+           'DEFAULT_CHUNK_STEPS', 'CHUNK_BYTES']
 
 PathLike = Union[str, os.PathLike]
 DEFAULT_CHUNK_STEPS = 16
-"""Steps per chunk record: a window of up to 17 steps reads at most 2 records."""
+"""The most steps per chunk record by default (vectors): a window of up to 17
+steps reads at most 2 records."""
+CHUNK_BYTES = 64 << 10
+"""Default record size: ``chunk_steps`` is cut so a record holds about this."""
 _INFO_FILE = 'dataset_info.json'
 
 
@@ -122,6 +126,32 @@ def _episodes(builder: tfds.core.DatasetBuilder, split: str,
   return episodes.as_numpy_iterator()
 
 
+def auto_chunk_steps(layout: layout_lib.ChunkLayout) -> int:
+  """Steps per record for about `CHUNK_BYTES` a record (1 to 16).
+
+  A step's bytes are estimated from its features: fixed fields exactly,
+  JPEG frames at 1/8 of their pixels' bytes, PNG at 1/2, strings at 32.
+
+  Example:
+    >>> import tensorflow_datasets as tfds
+    >>> steps = tfds.features.FeaturesDict({'image': tfds.features.Image(
+    ...     shape=(256, 256, 3), encoding_format='jpeg')})
+    >>> auto_chunk_steps(layout_lib.ChunkLayout.from_step_features(steps, 1))
+    2
+  """
+  step_bytes = 0
+  for leaf in layout.leaves:
+    per_step = int(np.prod(leaf.shape[1:], dtype=np.int64))
+    if leaf.kind == 'fixed':
+      step_bytes += per_step * np.dtype(leaf.dtype).itemsize
+    elif leaf.kind == 'image':
+      step_bytes += per_step // (8 if leaf.encoding == 'jpeg' else 2)
+    else:
+      step_bytes += 32
+  return int(min(DEFAULT_CHUNK_STEPS, max(1, CHUNK_BYTES // max(step_bytes,
+                                                                  1))))
+
+
 def _chunks(steps: Dict[str, np.ndarray], length: int, chunk_steps: int
             ) -> Iterator[Tuple[int, int, Dict[str, np.ndarray]]]:
   """``(offset, num_steps, values)`` of an episode's chunks, edge-padded."""
@@ -149,7 +179,7 @@ def convert(source: PathLike,
             out: Optional[PathLike] = None,
             *,
             splits: Optional[Sequence[str]] = None,
-            chunk_steps: int = DEFAULT_CHUNK_STEPS,
+            chunk_steps: Optional[int] = None,
             data_dir: Optional[PathLike] = None,
             overwrite: bool = False,
             max_bytes_per_file: int = 256 << 20,
@@ -164,7 +194,9 @@ def convert(source: PathLike,
     splits: the splits to convert (default: all).
     chunk_steps: steps per record (``C``): a sample spanning ``S`` steps
       reads at most ``ceil((S - 1) / C) + 1`` records; larger ``C`` reads
-      more bytes per sample, smaller more records.
+      more bytes per sample, smaller more records. None: `auto_chunk_steps`
+      (about 64 KiB a record, at most 16 steps: 16 for vectors, 2 for a
+      256x256 JPEG camera).
     data_dir: where TFDS finds prepared datasets (names only).
     overwrite: replace an existing dataset at ``out`` (only once the new one
       is complete).
@@ -179,7 +211,8 @@ def convert(source: PathLike,
       step field the layout cannot hold; a bad ``chunk_steps``.
     FileExistsError: if ``out`` exists and ``overwrite`` is False.
   """
-  if isinstance(chunk_steps, bool) or not isinstance(chunk_steps, int) or (
+  if chunk_steps is not None and (
+      isinstance(chunk_steps, bool) or not isinstance(chunk_steps, int) or
       chunk_steps < 1):
     raise ValueError(f'convert: chunk_steps must be a positive int, got '
                      f'{chunk_steps!r}.')
@@ -200,6 +233,9 @@ def convert(source: PathLike,
                        f'(its splits: {sorted(all_splits)}).')
   step_feature = builder.info.features[rlds_types.STEPS].feature
   try:
+    if chunk_steps is None:
+      chunk_steps = auto_chunk_steps(
+          layout_lib.ChunkLayout.from_step_features(step_feature, 1))
     layout = layout_lib.ChunkLayout.from_step_features(step_feature,
                                                        chunk_steps)
   except ValueError as e:

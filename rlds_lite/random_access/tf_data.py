@@ -242,15 +242,19 @@ def dataset_of_plan(p: Plan, position: int = 0, *,
 
   ``batches_per_read`` consecutive full batches are read in one call
   (default: ``SAMPLES_PER_READ // batch_size``, from 1 to
-  ``MAX_BATCHES_PER_READ``), then split.
+  ``MAX_BATCHES_PER_READ``, for fixed layouts; 1 with images or strings),
+  then split.
   """
   if isinstance(position, bool) or int(position) < 0:
     raise ValueError(f'random access: position must be a non-negative int, '
                      f'got {position!r}.')
   position = int(position)
   size = p.sampler.batch_size
-  group = batches_per_read or min(max(1, SAMPLES_PER_READ // size),
-                                  MAX_BATCHES_PER_READ)
+  fixed = all(r.storage.layout.fixed for r in p.readers)
+  # Layouts with images read big records: one batch per read keeps the
+  # bytes in flight small (grouping shares a fixed cost that decoding dwarfs).
+  group = batches_per_read or (min(max(1, SAMPLES_PER_READ // size),
+                                   MAX_BATCHES_PER_READ) if fixed else 1)
   count = p.num_batches(position)
   full = _full_batches(p, position)
   groups = (np.iinfo(np.int64).max // group if full is None else full // group)
