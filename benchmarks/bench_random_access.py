@@ -469,7 +469,7 @@ def main() -> None:
   parser.add_argument('--repeats', type=int, default=2)
   parser.add_argument('--batches', type=int, default=0,
                       help='batches timed per run (default: 300 vectors, '
-                      '40 images; grain: a tenth)')
+                      '200 images; grain: a tenth)')
   parser.add_argument('--quick', action='store_true',
                       help='1x and 2x instead of 1x and 8x, fewer batches, '
                       'one repeat')
@@ -511,7 +511,7 @@ def main() -> None:
     for dataset in datasets:
       for scale in scales:
         for name in names:
-          batches = args.batches or (300 if dataset == 'vectors' else 40)
+          batches = args.batches or (300 if dataset == 'vectors' else 200)
           if args.quick:
             batches = max(batches // 4, 5)
           if name == 'grain':
