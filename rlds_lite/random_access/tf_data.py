@@ -174,12 +174,14 @@ def plan(sources: Sources,
          order: str = 'spread',
          decode_images: bool = True,
          image_size: Optional[Tuple[int, int]] = None,
-         sample_info: bool = False) -> Plan:
+         sample_info: bool = False,
+         mapped_budget: Optional[int] = None) -> Plan:
   """The `Plan` of `sample_batches` (same arguments)."""
   names, values = _named(sources)
   if not values:
     raise ValueError('random access: no source.')
-  storages = [storage_lib.open_storage(v, split) for v in values]
+  storages = [storage_lib.open_storage(v, split, mapped_budget)
+              for v in values]
   readers = []
   for name, storage in zip(names, storages):
     index = index_lib.SampleIndex.build(kind, storage)
@@ -302,6 +304,7 @@ def sample_batches(sources: Sources,
                    decode_images: bool = True,
                    image_size: Optional[Tuple[int, int]] = None,
                    sample_info: bool = False,
+                   mapped_budget: Optional[int] = None,
                    num_parallel_calls: Optional[int] = tf.data.AUTOTUNE,
                    prefetch: int = 2) -> tf.data.Dataset:
   """Batches of samples drawn uniformly from whole datasets, by random access.
@@ -332,6 +335,9 @@ def sample_batches(sources: Sources,
       only the frames a sample holds are decoded.
     sample_info: add ``episode_index`` and ``sample_id`` (and, mixing,
       ``dataset_index``) ``[B]`` int64 to every batch.
+    mapped_budget: bytes read through the shards' memory maps before they
+      drop their pages (None: `storage.DEFAULT_MAPPED_BUDGET`, 16 MiB; for
+      sources given as paths).
     num_parallel_calls: batches read in parallel.
     prefetch: batches to prefetch (0: none).
 
@@ -350,6 +356,6 @@ def sample_batches(sources: Sources,
            num_hosts=num_hosts, host=host, num_epochs=num_epochs,
            drop_remainder=drop_remainder, order=order,
            decode_images=decode_images, image_size=image_size,
-           sample_info=sample_info)
+           sample_info=sample_info, mapped_budget=mapped_budget)
   return dataset_of_plan(p, position, num_parallel_calls=num_parallel_calls,
                          prefetch=prefetch)
