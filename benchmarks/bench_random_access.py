@@ -65,7 +65,6 @@ sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'tests'))
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 
-import bench_fast_path  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 CONTENDERS = ('pooled', 'shuffle', 'grain', 'random', 'random_uniform')
 VECTORS = dict(episodes=200, steps=500, batch=256, window=4)

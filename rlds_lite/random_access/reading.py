@@ -166,12 +166,7 @@ class SampleReader:
     ``local`` ``[B, K]`` the sample's steps in the ``m * C`` steps read.
     """
     ids = np.asarray(sample_ids, np.int64)
-    if ids.size and (ids.min() < 0 or ids.max() >= len(self.index)):
-      bad = ids[(ids < 0) | (ids >= len(self.index))][0]
-      raise IndexError(f'random access: sample {bad} is out of range: the '
-                       f'index has {len(self.index)} samples.')
-    episode = self.index.episode[ids].astype(np.int64)
-    start = self.index.start[ids].astype(np.int64)
+    episode, start = self.index.locate(ids)
     length = self.storage.lengths[episode]
     steps = samples_lib.step_indices(self._offsets, start, length)
     chunk_steps = self.storage.chunk_steps

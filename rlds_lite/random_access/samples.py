@@ -21,7 +21,7 @@ Example:
 """
 
 import dataclasses
-from typing import Any, Callable, Dict, Tuple, Union
+from typing import Any, Callable, Dict, Union
 
 import numpy as np
 import tensorflow as tf

@@ -8,12 +8,11 @@
 memory map opened per call, so pages read stay in the OS page cache, not in
 the process: memory holds the episode table and per-shard offsets only.
 
-Each shard is memory-mapped once. Pages read through a map count in the
-process's RSS (as file pages, ``RssFile``: the page cache, which the kernel
-may reclaim) until the map lets them go: after ``mapped_budget`` bytes of
-records have been read (16 MiB by default), the maps drop their pages
-(``MADV_DONTNEED``), so what they hold stays near the budget whatever the
-dataset's size (shards that fit in the budget keep theirs).
+A split whose shards hold at most ``mapped_budget`` bytes (64 MiB by
+default) is memory-mapped: the fastest reads, but the pages read count in the
+process's RSS (as page cache, which the kernel may reclaim). A larger split
+is read with ``os.preadv``, one call per distinct record of a batch, so
+memory does not grow with the dataset.
 
 * Fixed layouts (every step field a fixed-shape number or boolean): records
   all have the same size and the same bytes outside their payloads, so the
@@ -42,8 +41,7 @@ Example:
 
 import mmap
 import os
-import re
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -57,14 +55,18 @@ from rlds_lite.random_access import layout as layout_lib
 __all__ = ['ChunkStorage', 'NotChunkedError']
 
 PathLike = Union[str, os.PathLike]
-DEFAULT_MAPPED_BUDGET = 16 << 20
-"""Bytes of records read through the shard maps before they drop their pages.
+DEFAULT_MAPPED_BUDGET = 64 << 20
+"""Splits whose shards hold at most this many bytes are memory-mapped.
 
-A trade: pages dropped are faulted in again when read again (measured on the
-8x vector benchmark, 100 MB of shards: 1.8 us of CPU per sample with no
-limit, 4.1 us at 64 MiB, 5.5 us at 16 MiB), and pages kept count in RSS. Raise
-it when memory allows (``mapped_budget=`` of `ChunkStorage` and
-`sample_batches`)."""
+A trade: reading a mapped shard is fastest, but the pages read stay in the
+process's RSS (as page cache) for as long as the map; a larger split is
+read with ``os.preadv``, one call per record, and nothing of it stays.
+Measured on the 8x vector benchmark (100 MB of shards), CPU per sample of
+the read: mapped 1.8 us (pages in RSS up to the whole split), pread ~3.5 us;
+mapped but dropping its pages (``MADV_DONTNEED``) every 16 MiB read 5.5 us
+(page faults; and the kernel maps 16 pages around each fault, so RSS still
+grew ~4x the budget). Raise it when memory allows (``mapped_budget=`` of
+`ChunkStorage` and `sample_batches`)."""
 _TFRECORD_HEADER = 12
 _TFRECORD_FOOTER = 4
 
@@ -115,8 +117,8 @@ class ChunkStorage:
   Args:
     path: the chunk dataset's directory.
     split: the split.
-    mapped_budget: bytes read through the shard maps (pages counted) before
-      the maps drop their pages (see the module docstring).
+    mapped_budget: splits of at most this many bytes are memory-mapped,
+      larger ones read with pread (see the module docstring).
 
   Raises:
     FileNotFoundError: for a missing directory.
@@ -173,12 +175,15 @@ class ChunkStorage:
     self._maps: Dict[int, mmap.mmap] = {}
     self._views: Dict[int, np.ndarray] = {}
     self._mapped_budget = int(mapped_budget)
-    self._read_since_drop = 0
+    self._shard_bytes: Optional[int] = None
     self._offsets: Dict[int, np.ndarray] = {}
     self._record_bytes: Optional[int] = None
     self._template: Optional[np.ndarray] = None
     self._frame_columns: Optional[np.ndarray] = None
     self._payloads: Dict[str, Tuple[int, int]] = {}
+    # Small splits are memory-mapped (fastest; their pages count in RSS as
+    # page cache); larger ones are read record by record with pread.
+    self._mapped = self._total_bytes() <= self._mapped_budget
     if self.layout.fixed and self.num_chunks:
       self._init_fixed()
 
@@ -215,7 +220,9 @@ class ChunkStorage:
 
   def _map(self, shard: int) -> mmap.mmap:
     if shard not in self._maps:
-      self._maps[shard] = mmap.mmap(self._fd(shard), 0, prot=mmap.PROT_READ)
+      mapping = mmap.mmap(self._fd(shard), 0, prot=mmap.PROT_READ)
+      mapping.madvise(mmap.MADV_RANDOM)   # No read-ahead.
+      self._maps[shard] = mapping
     return self._maps[shard]
 
   def _rows_view(self, shard: int) -> np.ndarray:
@@ -225,21 +232,33 @@ class ChunkStorage:
           self._map(shard), np.uint8).reshape(-1, self._record_bytes)
     return self._views[shard]
 
-  def _account(self, num_bytes: int) -> None:
-    """Drops the maps' pages once ``mapped_budget`` bytes were read.
+  def _rows(self, shard: int, rows: np.ndarray
+            ) -> Tuple[np.ndarray, np.ndarray]:
+    """``(array, index)``: ``array[index]`` are records ``rows`` of ``shard``.
 
-    Maps whose files together fit in the budget never need to.
+    Memory-mapped shards give their whole ``[records, bytes]`` map; other
+    shards read each distinct record with ``os.preadv`` into a new array
+    (nothing of the file stays in the process).
     """
-    if self._mapped_bytes() <= self._mapped_budget:
-      return
-    self._read_since_drop += num_bytes
-    if self._read_since_drop > self._mapped_budget:
-      for mapping in self._maps.values():
-        mapping.madvise(mmap.MADV_DONTNEED)
-      self._read_since_drop = 0
+    if self._mapped:
+      return self._rows_view(shard), rows
+    unique, inverse = np.unique(rows, return_inverse=True)
+    size = self._record_bytes
+    block = np.empty((len(unique), size), np.uint8)
+    flat = memoryview(block.reshape(-1))
+    fd = self._fd(shard)
+    for i, row in enumerate(unique.tolist()):
+      if os.preadv(fd, [flat[i * size:(i + 1) * size]], row * size) != size:
+        raise ValueError(f'random access: {self._shard_name(shard)}: record '
+                         f'{row} ends past the end of the file; the file is '
+                         'truncated.')
+    return block, inverse.reshape(rows.shape)
 
-  def _mapped_bytes(self) -> int:
-    return sum(len(mapping) for mapping in self._maps.values())
+  def _total_bytes(self) -> int:
+    """Bytes of the split's shards."""
+    if self._shard_bytes is None:
+      self._shard_bytes = sum(os.stat(p).st_size for p in self._files.paths)
+    return self._shard_bytes
 
   def close(self) -> None:
     """Closes the shard files and maps (they are reopened when read again)."""
@@ -332,13 +351,10 @@ class ChunkStorage:
     out = np.empty([flat.size, self._record_bytes or 0], np.uint8)
     if flat.size:
       shards, rows = self._files.locate(flat)
-      if len(self._files.paths) == 1:
-        out = self._rows_view(0)[rows]
-      else:
-        for shard in np.unique(shards):
-          chosen = shards == shard
-          out[chosen] = self._rows_view(int(shard))[rows[chosen]]
-      self._account(flat.size * (self._record_bytes + mmap.PAGESIZE))
+      for shard in np.unique(shards):
+        chosen = shards == shard
+        array, index = self._rows(int(shard), rows[chosen])
+        out[chosen] = array[index]
       self._verify(out, flat)
     return out.reshape(ids.shape + (out.shape[-1],))
 
@@ -368,8 +384,7 @@ class ChunkStorage:
     groups = ([(0, slice(None))] if len(self._files.paths) == 1 else
               [(int(shard), shards == shard) for shard in np.unique(shards)])
     for shard, chosen in groups:
-      view = self._rows_view(shard)
-      shard_rows = rows[chosen]
+      view, shard_rows = self._rows(shard, rows[chosen])
       # Each record's length header and its episode and offset fields: with
       # records of one size, a record out of place or of another episode
       # shows there.
@@ -387,7 +402,6 @@ class ChunkStorage:
         values = np.ascontiguousarray(payload[shard_rows, step])
         out[leaf.path][chosen] = values.view(leaf.dtype).reshape(
             (len(shard_rows),) + leaf.shape[1:])
-    self._account(flat_ids.size * (self._record_bytes + mmap.PAGESIZE))
     return {k: v.reshape(ids.shape + v.shape[1:]) for k, v in out.items()}
 
   def _check_frames(self, frames: np.ndarray, ids: np.ndarray,
@@ -484,11 +498,16 @@ class ChunkStorage:
       chosen = np.flatnonzero(shards == shard)
       starts = offsets[rows[chosen]] + _TFRECORD_HEADER
       ends = offsets[rows[chosen] + 1] - _TFRECORD_FOOTER
-      mapping = self._map(int(shard))
-      for i, start, end in zip(chosen.tolist(), starts.tolist(),
-                               ends.tolist()):
-        out[i] = mapping[start:end]
-      self._account(int((ends - starts).sum()) + len(chosen) * mmap.PAGESIZE)
+      if self._mapped:
+        mapping = self._map(int(shard))
+        for i, start, end in zip(chosen.tolist(), starts.tolist(),
+                                 ends.tolist()):
+          out[i] = mapping[start:end]
+      else:
+        fd = self._fd(int(shard))
+        for i, start, end in zip(chosen.tolist(), starts.tolist(),
+                                 ends.tolist()):
+          out[i] = os.pread(fd, end - start, start)
     return out
 
 

@@ -101,9 +101,7 @@ class Plan:
     sampler = sampler_lib.Sampler(
         s.sizes, s.weights, seed=seed, batch_size=s.batch_size,
         num_hosts=s.num_hosts, host=s.host, order=s.order,
-        episode_counts=[np.bincount(r.index.episode.astype(np.int64),
-                                    minlength=len(r.index.lengths))
-                        for r in self.readers])
+        episode_counts=[r.index.counts for r in self.readers])
     return Plan(self.names, self.readers, sampler, self.num_epochs,
                 self.drop_remainder, self.sample_info)
 
@@ -207,9 +205,7 @@ def plan(sources: Sources,
   sampler = sampler_lib.Sampler(
       [len(r.index) for r in readers], _weights(names, weights), seed=seed,
       batch_size=batch_size, num_hosts=num_hosts, host=host, order=order,
-      episode_counts=[np.bincount(r.index.episode.astype(np.int64),
-                                  minlength=len(r.index.lengths))
-                      for r in readers])
+      episode_counts=[r.index.counts for r in readers])
   return Plan(names, readers, sampler,
               None if num_epochs is None else int(num_epochs),
               bool(drop_remainder), sample_info)

@@ -64,6 +64,7 @@ def test_index_counts_named_episodes(chunks):
   index = ra.SampleIndex.build(ra.Transitions(last_step='valid'), storage)
   assert np.bincount(index.episode, minlength=6).tolist() == [1, 5, 17, 2, 40, 8]
   assert index.episode.dtype == np.uint16 and index.start.dtype == np.uint16
+  assert index.counts.tolist() == [1, 5, 17, 2, 40, 8]
 
 
 def test_one_episode_dataset(tmp_path):

@@ -5,6 +5,7 @@ import shutil
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from rlds_lite import random_access as ra
 import random_access_testing as testing
@@ -42,11 +43,14 @@ def test_a_damaged_record_is_named(vector_chunks, tmp_path):
   with open(paths[0], 'r+b') as f:   # Record 2 claims to be of episode 9.
     f.seek(2 * size + start)
     f.write(np.int64(9).tobytes())
-  storage = ra.ChunkStorage(copy)
-  with pytest.raises(ValueError, match=r'-00000 record 2 \(chunk 2\) is not '
-                     r'chunk 1 of episode 1 as the episode table says'):
-    storage.read_block([0, 2])
-  storage.read_block([0, 1, 3])   # The others are fine.
+  for budget in (1 << 30, 0):   # Memory-mapped, and read with pread.
+    storage = ra.ChunkStorage(copy, mapped_budget=budget)
+    for read in (lambda ids: storage.read_block(ids),
+                 lambda ids: storage.gather_steps(ids, np.zeros_like(ids))):
+      with pytest.raises(ValueError, match=r'-00000 record 2 \(chunk 2\) is '
+                         r'not chunk 1 of episode 1 as the episode table says'):
+        read(np.array([0, 2]))
+      read(np.array([0, 1, 3]))   # The others are fine.
 
 
 def test_a_truncated_shard_is_named(vector_chunks, tmp_path):
@@ -75,7 +79,23 @@ def test_out_of_range_and_existing_output(vector_chunks, vectors):
     ra.convert(vectors, vector_chunks, progress=False)
 
 
-def test_memory_maps_drop_their_pages(vector_chunks):
-  storage = ra.ChunkStorage(vector_chunks, mapped_budget=1)
-  storage.read_block(np.arange(22))
-  assert storage._read_since_drop == 0  # pylint: disable=protected-access
+@pytest.mark.parametrize('name', ['vectors', 'cameras'])
+def test_pread_reads_what_the_maps_read(vector_chunks, tmp_path, name):
+  # A split larger than mapped_budget is read with pread: the same values.
+  if name == 'vectors':
+    chunks = vector_chunks
+    kind = ra.Windows(4)
+  else:
+    chunks = ra.convert(testing.write_cameras(tmp_path), chunk_steps=2,
+                        progress=False)
+    kind = ra.RobotSamples(2, 2)
+  mapped = ra.ChunkStorage(chunks)
+  unmapped = ra.ChunkStorage(chunks, mapped_budget=0)
+  assert mapped._mapped and not unmapped._mapped  # pylint: disable=protected-access
+  read = [ra.SampleReader(s, ra.SampleIndex.build(kind, s)).read(
+      tf.constant([0, 5, 3, 5])) for s in (mapped, unmapped)]
+  tf.nest.map_structure(np.testing.assert_array_equal, *read)
+  if name == 'vectors':
+    np.testing.assert_array_equal(mapped.read_block([[0, 7], [21, 3]]),
+                                  unmapped.read_block([[0, 7], [21, 3]]))
+    assert unmapped._maps == {}  # pylint: disable=protected-access
