@@ -1,8 +1,8 @@
 """Random access: uniformly shuffled batches in bounded memory, resumable.
 
 Every sample (window, n-step transition) of a dataset can be read directly,
-so a batch is a uniform draw over the *whole* dataset (not over a pool of
-~64 episodes), memory holds an index of a few bytes per sample, and a
+so a batch is drawn from the *whole* dataset (not from a pool of
+~64 episodes), memory holds an index of a few bytes per episode, and a
 pipeline's whole state is ``(seed, position)``.
 
 * `convert(path)` / ``rlds-lite chunk PATH``: writes the dataset's *chunk
@@ -11,7 +11,7 @@ pipeline's whole state is ``(seed, position)``.
 * `ChunkStorage`: reads chunk records by id (memory-mapped, checked);
 * `Windows`, `Transitions`, `RobotSamples`: what a sample is (exactly
   `rlds_lite.dense`'s);
-* `SampleIndex`: the (episode, start) of every sample, as compact arrays;
+* `SampleIndex`: the (episode, start) of every sample, from per-episode counts;
 * `Sampler`: position -> sample id, a stateless permutation per epoch
   (``index_shuffle``), exact weighted mixing, hosts by position;
 * `sample_batches`: the ``tf.data.Dataset``; `SampleIterator`: save/restore
