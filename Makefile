@@ -5,16 +5,29 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
+# The viewer's browser test drives Debian's chromium (tests/view).
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: test demo bench clean
+.PHONY: test test-lerobot demo bench clean
 
 $(STAMP): setup.py
+	test -x $(CHROMIUM) || ($(SUDO) apt-get update -q && \
+	  $(SUDO) apt-get install -y -q chromium)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
 	touch $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# Opt-in: lerobot's own reader and writer against rlds_lite.convert.lerobot.
+# lerobot pulls torch (several GB), so it gets a venv of its own.
+LEROBOT_VENV := .venv-lerobot
+test-lerobot: $(STAMP)
+	test -x $(LEROBOT_VENV)/bin/python || $(PYTHON) -m venv $(LEROBOT_VENV)
+	$(LEROBOT_VENV)/bin/python -m pip install -q --disable-pip-version-check 'lerobot==0.4.4'
+	RLDS_LITE_LEROBOT_PYTHON=$(LEROBOT_VENV)/bin/python $(BIN)/python -m pytest tests/convert/test_convert_lerobot_compat.py
 
 demo: $(STAMP)
 	$(BIN)/rlds-lite demo
@@ -27,7 +40,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_dataset_stats.py --scales 1,4,16
 	$(BIN)/python benchmarks/bench_convert_minari.py
 	$(BIN)/python benchmarks/bench_convert_formats.py
+	$(BIN)/python benchmarks/bench_convert_lerobot.py
 	$(BIN)/python benchmarks/bench_validate.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(LEROBOT_VENV) build *.egg-info .pytest_cache .hypothesis

@@ -16,6 +16,8 @@ setuptools.setup(
     long_description=(HERE / 'README.md').read_text(),
     long_description_content_type='text/markdown',
     packages=setuptools.find_packages(include=['rlds_lite', 'rlds_lite.*']),
+    # The viewer's page templates, script and style sheet.
+    package_data={'rlds_lite.view': ['templates/*.html', 'static/*']},
     python_requires='>=3.10',
     install_requires=[
         'tensorflow>=2.21,<2.22',
@@ -47,6 +49,15 @@ setuptools.setup(
             'imageio-ffmpeg>=0.5',
             # colabs/performance.ipynb compares with upstream (needs absl-py, numpy).
             'rlds==0.1.8',
+            # rlds-lite view (the view extra), tested in a real headless browser:
+            # Playwright drives Debian's chromium (the Makefile installs it).
+            'Flask>=3.1',
+            'plotly>=5',
+            'playwright>=1.40',
+            # rlds_lite.convert.lerobot (the lerobot extra) is tested too; PyAV
+            # also encodes the viewer's videos.
+            'pyarrow>=15',
+            'av>=15',
             # rlds_lite.random_access's Grain readers are tested too.
             'grain>=0.2,<0.3',
         ],
@@ -55,7 +66,12 @@ setuptools.setup(
         'grain': ['grain>=0.2,<0.3'],
         # MP4 output of rlds_lite.episode_to_video (GIF needs nothing).
         'video': ['imageio>=2.30', 'imageio-ffmpeg>=0.5'],
+        # rlds-lite view: the web app (Flask), camera videos (PyAV encodes
+        # H.264 in-process), plots (plotly.min.js ships inside plotly).
+        'view': ['Flask>=3.1', 'av>=15', 'plotly>=5'],
         'bench': ['rlds==0.1.8', 'absl-py', 'psutil'],
+        # LeRobot datasets (rlds_lite.convert.lerobot): Parquet and MP4 video.
+        'lerobot': ['pyarrow>=15', 'av>=15'],
         # TFDS's own beam extra pins apache-beam < 2.65, which clashes with TF 2.21.
         'beam': ['apache-beam>=2.77,<3', 'mlcroissant'],
     },

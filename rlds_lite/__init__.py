@@ -19,8 +19,8 @@ from typing import Any, List, TYPE_CHECKING
 __version__ = '0.1.0'
 
 _SUBMODULES = ('metadata', 'rlds_types', 'transformations', 'dense',
-               'pipeline', 'synthetic', 'stats', 'catalog', 'checks', 'video',
-               'images', 'random_access')
+               'images', 'pipeline', 'synthetic', 'stats', 'catalog',
+               'checks', 'video', 'random_access')
 """Submodules that are attributes of the package (as if imported here)."""
 
 _NAMES = {
@@ -28,6 +28,9 @@ _NAMES = {
     'ValidationReport': 'checks',
     'episode_to_video': 'video',
     'load': 'loading',
+    'CorruptDatasetError': 'dataset_files',
+    'LastStep': 'dense.last_step',
+    'LastStepValuesWarning': 'dense.last_step',
     'AGENT_ID': 'metadata',
     'ENVIRONMENT_CONFIG': 'metadata',
     'EPISODE_ID': 'metadata',
@@ -79,12 +82,14 @@ def __dir__() -> List[str]:
 
 if TYPE_CHECKING:  # For type checkers and IDEs: the same names, eagerly.
   # pylint: disable=g-import-not-at-top,g-bad-import-order
-  from rlds_lite import checks, dense, metadata, pipeline, rlds_types
+  from rlds_lite import checks, dense, images, metadata, pipeline, rlds_types
   from rlds_lite import catalog, stats, synthetic, transformations, video
-  from rlds_lite import images, random_access
+  from rlds_lite import random_access
   from rlds_lite.checks import validate, ValidationReport
   from rlds_lite.video import episode_to_video
   from rlds_lite.loading import load
+  from rlds_lite.dataset_files import CorruptDatasetError
+  from rlds_lite.dense.last_step import LastStep, LastStepValuesWarning
   from rlds_lite.metadata import (AGENT_ID, ENVIRONMENT_CONFIG, EPISODE_ID,
                                   EXPERIMENT_ID, INVALID)
   from rlds_lite.rlds_types import (

@@ -17,13 +17,18 @@ Example:
   FileNotFoundError: load: dataset directory '.../missing' does not exist.
 """
 
+import contextlib
 import os
-from typing import Any, List, Optional, Tuple, Union
+from typing import Any, Callable, Iterator, List, Optional, Tuple, Union
 
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import dataset_files
+from rlds_lite import nest_paths
 from rlds_lite import rlds_types
+
+CorruptDatasetError = dataset_files.CorruptDatasetError
 
 PathLike = Union[str, os.PathLike]
 
@@ -43,16 +48,29 @@ def _looks_like_path(name_or_dir: PathLike) -> bool:
           tf.io.gfile.exists(name_or_dir))
 
 
+def _is_unpublished(name: str) -> bool:
+  """Whether a directory name is a writer's staging or hidden directory.
+
+  Hidden names (rlds_lite's ``.1.0.0.incomplete-*`` staging) and TFDS's
+  ``incomplete.*`` directories hold datasets that were never published.
+  """
+  return name.startswith('.') or name.startswith('incomplete.')
+
+
 def _dataset_dirs(root: str, depth: int = 2) -> List[str]:
-  """Directories at most ``depth`` levels below ``root`` holding dataset info."""
+  """Directories at most ``depth`` levels below ``root`` holding dataset info.
+
+  Staging directories of writers are skipped (`_is_unpublished`).
+  """
   found = []
   if tf.io.gfile.exists(os.path.join(root, _INFO_FILE)):
     return [root]
   if depth == 0:
     return found
   for child in sorted(tf.io.gfile.listdir(root)):
-    path = os.path.join(root, child.rstrip('/'))
-    if tf.io.gfile.isdir(path):
+    child = child.rstrip('/')
+    path = os.path.join(root, child)
+    if not _is_unpublished(child) and tf.io.gfile.isdir(path):
       found.extend(_dataset_dirs(path, depth - 1))
   return found
 
@@ -73,20 +91,71 @@ def _builder_from_dir(path: PathLike) -> tfds.core.DatasetBuilder:
     raise ValueError(
         f'load: {path!r} holds several datasets (versions/configs): '
         f'{candidates}; pass one of these directories.')
-  return tfds.builder_from_directory(candidates[0])
+  return dataset_files.open_builder(candidates[0])
+
+
+def _prepared_dirs(name: str, data_dir: Optional[PathLike]) -> List[str]:
+  """Prepared directories a TFDS name may refer to (for error messages)."""
+  base = os.fspath(data_dir) if data_dir else os.environ.get(
+      'TFDS_DATA_DIR', os.path.expanduser('~/tensorflow_datasets'))
+  path = os.path.join(base, name.split(':')[0])
+  try:
+    return _dataset_dirs(path) if tf.io.gfile.isdir(path) else []
+  except tf.errors.OpError:
+    return []
+
+
+def _without_features_json(name: str, data_dir: Optional[PathLike]
+                           ) -> Optional[str]:
+  """The prepared directory of ``name`` that TFDS's lookup skipped, if any.
+
+  TFDS finds a prepared dataset by name only if its ``features.json``
+  exists, even when ``dataset_info.json`` holds the features (and TFDS then
+  never reads ``features.json``). This finds such a directory: the highest
+  version (or the one ``name`` asks for) of a dataset without configs, or
+  of the config ``name`` asks for; None if there is none, or several
+  configs to choose from.
+  """
+  version = name.split(':', 1)[1] if ':' in name else None
+  found = [d for d in _prepared_dirs(name, data_dir)
+           if not tf.io.gfile.exists(
+               os.path.join(d, dataset_files.FEATURES_FILE))
+           and tfds.core.Version.is_valid(os.path.basename(d))
+           and version in (None, os.path.basename(d))]
+  if len({os.path.dirname(d) for d in found}) != 1:
+    return None
+  return max(found, key=lambda d: tfds.core.Version(os.path.basename(d)))
 
 
 def _builder_from_name(name: str,
                        data_dir: Optional[PathLike]) -> tfds.core.DatasetBuilder:
-  """The TFDS builder registered (or prepared in ``data_dir``) under ``name``."""
+  """The TFDS builder registered (or prepared in ``data_dir``) under ``name``.
+
+  A prepared dataset whose ``features.json`` is missing, which TFDS's
+  lookup by name does not find, is opened from its directory: its features
+  are in ``dataset_info.json`` (else the error names ``features.json``).
+  """
   try:
     return tfds.builder(name, data_dir=data_dir)
   except tfds.core.registered.DatasetNotFoundError as e:
+    prepared = _without_features_json(name, data_dir)
+    if prepared is not None:
+      return dataset_files.open_builder(prepared)
     where = f' in data_dir {os.fspath(data_dir)!r}' if data_dir else ''
     raise ValueError(
         f'load: no TFDS dataset named {name!r} is registered or prepared'
         f'{where}. Pass a registered TFDS name, or the path of a prepared '
         'dataset directory.') from e
+  except Exception as error:  # pylint: disable=broad-except
+    # TFDS read a damaged dataset_info.json / features.json: name the file.
+    for path in _prepared_dirs(name, data_dir):
+      problem = dataset_files.metadata_problem(path)
+      if problem is not None:
+        raise problem from None
+    raise ValueError(
+        f'load: TFDS cannot open the dataset {name!r}: '
+        f'{type(error).__name__}: {" ".join(str(error).split())[:300]}'
+    ) from None
 
 
 def _steps_feature(builder: tfds.core.DatasetBuilder,
@@ -112,9 +181,10 @@ def _check_split(builder: tfds.core.DatasetBuilder, split: Any,
   Only string splits are checked (``'train'``, ``'train[:10%]+test'``);
   other forms (``tfds.core.ReadInstruction``) are left to TFDS.
   """
+  dataset_files.check_has_splits(builder)
+  available = sorted(builder.info.splits.keys())
   if not isinstance(split, str):
     return
-  available = sorted(builder.info.splits.keys())
   for part in split.split('+'):
     name = part.split('[')[0].strip()
     if name not in available:
@@ -188,41 +258,184 @@ def _needs_decoding(encoded: Any, decoded: Any) -> bool:
   return False
 
 
-def _dense_episodes(builder: tfds.core.DatasetBuilder, split: str,
+def check_step_lengths(steps: Any, label: str) -> Any:
+  """Dense ``steps`` after asserting (in-graph) one entry per step in every field.
+
+  Each step field is stored as its own list, so a damaged record or
+  declared features whose shape was edited (``(3,)`` to ``()``) would
+  otherwise parse into fields of different lengths (15 observation values
+  for 5 steps): this raises ``tf.errors.InvalidArgumentError`` instead,
+  naming the field and the dataset ``label``.
+
+  Example:
+    >>> steps = {'is_first': tf.constant([True, False]),
+    ...          'obs': tf.zeros([6])}
+    >>> try:
+    ...   check_step_lengths(steps, 'toy')
+    ... except tf.errors.InvalidArgumentError as e:
+    ...   print(e.message.split(':')[0])
+    step field 'obs' does not have one entry per step (as is_first has)
+  """
+  flat = nest_paths.flatten_with_paths(steps)
+  if len(flat) < 2:
+    return steps
+  values = dict(flat)
+  reference_path = next(
+      (f for f in (rlds_types.IS_FIRST, rlds_types.IS_LAST) if f in values),
+      flat[0][0])
+  length = tf.shape(values[reference_path], out_type=tf.int64)[0]
+  checks = []
+  for path, value in flat:
+    if path == reference_path or value.shape.rank == 0:
+      continue
+    checks.append(tf.debugging.assert_equal(
+        tf.shape(value, out_type=tf.int64)[0], length,
+        message=(f'step field {path!r} does not have one entry per step (as '
+                 f'{reference_path} has): the data of dataset {label!r} does '
+                 'not fit its declared features')))
+  with tf.control_dependencies(checks):
+    return tf.nest.map_structure(tf.identity, steps)
+
+
+def _dense_episodes(builder: tfds.core.DatasetBuilder, split: Any,
                     steps_feature: tfds.features.Dataset, shuffle_files: bool,
-                    read_config: Optional[tfds.ReadConfig]) -> tf.data.Dataset:
+                    read_config: Optional[tfds.ReadConfig],
+                    label: str = '') -> tf.data.Dataset:
   """Episodes whose steps are parsed (and decoded) as whole ``[T, ...]`` tensors."""
-  episodes = builder.as_dataset(
-      split=split,
-      shuffle_files=shuffle_files,
+  episodes = as_dataset(
+      builder, split=split, shuffle_files=shuffle_files,
       read_config=read_config,
       decoders={rlds_types.STEPS: tfds.decode.SkipDecoding()})
-  return decode_dense_steps(episodes, steps_feature)
+  return decode_dense_steps(episodes, steps_feature,
+                            label or os.fspath(builder.data_dir))
 
 
 def decode_dense_steps(episodes: tf.data.Dataset,
-                       steps_feature: tfds.features.Dataset) -> tf.data.Dataset:
+                       steps_feature: tfds.features.Dataset,
+                       label: str = '') -> tf.data.Dataset:
   """Decodes skip-decoded ``[T, ...]`` steps (images, encoded tensors).
+
+  Every step field is first checked to have one entry per step
+  (`check_step_lengths`).
 
   Args:
     episodes: episodes parsed with ``decoders={'steps': SkipDecoding()}``.
     steps_feature: the dataset's ``steps`` feature.
+    label: names the dataset in errors.
 
   Returns:
-    The episodes with decoded dense steps (unchanged if nothing is encoded).
+    The episodes with checked, decoded dense steps.
   """
   step_feature = steps_feature.feature
   encoded_spec = episodes.element_spec[rlds_types.STEPS]
-  if not _needs_decoding(encoded_spec, step_feature.get_tensor_spec()):
-    return episodes
+  needs_decoding = _needs_decoding(encoded_spec, step_feature.get_tensor_spec())
 
   @tf.autograph.experimental.do_not_convert
   def decode(episode):
-    steps = step_feature.decode_batch_example(episode[rlds_types.STEPS])
+    steps = check_step_lengths(episode[rlds_types.STEPS], label)
+    if needs_decoding:
+      steps = step_feature.decode_batch_example(steps)
     return {**episode, rlds_types.STEPS: steps}
 
   return episodes.map(decode, num_parallel_calls=tf.data.AUTOTUNE,
                       deterministic=True)
+
+
+def as_dataset(builder: tfds.core.DatasetBuilder, **kwargs) -> tf.data.Dataset:
+  """``builder.as_dataset(**kwargs)``; features TFDS cannot parse name their file.
+
+  Features edited into a spec TFDS cannot parse (two unknown dimensions of
+  an unencoded tensor) raise a `CorruptDatasetError` naming the file TFDS
+  took them from (``dataset_info.json``, or ``features.json`` when the
+  former holds no features), instead of TFDS's ``NotImplementedError``.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic, tfds as rlds_tfds
+    >>> path = rlds_tfds.write_dataset(synthetic.episodes(2, seed=0),
+    ...                                tempfile.mkdtemp(), 'toy')
+    >>> int(as_dataset(rlds_builder(path)[0], split='train').cardinality())
+    2
+  """
+  try:
+    return builder.as_dataset(**kwargs)
+  except NotImplementedError as error:  # TFDS: "Specification error for ..."
+    raise dataset_files.CorruptDatasetError(
+        dataset_files.features_file(os.fspath(builder.data_dir)),
+        'TFDS cannot read the dataset with the features declared here: '
+        f'{" ".join(str(error).split())[:240]}') from None
+
+
+def _array_record_error(label: str) -> ValueError:
+  return ValueError(
+      f'load: dataset {label!r} is stored as array_record, which TFDS reads '
+      'only by random access: read it with tfds.data_source(name, data_dir=...) '
+      'or tfds.builder_from_directory(path).as_data_source(); rlds_lite.load '
+      'reads tfrecord datasets.')
+
+
+def episode_reader(builder: tfds.core.DatasetBuilder
+                   ) -> Callable[[Any], tf.data.Dataset]:
+  """``split -> dense episodes`` of a builder, as ``load(dense=True)`` reads them.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic, tfds as rlds_tfds
+    >>> path = rlds_tfds.write_dataset(synthetic.episodes(3, seed=0),
+    ...                                tempfile.mkdtemp(), 'toy')
+    >>> read = episode_reader(rlds_builder(path)[0])
+    >>> int(read('train[1:]').cardinality())
+    2
+  """
+  steps_feature = _steps_feature(builder, os.fspath(builder.data_dir))
+  return lambda split: _dense_episodes(
+      builder, split, steps_feature, False,
+      tfds.ReadConfig(try_autocache=False))
+
+
+@contextlib.contextmanager
+def named_read_errors(builder: tfds.core.DatasetBuilder,
+                      split: Any) -> Iterator[None]:
+  """Turns a TF error while reading ``split`` into one naming the damaged file.
+
+  TF's readers raise ``DataLossError: corrupted record at 417`` (or a parse
+  error) without naming the file; inside this block such a
+  ``tf.errors.OpError`` is diagnosed (``rlds_lite.dataset_files.diagnose``:
+  the split's files are checked, then its episodes decoded again) and
+  re-raised as a `CorruptDatasetError` naming the file, episode and field.
+  An error the files do not explain (out of memory, a failing user
+  function) is re-raised unchanged.
+
+  Args:
+    builder: the dataset's builder.
+    split: the split being read.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic, tfds as rlds_tfds
+    >>> path = rlds_tfds.write_dataset(synthetic.episodes(3, seed=0),
+    ...                                tempfile.mkdtemp(), 'toy')
+    >>> builder, _ = rlds_builder(path)
+    >>> episodes = load(path, dense=True)
+    >>> shard = os.path.join(path, 'toy-train.tfrecord-00000')
+    >>> data = bytearray(open(shard, 'rb').read())
+    >>> data[-10] ^= 0xFF  # One flipped bit in the last episode's record.
+    >>> _ = open(shard, 'wb').write(bytes(data))
+    >>> with named_read_errors(builder, 'train'):  # doctest: +ELLIPSIS
+    ...   for episode in episodes:
+    ...     pass
+    Traceback (most recent call last):
+    ...
+    rlds_lite.dataset_files.CorruptDatasetError: .../toy-train.tfrecord-00000: episode 2 of split 'train': record 2 is corrupted (corrupted record at ...); the file holds episodes 0-2.
+  """
+  try:
+    yield
+  except tf.errors.OpError as error:
+    problem = dataset_files.diagnose(builder, split, error,
+                                     read=episode_reader(builder))
+    if problem is None:
+      raise
+    raise problem from None
 
 
 def load(name_or_dir: PathLike,
@@ -264,7 +477,20 @@ def load(name_or_dir: PathLike,
     FileNotFoundError: if the dataset directory does not exist.
     ValueError: if no dataset has that name, the directory holds no (or
       several) prepared datasets, the dataset is not RLDS (no ``steps``
-      Dataset feature) or a split name is unknown.
+      Dataset feature), a split name is unknown or the dataset is stored as
+      array_record (read it with ``tfds.data_source``).
+    CorruptDatasetError: (a ValueError) naming the file, if
+      ``dataset_info.json`` is damaged, or ``features.json`` when TFDS
+      takes the features from it (a ``dataset_info.json`` without features:
+      datasets not written by rlds_lite), or a shard file
+      of the split is missing, empty or truncated (checked when the dataset
+      is opened, from one directory listing; see
+      ``rlds_lite.dataset_files.check_open``). Damage inside a shard (a
+      flipped byte) shows only when it is read: TF then raises its own
+      ``tf.errors.DataLossError`` without the file name. ``rlds-lite
+      validate``, and this library's readers (``validate``, ``inspect``,
+      ``stats``, ``convert``), name the file and episode instead (see
+      `named_read_errors`).
 
   Example:
     >>> load('no_such_rlds_dataset')  # doctest: +ELLIPSIS
@@ -280,6 +506,7 @@ def load(name_or_dir: PathLike,
         f'{os.fspath(builder.data_dir)!r}; prepare it first '
         '(builder.download_and_prepare()) or pass the right data_dir.')
   _check_split(builder, split, label)
+  dataset_files.check_open(builder, split)
   if episodes is not None:
     if shuffle_files or read_config is not None:
       raise ValueError('load: episodes= reads the chosen episodes in their '
@@ -287,8 +514,10 @@ def load(name_or_dir: PathLike,
                        '(shuffle the result instead).')
     from rlds_lite.catalog import selection  # pylint: disable=g-import-not-at-top
     return selection.load_episodes(builder, split, episodes, dense=dense)
+  if dataset_files.file_format(builder) == 'array_record':
+    raise _array_record_error(label)
   if dense:
     return _dense_episodes(builder, split, steps_feature, shuffle_files,
-                           read_config)
-  return builder.as_dataset(split=split, shuffle_files=shuffle_files,
-                            read_config=read_config)
+                           read_config, label)
+  return as_dataset(builder, split=split, shuffle_files=shuffle_files,
+                     read_config=read_config)

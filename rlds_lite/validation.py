@@ -8,7 +8,8 @@ The format requires (and this module checks exactly that, nothing more):
   there; ``is_last`` is set on the final step and only there;
 * ``is_terminal``, when present, is set on the final step at most;
 * all steps of the dataset share one structure (same fields, dtypes and,
-  where the spec leaves a dimension open, the same shapes).
+  where the spec leaves a dimension open, the same shapes);
+* dense steps have one entry per step in every field (the same length).
 
 Fields such as ``observation`` or ``reward`` are optional in RLDS; unlike
 upstream ``rlds.is_valid_rlds_dataset`` (which demanded all of
@@ -133,6 +134,8 @@ def _episode_summary(steps: Any, is_dense: bool,
 
   if is_dense:
     summary = summarize(steps)
+    for path, leaf in _joined_paths(steps):  # One entry per step, each field.
+      summary['length:' + path] = tf.shape(leaf)[0]
     num_steps = tf.shape(steps[rlds_types.IS_FIRST])[0]
     for path in open_fields:  # one shape per episode in dense form
       summary['shape:' + path] = tf.tile(summary['shape:' + path][None],
@@ -150,6 +153,12 @@ def _check_episode(index: int, summary: Dict[str, np.ndarray],
   is_first = summary[rlds_types.IS_FIRST]
   is_last = summary[rlds_types.IS_LAST]
   length = len(is_first)
+  for key, value in summary.items():
+    if key.startswith('length:') and int(value) != length:
+      raise RLDSFormatError(
+          f'has {int(value)} entries along the step axis, but the episode has '
+          f'{length} steps (is_first has {length}); every step field needs '
+          'one entry per step.', index, key[len('length:'):])
   if length == 0:
     raise RLDSFormatError(
         'the episode has no steps; an RLDS episode has at least the step with '

@@ -125,11 +125,12 @@ def _check_performance(stdout):
     assert int(rate.replace(',', '')) > 0 and float(wall) > 0 and float(cpu) > 0
   assert float(_find(r'distinct episodes per batch of 256: ([\d.]+)',
                      stdout)[0]) > 10
-  # Camera images: 12 episodes x 40 steps, a sample (or a frame pair) each.
+  # Camera images: 12 episodes x 40 steps, a sample (or a frame pair) each,
+  # three epochs.
   counts = _find(r"samples per pass: \{'Octo recipe': (\d+), "
                  r"'rlds_lite robot_samples_dataset': (\d+), "
                  r"'decode floor \(frames, no samples\)': (\d+)\}", stdout)
-  assert counts == ('480',) * 3
+  assert counts == ('1440',) * 3
   for name in ('Octo recipe', 'rlds_lite robot_samples_dataset',
                'decode floor \\(frames, no samples\\)'):
     rate, cpu = _find(name + r': ([\d,]+) samples/s, ([\d,]+) us CPU per sample',

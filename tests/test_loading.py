@@ -162,3 +162,31 @@ def test_errors(data_dir, tmp_path):
     loading.load('toy_rlds', 'validation', data_dir=data_dir)
   with pytest.raises(TypeError, match='name_or_dir must be a TFDS name'):
     loading.load(3)
+
+
+def test_found_by_name_without_features_json(tmp_path):
+  """TFDS's lookup by name skips a prepared dataset without features.json.
+
+  With the features in dataset_info.json (as rlds_lite writes) the dataset
+  reads (the highest version, or the one named); a legacy dataset (TFDS's
+  own layout, features in features.json only) gets the error naming the file
+  instead of "no dataset named".
+  """
+  from rlds_lite import synthetic, tfds as rlds_tfds  # pylint: disable=g-import-not-at-top
+  data_dir = str(tmp_path)
+  for version, count in (('1.0.0', 2), ('1.1.0', 3)):
+    path = rlds_tfds.write_dataset(synthetic.episodes(count, seed=0), data_dir,
+                                   'toy', version=version)
+    os.remove(os.path.join(path, 'features.json'))
+  assert len(list(loading.load('toy', data_dir=data_dir))) == 3
+  assert len(list(loading.load('toy:1.0.0', data_dir=data_dir))) == 2
+  with pytest.raises(ValueError, match="no TFDS dataset named 'toy:2.0.0'"):
+    loading.load('toy:2.0.0', data_dir=data_dir)
+  legacy = tfds_fixtures.write_dataset(
+      data_dir, 'legacy', tfds_fixtures.vector_features(3, 2),
+      {'train': tfds_fixtures.vector_episodes(1, 3, obs_dim=3, action_dim=2)})
+  os.remove(os.path.join(legacy, 'features.json'))
+  with pytest.raises(loading.CorruptDatasetError,
+                     match='features.json: is missing, and dataset_info.json '
+                           'does not describe the features either'):
+    loading.load('legacy', data_dir=data_dir)

@@ -111,3 +111,13 @@ def test_dense_episodes_are_validated_too():
   assert rlds.validate_episodes(tf.data.Dataset.from_tensors(good)) == 1
   with pytest.raises(rlds.RLDSFormatError, match="episode 0, field 'is_first'"):
     rlds.validate_episodes(tf.data.Dataset.from_tensors(bad))
+
+
+def test_dense_fields_of_different_lengths_are_named():
+  steps = {k: tf.constant(v) for k, v in rlds_testing.make_steps(3).items()}
+  steps['reward'] = tf.zeros([5])
+  with pytest.raises(
+      rlds.RLDSFormatError,
+      match=r"^episode 0, field 'reward': has 5 entries along the step axis, "
+      r'but the episode has 3 steps'):
+    rlds.validate_episodes(tf.data.Dataset.from_tensors({'steps': steps}))

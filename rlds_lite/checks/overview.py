@@ -21,10 +21,13 @@ import json
 import sys
 from typing import Any, Dict, List, Optional
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 import tqdm
 
+from rlds_lite import dataset_files
+from rlds_lite import loading
 from rlds_lite import rlds_types
 from rlds_lite.checks import problems as problems_lib
 from rlds_lite.checks import sources
@@ -89,8 +92,21 @@ def feature_rows(feature: tfds.features.FeatureConnector,
     return rows
   if isinstance(feature, (tfds.features.Dataset, tfds.features.Sequence)):
     return feature_rows(feature.feature, prefix)
-  return [FeatureRow(prefix, str(feature.np_dtype), _shape_text(feature.shape),
+  return [FeatureRow(prefix, _dtype_text(feature), _shape_text(feature.shape),
                      _kind(feature))]
+
+
+def _dtype_text(feature: tfds.features.FeatureConnector) -> str:
+  """``'string'`` for text and string tensors (NumPy says ``object``), else
+  the NumPy dtype's name.
+
+  Example:
+    >>> _dtype_text(tfds.features.Text()), _dtype_text(tfds.features.Scalar(tf.int32))
+    ('string', 'int32')
+  """
+  if np.dtype(feature.np_dtype) == object:
+    return 'string'
+  return str(feature.np_dtype)
 
 
 @dataclasses.dataclass
@@ -157,9 +173,23 @@ def _bytes_text(num_bytes: int) -> str:
   return f'{size:.1f} TiB'
 
 
+def _count_steps_random_access(builder: tfds.core.DatasetBuilder, split: str,
+                               bar: tqdm.tqdm) -> int:
+  """Steps of an array_record split, read with ``tfds.data_source``."""
+  total = 0
+  for episode in sources.RandomAccessEpisodes(builder, split):
+    total += len(tf.nest.flatten(episode[rlds_types.STEPS])[0])
+    bar.update(1)
+  return total
+
+
 def count_steps(builder: tfds.core.DatasetBuilder, split: str,
                 progress: Optional[bool] = False) -> int:
   """Steps in a split, read without decoding (one length per episode).
+
+  A damaged shard file raises a ``rlds_lite.dataset_files.CorruptDatasetError``
+  naming it (and the episode where known). Works on tfrecord and
+  array_record datasets.
 
   Example:
     >>> import tempfile
@@ -169,21 +199,30 @@ def count_steps(builder: tfds.core.DatasetBuilder, split: str,
     >>> count_steps(tfds.builder_from_directory(path), 'train')
     54
   """
-  episodes = builder.as_dataset(
-      split=split, decoders={rlds_types.STEPS: tfds.decode.SkipDecoding()})
-
-  def length(episode):
-    first = tf.nest.flatten(episode[rlds_types.STEPS])[0]
-    return tf.shape(first, out_type=tf.int64)[0]
-
-  total = 0
+  dataset_files.check_open(builder, split)
   with tqdm.tqdm(total=sources.split_size(builder, split),
                  desc=f'count steps [{split}]', unit=' episodes',
                  file=sys.stderr, leave=False,
                  disable=None if progress is None else not progress) as bar:
-    for lengths in episodes.map(length).batch(_COUNT_BATCH).as_numpy_iterator():
-      total += int(lengths.sum())
-      bar.update(len(lengths))
+    if dataset_files.file_format(builder) == 'array_record':
+      return _count_steps_random_access(builder, split, bar)
+    episodes = loading.as_dataset(
+        builder, split=split,
+        decoders={rlds_types.STEPS: tfds.decode.SkipDecoding()})
+
+    label = str(builder.data_dir)
+
+    def length(episode):
+      steps = loading.check_step_lengths(episode[rlds_types.STEPS], label)
+      first = tf.nest.flatten(steps)[0]
+      return tf.shape(first, out_type=tf.int64)[0]
+
+    total = 0
+    with loading.named_read_errors(builder, split):
+      for lengths in episodes.map(length).batch(
+          _COUNT_BATCH).as_numpy_iterator():
+        total += int(lengths.sum())
+        bar.update(len(lengths))
   return total
 
 
@@ -206,6 +245,8 @@ def describe(name_or_dir: sources.PathLike, *, split: Optional[str] = None,
   Raises:
     FileNotFoundError, ValueError: as ``rlds_lite.load`` (missing path, not
       RLDS, unknown split).
+    rlds_lite.dataset_files.CorruptDatasetError: (a ValueError) naming the
+      file, for damaged metadata, or a damaged shard when steps are counted.
 
   Example:
     >>> describe('/no/such/dir')  # doctest: +ELLIPSIS
@@ -214,6 +255,7 @@ def describe(name_or_dir: sources.PathLike, *, split: Optional[str] = None,
     FileNotFoundError: load: dataset directory '/no/such/dir' does not exist.
   """
   builder, label = sources.open_builder(name_or_dir, data_dir)
+  dataset_files.check_has_splits(builder)
   info = builder.info
   names = sorted(info.splits.keys())
   if split is not None:

@@ -36,6 +36,14 @@ DTYPE_MISMATCH = 'dtype_mismatch'
 SHAPE_MISMATCH = 'shape_mismatch'
 NON_FINITE = 'non_finite'
 LAST_STEP_VALUE = 'last_step_value'
+LENGTH_MISMATCH = 'length_mismatch'
+# Problems of the files of a dataset on disk (``rlds_lite.dataset_files``).
+CORRUPT_FILE = 'corrupt_file'
+UNDECODABLE = 'undecodable'
+FEATURES_MISMATCH = 'features_mismatch'
+
+# The kinds of notice (findings that leave the data valid RLDS).
+LAST_STEP_VALUES = 'last_step_values'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,16 +54,28 @@ class Problem:
     episode: index of the episode in the pass (None: dataset-wide).
     field: the step field, as a path such as ``'observation/image'``.
     kind: a stable name of the rule broken (``'is_last_missing'``, ...).
-    message: what is wrong, for a person.
+    message: what is wrong, for a person (for a file: one line naming the
+      file, and the episode and field where known).
     step: the first offending step in the episode, where there is one.
+    file: the damaged file, for problems of the files on disk.
   """
   episode: Optional[int]
   field: Optional[str]
   kind: str
   message: str
   step: Optional[int] = None
+  file: Optional[str] = None
+
+  def to_dict(self) -> Dict[str, Any]:
+    """A JSON-ready dict (``file`` only for problems of a file)."""
+    out = dataclasses.asdict(self)
+    if self.file is None:
+      del out['file']
+    return out
 
   def __str__(self) -> str:
+    if self.file is not None:
+      return self.message  # Names the file, episode and field itself.
     where = []
     if self.episode is not None:
       where.append(f'episode {self.episode}')
@@ -64,6 +84,48 @@ class Problem:
     if self.field is not None:
       where.append(f'field {self.field!r}')
     return (', '.join(where) + ': ' if where else '') + self.message
+
+
+@dataclasses.dataclass(frozen=True)
+class Notice:
+  """A finding that leaves the data valid RLDS but changes what tools do.
+
+  Non-zero action/reward/discount values on last steps (``kind``
+  ``'last_step_values'``): RLDS says they are invalid, so statistics,
+  transitions and converters leave them out by default (with a warning);
+  if they are real (a success reward on the final step), read the data
+  with ``last_step='valid'``.
+
+  Attributes:
+    field: the step field, as a path.
+    kind: a stable name of the finding.
+    episodes: how many episodes it concerns.
+    message: what was found and what to do, for a person.
+  """
+  field: str
+  kind: str
+  episodes: int
+  message: str
+
+  def __str__(self) -> str:
+    return f'field {self.field!r}: {self.message}'
+
+
+def last_step_notices(counts: Dict[str, int], num_episodes: int
+                      ) -> List[Notice]:
+  """One `Notice` per field with non-zero values on last steps.
+
+  Example:
+    >>> [str(n) for n in last_step_notices({'reward': 3}, 10)]
+    ["field 'reward': non-zero on the last step of 3 of 10 episodes; RLDS says it is invalid, so stats, transitions and converters leave it out by default: if it is real (e.g. a success reward), use last_step='valid' (--last-step valid)."]
+  """
+  return [Notice(field, LAST_STEP_VALUES, count,
+                 f'non-zero on the last step of {count} of {num_episodes} '
+                 'episodes; RLDS says it is invalid, so stats, transitions '
+                 'and converters leave it out by default: if it is real '
+                 "(e.g. a success reward), use last_step='valid' "
+                 '(--last-step valid).')
+          for field, count in sorted(counts.items()) if count]
 
 
 def _text_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -86,10 +148,13 @@ class ValidationReport:
     num_episodes: episodes checked.
     num_steps: steps checked.
     source: what was checked (a path, a name or ``'<dataset>'``).
-    complete: False if the pass stopped early (``max_problems`` reached).
+    complete: False if the pass stopped early (``max_problems`` reached, or
+      a damaged file, then the last problem).
     repairs: the repairs asked for (``('is_last',)``), applied to `repaired`.
     repaired: the repaired episodes (a ``tf.data.Dataset``) when repairs
       were asked for, else None. Problems describe the data before repair.
+    notices: findings that leave the data valid (`Notice`): they do not
+      make `ok` False.
   """
   problems: List[Problem]
   num_episodes: int
@@ -98,10 +163,11 @@ class ValidationReport:
   complete: bool = True
   repairs: Tuple[str, ...] = ()
   repaired: Any = None
+  notices: List[Notice] = dataclasses.field(default_factory=list)
 
   @property
   def ok(self) -> bool:
-    """True if no problem was found."""
+    """True if no problem was found (notices do not count)."""
     return not self.problems
 
   def kinds(self) -> Dict[str, int]:
@@ -118,19 +184,26 @@ class ValidationReport:
     text = (f'{self.source}: {count} in {self.num_episodes} episodes '
             f'({self.num_steps} steps)')
     if not self.complete:
-      text += '; stopped early (max_problems reached)'
+      damaged = bool(self.problems) and self.problems[-1].file is not None
+      text += ('; stopped early (a damaged file)' if damaged
+               else '; stopped early (max_problems reached)')
     if self.repairs:
       text += f'; repaired: {", ".join(self.repairs)}'
+    if self.notices:
+      plural = '' if len(self.notices) == 1 else 's'
+      text += f'; {len(self.notices)} notice{plural}'
     return text
 
   def table(self) -> str:
-    """The headline, then one row per problem."""
-    if not self.problems:
-      return self.headline()
-    rows = [(p.episode, p.step, p.field, p.kind, p.message)
-            for p in self.problems]
-    return self.headline() + '\n' + _text_table(
-        ('episode', 'step', 'field', 'kind', 'message'), rows)
+    """The headline, one row per problem, then one line per notice."""
+    lines = [self.headline()]
+    if self.problems:
+      rows = [(p.episode, p.step, p.field, p.kind, p.message)
+              for p in self.problems]
+      lines.append(_text_table(('episode', 'step', 'field', 'kind',
+                                'message'), rows))
+    lines += [f'notice: {n}' for n in self.notices]
+    return '\n'.join(lines)
 
   def to_dict(self) -> Dict[str, Any]:
     """A JSON-ready dict (the repaired dataset is left out)."""
@@ -141,7 +214,8 @@ class ValidationReport:
         'episodes': self.num_episodes,
         'steps': self.num_steps,
         'repairs': list(self.repairs),
-        'problems': [dataclasses.asdict(p) for p in self.problems],
+        'problems': [p.to_dict() for p in self.problems],
+        'notices': [dataclasses.asdict(n) for n in self.notices],
     }
 
   def to_json(self, indent: Optional[int] = 2) -> str:

@@ -148,6 +148,22 @@ def _shape_problems(index: int, path: str, shapes: np.ndarray,
                   'shape.', step)]
 
 
+def _length_problems(index: int, summary: Mapping[str, Any],
+                     length: int) -> List[Problem]:
+  """Dense fields whose entries along the step axis differ from the length."""
+  found = []
+  reference = next((f for f in (rlds_types.IS_FIRST, rlds_types.IS_LAST)
+                    if f in summary), 'the first field')
+  for key, value in summary.items():
+    if key.startswith('length:') and int(value) != length:
+      found.append(Problem(
+          index, key[len('length:'):], problems_lib.LENGTH_MISMATCH,
+          f'has {int(value)} entries along the step axis, but the episode '
+          f'has {length} steps ({reference} has {length}); every step field '
+          'needs one entry per step.'))
+  return found
+
+
 def check_episode(index: int, summary: Mapping[str, Any],
                   reference_shapes: Dict[str, Tuple[int, ...]]
                   ) -> List[Problem]:
@@ -175,6 +191,7 @@ def check_episode(index: int, summary: Mapping[str, Any],
                     'the episode has no steps; an RLDS episode has at least '
                     'the step with is_last=True.')]
   found = _flag_problems(index, summary, length)
+  found.extend(_length_problems(index, summary, length))
   for key, value in summary.items():
     if key.startswith('shape:'):
       found.extend(_shape_problems(index, key[len('shape:'):],
@@ -193,6 +210,18 @@ def check_episode(index: int, summary: Mapping[str, Any],
           f'non-zero on the final step (index {length - 1}), whose reward and '
           'discount the dataset declares invalid.', length - 1))
   return found
+
+
+def nonzero_last_values(summary: Mapping[str, Any]) -> List[str]:
+  """The fields whose final step holds a non-zero value (``lastvalue:``).
+
+  Example:
+    >>> nonzero_last_values({'lastvalue:reward': np.array([False, True]),
+    ...                      'lastvalue:action': np.array([True, False])})
+    ['reward']
+  """
+  return [key[len('lastvalue:'):] for key, value in summary.items()
+          if key.startswith('lastvalue:') and len(value) and value[-1]]
 
 
 def field_dtypes(steps: Mapping[str, Any]) -> Dict[str, str]:

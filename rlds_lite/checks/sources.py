@@ -21,7 +21,9 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import dataset_files
 from rlds_lite import loading
+from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 
 PathLike = Union[str, os.PathLike]
@@ -77,7 +79,7 @@ def default_split(builder: tfds.core.DatasetBuilder) -> str:
   """
   splits = sorted(builder.info.splits.keys())
   if not splits:
-    raise ValueError(f'dataset {builder.name!r} has no splits.')
+    dataset_files.check_has_splits(builder)
   return 'train' if 'train' in splits else splits[0]
 
 
@@ -126,8 +128,50 @@ def _dataset_kind(episodes: tf.data.Dataset) -> str:
   return DENSE
 
 
+class RandomAccessEpisodes:
+  """The episodes of an array_record split, read in order with ``tfds.data_source``.
+
+  ``rlds_lite.load`` reads tfrecord datasets only (TFDS has no ``as_dataset``
+  for array_record); checks read array_record episodes this way, as Python
+  episodes whose ``steps`` are dense NumPy arrays (encoded features, such as
+  PNG images, are left encoded). A damaged file raises a
+  ``rlds_lite.dataset_files.CorruptDatasetError`` naming it (the array_record
+  reader's own errors name no episode, some no file).
+  """
+
+  def __init__(self, builder: tfds.core.DatasetBuilder, split: str):
+    self.builder = builder
+    self.split = split
+    self._source = builder.as_data_source(
+        split, decoders={rlds_types.STEPS: tfds.decode.SkipDecoding()})
+
+  def __len__(self) -> int:
+    return len(self._source)
+
+  def __iter__(self):
+    for index in range(len(self._source)):
+      try:
+        episode = self._source[index]
+      except Exception:  # pylint: disable=broad-except
+        self._raise_damage()
+        raise
+      if episode is None or any(  # What TFDS returns from a truncated file.
+          leaf is None for _, leaf in nest_paths.flatten_with_paths(episode)):
+        self._raise_damage()
+        raise ValueError(f'episode {index} of split {self.split!r} of '
+                         f'{os.fspath(self.builder.data_dir)!r} cannot be '
+                         'read (tfds.data_source returned None).')
+      yield episode
+
+  def _raise_damage(self) -> None:
+    for problem in dataset_files.find_damage(self.builder, self.split,
+                                             records=True):
+      raise problem from None
+
+
 def open_source(source: Any, split: Optional[str] = None,
-                data_dir: Optional[PathLike] = None) -> Source:
+                data_dir: Optional[PathLike] = None,
+                random_access: bool = False) -> Source:
   """Opens a dataset path/name, a ``tf.data.Dataset`` or Python episodes.
 
   Args:
@@ -135,6 +179,9 @@ def open_source(source: Any, split: Optional[str] = None,
     split: the split of a path or name (default: ``'train'`` if present,
       else the first split); ignored for datasets and Python episodes.
     data_dir: where TFDS looks for prepared datasets (names only).
+    random_access: read an array_record dataset as Python episodes (see
+      `RandomAccessEpisodes`); otherwise it is an error, as in
+      ``rlds_lite.load``.
 
   Returns:
     The `Source`; a path or name is read with dense steps.
@@ -153,6 +200,11 @@ def open_source(source: Any, split: Optional[str] = None,
   if isinstance(source, (str, os.PathLike)):
     builder, label = open_builder(source, data_dir)
     split = split or default_split(builder)
+    if random_access and dataset_files.file_format(builder) == 'array_record':
+      loading.check_split(builder, split, label)
+      dataset_files.check_open(builder, split)
+      return Source(label, RandomAccessEpisodes(builder, split), PYTHON,
+                    split_size(builder, split), builder, split)
     episodes = loading.load(source, split, data_dir=data_dir, dense=True)
     return Source(label, episodes, DENSE, split_size(builder, split), builder,
                   split)

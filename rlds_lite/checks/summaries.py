@@ -44,11 +44,18 @@ class Plan:
     shape_paths: fields whose per-step shape is recorded.
     value_paths: fields (under ``reward``/``discount``) checked for non-zero
       values on the final step.
+    length_paths: fields whose number of entries along the step axis is
+      recorded (dense steps: each field is its own ``[T, ...]`` array, and
+      all must have the episode's length).
+    last_value_paths: numeric fields under ``action``/``reward``/``discount``
+      whose non-zero values on the final step are counted (a notice).
   """
   flags: Tuple[str, ...]
   finite_paths: Tuple[str, ...]
   shape_paths: Tuple[str, ...]
   value_paths: Tuple[str, ...]
+  length_paths: Tuple[str, ...] = ()
+  last_value_paths: Tuple[str, ...] = ()
 
 
 def _per_step_dims(leaf: Any, dense: bool):
@@ -60,7 +67,7 @@ def _per_step_dims(leaf: Any, dense: bool):
 
 
 def make_plan(step_spec: Any, *, dense: bool, last_step_invalid: bool,
-              all_shapes: bool = False) -> Plan:
+              all_shapes: bool = False, last_values: bool = False) -> Plan:
   """The summary plan of a step spec (a nest of ``tf.TensorSpec``).
 
   Args:
@@ -69,6 +76,8 @@ def make_plan(step_spec: Any, *, dense: bool, last_step_invalid: bool,
     last_step_invalid: check ``reward``/``discount`` on the final step.
     all_shapes: record the shapes of all fields, not only of those whose
       shape the spec leaves open (for data without a fixed spec).
+    last_values: count non-zero ``action``/``reward``/``discount`` values
+      on the final step (``last_value_paths``).
 
   Returns:
     The plan.
@@ -77,12 +86,12 @@ def make_plan(step_spec: Any, *, dense: bool, last_step_invalid: bool,
     >>> make_plan({'is_last': tf.TensorSpec([], tf.bool),
     ...            'obs': tf.TensorSpec([None], tf.float64)},
     ...           dense=False, last_step_invalid=False)
-    Plan(flags=('is_last',), finite_paths=('obs',), shape_paths=('obs',), value_paths=())
+    Plan(flags=('is_last',), finite_paths=('obs',), shape_paths=('obs',), value_paths=(), length_paths=(), last_value_paths=())
   """
   flat = nest_paths.flatten_with_paths(step_spec)
   flags = tuple(f for f in FLAGS if isinstance(step_spec, dict) and
                 f in step_spec)
-  finite, shapes, values = [], [], []
+  finite, shapes, values, last_values_ = [], [], [], []
   for path, leaf in flat:
     if leaf.dtype.is_floating or leaf.dtype.is_complex:
       finite.append(path)
@@ -94,7 +103,14 @@ def make_plan(step_spec: Any, *, dense: bool, last_step_invalid: bool,
         and (leaf.dtype.is_floating or leaf.dtype.is_integer or
              leaf.dtype == tf.bool)):
       values.append(path)
-  return Plan(flags, tuple(finite), tuple(shapes), tuple(values))
+    if (last_values and top in (rlds_types.ACTION, rlds_types.REWARD,
+                                rlds_types.DISCOUNT)
+        and (leaf.dtype.is_floating or leaf.dtype.is_integer or
+             leaf.dtype == tf.bool)):
+      last_values_.append(path)
+  lengths = tuple(path for path, _ in flat) if dense and len(flat) > 1 else ()
+  return Plan(flags, tuple(finite), tuple(shapes), tuple(values), lengths,
+              tuple(last_values_))
 
 
 def _any_inner(x: tf.Tensor) -> tf.Tensor:
@@ -110,9 +126,11 @@ def summarize(steps: Any, plan: Plan) -> Dict[str, tf.Tensor]:
     plan: what to summarise (see `make_plan`).
 
   Returns:
-    ``length`` (scalar), the flags, and per step: ``nonfinite:<path>``,
-    ``nonzero:<path>`` (booleans) and ``shape:<path>`` (int64 per-step
-    shapes, ``[T, rank]``).
+    ``length`` (scalar: the length of ``is_first``, else of ``is_last``,
+    else of the first field), the flags, per field ``length:<path>`` (its
+    entries along the step axis) and per step: ``nonfinite:<path>``,
+    ``nonzero:<path>``, ``lastvalue:<path>`` (booleans: a non-zero value)
+    and ``shape:<path>`` (int64 per-step shapes, ``[T, rank]``).
 
   Example:
     >>> plan = Plan(('is_last',), (), ('obs',), ())
@@ -122,9 +140,12 @@ def summarize(steps: Any, plan: Plan) -> Dict[str, tf.Tensor]:
     (2, [[3, 4], [3, 4]])
   """
   flat = dict(nest_paths.flatten_with_paths(steps))
-  first_leaf = next(iter(flat.values()))
-  length = tf.shape(first_leaf, out_type=tf.int64)[0]
+  reference = next((flat[f] for f in FLAGS[:2] if f in flat),
+                   next(iter(flat.values())))
+  length = tf.shape(reference, out_type=tf.int64)[0]
   out = {LENGTH: length}
+  for path in plan.length_paths:
+    out['length:' + path] = tf.shape(flat[path], out_type=tf.int64)[0]
   for flag in plan.flags:
     out[flag] = tf.cast(flat[flag], tf.bool)
   for path in plan.finite_paths:
@@ -136,6 +157,10 @@ def summarize(steps: Any, plan: Plan) -> Dict[str, tf.Tensor]:
   for path in plan.value_paths:
     value = flat[path]
     out['nonzero:' + path] = _any_inner(
+        tf.not_equal(value, tf.zeros([], value.dtype)))
+  for path in plan.last_value_paths:
+    value = flat[path]
+    out['lastvalue:' + path] = _any_inner(
         tf.not_equal(value, tf.zeros([], value.dtype)))
   for path in plan.shape_paths:
     shape = tf.shape(flat[path], out_type=tf.int64)[1:]
@@ -153,6 +178,7 @@ def summarize_step(step: Any, plan: Plan) -> Dict[str, tf.Tensor]:
     >>> bool(out['is_last']), out['shape:obs'].numpy().tolist()
     (True, [3])
   """
-  one = summarize(tf.nest.map_structure(lambda x: x[None], step), plan)
+  one = summarize(tf.nest.map_structure(lambda x: x[None], step),
+                  dataclasses.replace(plan, length_paths=()))
   del one[LENGTH]
   return {k: v[0] for k, v in one.items()}

@@ -14,7 +14,28 @@ problem. Checked:
   across steps and episodes;
 * NaN/Inf in floating-point fields (with the step index);
 * with ``last_step_invalid=True``: non-zero ``reward``/``discount`` on the
-  final step, which the dataset declares invalid (the RLDS convention).
+  final step, which the dataset declares invalid (the RLDS convention);
+* dense steps: every field has one entry per step (``length_mismatch``).
+
+For a dataset directory or name, the files too (``rlds_lite.dataset_files``):
+a damaged ``dataset_info.json`` (or ``features.json`` where TFDS takes the
+features from it), missing, empty, truncated or damaged shard files and
+record counts that disagree with ``dataset_info.json`` (``corrupt_file``),
+data that does not decode with the declared features (``undecodable``: a
+field's shape or dtype edited), and, when ``dataset_info.json`` holds the
+features (TFDS then decodes with those), a ``features.json`` that is
+missing, unreadable or disagrees with them (``features_mismatch``: the data
+reads right, tools that read ``features.json`` do not). Each such problem
+names the file (``Problem.file``) and, where known, the episode and field; a
+damaged file stops the pass where it is read (the report is then not
+complete).
+
+And noticed (`Notice`, listed in the report without making it fail): non-zero
+``action``/``reward``/``discount`` values on final steps, per field with the
+number of episodes. RLDS says they are invalid, so ``stats``, transitions
+and converters leave them out by default; data that puts a real value there
+(a success reward on the final step, as much Open X-Embodiment data does)
+should be read with ``last_step='valid'``, which also silences the notice.
 
 Example:
   >>> import rlds_lite
@@ -27,14 +48,19 @@ Example:
   np.True_
 """
 
+import contextlib
+import os
 import sys
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import tensorflow as tf
 import tqdm
 
+from rlds_lite import dataset_files
 from rlds_lite import dense
+from rlds_lite import loading
 from rlds_lite import rlds_types
+from rlds_lite.dense import last_step as last_step_lib
 from rlds_lite.checks import problems as problems_lib
 from rlds_lite.checks import repair as repair_lib
 from rlds_lite.checks import rules
@@ -76,6 +102,7 @@ def _tf_summaries(source: sources.Source, plan: summaries.Plan
 
 
 def _python_summaries(source: sources.Source, last_step_invalid: bool,
+                      last_values: bool,
                       found: List[Problem]) -> Iterator[Summary]:
   """Summaries of Python episodes; structure problems go to ``found``."""
   reference = None
@@ -93,8 +120,44 @@ def _python_summaries(source: sources.Source, last_step_invalid: bool,
     else:
       found.extend(rules.check_structure(index, dtypes, reference))
     plan = summaries.make_plan(spec, dense=True, all_shapes=True,
-                               last_step_invalid=last_step_invalid)
+                               last_step_invalid=last_step_invalid,
+                               last_values=last_values)
     yield {k: v.numpy() for k, v in summaries.summarize(tensors, plan).items()}
+
+
+def _file_problem(error: dataset_files.CorruptDatasetError) -> Problem:
+  """The `Problem` of a damaged dataset file."""
+  return Problem(error.episode, error.field, error.kind, str(error),
+                 file=error.path)
+
+
+def _files_problems(source: sources.Source) -> List[Problem]:
+  """Damaged files of a dataset on disk (cheap: record headers only)."""
+  # Record checksums too for array_record: its reader's errors say little.
+  errors = dataset_files.find_damage(
+      source.builder, source.split,
+      records=dataset_files.file_format(source.builder) == 'array_record')
+  mismatch = dataset_files.features_mismatch(source.builder.data_dir)
+  if mismatch is not None:
+    errors.append(mismatch)
+  return [_file_problem(e) for e in errors]
+
+
+def _corrupt_report(dataset: Any, split: Optional[str],
+                    data_dir: Optional[str],
+                    error: dataset_files.CorruptDatasetError
+                    ) -> problems_lib.ValidationReport:
+  """The report of a dataset that cannot be opened: every damaged file."""
+  errors = [error]
+  try:
+    builder, _ = loading.rlds_builder(dataset, data_dir)
+    split = split or sources.default_split(builder)
+    errors = dataset_files.find_damage(builder, split) or errors
+  except (ValueError, OSError):
+    pass  # Its metadata is damaged: `error` names the file.
+  label = os.fspath(dataset) + (f' [{split}]' if split else '')
+  return problems_lib.ValidationReport(
+      [_file_problem(e) for e in errors], 0, 0, label, complete=False)
 
 
 def _progress_bar(total: Optional[int], progress: Optional[bool],
@@ -106,39 +169,54 @@ def _progress_bar(total: Optional[int], progress: Optional[bool],
 
 
 def _run_pass(source: sources.Source, last_step_invalid: bool,
-              max_problems: Optional[int], num_episodes: Optional[int],
-              progress: Optional[bool]) -> Tuple[List[Problem], int, int, bool]:
-  """(problems, episodes, steps, complete) of one pass over ``source``."""
+              last_values: bool, max_problems: Optional[int],
+              num_episodes: Optional[int], progress: Optional[bool]
+              ) -> Tuple[List[Problem], int, int, bool, Dict[str, int]]:
+  """(problems, episodes, steps, complete, non-zero last values per field)."""
   found: List[Problem] = []
+  last_counts: Dict[str, int] = {}
+  if source.builder is not None:
+    found.extend(_files_problems(source))
   if source.kind == sources.PYTHON:
-    stream = _python_summaries(source, last_step_invalid, found)
+    stream = _python_summaries(source, last_step_invalid, last_values, found)
   else:
     steps_spec = source.episodes.element_spec[rlds_types.STEPS]
     is_dense = source.kind == sources.DENSE
     if not is_dense:
       steps_spec = steps_spec.element_spec
-    found.extend(rules.check_spec(steps_spec, is_dense))
-    if found:
-      return found, 0, 0, True
+    spec_problems = rules.check_spec(steps_spec, is_dense)
+    if spec_problems:
+      return found + spec_problems, 0, 0, True, last_counts
     plan = summaries.make_plan(steps_spec, dense=is_dense,
-                               last_step_invalid=last_step_invalid)
+                               last_step_invalid=last_step_invalid,
+                               last_values=last_values)
     stream = _tf_summaries(source, plan)
   total = source.total
   if num_episodes is not None:
     total = num_episodes if total is None else min(total, num_episodes)
   reference_shapes: Dict[str, Tuple[int, ...]] = {}
   episodes = steps = 0
-  with _progress_bar(total, progress, source.label) as bar:
-    for index, summary in enumerate(stream):
-      if num_episodes is not None and index >= num_episodes:
-        break
-      found.extend(rules.check_episode(index, summary, reference_shapes))
-      episodes += 1
-      steps += int(summary[summaries.LENGTH])
-      bar.update(1)
-      if max_problems is not None and len(found) >= max_problems:
-        return found[:max_problems], episodes, steps, False
-  return found, episodes, steps, True
+  reading = (loading.named_read_errors(source.builder, source.split)
+             if source.builder is not None else contextlib.nullcontext())
+  try:
+    with _progress_bar(total, progress, source.label) as bar, reading:
+      for index, summary in enumerate(stream):
+        if num_episodes is not None and index >= num_episodes:
+          break
+        found.extend(rules.check_episode(index, summary, reference_shapes))
+        for path in rules.nonzero_last_values(summary):
+          last_counts[path] = last_counts.get(path, 0) + 1
+        episodes += 1
+        steps += int(summary[summaries.LENGTH])
+        bar.update(1)
+        if max_problems is not None and len(found) >= max_problems:
+          return found[:max_problems], episodes, steps, False, last_counts
+  except dataset_files.CorruptDatasetError as error:
+    problem = _file_problem(error)
+    if problem not in found:
+      found.append(problem)
+    return found, episodes, steps, False, last_counts
+  return found, episodes, steps, True, last_counts
 
 
 def validate(dataset: Any,
@@ -146,6 +224,7 @@ def validate(dataset: Any,
              split: Optional[str] = None,
              data_dir: Optional[str] = None,
              last_step_invalid: bool = False,
+             last_step: Union[last_step_lib.LastStep, str] = 'invalid',
              repair: Union[bool, str, Sequence[str], None] = False,
              max_problems: Optional[int] = 1000,
              num_episodes: Optional[int] = None,
@@ -161,7 +240,12 @@ def validate(dataset: Any,
       first split if there is no ``'train'``).
     data_dir: where TFDS looks for prepared datasets (names only).
     last_step_invalid: the dataset declares the final step's reward and
-      discount invalid (RLDS): report them when they are not zero.
+      discount invalid (RLDS): report them as problems when they are not
+      zero.
+    last_step: ``'invalid'`` (default, RLDS): notice non-zero
+      ``action``/``reward``/``discount`` values on final steps (the report's
+      ``notices``: field and number of episodes; ``ok`` is unchanged);
+      ``'valid'``: the data says they are real values: no notice.
     repair: repairs to apply, only when asked: ``'is_last'``, ``'is_first'``,
       a list of them, or True for all. The report's ``repaired`` is then the
       repaired data (a ``tf.data.Dataset`` with dense steps for a path or
@@ -177,7 +261,10 @@ def validate(dataset: Any,
 
   Raises:
     FileNotFoundError, ValueError: for a missing path or a dataset that is
-      not RLDS at all (no ``steps``).
+      not RLDS at all (no ``steps``). Damaged files of a dataset on disk are
+      problems of the report (``corrupt_file``, ``undecodable``,
+      ``features_mismatch``, each naming the file), not errors. An
+      array_record dataset is read with ``tfds.data_source``.
 
   Example:
     >>> from rlds_lite import synthetic
@@ -186,17 +273,28 @@ def validate(dataset: Any,
     (True, 4, 144)
   """
   names = repair_lib.repair_names(repair)
-  source = sources.open_source(dataset, split, data_dir)
-  found, episodes, steps, complete = _run_pass(
-      source, last_step_invalid, max_problems, num_episodes, progress)
+  policy = last_step_lib.as_last_step(last_step, 'validate')
+  last_values = policy is last_step_lib.LastStep.INVALID
+  try:
+    source = sources.open_source(dataset, split, data_dir, random_access=True)
+  except dataset_files.CorruptDatasetError as error:
+    return _corrupt_report(dataset, split, data_dir, error)
+  found, episodes, steps, complete, last_counts = _run_pass(
+      source, last_step_invalid, last_values, max_problems, num_episodes,
+      progress)
   repaired = None
   if names:
     if source.kind == sources.PYTHON:
       repaired = repair_lib.repair_python_episodes(source.episodes, names)
     else:
       repaired = repair_lib.repair_episodes(source.episodes, names)
+  if last_step_invalid:  # Non-zero reward/discount there are problems.
+    last_counts = {k: v for k, v in last_counts.items()
+                   if k.split('/')[0] not in (rlds_types.REWARD,
+                                              rlds_types.DISCOUNT)}
   label = source.label
   if source.split is not None:
     label = f'{label} [{source.split}]'
-  return problems_lib.ValidationReport(found, episodes, steps, label, complete,
-                                       names, repaired)
+  return problems_lib.ValidationReport(
+      found, episodes, steps, label, complete, names, repaired,
+      problems_lib.last_step_notices(last_counts, episodes))

@@ -24,4 +24,5 @@ COMMANDS = (
     'validate',
     'version',
     'video',
+    'view',
 )

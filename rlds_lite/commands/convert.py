@@ -19,6 +19,7 @@ FORMATS = {
     'webdataset': 'a directory of il-representations tar shards',
     'ted': 'a TorchRL TED H5 file',
     'alf': 'ALF TimeSteps in a .npz file',
+    'lerobot': 'a LeRobotDataset directory (v3.0; reads v2.x too)',
 }
 """``describe`` of each of `rlds_lite.convert.files.FORMATS`, for ``--help``.
 
@@ -32,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
                       for name, describe in FORMATS.items())
   parser = subparsers.add_parser(
       'convert', help='convert episodes between RLDS, Minari, D4RL, '
-      'il-representations, webdataset shards, TorchRL TED and ALF',
+      'il-representations, webdataset shards, TorchRL TED, ALF and LeRobot',
       description='Reads SOURCE in one format and writes TARGET in another, '
       'keeping episode ends (terminated vs truncated) exact. Formats: '
       f'{formats}.')
@@ -60,9 +61,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
   parser.add_argument('--allow-pickle', action='store_true',
                       help='webdataset source: unpickle anything (only for '
                       'files you trust)')
+  dataset_options.add_last_step_argument(
+      parser, 'targets without a place for them leave them out')
   parser.add_argument('--skip-one-step', action='store_true',
                       help='targets without room for one-step episodes: skip '
                       'them instead of failing')
+  parser.add_argument('--fps', type=int, default=None,
+                      help='lerobot target: frames per second (required)')
+  parser.add_argument('--task-key', default=None,
+                      help='lerobot: the step field holding the task text '
+                      '(default language_instruction)')
+  parser.add_argument('--no-video', action='store_true',
+                      help='lerobot target: store camera frames as PNG images '
+                      'instead of MP4 video')
   parser.add_argument('--json', action='store_true',
                       help='print the counts as JSON for machines')
   parser.add_argument('--no-progress', action='store_true',
@@ -78,15 +89,18 @@ def run(args: argparse.Namespace) -> int:
       'split': args.split, 'name': args.name, 'dataset_id': args.dataset_id,
       'repair': args.repair, 'allow_pickle': args.allow_pickle,
       'one_step': 'skip' if args.skip_one_step else None,
+      'fps': args.fps, 'task_key': args.task_key, 'no_video': args.no_video,
+      'last_step': args.last_step,
   }
   if args.to_format == 'rlds' and args.split:
     options['split'] = args.split
   try:
-    counted = files.convert(
-        args.source, args.target, from_format=args.from_format,
-        to_format=args.to_format,
-        progress=progress.shown(dataset_options.progress_option(args)),
-        **options)
+    with dataset_options.last_step_warnings('convert'):
+      counted = files.convert(
+          args.source, args.target, from_format=args.from_format,
+          to_format=args.to_format,
+          progress=progress.shown(dataset_options.progress_option(args)),
+          **options)
   except (dataset_options.BAD_INPUT_ERRORS + (FileExistsError,)) as e:
     return dataset_options.report_error('convert', e)
   if args.json:

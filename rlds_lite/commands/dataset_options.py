@@ -17,7 +17,10 @@ Example:
 """
 
 import argparse
+import contextlib
 import sys
+from typing import Iterator
+import warnings
 
 BAD_INPUT = 2
 """Exit status for bad input (argparse uses it for bad arguments too)."""
@@ -74,3 +77,48 @@ def report_error(command: str, error: BaseException) -> int:
   """Prints `error_message` to stderr; returns `BAD_INPUT`."""
   print(error_message(command, error), file=sys.stderr)
   return BAD_INPUT
+
+
+LAST_STEP_CHOICES = ('invalid', 'valid')
+"""``--last-step`` values (`rlds_lite.dense.LastStep`)."""
+
+
+def add_last_step_argument(parser: argparse.ArgumentParser, what: str) -> None:
+  """``--last-step {invalid,valid}``, the same everywhere."""
+  parser.add_argument(
+      '--last-step', choices=LAST_STEP_CHOICES, default='invalid',
+      help="the last step's action, reward and discount: invalid (default, "
+      f'RLDS: {what}; a warning says when non-zero ones are) or valid '
+      '(real values, e.g. a success reward on the final step)')
+
+
+@contextlib.contextmanager
+def last_step_warnings(command: str) -> Iterator[None]:
+  """Prints each `LastStepValuesWarning` as one line on stderr.
+
+  ``rlds-lite COMMAND: warning: ...`` instead of Python's two-line warning,
+  once the block has succeeded (a failed command says only why); other
+  warnings pass through to the usual filters. Enter it after `quiet_logs`
+  (it imports TensorFlow).
+  """
+  from rlds_lite.dense import last_step  # pylint: disable=g-import-not-at-top
+  caught = []
+  succeeded = False
+  try:
+    with warnings.catch_warnings(record=True) as recorded:
+      warnings.simplefilter('always')
+      try:
+        yield
+        succeeded = True
+      finally:
+        caught.extend(recorded)
+  finally:
+    for warning in caught:
+      if issubclass(warning.category, last_step.LastStepValuesWarning):
+        if succeeded:
+          text = str(warning.message).removeprefix(f'{command}: ')
+          print(f'rlds-lite {command}: warning: {text}', file=sys.stderr)
+      else:
+        warnings.warn_explicit(warning.message, warning.category,
+                               warning.filename, warning.lineno,
+                               source=warning.source)

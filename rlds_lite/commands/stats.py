@@ -7,7 +7,7 @@ import sys
 
 from rlds_lite.commands import dataset_options
 
-_MAX_MESSAGE = 300
+_MAX_MESSAGE = 600  # Errors naming a damaged file are longer.
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable=protected-access
@@ -27,9 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
                       '...), bars for discrete values, wide fields grouped')
   parser.add_argument('--no-cache', action='store_true',
                       help='neither read nor write the statistics cache')
-  parser.add_argument('--keep-last-step', action='store_true',
-                      help='count the (invalid) action/reward/discount of '
-                      'last steps too')
+  dataset_options.add_last_step_argument(parser, 'left out of the statistics')
+  parser.add_argument('--keep-last-step', action='store_const',
+                      dest='last_step', const='valid',
+                      help='the same as --last-step valid')
 
 
 def _one_line(error: BaseException) -> str:
@@ -75,11 +76,11 @@ def run(args: argparse.Namespace) -> int:
   source = path if os.path.exists(path) else args.path
   try:
     split = args.split or _default_split(source, args.data_dir)
-    stats = stats_lib.compute(
-        source, split=split,
-        keys=keys, mask_last_step=not args.keep_last_step,
-        cache=not args.no_cache, progress=not args.no_progress,
-        data_dir=args.data_dir)
+    with dataset_options.last_step_warnings('stats'):
+      stats = stats_lib.compute(
+          source, split=split, keys=keys, last_step=args.last_step,
+          cache=not args.no_cache, progress=not args.no_progress,
+          data_dir=args.data_dir)
   except (FileNotFoundError, ValueError, KeyError, TypeError) as e:
     return _fail(_one_line(e))
   written = None

@@ -1,4 +1,11 @@
-"""``rlds-lite validate PATH``: list every format problem; exit 1 if any."""
+"""``rlds-lite validate PATH``: list every format problem; exit 1 if any.
+
+Notices (non-zero action/reward/discount values on last steps, which RLDS
+says are invalid) are listed too but do not fail: exit 0 when they are all
+there is. ``--last-step valid`` says those values are real (no notice);
+``--last-step-invalid`` makes non-zero last-step rewards and discounts
+problems (exit 1).
+"""
 
 import argparse
 from typing import Optional
@@ -13,12 +20,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
       'validate', help='check an RLDS dataset and list every problem',
       description='Checks an RLDS dataset against the format (flags, empty '
       'episodes, shapes, NaN/Inf, optionally last-step values) in one pass '
-      'and lists each problem with its episode, step and field. Exits 0 if '
-      'the dataset is valid, 1 if problems were found, 2 on bad input.')
+      'and lists each problem with its episode, step and field, then any '
+      'notices (non-zero action/reward/discount on last steps: field and '
+      'number of episodes). Exits 0 if the dataset is valid (notices '
+      'included), 1 if problems were found, 2 on bad input.')
   dataset_options.add_dataset_arguments(parser)
   parser.add_argument('--last-step-invalid', action='store_true',
                       help='the final step\'s reward and discount are invalid '
-                      '(RLDS): report non-zero values there')
+                      '(RLDS): report non-zero values there as problems '
+                      '(exit 1)')
+  dataset_options.add_last_step_argument(
+      parser, 'non-zero values there are noticed')
   parser.add_argument('--max-problems', type=int, default=1000,
                       help='stop after this many problems (default 1000)')
   parser.add_argument('--episodes', type=int, default=None,
@@ -49,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     report = checks.validate(args.path, split=args.split,
                              data_dir=args.data_dir,
                              last_step_invalid=args.last_step_invalid,
+                             last_step=args.last_step,
                              max_problems=args.max_problems,
                              num_episodes=args.episodes,
                              progress=dataset_options.progress_option(args))

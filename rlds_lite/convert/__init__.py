@@ -5,8 +5,11 @@ Every converter reads into, or writes from, NumPy `Episode` dicts (see
 an RLDS ``tf.data`` dataset or a TFDS directory. Format modules: `minari`
 (Minari HDF5), `d4rl` (D4RL dicts and HDF5), `il_representations` (the
 in-memory dict and webdataset shards), `ted` (TorchRL's TED layout, nested
-dicts and H5) and `alf` (ALF TimeSteps). docs/convert.md tables how each
-format's end-of-episode fields map to ``is_last``/``is_terminal``/``discount``.
+dicts and H5), `alf` (ALF TimeSteps) and `lerobot` (LeRobotDataset v3.0:
+Parquet and MP4; needs the ``lerobot`` extra). docs/convert.md tables how each
+format's end-of-episode fields map to ``is_last``/``is_terminal``/``discount``,
+how each stores string fields (`strings`) and what ``last_step='valid'``
+changes (`transitions`).
 
 Example:
   >>> import numpy as np
@@ -21,7 +24,9 @@ Example:
 from rlds_lite.convert import alf
 from rlds_lite.convert import d4rl
 from rlds_lite.convert import il_representations
+from rlds_lite.convert import lerobot
 from rlds_lite.convert import minari
+from rlds_lite.convert import strings
 from rlds_lite.convert import ted
 from rlds_lite.convert import transitions
 from rlds_lite.convert.episodes import check_episode
@@ -40,7 +45,9 @@ __all__ = [
     'checked_episodes',
     'd4rl',
     'il_representations',
+    'lerobot',
     'minari',
+    'strings',
     'ted',
     'transitions',
     'ConversionError',

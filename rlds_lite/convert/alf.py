@@ -37,6 +37,7 @@ import numpy as np
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
 from rlds_lite.convert import il_representations as rows_lib
+from rlds_lite.convert import strings
 from rlds_lite.convert import transitions
 
 ConversionError = episodes_lib.ConversionError
@@ -88,7 +89,8 @@ def _check_step_types(step_type: np.ndarray, ends: np.ndarray,
   return slices
 
 
-def from_alf(time_steps: Any, *, repair: Optional[str] = None
+def from_alf(time_steps: Any, *, repair: Optional[str] = None,
+             last_step: transitions.LastStepLike = 'invalid'
              ) -> List[episodes_lib.Episode]:
   """RLDS Episodes from ALF TimeSteps (see module docstring).
 
@@ -99,6 +101,11 @@ def from_alf(time_steps: Any, *, repair: Optional[str] = None
       ``env_id`` (ignored) and ``env_info`` (a dict: step fields).
     repair: time steps after the last ``LAST``: None raises, ``'truncate'``
       ends them as a truncated episode, ``'drop'`` drops them.
+    last_step: ``'invalid'`` (default, RLDS): the ``LAST`` time step is the
+      episode's final step, with zero action, reward and discount;
+      ``'valid'``: it only carries the last action's reward and discount,
+      its observation is dropped (what `to_alf` with ``last_step='valid'``
+      wrote).
 
   Returns:
     A list of Episodes (no episode metadata).
@@ -116,6 +123,7 @@ def from_alf(time_steps: Any, *, repair: Optional[str] = None
   """
   data = _as_dict(time_steps)
   source = '<alf time steps>'
+  policy = transitions.last_step_policy(last_step, 'from_alf')
   for key in REQUIRED_KEYS:
     if data.get(key) is None:
       raise ConversionError('is missing; ALF TimeSteps need ' +
@@ -160,9 +168,9 @@ def from_alf(time_steps: Any, *, repair: Optional[str] = None
 
   def shifted(leaf):
     leaf = np.asarray(leaf)[:count]
-    out = np.zeros_like(leaf)
+    out = strings.zero_rows(len(leaf), leaf)
     out[:-1] = leaf[1:]
-    out[last_rows] = 0
+    out[last_rows] = strings.zero_rows(len(last_rows), leaf)
     return out
 
   columns = {k: _map(lambda x: np.asarray(x)[:count], v)
@@ -180,8 +188,8 @@ def from_alf(time_steps: Any, *, repair: Optional[str] = None
              for k, v in columns.items()}
     steps.update(episodes_lib.rlds_flags(cut.stop - cut.start,
                                          bool(terminated[index])))
-    out.append({rlds_types.STEPS: steps})
-  return out
+    out.append({rlds_types.STEPS: strings.canonical(steps)})
+  return list(transitions.read_with_policy(out, policy, source))
 
 
 def _concat(nests: List[Any]) -> Any:
@@ -193,13 +201,14 @@ def _concat(nests: List[Any]) -> Any:
 def _delayed(leaf: Any) -> np.ndarray:
   """``[T, ...]`` values moved one step later, zero first."""
   leaf = np.asarray(leaf)
-  out = np.zeros_like(leaf)
+  out = strings.zero_rows(len(leaf), leaf)
   out[1:] = leaf[:-1]
   return out
 
 
 def to_alf(episodes: episodes_lib.EpisodesLike, *,
-           one_step: str = 'error') -> Dict[str, Any]:
+           one_step: str = 'error',
+           last_step: transitions.LastStepLike = 'invalid') -> Dict[str, Any]:
   """ALF TimeSteps (concatenated ``[N]`` dict of arrays) from RLDS Episodes.
 
   Fields: ``step_type`` (int32), ``observation``, ``prev_action``,
@@ -216,6 +225,12 @@ def to_alf(episodes: episodes_lib.EpisodesLike, *,
       ``action``.
     one_step: a one-step episode cannot be written: ``'error'`` or
       ``'skip'``.
+    last_step: ``'invalid'`` (default, RLDS): the last step's action,
+      reward and discount have no time step and are left out, with one
+      `rlds_lite.dense.LastStepValuesWarning` naming the fields of non-zero
+      ones; ``'valid'``: they are real (e.g. a success reward) and kept: a
+      ``LAST`` time step repeating the last observation carries them;
+      `from_alf` with ``'valid'`` reads the episodes back exactly.
 
   Example:
     >>> e = {'steps': {'observation': np.arange(3.), 'action': np.array([4, 5, 0]),
@@ -227,10 +242,13 @@ def to_alf(episodes: episodes_lib.EpisodesLike, *,
   """
   if one_step not in ('error', 'skip'):
     raise ValueError(f"to_alf: one_step={one_step!r}; 'error' or 'skip'.")
+  policy = transitions.last_step_policy(last_step, 'to_alf')
+  dropped = transitions.LastStepValues('to_alf', extras=False)
   source = '<episodes>'
   parts: Dict[str, List[Any]] = {}
-  for index, episode in enumerate(
-      episodes_lib.checked_episodes(episodes, source=source)):
+  for index, episode in enumerate(transitions.prepared_for_writing(
+      episodes_lib.checked_episodes(episodes, source=source), policy,
+      dropped)):
     steps = episode[rlds_types.STEPS]
     for name in (rlds_types.OBSERVATION, rlds_types.ACTION):
       if name not in steps:
@@ -266,5 +284,6 @@ def to_alf(episodes: episodes_lib.EpisodesLike, *,
                      'of the arrays cannot be inferred.')
   out = {k: _concat(v) for k, v in parts.items()}
   out['env_id'] = np.zeros(len(out['step_type']), np.int32)
+  dropped.warn()
   return out
 

@@ -39,6 +39,7 @@ import numpy as np
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import strings
 from rlds_lite.convert import transitions
 
 ConversionError = episodes_lib.ConversionError
@@ -124,7 +125,8 @@ def _unfinished(ends: np.ndarray, repairs: frozenset, source: str
 
 
 def from_d4rl(data: D4RLLike, *, final_observation: Optional[str] = None,
-              repair: Union[None, str, Iterable[str]] = None
+              repair: Union[None, str, Iterable[str]] = None,
+              last_step: transitions.LastStepLike = 'invalid'
               ) -> Iterator[episodes_lib.Episode]:
   """RLDS Episodes from a D4RL-style dict or HDF5 file (see module docstring).
 
@@ -139,6 +141,10 @@ def from_d4rl(data: D4RLLike, *, final_observation: Optional[str] = None,
       ``next_observations`` is present.
     repair: rows after the last end flag: ``'drop_unfinished'`` drops them,
       ``'truncate_unfinished'`` ends them as a truncated episode; None raises.
+    last_step: ``'invalid'`` (default, RLDS): each episode ends with its
+      final observation, with zero action, reward and discount;
+      ``'valid'``: every row is a real step, the final observation is
+      dropped (what `to_d4rl` with ``last_step='valid'`` wrote).
 
   Yields:
     Episodes with ``observation``, ``action``, ``reward``, ``discount``,
@@ -162,6 +168,7 @@ def from_d4rl(data: D4RLLike, *, final_observation: Optional[str] = None,
   if final_observation not in (None,) + FINAL_OBSERVATIONS:
     raise ValueError(f'from_d4rl: final_observation={final_observation!r}; '
                      f'choose from {FINAL_OBSERVATIONS} or None.')
+  policy = transitions.last_step_policy(last_step, 'from_d4rl')
   data, source = _load(data)
   for key in REQUIRED_KEYS:
     if key not in data:
@@ -191,8 +198,10 @@ def from_d4rl(data: D4RLLike, *, final_observation: Optional[str] = None,
         "'zeros'", source=source, field='next_observations')
   ends = _unfinished(terminals | timeouts, repairs, source)
   slices = episodes_lib.episode_slices(ends, source=source, field='timeouts')
-  return _episodes(data, extras, terminals, slices, next_observations,
-                   final_observation, np.asarray(rewards), source)
+  return transitions.read_with_policy(
+      _episodes(data, extras, terminals, slices, next_observations,
+                final_observation, np.asarray(rewards), source), policy,
+      source)
 
 
 def _episodes(data: Dict[str, Any], extras: Dict[str, Any],
@@ -213,13 +222,12 @@ def _episodes(data: Dict[str, Any], extras: Dict[str, Any],
     elif final_observation == 'repeat':
       final = leaf[last_rows]
     else:
-      final = np.zeros((len(stops),) + leaf.shape[1:], leaf.dtype)
+      final = strings.zero_rows(len(stops), leaf)
     return np.insert(leaf, stops, final, axis=0)
 
   def with_zero(leaf):
     leaf = np.asarray(leaf)
-    return np.insert(leaf, stops, np.zeros((len(stops),) + leaf.shape[1:],
-                                           leaf.dtype), axis=0)
+    return np.insert(leaf, stops, strings.zero_rows(len(stops), leaf), axis=0)
 
   if next_observations is not None:
     observations = _map_pair(with_final, data['observations'],
@@ -248,7 +256,7 @@ def _episodes(data: Dict[str, Any], extras: Dict[str, Any],
         rlds_types.DISCOUNT: discount,
         **episodes_lib.rlds_flags(cut.stop - cut.start, terminated),
     })
-    yield {rlds_types.STEPS: steps}
+    yield {rlds_types.STEPS: strings.canonical(steps)}
 
 
 def _map_pair(fn, nest: Any, other: Any, source: str,
@@ -274,8 +282,11 @@ def _map_pair(fn, nest: Any, other: Any, source: str,
 def d4rl_to_tfds(data: D4RLLike, data_dir: Union[str, os.PathLike], name: str,
                  *, final_observation: Optional[str] = None,
                  repair: Union[None, str, Iterable[str]] = None,
+                 last_step: transitions.LastStepLike = 'invalid',
                  **write_kwargs: Any) -> str:
   """Writes D4RL-style data as an RLDS TFDS dataset; returns its directory.
+
+  Arguments as `from_d4rl` and `rlds_lite.convert.write_tfds`.
 
   Example:
     >>> import tempfile, rlds_lite
@@ -290,7 +301,8 @@ def d4rl_to_tfds(data: D4RLLike, data_dir: Union[str, os.PathLike], name: str,
     [4]
   """
   return episodes_lib.write_tfds(
-      from_d4rl(data, final_observation=final_observation, repair=repair),
+      from_d4rl(data, final_observation=final_observation, repair=repair,
+                last_step=last_step),
       data_dir, name, **write_kwargs)
 
 
@@ -301,7 +313,9 @@ def _append(columns: Dict[str, List[np.ndarray]], name: str, nest: Any) -> None:
 
 def to_d4rl(episodes: episodes_lib.EpisodesLike,
             path: Optional[Union[str, os.PathLike]] = None, *,
-            one_step: str = 'error') -> Dict[str, np.ndarray]:
+            one_step: str = 'error',
+            last_step: transitions.LastStepLike = 'invalid'
+            ) -> Dict[str, np.ndarray]:
   """D4RL-style row arrays (with ``next_observations``) from Episodes.
 
   Each episode of ``T`` steps gives ``T - 1`` rows; ``next_observations``
@@ -317,6 +331,11 @@ def to_d4rl(episodes: episodes_lib.EpisodesLike,
     path: if given, also written there as an HDF5 file (atomically).
     one_step: a one-step episode (only a final observation) has no row:
       ``'error'`` (default) or ``'skip'``.
+    last_step: ``'invalid'`` (default, RLDS): the last step's action,
+      reward and discount (and the other non-observation fields) are left out, with one
+      `rlds_lite.dense.LastStepValuesWarning` naming the fields of
+      non-zero ones; ``'valid'``: they are real (e.g. a success reward) and
+      kept: the last step becomes a row too, its ``next_observations`` repeating the last observation (the one after the last action is unknown); `from_d4rl` with ``'valid'`` reads the episodes back exactly.
 
   Returns:
     Flat dict of row arrays.
@@ -324,19 +343,26 @@ def to_d4rl(episodes: episodes_lib.EpisodesLike,
   Example:
     >>> from rlds_lite.convert import episodes as episodes_lib
     >>> e = {'steps': {'observation': np.arange(3.), 'action': np.zeros(3),
-    ...                'reward': np.ones(3), **episodes_lib.rlds_flags(3, True)}}
+    ...                'reward': np.array([1., 1., 0.]),
+    ...                **episodes_lib.rlds_flags(3, True)}}
     >>> d = to_d4rl([e])
     >>> d['next_observations'].tolist(), d['terminals'].tolist(), d['timeouts'].tolist()
     ([1.0, 2.0], [False, True], [False, False])
+    >>> e['steps']['reward'][-1] = 5.0  # A success reward on the last step.
+    >>> to_d4rl([e], last_step='valid')['rewards'].tolist()
+    [1.0, 1.0, 5.0]
   """
   if one_step not in ('error', 'skip'):
     raise ValueError(f"to_d4rl: one_step={one_step!r}; 'error' or 'skip'.")
+  policy = transitions.last_step_policy(last_step, 'to_d4rl')
+  dropped = transitions.LastStepValues('to_d4rl', extras=True)
   columns: Dict[str, List[np.ndarray]] = {}
   discounts: List[np.ndarray] = []
   stored_discount = False
   source = '<episodes>'
-  for index, episode in enumerate(
-      episodes_lib.checked_episodes(episodes, source=source)):
+  for index, episode in enumerate(transitions.prepared_for_writing(
+      episodes_lib.checked_episodes(episodes, source=source), policy,
+      dropped)):
     steps = episode[rlds_types.STEPS]
     for field in (rlds_types.OBSERVATION, rlds_types.ACTION, rlds_types.REWARD):
       if field not in steps:
@@ -380,6 +406,7 @@ def to_d4rl(episodes: episodes_lib.EpisodesLike,
     out['discounts'] = np.concatenate(discounts)
   if path is not None:
     _write_hdf5(out, os.fspath(path))
+  dropped.warn()
   return out
 
 
@@ -391,7 +418,11 @@ def _write_hdf5(arrays: Dict[str, np.ndarray], path: str) -> None:
   try:
     with h5py.File(temp, 'w') as file:
       for key, value in arrays.items():
-        file.create_dataset(key, data=value)
+        if np.asarray(value).dtype.kind in 'OSUT':
+          value, dtype = strings.for_hdf5(np.asarray(value), key, path)
+          file.create_dataset(key, data=value, dtype=dtype)
+        else:
+          file.create_dataset(key, data=value)
     os.replace(temp, path)
   except BaseException:
     if os.path.exists(temp):

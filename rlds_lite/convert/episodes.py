@@ -154,7 +154,7 @@ def check_episode(episode: Episode, *, source: str = '<memory>',
 
 
 def _step_specs(steps: Dict[str, Any]) -> Dict[str, Any]:
-  """Path -> (per-step shape, dtype) of every step field (strings: kind)."""
+  """Path -> (per-step shape, dtype) of every step field (strings: 'string')."""
   if all(type(leaf) is np.ndarray for leaf in steps.values()):  # pylint: disable=unidiomatic-typecheck
     leaves = sorted(steps.items())  # Flat steps (the usual case): no walk.
   else:
@@ -163,7 +163,7 @@ def _step_specs(steps: Dict[str, Any]) -> Dict[str, Any]:
   for path, leaf in leaves:
     dtype = np.asarray(leaf).dtype
     specs[path] = (np.shape(leaf)[1:],
-                   dtype.kind if dtype.kind in 'OSU' else dtype)
+                   'string' if dtype.kind in 'OSUT' else dtype)
   return specs
 
 
@@ -414,29 +414,15 @@ def to_dataset(episodes: Iterable[Episode], *,
   return chunks.flat_map(episodes_of)
 
 
-def _step_feature(column: Any) -> Any:
-  """A sample step of ``column`` for feature inference, or an exact feature.
-
-  Inference squeezes shape ``(1,)`` into a scalar (as upstream does); a
-  converter must keep shapes, so those get an explicit ``Tensor`` feature.
-  """
-  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
-  sample = np.asarray(column)[0]
-  if sample.shape != (1,):
-    return sample
-  encoding = 'bytes' if sample.dtype == np.float64 else 'none'
-  return tfds.features.Tensor(shape=(1,), dtype=sample.dtype,
-                              encoding=encoding)
-
-
 def write_tfds(episodes: EpisodesLike, data_dir: Union[str, os.PathLike],
                name: str, *, split: str = 'train', if_exists: str = 'error',
                **writer_kwargs: Any) -> str:
   """Writes Episodes (or an RLDS dataset) as a TFDS dataset; returns its dir.
 
-  Features are inferred from the first episode (see
-  `rlds_lite.tfds.EpisodeWriter`); the dataset appears atomically when all
-  episodes are written.
+  Features are inferred from the first episode with
+  `rlds_lite.tfds.features_from_episode` (shapes kept as they are, float64
+  exact, images detected, string fields as ``Text``); the dataset appears
+  atomically when all episodes are written.
 
   Example:
     >>> import tempfile, rlds_lite
@@ -452,8 +438,10 @@ def write_tfds(episodes: EpisodesLike, data_dir: Union[str, os.PathLike],
     first = next(iterator)
   except StopIteration:
     raise ValueError(f'write_tfds: no episodes to write to {name!r}.') from None
-  features = {k: (tf.nest.map_structure(_step_feature, v)
-                  if k == rlds_types.STEPS else v) for k, v in first.items()}
+  from rlds_lite.tfds import features as features_lib  # pylint: disable=g-import-not-at-top
+  features = features_lib.features_from_episode(
+      first, **{k: v for k, v in writer_kwargs.items()
+                if k in ('use_images', 'image_encoding', 'tensor_encoding')})
   with episode_writer.EpisodeWriter(data_dir, name, features, splits=(split,),
                                     if_exists=if_exists,
                                     **writer_kwargs) as writer:

@@ -10,6 +10,7 @@ format         on disk                                          module
 ``webdataset`` a directory of il-representations tar shards     `il_representations`
 ``ted``        a TorchRL TED H5 file                            `ted`
 ``alf``        ALF TimeSteps saved as ``.npz``                  `alf`
+``lerobot``    a LeRobotDataset directory (v3.0; reads v2.x)    `lerobot`
 =============  ===============================================  ==============
 
 In ``.npz`` files nested dicts are stored under ``'a/b'`` keys.
@@ -32,6 +33,7 @@ import numpy as np
 from rlds_lite import nest_paths
 from rlds_lite import progress as progress_lib
 from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import strings
 
 PathLike = os.PathLike
 
@@ -75,8 +77,13 @@ def _file_target(path: PathLike) -> str:
 
 
 def _save_npz(data: Dict[str, Any], path: str) -> str:
-  flat = {key: np.asarray(value)
-          for key, value in nest_paths.flatten_with_paths(data)}
+  """Saves nested arrays as ``a/b`` keys; strings as ``S`` arrays (no pickle)."""
+  flat = {}
+  for key, value in nest_paths.flatten_with_paths(data):
+    value = np.asarray(value)
+    if value.dtype.kind in 'OSUT':
+      value = strings.for_npz(value, key, path)
+    flat[key] = value
   tmp = path + '.partial.npz'
   np.savez(tmp, **flat)
   os.replace(tmp, path)
@@ -99,8 +106,20 @@ def _load_npz(path: str) -> Dict[str, Any]:
 
 
 def _read_rlds(path, split='train'):
-  import rlds_lite  # pylint: disable=g-import-not-at-top
-  return episodes_lib.numpy_episodes(rlds_lite.load(path, split, dense=True))
+  """Episodes of a TFDS dataset; a damaged file is named (CorruptDatasetError).
+
+  Opening errors are raised here; damage found while reading, by the
+  returned iterator.
+  """
+  from rlds_lite import loading  # pylint: disable=g-import-not-at-top
+  episodes = loading.load(path, split, dense=True)
+  builder, _ = loading.rlds_builder(path)
+
+  def read():
+    with loading.named_read_errors(builder, split):
+      yield from episodes_lib.numpy_episodes(episodes)
+
+  return read()
 
 
 def _write_rlds(episodes, path, name=None, split='train'):
@@ -110,9 +129,9 @@ def _write_rlds(episodes, path, name=None, split='train'):
       name or os.path.basename(os.path.normpath(path)), split=split)
 
 
-def _read_minari(path, repair=None):
+def _read_minari(path, repair=None, last_step='invalid'):
   from rlds_lite.convert import minari  # pylint: disable=g-import-not-at-top
-  return minari.from_minari(path, repair=repair)
+  return minari.from_minari(path, repair=repair, last_step=last_step)
 
 
 def _minari_root(path: PathLike, dataset_id: Optional[str]):
@@ -142,91 +161,123 @@ def _minari_root(path: PathLike, dataset_id: Optional[str]):
   return path, dataset_id
 
 
-def _write_minari(episodes, path, dataset_id=None):
+def _write_minari(episodes, path, dataset_id=None, last_step='invalid'):
   from rlds_lite.convert import minari  # pylint: disable=g-import-not-at-top
   root, dataset_id = _minari_root(path, dataset_id)
-  return minari.to_minari(episodes, root, dataset_id)
+  return minari.to_minari(episodes, root, dataset_id, last_step=last_step)
 
 
-def _read_d4rl(path, repair=None):
+def _read_d4rl(path, repair=None, last_step='invalid'):
   from rlds_lite.convert import d4rl  # pylint: disable=g-import-not-at-top
-  return d4rl.from_d4rl(os.fspath(path), repair=repair)
+  return d4rl.from_d4rl(os.fspath(path), repair=repair, last_step=last_step)
 
 
-def _write_d4rl(episodes, path, one_step='error'):
+def _write_d4rl(episodes, path, one_step='error', last_step='invalid'):
   from rlds_lite.convert import d4rl  # pylint: disable=g-import-not-at-top
-  d4rl.to_d4rl(episodes, _file_target(path), one_step=one_step)
+  d4rl.to_d4rl(episodes, _file_target(path), one_step=one_step,
+               last_step=last_step)
   return os.fspath(path)
 
 
-def _read_il(path, repair=None):
+def _read_il(path, repair=None, last_step='invalid'):
   from rlds_lite.convert import il_representations  # pylint: disable=g-import-not-at-top
-  return il_representations.from_il_dict(_load_npz(path), repair=repair)
+  return il_representations.from_il_dict(_load_npz(path), repair=repair,
+                                         last_step=last_step)
 
 
-def _write_il(episodes, path, one_step='error'):
+def _write_il(episodes, path, one_step='error', last_step='invalid'):
   from rlds_lite.convert import il_representations  # pylint: disable=g-import-not-at-top
-  return _save_npz(il_representations.to_il_dict(episodes, one_step=one_step),
-                   _file_target(path))
+  target = _file_target(path)  # Checked before any work.
+  return _save_npz(il_representations.to_il_dict(
+      episodes, one_step=one_step, last_step=last_step), target)
 
 
-def _read_webdataset(path, repair=None, allow_pickle=False):
+def _read_webdataset(path, repair=None, allow_pickle=False,
+                     last_step='invalid'):
   from rlds_lite.convert import il_representations  # pylint: disable=g-import-not-at-top
   return il_representations.from_webdataset(path, repair=repair,
-                                            allow_pickle=allow_pickle)
+                                            allow_pickle=allow_pickle,
+                                            last_step=last_step)
 
 
-def _write_webdataset(episodes, path, one_step='error'):
+def _write_webdataset(episodes, path, one_step='error', last_step='invalid'):
   from rlds_lite.convert import il_representations  # pylint: disable=g-import-not-at-top
-  il_representations.to_webdataset(episodes, path, one_step=one_step)
+  il_representations.to_webdataset(episodes, path, one_step=one_step,
+                                    last_step=last_step)
   return os.fspath(path)
 
 
-def _read_ted(path, repair=None):
+def _read_ted(path, repair=None, last_step='invalid'):
   from rlds_lite.convert import ted  # pylint: disable=g-import-not-at-top
-  return ted.from_ted(os.fspath(path), repair=repair)
+  return ted.from_ted(os.fspath(path), repair=repair, last_step=last_step)
 
 
-def _write_ted(episodes, path, one_step='error'):
+def _write_ted(episodes, path, one_step='error', last_step='invalid'):
   from rlds_lite.convert import ted  # pylint: disable=g-import-not-at-top
-  return ted.to_ted_h5(episodes, _file_target(path), one_step=one_step)
+  return ted.to_ted_h5(episodes, _file_target(path), one_step=one_step,
+                       last_step=last_step)
 
 
-def _read_alf(path, repair=None):
+def _read_alf(path, repair=None, last_step='invalid'):
   from rlds_lite.convert import alf  # pylint: disable=g-import-not-at-top
-  return alf.from_alf(_load_npz(path), repair=repair)
+  return alf.from_alf(_load_npz(path), repair=repair, last_step=last_step)
 
 
-def _write_alf(episodes, path, one_step='error'):
+def _write_alf(episodes, path, one_step='error', last_step='invalid'):
   from rlds_lite.convert import alf  # pylint: disable=g-import-not-at-top
-  return _save_npz(alf.to_alf(episodes, one_step=one_step),
-                   _file_target(path))
+  target = _file_target(path)  # Checked before any work.
+  return _save_npz(alf.to_alf(episodes, one_step=one_step,
+                              last_step=last_step), target)
+
+
+def _read_lerobot(path, task_key=None):
+  from rlds_lite.convert import lerobot  # pylint: disable=g-import-not-at-top
+  return lerobot.from_lerobot(path, task_key=task_key)
+
+
+def _write_lerobot(episodes, path, fps=None, task_key=None, no_video=False):
+  from rlds_lite.convert import lerobot  # pylint: disable=g-import-not-at-top
+  if not fps:
+    raise ValueError('writing lerobot needs the frame rate (--fps, e.g. '
+                     '--fps 10): RLDS does not record it')
+  return lerobot.to_lerobot(
+      episodes, path, fps=fps, video=not no_video,
+      task_key=task_key or lerobot.DEFAULT_TASK_KEY)
 
 
 FORMATS: Dict[str, Format] = {
     'rlds': Format(_read_rlds, _write_rlds, frozenset({'split'}),
                    frozenset({'split', 'name'}),
                    'a TFDS dataset directory (RLDS)'),
-    'minari': Format(_read_minari, _write_minari, frozenset({'repair'}),
-                     frozenset({'dataset_id'}), 'a Minari dataset root'),
-    'd4rl': Format(_read_d4rl, _write_d4rl, frozenset({'repair'}),
-                   frozenset({'one_step'}), 'a D4RL-style HDF5 file'),
-    'il': Format(_read_il, _write_il, frozenset({'repair'}),
-                 frozenset({'one_step'}),
+    'minari': Format(_read_minari, _write_minari,
+                     frozenset({'repair', 'last_step'}),
+                     frozenset({'dataset_id', 'last_step'}),
+                     'a Minari dataset root'),
+    'd4rl': Format(_read_d4rl, _write_d4rl, frozenset({'repair', 'last_step'}),
+                   frozenset({'one_step', 'last_step'}),
+                   'a D4RL-style HDF5 file'),
+    'il': Format(_read_il, _write_il, frozenset({'repair', 'last_step'}),
+                 frozenset({'one_step', 'last_step'}),
                  'an il-representations dict in a .npz file'),
     'webdataset': Format(_read_webdataset, _write_webdataset,
-                         frozenset({'repair', 'allow_pickle'}),
-                         frozenset({'one_step'}),
+                         frozenset({'repair', 'allow_pickle', 'last_step'}),
+                         frozenset({'one_step', 'last_step'}),
                          'a directory of il-representations tar shards'),
-    'ted': Format(_read_ted, _write_ted, frozenset({'repair'}),
-                  frozenset({'one_step'}), 'a TorchRL TED H5 file'),
-    'alf': Format(_read_alf, _write_alf, frozenset({'repair'}),
-                  frozenset({'one_step'}), 'ALF TimeSteps in a .npz file'),
+    'ted': Format(_read_ted, _write_ted, frozenset({'repair', 'last_step'}),
+                  frozenset({'one_step', 'last_step'}),
+                  'a TorchRL TED H5 file'),
+    'alf': Format(_read_alf, _write_alf, frozenset({'repair', 'last_step'}),
+                  frozenset({'one_step', 'last_step'}),
+                  'ALF TimeSteps in a .npz file'),
+    'lerobot': Format(_read_lerobot, _write_lerobot, frozenset({'task_key'}),
+                      frozenset({'fps', 'task_key', 'no_video'}),
+                      'a LeRobotDataset directory (v3.0; reads v2.x too)'),
 }
 """The formats `read_episodes` and `write_episodes` know, by name."""
 
 _READ_OPTIONS = frozenset({'repair', 'allow_pickle', 'split'})
-"""Options `convert` hands to the reader (the others go to the writer)."""
+"""Options `convert` hands to the reader (the others go to the writer;
+``last_step`` goes to each side whose format takes it)."""
 
 
 def _format(name: str) -> Format:
@@ -314,8 +365,15 @@ def convert(source: PathLike, target: PathLike, *, from_format: str,
   """Converts ``source`` (``from_format``) into ``target`` (``to_format``).
 
   Options go to the reader or the writer that takes them (``repair``,
-  ``allow_pickle``, ``split`` to the reader; ``dataset_id``, ``name``,
-  ``one_step`` to the writer).
+  ``allow_pickle``, ``split`` and what the source format reads, e.g. a
+  lerobot ``task_key``, to the reader; ``dataset_id``, ``name``,
+  ``one_step``, ``fps`` and the rest to the writer; ``last_step``,
+  ``'invalid'`` or ``'valid'``, to each side whose format takes it (not
+  ``rlds``, which holds last steps as they are, nor ``lerobot``, which
+  writes every step's values): with
+  ``'valid'`` the episodes' last steps hold real actions and rewards, see
+  `rlds_lite.convert.transitions`). A writer that leaves out non-zero
+  last-step values warns once (`rlds_lite.dense.LastStepValuesWarning`).
 
   Example:
     >>> import os, tempfile, rlds_lite
@@ -326,8 +384,15 @@ def convert(source: PathLike, target: PathLike, *, from_format: str,
     ...         to_format='alf')
     Counted(episodes=3, steps=97)
   """
-  read_options = {k: v for k, v in options.items() if k in _READ_OPTIONS}
-  write_options = {k: v for k, v in options.items() if k not in _READ_OPTIONS}
+  last_step = options.pop('last_step', None)
+  reads = _format(from_format).read_options | _READ_OPTIONS
+  read_options = {k: v for k, v in options.items() if k in reads}
+  write_options = {k: v for k, v in options.items() if k not in reads}
+  if last_step is not None:  # lerobot keeps every value: it takes none.
+    if 'last_step' in _format(from_format).read_options:
+      read_options['last_step'] = last_step
+    if 'last_step' in _format(to_format).write_options:
+      write_options['last_step'] = last_step
   if 'split' in read_options and to_format == 'rlds':
     write_options['split'] = read_options['split']
   episodes = read_episodes(from_format, source, **read_options)

@@ -50,6 +50,8 @@ import tensorflow as tf
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import pickles
+from rlds_lite.convert import strings
 from rlds_lite.convert import transitions
 
 ConversionError = episodes_lib.ConversionError
@@ -73,20 +75,6 @@ _ROW_ROLES = {'obs': rlds_types.OBSERVATION, 'acts': rlds_types.ACTION,
               'rews': rlds_types.REWARD}
 _NOT_STEP_KEYS = frozenset(REQUIRED_KEYS + ('rews', 'truncated', 'discounts'))
 _FRAME_FIELDS = frozenset(REQUIRED_KEYS + ('rews', 'infos'))
-_SAFE_GLOBALS = frozenset(
-    [(module, name)
-     for module in ('numpy._core.multiarray', 'numpy.core.multiarray')
-     for name in ('_reconstruct', 'scalar')] +
-    [(module, '_frombuffer')
-     for module in ('numpy._core.numeric', 'numpy.core.numeric')] +
-    [('numpy', 'ndarray'), ('numpy', 'dtype'), ('_codecs', 'encode')] +
-    [(module, name) for module in ('builtins', '__builtin__')
-     for name in ('bool', 'bytearray', 'bytes', 'complex', 'dict', 'float',
-                  'frozenset', 'int', 'list', 'set', 'slice', 'str',
-                  'tuple')])
-"""The only globals a shard's pickles may name without ``allow_pickle``."""
-
-
 # ----------------------------------------------------------------------------
 # Rows <-> Episodes (shared with the TED converter).
 
@@ -214,8 +202,7 @@ def episodes_from_rows(observations: Any, next_observations: Any,
 
   def with_zero(leaf):
     leaf = np.asarray(leaf)[:count]
-    pad = np.zeros((len(stops),) + leaf.shape[1:], leaf.dtype)
-    return np.insert(leaf, stops, pad, axis=0)
+    return np.insert(leaf, stops, strings.zero_rows(len(stops), leaf), axis=0)
 
   observations = _map_pair(with_final, observations, next_observations)
   actions = _map(with_zero, actions)
@@ -237,7 +224,7 @@ def episodes_from_rows(observations: Any, next_observations: Any,
     steps.update(episodes_lib.rlds_flags(cut.stop - cut.start,
                                          bool(end_terminated[index])))
     episode = dict(metadata[index]) if metadata is not None else {}
-    episode[rlds_types.STEPS] = steps
+    episode[rlds_types.STEPS] = strings.canonical(steps)
     out.append(episode)
   return out
 
@@ -281,7 +268,9 @@ def same_structure(nest: Any, other: Any, name: str, other_name: str,
 
 def rows_from_episodes(episodes: episodes_lib.EpisodesLike, *,
                        one_step: str = 'error', source: str = '<episodes>',
-                       what: str = 'this format'
+                       what: str = 'this format',
+                       last_step: transitions.LastStepLike = 'invalid',
+                       where: str = 'rows_from_episodes'
                        ) -> Optional[Dict[str, Any]]:
   """Transition rows of RLDS Episodes (the inverse of `episodes_from_rows`).
 
@@ -290,6 +279,15 @@ def rows_from_episodes(episodes: episodes_lib.EpisodesLike, *,
       ``action`` (``reward`` optional).
     one_step: a one-step episode has no row: ``'error'`` or ``'skip'``.
     source, what: for error messages.
+    last_step: ``'invalid'`` (default, RLDS): the last step's action,
+      reward, discount and other non-observation fields have no row and are
+      left out, with one `rlds_lite.dense.LastStepValuesWarning` naming the
+      fields of non-zero ones; ``'valid'``: they are real (e.g. a success
+      reward) and kept: the last step becomes a row too, its next
+      observation repeating the last one (the one after the last action is
+      unknown); reading with ``last_step='valid'`` gives the episodes back
+      exactly.
+    where: the writer, named in the warning.
 
   Returns:
     None if no rows, else a dict: ``observations``, ``next_observations``,
@@ -308,13 +306,16 @@ def rows_from_episodes(episodes: episodes_lib.EpisodesLike, *,
   """
   if one_step not in ('error', 'skip'):
     raise ValueError(f"one_step={one_step!r}; 'error' or 'skip'.")
+  policy = transitions.last_step_policy(last_step, where)
+  dropped = transitions.LastStepValues(where, extras=True)
   parts: Dict[str, List[Any]] = {}
   discounts: List[np.ndarray] = []
   stored_discount = False
   metadata = []
   has_reward = None
-  for index, episode in enumerate(
-      episodes_lib.checked_episodes(episodes, source=source)):
+  for index, episode in enumerate(transitions.prepared_for_writing(
+      episodes_lib.checked_episodes(episodes, source=source), policy,
+      dropped)):
     steps = episode[rlds_types.STEPS]
     for name in (rlds_types.OBSERVATION, rlds_types.ACTION):
       if name not in steps:
@@ -360,6 +361,7 @@ def rows_from_episodes(episodes: episodes_lib.EpisodesLike, *,
       discounts.append(discount[:-1])
     metadata.append({k: v for k, v in episode.items()
                      if k != rlds_types.STEPS})
+  dropped.warn(stacklevel=5)
   if not parts:
     return None
   out = {k: _concat(v) for k, v in parts.items()}
@@ -416,7 +418,8 @@ def _rows_of(data: Dict[str, Any], source: str, dones_mean: str,
 
 
 def from_il_dict(data: Dict[str, Any], *, dones_mean: str = 'terminated',
-                 repair: Optional[str] = None
+                 repair: Optional[str] = None,
+                 last_step: transitions.LastStepLike = 'invalid'
                  ) -> List[episodes_lib.Episode]:
   """RLDS Episodes from an il-representations dict (see module docstring).
 
@@ -428,6 +431,10 @@ def from_il_dict(data: Dict[str, Any], *, dones_mean: str = 'terminated',
       (default) or a truncation.
     repair: rows after the last done: None raises, ``'truncate'`` ends them
       as a truncated episode, ``'drop'`` drops them.
+    last_step: ``'invalid'`` (default, RLDS): each episode ends with its
+      final observation as a step with zero action, reward and discount;
+      ``'valid'``: every row is a real step and the final observation is
+      dropped (what the writer with ``last_step='valid'`` wrote).
 
   Returns:
     A list of Episodes (no episode metadata: the dict has no place for it).
@@ -443,16 +450,20 @@ def from_il_dict(data: Dict[str, Any], *, dones_mean: str = 'terminated',
     rlds_lite.convert.episodes.ConversionError: <il dict>: episode 1, field 'dones': is not set on the last row (1): rows 1..1 do not end an episode; pass repair='truncate' to end them as a truncated episode or repair='drop' to drop them
   """
   source = '<il dict>'
+  policy = transitions.last_step_policy(last_step, 'from_il_dict')
   for key in REQUIRED_KEYS:
     if key not in data:
       raise ConversionError(
           'is missing; an il-representations dict needs ' +
           ', '.join(REQUIRED_KEYS), source=source, field=key)
-  return _rows_of(data, source, dones_mean, repair)
+  return list(transitions.read_with_policy(
+      _rows_of(data, source, dones_mean, repair), policy, source))
 
 
 def to_il_dict(episodes: episodes_lib.EpisodesLike, *,
-               one_step: str = 'error') -> Dict[str, Any]:
+               one_step: str = 'error',
+               last_step: transitions.LastStepLike = 'invalid'
+               ) -> Dict[str, Any]:
   """An il-representations dict from RLDS Episodes (or an RLDS dataset).
 
   Writes ``obs``, ``next_obs``, ``acts``, ``dones``, ``truncated`` (True on
@@ -465,16 +476,26 @@ def to_il_dict(episodes: episodes_lib.EpisodesLike, *,
   Args:
     episodes: Episodes or an RLDS dataset.
     one_step: a one-step episode has no row: ``'error'`` or ``'skip'``.
+    last_step: ``'invalid'`` (default, RLDS): the last step's action,
+      reward, discount and other non-observation fields have no row and are
+      left out, with one `rlds_lite.dense.LastStepValuesWarning` naming the
+      fields of non-zero ones; ``'valid'``: they are real (e.g. a success
+      reward) and kept: the last step becomes a row too, its next
+      observation repeating the last one (the one after the last action is
+      unknown); reading with ``last_step='valid'`` gives the episodes back
+      exactly.
 
   Example:
     >>> e = {'steps': {'observation': np.arange(3.), 'action': np.zeros(3),
-    ...                'reward': np.ones(3), **episodes_lib.rlds_flags(3, False)}}
+    ...                'reward': np.array([1., 1., 0.]),
+    ...                **episodes_lib.rlds_flags(3, False)}}
     >>> d = to_il_dict([e])
     >>> d['next_obs'].tolist(), d['dones'].tolist(), d['truncated'].tolist()
     ([1.0, 2.0], [False, True], [False, True])
   """
   rows = rows_from_episodes(episodes, one_step=one_step,
-                            what='an il-representations dict')
+                            what='an il-representations dict',
+                            last_step=last_step, where='to_il_dict')
   if rows is None:
     raise ValueError('to_il_dict: no episodes with rows; the shapes of the '
                      'arrays cannot be inferred.')
@@ -493,30 +514,14 @@ def to_il_dict(episodes: episodes_lib.EpisodesLike, *,
 # Webdataset shards.
 
 
-class _SafeUnpickler(pickle.Unpickler):
-  """Unpickles NumPy arrays and builtin values only (see ``_SAFE_GLOBALS``)."""
-
-  def __init__(self, file, where: Dict[str, Any]):
-    super().__init__(file)
-    self._where = where
-
-  def find_class(self, module: str, name: str) -> Any:
-    if (module, name) not in _SAFE_GLOBALS:
-      raise ConversionError(
-          f'refuses to load global {module}.{name}: without '
-          'allow_pickle=True only NumPy arrays and builtin values are '
-          'unpickled (pass allow_pickle=True only for files you trust)',
-          **self._where)
-    return super().find_class(module, name)
-
-
 def _unpickle(data: bytes, allow_pickle: bool, where: Dict[str, Any]) -> Any:
+  """A member's value; without ``allow_pickle`` bounded (see `pickles`)."""
   try:
     if allow_pickle:
       return pickle.loads(data)
-    return _SafeUnpickler(io.BytesIO(data), where).load()
-  except ConversionError:
-    raise
+    return pickles.loads(data)
+  except pickles.RefusedPickle as error:
+    raise ConversionError(str(error), **where) from None
   except Exception as error:  # pylint: disable=broad-except
     raise ConversionError(f'cannot be unpickled: {error!r}',
                           **where) from error
@@ -626,9 +631,46 @@ def _ustar_index(file: Any) -> Optional[List[Any]]:
     offset += 512 + -(-size // 512) * 512
 
 
+def _tar_truncation(file: Any) -> Optional[str]:
+  """How a tar archive is cut short, or None if its blocks are all there.
+
+  Walks the header blocks of any tar format (each names the size of the
+  data after it) to the end-of-archive (zero) block. ``tarfile`` reads a
+  truncated archive without a word, as if its last members did not exist.
+  """
+  file.seek(0, 2)
+  size = file.tell()
+  offset = 0
+  last = None
+  while True:
+    file.seek(offset)
+    header = file.read(512)
+    if not header or len(header) < 512:
+      after = f'after member {last!r}' if last else 'before its first member'
+      return (f'is truncated: it ends {after} ({size} bytes) without the '
+              'end-of-archive block')
+    if header == bytes(512):
+      return None
+    field = header[124:136]
+    try:
+      length = (int.from_bytes(field[1:], 'big') if field[0] & 0x80 else
+                int(field.rstrip(b'\0 ') or b'0', 8))
+    except ValueError:
+      return None  # Not a tar header: tarfile says what is wrong.
+    last = header[:100].split(b'\0', 1)[0].decode('utf-8', 'replace')
+    data_end = offset + 512 + length
+    if data_end > size:
+      return (f'is truncated: it ends inside member {last!r} ({size} bytes; '
+              f'the member needs {data_end})')
+    offset += 512 + -(-length // 512) * 512
+
+
 def _tar_members(path: str) -> Iterator[Any]:
   """(name, bytes) of the regular files of a tar archive, in order."""
   with open(path, 'rb') as file:
+    truncation = _tar_truncation(file)
+    if truncation is not None:
+      raise ConversionError(truncation, source=path)
     index = _ustar_index(file)
     if index is not None:
       for name, offset, size in index:
@@ -661,6 +703,10 @@ def _stack(values: List[Any], name: str, keys: List[str], source: str,
         column.append(value[sub])
       out[sub] = _stack(column, f'{name}/{sub}', keys, source, episodes)
     return out
+  if all(isinstance(v, (bytes, str)) for v in values):
+    column = np.empty(len(values), object)  # Not 'S': that drops NULs.
+    column[:] = values
+    return column
   arrays = [np.asarray(v) for v in values]
   shape = arrays[0].shape
   for i, array in enumerate(arrays):
@@ -674,7 +720,8 @@ def _stack(values: List[Any], name: str, keys: List[str], source: str,
 def from_webdataset(paths_or_dir: Union[str, os.PathLike, Iterable[Any]], *,
                     allow_pickle: bool = False,
                     dones_mean: str = 'terminated',
-                    repair: Optional[str] = None
+                    repair: Optional[str] = None,
+                    last_step: transitions.LastStepLike = 'invalid'
                     ) -> List[episodes_lib.Episode]:
   """RLDS Episodes from il-representations webdataset tar shards.
 
@@ -695,11 +742,11 @@ def from_webdataset(paths_or_dir: Union[str, os.PathLike, Iterable[Any]], *,
   Args:
     paths_or_dir: a directory of ``*.tar`` shards, a shard path, or a list.
     allow_pickle: unpickle arbitrary objects (executes code from the file).
-    dones_mean, repair: as in `from_il_dict`.
+    dones_mean, repair, last_step: as in `from_il_dict`.
 
   Example:
     >>> import tempfile
-    >>> e = {'steps': {'observation': np.zeros(3), 'action': np.ones(3),
+    >>> e = {'steps': {'observation': np.zeros(3), 'action': np.array([1, 1, 0]),
     ...                **episodes_lib.rlds_flags(3, False)}}
     >>> out = tempfile.mkdtemp()
     >>> [os.path.basename(p) for p in to_webdataset([e], out)]
@@ -707,6 +754,7 @@ def from_webdataset(paths_or_dir: Union[str, os.PathLike, Iterable[Any]], *,
     >>> [x['steps']['is_terminal'].tolist() for x in from_webdataset(out)]
     [[False, False, False]]
   """
+  policy = transitions.last_step_policy(last_step, 'from_webdataset')
   paths = shard_paths(paths_or_dir)
   frames: List[Dict[str, Any]] = []
   episode = 0
@@ -762,8 +810,9 @@ def from_webdataset(paths_or_dir: Union[str, os.PathLike, Iterable[Any]], *,
   starts = np.concatenate([[True], dones[:-1]])
   metadata = [dict(infos[i].get(EPISODE_METADATA_INFO) or {})
               for i in np.flatnonzero(starts)]
-  return _rows_of(data, frames[-1]['__shard__'] if not dones[-1] else source,
-                  dones_mean, repair, metadata=metadata)
+  return list(transitions.read_with_policy(_rows_of(
+      data, frames[-1]['__shard__'] if not dones[-1] else source, dones_mean,
+      repair, metadata=metadata), policy, source))
 
 
 def _ustar_header(name: str, size: int) -> bytes:
@@ -821,7 +870,9 @@ def _frame_at(nest: Any, row: int) -> Any:
 def to_webdataset(episodes: episodes_lib.EpisodesLike,
                   out_dir: Union[str, os.PathLike], *,
                   frames_per_shard: int = 1000, metadata: Any = None,
-                  one_step: str = 'error') -> List[str]:
+                  one_step: str = 'error',
+                  last_step: transitions.LastStepLike = 'invalid'
+                  ) -> List[str]:
   """Writes RLDS Episodes as il-representations webdataset shards.
 
   Each shard ``shard_NNNNNN.tar`` starts with ``_metadata.meta.pickle``
@@ -840,6 +891,7 @@ def to_webdataset(episodes: episodes_lib.EpisodesLike,
     frames_per_shard: frames after which a new shard starts.
     metadata: the value of every shard's ``_metadata.meta.pickle``.
     one_step: a one-step episode has no frame: ``'error'`` or ``'skip'``.
+    last_step: as in `to_il_dict`.
 
   Returns:
     The shard paths, in order.
@@ -859,7 +911,8 @@ def to_webdataset(episodes: episodes_lib.EpisodesLike,
   if glob.glob(os.path.join(out_dir, '*.tar')):
     raise FileExistsError(f'{out_dir} already holds *.tar shards.')
   rows = rows_from_episodes(episodes, one_step=one_step,
-                            what='a webdataset shard')
+                            what='a webdataset shard', last_step=last_step,
+                            where='to_webdataset')
   if rows is None:
     raise ValueError('to_webdataset: no episodes with rows to write.')
   metadata = {} if metadata is None else metadata

@@ -24,7 +24,8 @@ Example:
   >>> import tempfile, numpy as np
   >>> from rlds_lite.convert import episodes as episodes_lib
   >>> steps = {'observation': np.arange(3, dtype=np.float32)[:, None],
-  ...          'action': np.array([1, 2, 0]), 'reward': np.ones(3, np.float32),
+  ...          'action': np.array([1, 2, 0]),
+  ...          'reward': np.array([1, 1, 0], np.float32),
   ...          **episodes_lib.rlds_flags(3, terminated=True)}
   >>> path = to_minari([{'steps': steps}], tempfile.mkdtemp(), 'toy/demo-v0')
   >>> episode = next(from_minari(path))
@@ -48,6 +49,7 @@ import numpy as np
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import strings
 from rlds_lite.convert import transitions
 
 ConversionError = episodes_lib.ConversionError
@@ -314,7 +316,8 @@ def _read_episode(group: Any, index: int, source: str,
   steps = transitions.steps_from_transitions(
       observations, actions, rewards, terminated, discounts=stored_discounts,
       extras=extras)
-  metadata = nest_paths.nest_from_paths(_read_attrs(group))
+  steps = strings.canonical(steps)
+  metadata = strings.canonical(nest_paths.nest_from_paths(_read_attrs(group)))
   return {rlds_types.STEPS: steps, **metadata}
 
 
@@ -419,7 +422,8 @@ def _episode_numbers(file: Any) -> List[int]:
 
 def from_minari(path: Union[str, os.PathLike], *,
                 episodes: Optional[Iterable[int]] = None,
-                repair: Union[None, str, Iterable[str]] = None
+                repair: Union[None, str, Iterable[str]] = None,
+                last_step: transitions.LastStepLike = 'invalid'
                 ) -> Iterator[episodes_lib.Episode]:
   """RLDS Episodes from a Minari dataset (root dir, ``data`` dir or file).
 
@@ -435,6 +439,11 @@ def from_minari(path: Union[str, os.PathLike], *,
       transition and repeat ``o_{N-1}`` as the final observation (invented);
       ``'mark_truncated'``: neither flag set on the last transition: read the
       episode as truncated.
+    last_step: ``'invalid'`` (default, RLDS): the final observation ends
+      the episode as a step with zero action, reward and discount;
+      ``'valid'``: every transition is a real step and the final
+      observation is dropped (what `to_minari` with ``last_step='valid'``
+      wrote).
 
   Yields:
     Episodes (see the module docstring for the mapping).
@@ -454,6 +463,7 @@ def from_minari(path: Union[str, os.PathLike], *,
   """
   import h5py  # pylint: disable=g-import-not-at-top
   repairs = _repairs(repair)
+  policy = transitions.last_step_policy(last_step, 'from_minari')
   file_path = locate(path)
   metadata = read_metadata(file_path)
   images = {}
@@ -470,13 +480,18 @@ def from_minari(path: Union[str, os.PathLike], *,
       except (KeyError, ValueError):
         raise ConversionError(f'no group {name!r} in the file',
                               source=file_path, episode=int(index)) from None
-      yield _read_episode(group, int(index), file_path, images, repairs)
+      episode = _read_episode(group, int(index), file_path, images, repairs)
+      if policy is transitions.last_step_lib.LastStep.VALID:
+        episode = transitions.without_final_step(episode, source=file_path,
+                                                 index=int(index))
+      yield episode
 
 
 def minari_to_tfds(path: Union[str, os.PathLike],
                    data_dir: Union[str, os.PathLike], name: str, *,
                    episodes: Optional[Iterable[int]] = None,
                    repair: Union[None, str, Iterable[str]] = None,
+                   last_step: transitions.LastStepLike = 'invalid',
                    **write_kwargs: Any) -> str:
   """Writes a Minari dataset as an RLDS TFDS dataset; returns its directory.
 
@@ -496,8 +511,8 @@ def minari_to_tfds(path: Union[str, os.PathLike],
     [[False, False, True]]
   """
   return episodes_lib.write_tfds(
-      from_minari(path, episodes=episodes, repair=repair), data_dir, name,
-      **write_kwargs)
+      from_minari(path, episodes=episodes, repair=repair,
+                  last_step=last_step), data_dir, name, **write_kwargs)
 
 
 def infer_space(value: Any) -> Dict[str, Any]:
@@ -505,7 +520,8 @@ def infer_space(value: Any) -> Dict[str, Any]:
 
   Dicts become ``Dict`` spaces (dicts keyed ``_index_0 .. _index_<k>`` become
   ``Tuple`` spaces), arrays unbounded ``Box`` spaces of their dtype and
-  per-step shape.
+  per-step shape, a string per step a ``Text`` space (see
+  `rlds_lite.convert.strings.text_space`).
 
   Example:
     >>> infer_space({'_index_0': np.zeros((5, 2), np.int8)})['type']
@@ -525,6 +541,8 @@ def infer_space(value: Any) -> Dict[str, Any]:
             'subspaces': {k: infer_space(value[k]) for k in sorted(keys)}}
   array = np.asarray(value)
   shape = array.shape[1:]
+  if strings.is_strings(array) and not shape:
+    return strings.text_space(array)
   if array.dtype == np.bool_:
     low, high = False, True
   elif array.dtype.kind in 'iu':
@@ -552,19 +570,20 @@ def _serialise_space(space: Any, steps_value: Any) -> str:
   return serialization.serialize_space(space)
 
 
-def _write_node(group: Any, key: str, value: Any) -> None:
-  import h5py  # pylint: disable=g-import-not-at-top
+def _write_node(group: Any, key: str, value: Any, field: str,
+                source: str, index: int) -> None:
+  """Writes ``value`` (a nest) as ``group/key``; ``field`` names it in errors."""
   if isinstance(value, (tuple, list)):
     value = {f'_index_{i}': v for i, v in enumerate(value)}
   if isinstance(value, dict):
     sub = group.create_group(key)
     for k, v in value.items():
-      _write_node(sub, str(k), v)
+      _write_node(sub, str(k), v, f'{field}/{k}', source, index)
     return
   array = np.asarray(value)
-  if array.dtype.kind in 'OSU':
-    group.create_dataset(key, data=array.astype(object),
-                         dtype=h5py.string_dtype())
+  if array.dtype.kind in 'OSUT':
+    data, dtype = strings.for_hdf5(array, field, source, index)
+    group.create_dataset(key, data=data, dtype=dtype)
   else:
     group.create_dataset(key, data=array)
 
@@ -601,8 +620,10 @@ def _write_episode(file: Any, index: int, episode: episodes_lib.Episode,
                           if k != rlds_types.STEPS})
   attrs.update({'id': np.int64(index), 'total_steps': np.int64(count)})
   group.attrs.update(attrs)
-  _write_node(group, 'observations', view['observations'])
-  _write_node(group, 'actions', view['actions'])
+  _write_node(group, 'observations', view['observations'],
+              rlds_types.OBSERVATION, source, index)
+  _write_node(group, 'actions', view['actions'], rlds_types.ACTION, source,
+              index)
   group.create_dataset('rewards', data=view['rewards'])
   ends = np.zeros(count, bool)
   terminations, truncations = ends.copy(), ends.copy()
@@ -617,7 +638,7 @@ def _write_episode(file: Any, index: int, episode: episodes_lib.Episode,
     if key in REQUIRED_KEYS or key == 'discounts':
       raise ConversionError(f'clashes with Minari\'s own {key!r}',
                             source=source, episode=index, field=key)
-    _write_node(group, key, value)
+    _write_node(group, key, value, key, source, index)
   return count
 
 
@@ -625,7 +646,8 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
               out_dir: Union[str, os.PathLike], dataset_id: str, *,
               observation_space: Any = None, action_space: Any = None,
               metadata: Optional[Dict[str, Any]] = None,
-              if_exists: str = 'error') -> str:
+              if_exists: str = 'error',
+              last_step: transitions.LastStepLike = 'invalid') -> str:
   """Writes Episodes as the Minari dataset ``out_dir/<dataset_id>``.
 
   Writes ``data/main_data.hdf5`` and ``data/metadata.json`` as Minari 0.5.4
@@ -651,6 +673,14 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
     metadata: more global metadata for ``metadata.json`` (``author``,
       ``algorithm_name``, ``env_spec``, ...).
     if_exists: ``'error'`` or ``'overwrite'``.
+    last_step: ``'invalid'`` (default, RLDS): the last step's action,
+      reward and discount are left out, with one
+      `rlds_lite.dense.LastStepValuesWarning` naming the fields of
+      non-zero ones; ``'valid'``: they are real (e.g. a success reward) and
+      kept: the last step becomes a transition too, followed by the last
+      observation repeated (the one after the last action is unknown);
+      `from_minari` with ``last_step='valid'`` reads the episodes back
+      exactly.
 
   Returns:
     The dataset directory ``out_dir/<dataset_id>``.
@@ -675,6 +705,8 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
   if if_exists not in ('error', 'overwrite'):
     raise ValueError(f"to_minari: if_exists={if_exists!r}; 'error' or "
                      "'overwrite'.")
+  policy = transitions.last_step_policy(last_step, 'to_minari')
+  dropped = transitions.LastStepValues('to_minari', extras=False)
   root = os.path.join(os.fspath(out_dir), dataset_id)
   if os.path.exists(root) and if_exists == 'error':
     raise FileExistsError(f'to_minari: {root} exists; pass '
@@ -689,8 +721,9 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
     spaces = {}
     total_steps = total_episodes = 0
     with h5py.File(os.path.join(data, MAIN_FILE), 'w') as file:
-      for index, episode in enumerate(
-          episodes_lib.checked_episodes(episodes, source=source)):
+      for index, episode in enumerate(transitions.prepared_for_writing(
+          episodes_lib.checked_episodes(episodes, source=source), policy,
+          dropped)):
         if not spaces:
           steps = episode[rlds_types.STEPS]
           spaces = {
@@ -725,6 +758,7 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
   except BaseException:
     shutil.rmtree(temp, ignore_errors=True)
     raise
+  dropped.warn()
   return root
 
 

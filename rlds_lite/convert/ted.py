@@ -48,6 +48,8 @@ from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
 from rlds_lite.convert import il_representations as rows_lib
+from rlds_lite.convert import strings
+from rlds_lite.convert import transitions
 
 ConversionError = episodes_lib.ConversionError
 
@@ -109,8 +111,8 @@ def _continuity(observations: Any, next_observations: Any, ends: np.ndarray,
 
 
 def from_ted(data: TEDLike, *, batch_dims: int = 1,
-             repair: Optional[str] = None, check_continuity: bool = True
-             ) -> list:
+             repair: Optional[str] = None, check_continuity: bool = True,
+             last_step: transitions.LastStepLike = 'invalid') -> list:
   """RLDS Episodes from a TED nest or its H5 file (see module docstring).
 
   Args:
@@ -125,6 +127,10 @@ def from_ted(data: TEDLike, *, batch_dims: int = 1,
     check_continuity: check ``next/observation[t] == observation[t + 1]``
       inside episodes (False for multi-step data, where only the final
       observation of each episode is read from ``next``).
+    last_step: ``'invalid'`` (default, RLDS): each episode ends with its
+      final observation as a step with zero action, reward and discount;
+      ``'valid'``: every row is a real step and the final observation is
+      dropped (what `to_ted` with ``last_step='valid'`` wrote).
 
   Returns:
     A list of Episodes (no episode metadata).
@@ -142,6 +148,7 @@ def from_ted(data: TEDLike, *, batch_dims: int = 1,
     ...
     rlds_lite.convert.episodes.ConversionError: <ted dict>: episode 0, field 'next/done': is True on row 1 but next/terminated | next/truncated is False
   """
+  policy = transitions.last_step_policy(last_step, 'from_ted')
   data, source = _load(data)
   if batch_dims not in (1, 2):
     raise ValueError(f'batch_dims={batch_dims}; 1 ([N]) or 2 ([B, T]).')
@@ -214,10 +221,10 @@ def from_ted(data: TEDLike, *, batch_dims: int = 1,
   ends = rows_lib.repair_ends(done, repair, source, 'next/done')
   if check_continuity:
     _continuity(observations, next_observations, ends, source)
-  return rows_lib.episodes_from_rows(
+  return list(transitions.read_with_policy(rows_lib.episodes_from_rows(
       observations, next_observations, data['action'], rewards, ends,
       terminated, discounts=discounts, extras=extras, source=source,
-      field='next/done')
+      field='next/done'), policy, source))
 
 
 def _squeeze(value: Any) -> np.ndarray:
@@ -226,7 +233,8 @@ def _squeeze(value: Any) -> np.ndarray:
 
 
 def to_ted(episodes: episodes_lib.EpisodesLike, *,
-           one_step: str = 'error') -> Dict[str, Any]:
+           one_step: str = 'error',
+           last_step: transitions.LastStepLike = 'invalid') -> Dict[str, Any]:
   """A TED nest of NumPy arrays (``[N]`` rows) from RLDS Episodes.
 
   Root: ``observation`` (nest), ``action``, ``done``/``terminated``/
@@ -241,16 +249,26 @@ def to_ted(episodes: episodes_lib.EpisodesLike, *,
   Args:
     episodes: Episodes or an RLDS dataset.
     one_step: a one-step episode has no row: ``'error'`` or ``'skip'``.
+    last_step: ``'invalid'`` (default, RLDS): the last step's action,
+      reward, discount and other non-observation fields have no row and are
+      left out, with one `rlds_lite.dense.LastStepValuesWarning` naming the
+      fields of non-zero ones; ``'valid'``: they are real (e.g. a success
+      reward) and kept: the last step becomes a row too, its
+      ``next/observation`` repeating the last one (the one after the last
+      action is unknown); `from_ted` with ``'valid'`` reads them back
+      exactly.
 
   Example:
     >>> e = {'steps': {'observation': np.arange(3.), 'action': np.zeros(3),
-    ...                'reward': np.ones(3), **episodes_lib.rlds_flags(3, True)}}
+    ...                'reward': np.array([1., 1., 0.]),
+    ...                **episodes_lib.rlds_flags(3, True)}}
     >>> td = to_ted([e])
     >>> td['next']['observation'].tolist(), td['next']['terminated'][:, 0].tolist()
     ([1.0, 2.0], [False, True])
   """
   rows = rows_lib.rows_from_episodes(episodes, one_step=one_step,
-                                     what='TED')
+                                     what='TED', last_step=last_step,
+                                     where='to_ted')
   if rows is None:
     raise ValueError('to_ted: no episodes with rows; the shapes of the '
                      'arrays cannot be inferred.')
@@ -273,18 +291,25 @@ def to_ted(episodes: episodes_lib.EpisodesLike, *,
   return out
 
 
-def _write_group(group: Any, nest: Dict[str, Any]) -> None:
+def _write_group(group: Any, nest: Dict[str, Any], source: str,
+                 prefix: str = '') -> None:
   for key, value in nest.items():
+    path = f'{prefix}{key}'
     if isinstance(value, dict):
-      _write_group(group.create_group(key), value)
+      _write_group(group.create_group(key), value, source, f'{path}/')
+    elif np.asarray(value).dtype.kind in 'OSUT':
+      data, dtype = strings.for_hdf5(np.asarray(value), path, source)
+      group.create_dataset(key, data=data, dtype=dtype)
     else:
       group.create_dataset(key, data=value)
 
 
 def to_ted_h5(episodes: episodes_lib.EpisodesLike,
-              path: Union[str, os.PathLike], *, one_step: str = 'error'
-              ) -> str:
+              path: Union[str, os.PathLike], *, one_step: str = 'error',
+              last_step: transitions.LastStepLike = 'invalid') -> str:
   """Writes `to_ted` as an H5 file (groups for nests), atomically.
+
+  Arguments as `to_ted`.
 
   Example:
     >>> import tempfile
@@ -295,14 +320,14 @@ def to_ted_h5(episodes: episodes_lib.EpisodesLike,
     [[0.0, 1.0, 2.0]]
   """
   import h5py  # pylint: disable=g-import-not-at-top
-  nest = to_ted(episodes, one_step=one_step)
+  nest = to_ted(episodes, one_step=one_step, last_step=last_step)
   path = os.fspath(path)
   directory = os.path.dirname(os.path.abspath(path))
   handle, temp = tempfile.mkstemp(suffix='.h5.tmp', dir=directory)
   os.close(handle)
   try:
     with h5py.File(temp, 'w') as file:
-      _write_group(file, nest)
+      _write_group(file, nest, path)
     os.replace(temp, path)
   except BaseException:
     if os.path.exists(temp):

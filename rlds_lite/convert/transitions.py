@@ -10,6 +10,18 @@ is the discount of the transition ``t -> t+1``, so it is 1, except 0 on the
 transition that terminates (step ``N - 1`` of a terminated episode), and 0 on
 the last step (which has no transition).
 
+The last step (``last_step=``, the same argument as in ``stats``,
+``dense.transitions`` and the CLI's ``--last-step``): with ``'invalid'``
+(default, RLDS) a writer has no place for the last step's action, reward and
+discount (nor, in the row formats, its other non-observation fields) and
+leaves them out, warning once (`LastStepValues`) when any is not zero. With
+``'valid'`` (data whose last step holds a real action and reward, e.g. a
+success reward) every step becomes a transition: the writer appends a
+placeholder final step (`with_final_step`: the last observation repeated,
+zero action, reward and discount) whose observation stands for the unknown
+one after the last action, and the reader with ``'valid'`` drops it again
+(`without_final_step`), so the round trip is exact.
+
 Example:
   >>> import numpy as np
   >>> steps = steps_from_transitions(np.array([0., 1., 2.]), np.array([5, 6]),
@@ -20,13 +32,16 @@ Example:
   True
 """
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterable, Iterator, Optional, Union
 
 import numpy as np
 import tensorflow as tf
 
+from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import strings
+from rlds_lite.dense import last_step as last_step_lib
 
 FLAG_FIELDS = (rlds_types.IS_FIRST, rlds_types.IS_LAST, rlds_types.IS_TERMINAL)
 """RLDS flags: derived from the formats' end flags, never stored as data."""
@@ -151,3 +166,166 @@ def transitions_from_steps(steps: Dict[str, Any]) -> Dict[str, Any]:
       'discounts': discounts,
       'extras': {k: v for k, v in steps.items() if k not in CORE_FIELDS},
   }
+
+
+LastStepLike = Union[last_step_lib.LastStep, str]
+"""``'invalid'`` (RLDS's default) or ``'valid'``, or a ``LastStep``."""
+_ACTION_REWARD_DISCOUNT = (rlds_types.ACTION, rlds_types.REWARD,
+                           rlds_types.DISCOUNT)
+
+
+def _nonzero_last(leaf: Any) -> bool:
+  """Whether the last row of a ``[T, ...]`` array holds a non-zero value
+  (for strings: a non-empty one)."""
+  leaf = np.asarray(leaf)
+  last = leaf[-1:]
+  if leaf.dtype.kind in 'OSUT':
+    return any(len(x) for x in last.ravel())
+  return bool(np.any(last != 0))
+
+
+class LastStepValues:
+  """Counts, per field, the episodes whose last-step values a writer drops.
+
+  Args:
+    where: the writer, for the warning (``'to_d4rl'``).
+    extras: the writer drops the last step of step fields other than the
+      observation too (the row formats: D4RL, il-representations, TED).
+
+  Example:
+    >>> values = LastStepValues('to_x', extras=False)
+    >>> values.add({'observation': np.zeros(2), 'reward': np.array([0., 1.]),
+    ...             'action': np.zeros(2), **episodes_lib.rlds_flags(2, True)})
+    >>> values.counts, values.episodes
+    ({'reward': 1}, 1)
+  """
+
+  def __init__(self, where: str, extras: bool):
+    self.where = where
+    self.extras = extras
+    self.why = (
+        "this format has no row for a last step, whose action, reward and "
+        'discount RLDS says are invalid' if extras else None)
+    self.counts: Dict[str, int] = {}
+    self.episodes = 0
+
+  def _dropped(self, key: str) -> bool:
+    if key in _ACTION_REWARD_DISCOUNT:
+      return True
+    return self.extras and key not in CORE_FIELDS
+
+  def add(self, steps: Dict[str, Any]) -> None:
+    """Counts one checked episode's non-zero last-step values."""
+    self.episodes += 1
+    for key, value in steps.items():
+      if not self._dropped(key):
+        continue
+      for path, leaf in nest_paths.flatten_with_paths(value, key):
+        if np.size(leaf) and _nonzero_last(leaf):
+          self.counts[path] = self.counts.get(path, 0) + 1
+
+  def warn(self, stacklevel: int = 4) -> None:
+    """The one `LastStepValuesWarning` of the call, if a value was dropped.
+
+    Args:
+      stacklevel: as ``warnings.warn``'s, counted from here (4: the caller
+        of the function that calls this).
+    """
+    kwargs = {'why': self.why} if self.why else {}
+    last_step_lib.warn_last_step_values(self.where, self.counts,
+                                        self.episodes, stacklevel=stacklevel,
+                                        **kwargs)
+
+
+def _with_row(leaf: Any, zero: bool) -> np.ndarray:
+  leaf = np.asarray(leaf)
+  row = strings.zero_rows(1, leaf) if zero else leaf[-1:]
+  return np.concatenate([leaf, row])
+
+
+def with_final_step(episode: episodes_lib.Episode) -> episodes_lib.Episode:
+  """A ``'valid'`` episode of ``T`` steps as ``T + 1`` RLDS steps.
+
+  Every step keeps its action, reward and discount; the placeholder final
+  step repeats the last observation (and the last values of other fields)
+  with zero action, reward and discount; ``is_terminal`` moves to it.
+
+  Example:
+    >>> e = {'steps': {'observation': np.array([0., 1.]),
+    ...                'reward': np.array([0., 1.]),
+    ...                **episodes_lib.rlds_flags(2, True)}}
+    >>> steps = with_final_step(e)['steps']
+    >>> steps['observation'].tolist(), steps['reward'].tolist()
+    ([0.0, 1.0, 1.0], [0.0, 1.0, 0.0])
+    >>> steps['is_terminal'].tolist()
+    [False, False, True]
+  """
+  steps = episode[rlds_types.STEPS]
+  length = len(np.asarray(steps[rlds_types.IS_LAST]))
+  terminated = bool(np.asarray(steps[rlds_types.IS_TERMINAL])[-1])
+  out = {k: tf.nest.map_structure(
+      lambda leaf, zero=k in _ACTION_REWARD_DISCOUNT: _with_row(leaf, zero), v)
+         for k, v in steps.items() if k not in FLAG_FIELDS}
+  out.update(episodes_lib.rlds_flags(length + 1, terminated))
+  return {**episode, rlds_types.STEPS: out}
+
+
+def without_final_step(episode: episodes_lib.Episode, *,
+                       source: str = '<episodes>', index: int = 0
+                       ) -> episodes_lib.Episode:
+  """The inverse of `with_final_step`: the last step dropped, its end kept.
+
+  Raises:
+    ConversionError: for a one-step episode (nothing would be left).
+
+  Example:
+    >>> e = {'steps': {'reward': np.array([0., 1., 0.]),
+    ...                **episodes_lib.rlds_flags(3, True)}}
+    >>> steps = without_final_step(e)['steps']
+    >>> steps['reward'].tolist(), steps['is_terminal'].tolist()
+    ([0.0, 1.0], [False, True])
+  """
+  steps = episode[rlds_types.STEPS]
+  length = len(np.asarray(steps[rlds_types.IS_LAST]))
+  if length < 2:
+    raise episodes_lib.ConversionError(
+        "has one step, only a final observation: with last_step='valid' "
+        'every step holds a real action, so nothing is left', source=source,
+        episode=index, field=rlds_types.IS_LAST)
+  terminated = bool(np.asarray(steps[rlds_types.IS_TERMINAL])[-1])
+  out = {k: tf.nest.map_structure(lambda leaf: np.asarray(leaf)[:-1], v)
+         for k, v in steps.items() if k not in FLAG_FIELDS}
+  out.update(episodes_lib.rlds_flags(length - 1, terminated))
+  return {**episode, rlds_types.STEPS: out}
+
+
+def last_step_policy(last_step: LastStepLike, op: str) -> last_step_lib.LastStep:
+  """``last_step`` as a ``LastStep``; a ValueError naming ``op`` otherwise."""
+  return last_step_lib.as_last_step(last_step, op)
+
+
+def prepared_for_writing(episodes: Iterable[episodes_lib.Episode],
+                         policy: last_step_lib.LastStep,
+                         values: LastStepValues
+                         ) -> Iterator[episodes_lib.Episode]:
+  """Checked episodes as a writer takes them (see the module docstring).
+
+  ``'invalid'``: counted into ``values`` and passed on; ``'valid'``: with
+  their placeholder final step (`with_final_step`).
+  """
+  for episode in episodes:
+    if policy is last_step_lib.LastStep.VALID:
+      yield with_final_step(episode)
+    else:
+      values.add(episode[rlds_types.STEPS])
+      yield episode
+
+
+def read_with_policy(episodes: Iterable[episodes_lib.Episode],
+                     policy: last_step_lib.LastStep, source: str
+                     ) -> Iterator[episodes_lib.Episode]:
+  """A reader's episodes; with ``'valid'`` their final step dropped."""
+  for index, episode in enumerate(episodes):
+    if policy is last_step_lib.LastStep.VALID:
+      episode = without_final_step(episode, source=source, index=index)
+    yield episode

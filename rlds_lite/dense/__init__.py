@@ -30,6 +30,7 @@ from rlds_lite.dense.goals import STRATEGIES
 from rlds_lite.dense.indexing import episode_length
 from rlds_lite.dense.indexing import gather_steps
 from rlds_lite.dense.last_step import LastStep
+from rlds_lite.dense.last_step import LastStepValuesWarning
 from rlds_lite.dense.last_step import num_valid_actions
 from rlds_lite.dense.robot import GOAL_INDEX
 from rlds_lite.dense.robot import robot_sample_indices
@@ -51,6 +52,7 @@ __all__ = [
     'GOAL',
     'GOAL_INDEX',
     'LastStep',
+    'LastStepValuesWarning',
     'MASK',
     'NEXT_OBSERVATION',
     'num_valid_actions',

@@ -3,9 +3,15 @@
 The RLDS format says that on the last step (``is_last``) the action, reward
 and discount are invalid: the episode ends with an observation only
 (``LastStep.INVALID``, the default everywhere). Much robot data records a real
-action on the final step too (``LastStep.VALID``). rlds_lite never guesses
-which one a dataset follows from its values: ops that read actions take the
-policy as an argument.
+action on the final step too (``LastStep.VALID``), or its success reward
+(common in Open X-Embodiment data). rlds_lite never guesses which one a
+dataset follows from its values: everything that reads last-step values
+takes the policy as one argument, ``last_step='invalid'`` (default) or
+``'valid'`` (``--last-step`` on the command line): `stats.compute`,
+``dense.transitions``, ``pipeline.transitions_dataset``, ``chunk_actions``,
+the converters (``to_d4rl``, ``to_minari``, ...) and ``validate``. Where the
+default leaves out non-zero values, it says so once per call with a
+`LastStepValuesWarning` naming the fields and how many episodes.
 
 Example:
   >>> import tensorflow as tf
@@ -16,7 +22,8 @@ Example:
 """
 
 import enum
-from typing import Union
+from typing import Mapping, Optional, Union
+import warnings
 
 import tensorflow as tf
 
@@ -46,6 +53,55 @@ def as_last_step(value: Union[LastStep, str], op: str = 'last_step') -> LastStep
     raise ValueError(
         f'{op}: last_step must be LastStep.INVALID or LastStep.VALID '
         f"('invalid'/'valid'), got {value!r}.") from None
+
+
+class LastStepValuesWarning(UserWarning):
+  """Non-zero action/reward/discount values of last steps were left out.
+
+  Raised (as a warning, once per call) by what follows the RLDS default
+  ``last_step='invalid'`` and finds such values: they may be real (a success
+  reward on the final step); ``last_step='valid'`` keeps them.
+  """
+
+
+_RLDS_SAYS = "RLDS says a last step's action, reward and discount are invalid"
+
+
+def last_step_message(where: str, counts: Mapping[str, int],
+                      num_episodes: Optional[int] = None,
+                      why: str = _RLDS_SAYS) -> str:
+  """The text of a `LastStepValuesWarning`: fields, episodes, how to keep them.
+
+  Example:
+    >>> last_step_message('stats', {'reward': 3}, 10)
+    "stats: left out non-zero last-step values of reward (3 of 10 episodes): RLDS says a last step's action, reward and discount are invalid; pass last_step='valid' (command line: --last-step valid) to keep them."
+  """
+  of = f' of {num_episodes}' if num_episodes is not None else ''
+  listed = ', '.join(
+      f'{field} ({count}{of} episode{"" if count == 1 and not of else "s"})'
+      for field, count in sorted(counts.items()))
+  return (f'{where}: left out non-zero last-step values of {listed}: {why}; '
+          "pass last_step='valid' (command line: --last-step valid) to keep "
+          'them.')
+
+
+def warn_last_step_values(where: str, counts: Mapping[str, int],
+                          num_episodes: Optional[int] = None,
+                          stacklevel: int = 3, why: str = _RLDS_SAYS) -> None:
+  """Warns once (`LastStepValuesWarning`) if ``counts`` has any field.
+
+  Args:
+    where: what left the values out (``'stats'``, ``'to_d4rl'``).
+    counts: episodes with a non-zero last-step value, by field path.
+    num_episodes: the episodes looked at, if known.
+    stacklevel: passed to ``warnings.warn`` (3: the caller's caller).
+    why: why they were left out.
+  """
+  counts = {k: v for k, v in counts.items() if v}
+  if counts:
+    warnings.warn(LastStepValuesWarning(
+        last_step_message(where, counts, num_episodes, why)),
+                  stacklevel=stacklevel)
 
 
 def num_valid_actions(length: tf.Tensor,

@@ -65,6 +65,8 @@ Specs = Dict[str, decode_lib.ImageSpec]
 _LOG = logging.getLogger('rlds_lite')
 _graph_fn = tf.autograph.experimental.do_not_convert
 _STEPS, _INDEX, _VALUES = 'steps', 'index', 'values'
+_NO_FRAMES = '_no_frames'
+"""A placeholder step column (``[T]`` uint8) for episodes without images."""
 
 
 # ----------------------------------------------------------------- the input
@@ -72,9 +74,8 @@ _STEPS, _INDEX, _VALUES = 'steps', 'index', 'values'
 
 def _source(source: Any, split: str, data_dir: Optional[PathLike],
             shuffle: bool, seed: Optional[int], specs: Optional[Specs],
-            observation_key: str, op: str
-            ) -> Tuple[tf.data.Dataset, Specs, Any]:
-  """``(episodes, image specs, builder or None)`` of a TFDS name/dir or dataset."""
+            observation_key: str, op: str) -> Tuple[tf.data.Dataset, Specs]:
+  """``(episodes, image specs)`` of a TFDS name or directory, or a dataset."""
   if isinstance(source, tf.data.Dataset):
     episodes = inputs.dense_episodes(source, op)
     step_spec = episodes.element_spec[rlds_types.STEPS]
@@ -88,10 +89,10 @@ def _source(source: Any, split: str, data_dir: Optional[PathLike],
         found[path] = decode_lib.ImageSpec(tuple(leaf.shape[1:]), None)
     for path in specs or {}:
       if path not in found:
+        fields = [p for p, _ in nest_paths.flatten_with_paths(step_spec)]
         raise ValueError(f'{op}: image_specs names {path!r}, which is not a '
-                         f'step field; the steps have '
-                         f'{[p for p, _ in nest_paths.flatten_with_paths(step_spec)]}.')
-    return episodes, found, None
+                         f'step field; the steps have {fields}.')
+    return episodes, found
   if not isinstance(source, (str, os.PathLike)):
     raise TypeError(f'{op}: source must be a TFDS name, a dataset directory or '
                     f'a tf.data.Dataset of episodes, got {type(source).__name__}.')
@@ -101,8 +102,7 @@ def _source(source: Any, split: str, data_dir: Optional[PathLike],
     episodes, found = fields_lib.load_encoded(
         source, split, data_dir=data_dir, shuffle_files=shuffle,
         read_config=read_config)
-  builder, _ = loading.rlds_builder(source, data_dir)
-  return episodes, found, builder
+  return episodes, found
 
 
 def tfds_read_config(seed: Optional[int]) -> Any:
@@ -212,6 +212,8 @@ class _Layout:
     if self.goal is not None:
       values[samples_lib.GOAL_INDEX] = index.goals
       frame_steps = tf.concat([frame_steps, index.goals[:, tf.newaxis]], 1)
+    if not columns:   # No image field: the pools still need the steps.
+      columns[_NO_FRAMES] = tf.zeros([length], tf.uint8)
     if self.index_key is not None:
       values[self.index_key] = index.anchors
     values.update(inputs.episode_values(episode, self.episode_fields,
@@ -287,6 +289,8 @@ def _decode_segment(layout: _Layout):
                                        layout.sizes[path],
                                        method=layout.method)
         for path, spec in layout.specs.items()}
+    if _NO_FRAMES in segment[_STEPS]:
+      frames[_NO_FRAMES] = segment[_STEPS][_NO_FRAMES]
     return {**segment, _STEPS: frames}
 
   return decode
@@ -528,7 +532,7 @@ def robot_samples_dataset(
                                          shift, max_samples, goal, goal_p, op)
   last_step = last_step_lib.as_last_step(last_step, op)
   prefetch = inputs.check_non_negative_int(prefetch, 'prefetch', op)
-  episodes, specs, _ = _source(source, split, data_dir, shuffle, seed,
+  episodes, specs = _source(source, split, data_dir, shuffle, seed,
                                image_specs, observation_key, op)
   step_fields = list(episodes.element_spec[rlds_types.STEPS])
   indexing.require_fields(episodes.element_spec[rlds_types.STEPS],

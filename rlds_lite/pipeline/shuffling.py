@@ -451,7 +451,9 @@ def estimate_memory(name_or_dir: PathLike,
                     prefetch: Optional[int] = None,
                     memory_budget: Union[int, str, None] = None,
                     fields: Optional[Sequence[str]] = None,
-                    num_steps: Optional[int] = None) -> ShuffleMemory:
+                    num_steps: Optional[int] = None,
+                    robot_samples: Optional[Dict[str, Any]] = None
+                    ) -> Union[ShuffleMemory, Any]:
   """The memory ``shuffled_steps`` with these arguments would hold (estimate).
 
   Step bytes come from the dataset's step features (decoded: images count
@@ -459,6 +461,13 @@ def estimate_memory(name_or_dir: PathLike,
   count) or, if None, from ``count_steps`` (one pass, cached). See the module
   docstring for the formula; knobs left None take ``shuffled_steps``'s
   defaults, or are picked for ``memory_budget`` (``pick_knobs``).
+
+  For camera datasets and ``robot_samples_dataset`` (frames kept encoded or
+  decoded once per segment) pass its arguments as ``robot_samples``
+  (``dict(history=2, action_chunk=4, image_size=...)``): the result is then
+  the ``RobotMemory`` of its ``DecodePlan`` (``plan_robot_samples``), for
+  ``batch_size`` and ``memory_budget``; the ``shuffled_steps`` knobs do not
+  apply.
 
   Example:
     >>> import tempfile
@@ -471,9 +480,20 @@ def estimate_memory(name_or_dir: PathLike,
     True
     >>> small.total <= 2 * 10**6
     True
+    >>> cameras = synthetic.camera_dataset(tempfile.mkdtemp(), num_episodes=4,
+    ...                                    length=10, cameras={'image': (64, 64)})
+    >>> estimate_memory(cameras, batch_size=8,
+    ...                 robot_samples=dict(history=2)).step_bytes   # 64 * 64 * 3
+    12288
   """
   op = 'estimate_memory'
   batch_size = inputs.check_positive_int(batch_size, 'batch_size', op)
+  if robot_samples is not None:
+    from rlds_lite.pipeline import robot_samples as robot_lib  # pylint: disable=g-import-not-at-top
+    return robot_lib.plan_robot_samples(
+        name_or_dir, split, batch_size=batch_size, data_dir=data_dir,
+        memory_budget=memory_budget, num_steps=num_steps,
+        **robot_samples).memory
   facts = _split_facts(name_or_dir, split, data_dir, fields, op)
   if num_steps is None:
     num_steps = count_steps(name_or_dir, split, data_dir=data_dir)

@@ -18,6 +18,7 @@ import tensorflow as tf
 from rlds_lite import rlds_types
 from rlds_lite.dense import indexing
 from rlds_lite import dense
+from rlds_lite.dense import last_step as last_step_lib
 from rlds_lite.pipeline import inputs
 from rlds_lite.pipeline import pools
 
@@ -29,7 +30,8 @@ _LIGHT_FIELDS = (rlds_types.REWARD, rlds_types.DISCOUNT,
                  rlds_types.IS_TERMINAL, rlds_types.IS_LAST)
 
 
-def _sampler(n: int, gamma: Any, episode_fields: Sequence[str]) -> pools.Sampler:
+def _sampler(n: int, gamma: Any, episode_fields: Sequence[str],
+             last_step: Any) -> pools.Sampler:
   """Transitions of an episode: whole (``dense.transitions``) or planned.
 
   The plan runs ``dense.transitions`` on the step *indices* (as the
@@ -39,7 +41,8 @@ def _sampler(n: int, gamma: Any, episode_fields: Sequence[str]) -> pools.Sampler
   """
 
   def samples(episode: Dict[str, Any]) -> Dict[str, Any]:
-    out = dense.transitions(episode[rlds_types.STEPS], n=n, gamma=gamma)
+    out = dense.transitions(episode[rlds_types.STEPS], n=n, gamma=gamma,
+                            last_step=last_step)
     num = tf.shape(out[rlds_types.REWARD])[0]
     out.update(inputs.episode_values(episode, episode_fields, num))
     return out
@@ -48,7 +51,7 @@ def _sampler(n: int, gamma: Any, episode_fields: Sequence[str]) -> pools.Sampler
     steps = episode[rlds_types.STEPS]
     light = {k: steps[k] for k in _LIGHT_FIELDS if k in steps}
     light[rlds_types.OBSERVATION] = tf.range(dense.episode_length(steps))
-    out = dense.transitions(light, n=n, gamma=gamma)
+    out = dense.transitions(light, n=n, gamma=gamma, last_step=last_step)
     index = tf.stack([out[rlds_types.OBSERVATION], out[_NEXT]], axis=1)
     values = {k: out[k] for k in _COMPUTED}
     values.update(inputs.episode_values(episode, episode_fields,
@@ -77,6 +80,7 @@ def transitions_dataset(episodes: tf.data.Dataset,
                         *,
                         n: int = 1,
                         gamma: Union[float, tf.Tensor] = 1.0,
+                        last_step: Union[last_step_lib.LastStep, str] = 'invalid',
                         episode_fields: Union[str, Sequence[str]] = (),
                         shuffle: bool = True,
                         pool: str = 'auto',
@@ -90,7 +94,9 @@ def transitions_dataset(episodes: tf.data.Dataset,
   """Batches of n-step transitions of all episodes, shuffled across episodes.
 
   The samples are exactly those of ``rlds_lite.dense.transitions(steps, n,
-  gamma)`` for every episode (one per non-last step: ``observation``,
+  gamma, last_step=last_step)`` for every episode (one per non-last step,
+  and one more for a terminal last step under ``last_step='valid'``:
+  ``observation``,
   ``action``, n-step ``reward`` and ``discount`` (0 when the window reaches
   a terminal step; truncated episodes keep a bootstrap discount),
   ``next_observation`` and the start step's other fields), each once per
@@ -111,6 +117,12 @@ def transitions_dataset(episodes: tf.data.Dataset,
     batch_size: transitions per batch (positive).
     n: the maximal number of rewards summed per transition (positive).
     gamma: the discount factor in ``[0, 1]``.
+    last_step: ``'invalid'`` (default, RLDS: the last step's action and
+      reward are not a transition's) or ``'valid'`` (data whose last step
+      carries a real action and reward, e.g. a success reward: a terminal
+      last step starts a transition too; see ``dense.transitions``). A
+      ``tf.data`` graph cannot warn; ``rlds_lite.validate`` and
+      ``stats.compute`` say whether last steps hold non-zero values.
     episode_fields: episode metadata fields to copy into every transition.
     shuffle: shuffle (else transitions come in episode order).
     pool: ``'auto'``, ``'samples'`` or ``'episodes'``: how to pool
@@ -134,7 +146,8 @@ def transitions_dataset(episodes: tf.data.Dataset,
       discount are not floats.
     ValueError: if ``batch_size``, ``n`` or ``pool_episodes`` is not
       positive, ``pool`` is unknown, ``gamma`` is not in ``[0, 1]``,
-      ``observation``/``reward`` is missing, or a field name collides.
+      ``observation``/``reward`` is missing, a field name collides, or
+      ``last_step`` is not ``'invalid'``/``'valid'``.
 
   Example:
     >>> steps = {'observation': tf.constant([0, 1, 2]),
@@ -147,6 +160,7 @@ def transitions_dataset(episodes: tf.data.Dataset,
   op = 'transitions_dataset'
   inputs.check_positive_int(batch_size, 'batch_size', op)
   n = inputs.check_positive_int(n, 'n', op)
+  last_step = last_step_lib.as_last_step(last_step, op)
   episodes = inputs.dense_episodes(episodes, op)
   steps_spec = episodes.element_spec[rlds_types.STEPS]
   indexing.require_fields(steps_spec,
@@ -156,7 +170,7 @@ def transitions_dataset(episodes: tf.data.Dataset,
   episode_fields = inputs.check_episode_fields(episodes, episode_fields,
                                               reserved, op)
   return pools.pooled_batches(
-      episodes, _sampler(n, gamma, episode_fields), batch_size,
+      episodes, _sampler(n, gamma, episode_fields, last_step), batch_size,
       shuffle=shuffle, pool=pool, pool_episodes=pool_episodes,
       episode_shuffle_buffer=episode_shuffle_buffer, seed=seed,
       num_parallel_calls=num_parallel_calls, deterministic=deterministic,

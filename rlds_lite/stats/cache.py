@@ -37,16 +37,46 @@ def fallback_dir() -> str:
       os.path.expanduser('~'), '.cache', 'rlds_lite', 'stats')
 
 
+def _stat_entry(dataset_dir: str, name: str) -> Optional[List[Any]]:
+  """``[name, size, mtime_ns]`` of a file, or None if it is gone."""
+  try:
+    stat = tf.io.gfile.stat(os.path.join(dataset_dir, name))
+  except tf.errors.NotFoundError:
+    return None
+  return [name, int(stat.length), int(stat.mtime_nsec)]
+
+
+def _dataset_file_names(dataset_dir: str) -> List[str]:
+  """The files that make the published dataset: its metadata and shards.
+
+  Only what ``dataset_info.json`` references counts: a writer's hidden
+  temporary files, a replaced shard generation kept for readers in flight
+  (`rlds_lite.tfds.publish`) and caches do not. A directory whose
+  ``dataset_info.json`` cannot be read falls back to its visible files.
+  """
+  from rlds_lite.tfds import leftovers  # pylint: disable=g-import-not-at-top
+  try:
+    proto = leftovers.read_info_proto(dataset_dir)
+  except (ValueError, tf.errors.OpError):
+    proto = None
+  if proto is not None:
+    return sorted({leftovers.INFO_FILE, leftovers.FEATURES_FILE} |
+                  leftovers.referenced_files(dataset_dir, proto))
+  return sorted(
+      name.rstrip('/') for name in tf.io.gfile.listdir(dataset_dir)
+      if not name.startswith('.') and name.rstrip('/') != CACHE_SUBDIR and
+      not tf.io.gfile.isdir(os.path.join(dataset_dir, name.rstrip('/'))))
+
+
 def _files(dataset_dir: str) -> List[List[Any]]:
-  """Name, size and mtime (ns) of each file of the dataset directory."""
-  entries = []
-  for name in sorted(tf.io.gfile.listdir(dataset_dir)):
-    path = os.path.join(dataset_dir, name.rstrip('/'))
-    if name.rstrip('/') == CACHE_SUBDIR or tf.io.gfile.isdir(path):
-      continue
-    stat = tf.io.gfile.stat(path)
-    entries.append([name, int(stat.length), int(stat.mtime_nsec)])
-  return entries
+  """Name, size and mtime (ns) of each file of the published dataset.
+
+  Rewriting or appending changes the key (a new ``dataset_info.json``, new
+  shards); files that a concurrent writer renames meanwhile are skipped.
+  """
+  entries = (_stat_entry(dataset_dir, name)
+             for name in _dataset_file_names(dataset_dir))
+  return [entry for entry in entries if entry is not None]
 
 
 def transform_key(transform: Optional[Callable[..., Any]]) -> Optional[str]:

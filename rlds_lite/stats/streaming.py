@@ -7,14 +7,20 @@ batches of steps with ``rebatch``. Each batch is reduced in NumPy into small
 mergeable summaries (count/mean/M2 with Chan et al.'s merge, min, max, a
 ``QuantileSketch``): memory stays bounded whatever the dataset's size.
 
-Which values count (``mask_last_step=True``, as ``sar_fields_mask``): the
-action, reward and discount of a last step (``is_last``) are invalid and left
-out; observations and other fields count on every step. Returns sum the valid
-rewards. Boolean flags ``is_first``/``is_last``/``is_terminal`` are summarised
-as episode counts, not as fields. Images (``uint8`` with two or more
-dimensions per step), strings and fields whose shape varies are skipped
-(listed in ``DatasetStats.skipped``); naming one in ``keys`` is an error.
-Episodes without steps are not counted.
+Which values count (``last_step='invalid'``, RLDS's rule, as
+``sar_fields_mask``): the action, reward and discount of a last step
+(``is_last``) are invalid and left out; observations and other fields count
+on every step. Returns sum the valid rewards. When a left-out value is not
+zero (a success reward on the final step, as much Open X-Embodiment data
+has), ``DatasetStats.last_step_values`` counts the episodes per field and a
+`rlds_lite.dense.LastStepValuesWarning` says so once; ``last_step='valid'``
+counts those values (and returns include them). Boolean flags
+``is_first``/``is_last``/``is_terminal`` are summarised as episode counts,
+not as fields. String fields get a count, the number of distinct values and
+the most frequent ones (`rlds_lite.stats.strings.StringStats`). Images
+(``uint8`` with two or more dimensions per step) and fields whose shape
+varies are skipped (listed in ``DatasetStats.skipped``); naming one in
+``keys`` is an error. Episodes without steps are not counted.
 
 Example:
   >>> from rlds_lite import synthetic
@@ -24,8 +30,10 @@ Example:
   (3, ['action', 'discount', 'observation', 'reward'])
 """
 
+import contextlib
 import os
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
+import warnings
 
 from absl import logging
 import numpy as np
@@ -38,13 +46,15 @@ from rlds_lite import loading
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.stats import cache as cache_lib
+from rlds_lite.dense import last_step as last_step_lib
 from rlds_lite.stats import sketch as sketch_lib
+from rlds_lite.stats import strings as strings_lib
 from rlds_lite.stats import types
 
 _FLAGS = (rlds_types.IS_FIRST, rlds_types.IS_LAST, rlds_types.IS_TERMINAL)
 _INVALID_ON_LAST = (rlds_types.ACTION, rlds_types.REWARD, rlds_types.DISCOUNT)
-_VALID, _END, _LENGTH, _TERMINAL, _RETURN = (
-    '__valid', '__end', '__length', '__terminal', '__return')
+_VALID, _END, _LENGTH, _TERMINAL, _RETURN, _LAST = (
+    '__valid', '__end', '__length', '__terminal', '__return', '__last')
 _BATCH_BYTES = 4 << 20
 
 PathLike = Union[str, os.PathLike]
@@ -54,7 +64,7 @@ Transform = Callable[[tf.data.Dataset], tf.data.Dataset]
 def _skip_reason(spec: tf.TensorSpec) -> Optional[str]:
   """Why a step field (``[T, ...]`` spec) gets no statistics, or None."""
   if not (spec.dtype.is_floating or spec.dtype.is_integer or
-          spec.dtype == tf.bool):
+          spec.dtype == tf.bool or spec.dtype == tf.string):
     return f'not numeric ({spec.dtype.name})'
   if not spec.shape[1:].is_fully_defined():
     return f'shape varies ({spec.shape[1:]})'
@@ -111,6 +121,7 @@ def _rows_fn(selected: Dict[str, tf.TensorSpec], mask_last_step: bool,
              else tf.ones_like(is_last))
     out = {path: flat[path] for path in selected}
     out[_VALID] = valid
+    out[_LAST] = is_last
     out[_END] = end
     out[_LENGTH] = tf.fill([length], length)
     out[_TERMINAL] = (tf.cast(flat[rlds_types.IS_TERMINAL], tf.bool)
@@ -147,20 +158,15 @@ def _dense_episodes(dataset_or_path: Any, split: str,
                   f'{type(dataset_or_path).__name__}.')
 
 
-def _dataset_dir(name_or_dir: PathLike, data_dir: Optional[PathLike]) -> str:
-  """The directory holding the dataset's ``dataset_info.json``."""
-  builder, _ = loading.rlds_builder(name_or_dir, data_dir)
-  return os.fspath(builder.data_dir)
-
-
 def _num_episodes(dataset: tf.data.Dataset) -> Optional[int]:
   n = int(dataset.cardinality())
   return n if n >= 0 else None
 
 
 def _batch_size(selected: Dict[str, tf.TensorSpec]) -> int:
-  row_bytes = 64 + sum(
-      spec.shape[1:].num_elements() * spec.dtype.size
+  row_bytes = 64 + sum(  # A string: about 64 bytes.
+      spec.shape[1:].num_elements() * (
+          64 if spec.dtype == tf.string else spec.dtype.size)
       for spec in selected.values())
   return int(np.clip(_BATCH_BYTES // row_bytes, 256, 16384))
 
@@ -172,7 +178,13 @@ class _Accumulator:
                reward_shape: Optional[Sequence[int]], k: int):
     self.fields = {
         path: types.FieldStats.empty(path, spec.shape[1:], spec.dtype.name, k)
-        for path, spec in selected.items()}
+        for path, spec in selected.items() if spec.dtype != tf.string}
+    self.strings = {
+        path: strings_lib.StringStats.empty(path, spec.shape[1:])
+        for path, spec in selected.items() if spec.dtype == tf.string}
+    self.last_step_values = {
+        path: 0 for path, spec in selected.items()
+        if _is_masked(path) and spec.dtype != tf.string}
     self.length = types.FieldStats.empty('episode_length', (), 'int64', k)
     self.returns = (None if reward_shape is None else types.FieldStats.empty(
         'episode_return', reward_shape, 'float64', k))
@@ -191,6 +203,13 @@ class _Accumulator:
     valid = batch[_VALID]
     for path, field in self.fields.items():
       field.update(batch[path][valid] if _is_masked(path) else batch[path])
+    for path, field in self.strings.items():
+      field.update(batch[path][valid] if _is_masked(path) else batch[path])
+    last = batch[_LAST]
+    for path in self.last_step_values:
+      values = batch[path][last]
+      nonzero = (values != 0).reshape(len(values), -1).any(axis=1)
+      self.last_step_values[path] += int(nonzero.sum())
     return ended
 
   def result(self, skipped: Dict[str, str],
@@ -198,7 +217,8 @@ class _Accumulator:
     return types.DatasetStats(
         self.num_episodes, self.num_steps, self.num_terminated,
         self.num_episodes - self.num_terminated, self.length, self.returns,
-        self.fields, skipped, source)
+        self.fields, skipped, source, self.strings,
+        {k: v for k, v in self.last_step_values.items() if v})
 
 
 def _pass(episodes: tf.data.Dataset, selected: Dict[str, tf.TensorSpec],
@@ -225,13 +245,14 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
             *,
             split: str = 'train',
             keys: Optional[Sequence[str]] = None,
-            mask_last_step: bool = True,
+            last_step: Union[last_step_lib.LastStep, str] = 'invalid',
             transform: Optional[Transform] = None,
             transform_key: Optional[str] = None,
             cache: bool = True,
             progress: bool = True,
             data_dir: Optional[PathLike] = None,
-            sketch_k: int = sketch_lib.DEFAULT_K) -> types.DatasetStats:
+            sketch_k: int = sketch_lib.DEFAULT_K,
+            mask_last_step: Optional[bool] = None) -> types.DatasetStats:
   """Statistics of an RLDS dataset, in one streaming pass (bounded memory).
 
   Args:
@@ -241,9 +262,12 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
     split: the split to read (paths and names only).
     keys: step fields to summarise, as paths (``'action'``,
       ``'observation/pos'``; a path selects everything below it). Default:
-      every numeric field but the ``is_*`` flags, images skipped.
-    mask_last_step: leave out the action, reward and discount of last steps
-      (invalid in RLDS), as ``sar_fields_mask``.
+      every numeric and string field but the ``is_*`` flags, images
+      skipped.
+    last_step: ``'invalid'`` (default, RLDS): leave out the action, reward
+      and discount of last steps, as ``sar_fields_mask``, and warn once
+      (`rlds_lite.dense.LastStepValuesWarning`) if any left out is not zero;
+      ``'valid'``: count them (returns include the last reward).
     transform: a function of the dense episodes dataset applied before the
       pass (``Dataset -> Dataset``).
     transform_key: names the transform in the cache key; by default a hash of
@@ -253,6 +277,7 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
     progress: show a progress bar on a terminal (stderr).
     data_dir: TFDS data directory for registered names.
     sketch_k: quantile sketch capacity (accuracy vs memory).
+    mask_last_step: deprecated: ``False`` is ``last_step='valid'``.
 
   Returns:
     A ``DatasetStats``.
@@ -260,6 +285,9 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
   Raises:
     FileNotFoundError: if the directory does not exist.
     ValueError: if it is not an RLDS dataset, or the split is unknown.
+    rlds_lite.dataset_files.CorruptDatasetError: (a ValueError) naming the
+      file (and the episode and field where known) if a file of the dataset
+      is damaged (paths and names only).
     KeyError: if a key names no step field, or a field without statistics.
     TypeError: if the input is not episodes.
 
@@ -275,9 +303,16 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
     >>> float(s.episode_return.mean), int(s.episode_length.max)
     (3.0, 3)
   """
+  if mask_last_step is not None:
+    warnings.warn("stats.compute: mask_last_step is deprecated; use "
+                  "last_step='invalid' (mask) or 'valid' (keep).",
+                  DeprecationWarning, stacklevel=2)
+    last_step = 'invalid' if mask_last_step else 'valid'
+  policy = last_step_lib.as_last_step(last_step, 'stats.compute')
+  mask = policy is last_step_lib.LastStep.INVALID
   episodes = _dense_episodes(dataset_or_path, split, data_dir)
   source = {'split': split, 'keys': None if keys is None else list(keys),
-            'mask_last_step': mask_last_step, 'sketch_k': sketch_k}
+            'last_step': policy.value, 'sketch_k': sketch_k}
   is_path = not isinstance(dataset_or_path, tf.data.Dataset)
   if is_path:
     source['dataset'] = os.fspath(dataset_or_path)
@@ -286,18 +321,32 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
     transform_key = transform_key or cache_lib.transform_key(transform)
     source['transform'] = transform_key
   dataset_dir = key = None
+  reading = contextlib.nullcontext()
+  if is_path:
+    builder, _ = loading.rlds_builder(dataset_or_path, data_dir)
+    reading = loading.named_read_errors(builder, split)
   if cache and is_path and (transform is None or transform_key):
-    dataset_dir = _dataset_dir(dataset_or_path, data_dir)
+    dataset_dir = os.fspath(builder.data_dir)
     key = cache_lib.cache_key(dataset_dir, {**source, 'dataset': None})
     cached = cache_lib.read(dataset_dir, key)
     if cached is not None:
+      _warn_left_out(cached, mask)
       return cached
   selected, skipped = _select(episodes.element_spec[rlds_types.STEPS], keys)
-  stats = _pass(episodes, selected, skipped, mask_last_step, sketch_k,
-                progress, source)
+  with reading:
+    stats = _pass(episodes, selected, skipped, mask, sketch_k, progress,
+                  source)
   if key is not None:
     try:
       cache_lib.write(dataset_dir, key, stats)
     except OSError as e:  # The statistics are still good: warn, go on.
       logging.warning('stats: not cached: %s', e)
+  _warn_left_out(stats, mask)
   return stats
+
+
+def _warn_left_out(stats: types.DatasetStats, masked: bool) -> None:
+  """The one `LastStepValuesWarning` of a call that left values out."""
+  if masked:
+    last_step_lib.warn_last_step_values('stats', stats.last_step_values,
+                                        stats.num_episodes, stacklevel=4)

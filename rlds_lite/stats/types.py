@@ -2,7 +2,8 @@
 
 ``FieldStats`` holds the statistics of one field (per element of its shape);
 ``DatasetStats`` those of a dataset: episode counts, episode lengths and
-returns, and one ``FieldStats`` per step field. Both are plain dataclasses
+returns, one ``FieldStats`` per numeric step field and one
+``rlds_lite.stats.strings.StringStats`` per string field. Both are plain dataclasses
 with ``to_json``/``from_json``; ``merge`` combines statistics of disjoint
 datasets exactly for counts, min and max, to float64 precision for mean and
 std, and within the sketches' rank error for quantiles.
@@ -25,12 +26,14 @@ from typing import Any, Callable, Dict, Optional, Sequence
 import numpy as np
 
 from rlds_lite.stats import sketch as sketch_lib
+from rlds_lite.stats import strings as strings_lib
 
 QUANTILES = (0.01, 0.5, 0.99)
 """The quantiles reported as ``p01``, ``p50`` and ``p99``."""
 
-FORMAT_VERSION = 1
-"""Version of the JSON layout (part of cache keys)."""
+FORMAT_VERSION = 2
+"""Version of the JSON layout (part of cache keys); 2 added string fields
+and last-step values (version 1 files are still read)."""
 
 
 def _to_list(array: np.ndarray) -> Any:
@@ -206,6 +209,29 @@ def _merge_fields(a: Dict[str, FieldStats],
   return dict(sorted(merged.items()))
 
 
+def _merge_strings(a: Dict[str, strings_lib.StringStats],
+                   b: Dict[str, strings_lib.StringStats]
+                   ) -> Dict[str, strings_lib.StringStats]:
+  merged = {k: v.copy() for k, v in a.items()}
+  for key, value in b.items():
+    merged[key] = merged[key].merge(value) if key in merged else value.copy()
+  return dict(sorted(merged.items()))
+
+
+def _top_text(stats: strings_lib.StringStats, n: int = 3,
+              width: int = 24) -> str:
+  """``'pick' 600, 'place' 400, ...`` (long values cut)."""
+  parts = []
+  for value, count in stats.top(n):
+    text = value.decode('utf-8', 'replace')
+    if len(text) > width:
+      text = text[:width - 3] + '...'
+    parts.append(f'{text!r} {count}' + ('' if stats.exact else '+'))
+  if len(stats.counters) > n:
+    parts.append('...')
+  return ', '.join(parts)
+
+
 def _format(value: Optional[float]) -> str:
   return 'nan' if value is None else f'{value:.4g}'
 
@@ -222,9 +248,17 @@ class DatasetStats:
     episode_length: statistics of the episode lengths (in steps).
     episode_return: statistics of the returns (sum of the valid rewards), or
       None without a ``reward`` field.
-    fields: statistics of each step field, by path (``'observation/pos'``).
-    skipped: step fields left out, with the reason (images, strings).
-    source: what was summarised (dataset, split, transform), free-form.
+    fields: statistics of each numeric step field, by path
+      (``'observation/pos'``).
+    skipped: step fields left out, with the reason (images, varying shapes).
+    source: what was summarised (dataset, split, transform, ``last_step``),
+      free-form.
+    strings: statistics of each string step field (count, distinct values,
+      the most frequent), by path.
+    last_step_values: per field (``action``, ``reward``, ``discount``), the
+      episodes whose last step holds a non-zero value; left out of the
+      statistics under ``last_step='invalid'`` (RLDS), counted under
+      ``'valid'``.
   """
 
   num_episodes: int
@@ -236,19 +270,26 @@ class DatasetStats:
   fields: Dict[str, FieldStats]
   skipped: Dict[str, str] = dataclasses.field(default_factory=dict)
   source: Dict[str, Any] = dataclasses.field(default_factory=dict)
+  strings: Dict[str, strings_lib.StringStats] = dataclasses.field(
+      default_factory=dict)
+  last_step_values: Dict[str, int] = dataclasses.field(default_factory=dict)
 
-  def __getitem__(self, path: str) -> FieldStats:
+  def __getitem__(self, path: str) -> Any:
+    """The `FieldStats` (or `StringStats` for a string field) of ``path``."""
+    if path in self.strings:
+      return self.strings[path]
     if path not in self.fields:
       raise KeyError(f'DatasetStats: no statistics of field {path!r} (fields: '
-                     f'{sorted(self.fields)}).')
+                     f'{sorted(self.fields) + sorted(self.strings)}).')
     return self.fields[path]
 
   def merge(self, *others: 'DatasetStats') -> 'DatasetStats':
     """Statistics of this dataset and ``others`` together (see ``merge``)."""
     return merge(self, *others)
 
-  def _as_dict(self, field_dict: Callable[[FieldStats], Dict[str, Any]]
-               ) -> Dict[str, Any]:
+  def _as_dict(self, field_dict: Callable[[FieldStats], Dict[str, Any]],
+               string_dict: Callable[[strings_lib.StringStats],
+                                     Dict[str, Any]]) -> Dict[str, Any]:
     return {
         'num_episodes': self.num_episodes, 'num_steps': self.num_steps,
         'num_terminated': self.num_terminated,
@@ -257,16 +298,19 @@ class DatasetStats:
         'episode_return': (field_dict(self.episode_return)
                            if self.episode_return else None),
         'fields': {k: field_dict(v) for k, v in self.fields.items()},
+        'strings': {k: string_dict(v) for k, v in self.strings.items()},
+        'last_step_values': dict(self.last_step_values),
         'skipped': dict(self.skipped), 'source': dict(self.source)}
 
   def to_dict(self) -> Dict[str, Any]:
     """Everything (sketches included), JSON-ready."""
     return {'format_version': FORMAT_VERSION,
-            **self._as_dict(FieldStats.to_dict)}
+            **self._as_dict(FieldStats.to_dict,
+                            strings_lib.StringStats.to_dict)}
 
   @classmethod
   def from_dict(cls, data: Dict[str, Any]) -> 'DatasetStats':
-    if data.get('format_version') != FORMAT_VERSION:
+    if data.get('format_version') not in (1, FORMAT_VERSION):
       raise ValueError('DatasetStats: unsupported format_version '
                        f'{data.get("format_version")!r}.')
     ret = data['episode_return']
@@ -275,7 +319,10 @@ class DatasetStats:
                FieldStats.from_dict(data['episode_length']),
                FieldStats.from_dict(ret) if ret else None,
                {k: FieldStats.from_dict(v) for k, v in data['fields'].items()},
-               dict(data.get('skipped', {})), dict(data.get('source', {})))
+               dict(data.get('skipped', {})), dict(data.get('source', {})),
+               {k: strings_lib.StringStats.from_dict(v)
+                for k, v in data.get('strings', {}).items()},
+               dict(data.get('last_step_values', {})))
 
   def to_json(self, indent: Optional[int] = None) -> str:
     """JSON text; ``from_json`` reads it back (sketches included)."""
@@ -287,7 +334,7 @@ class DatasetStats:
 
   def summary(self) -> Dict[str, Any]:
     """The readable statistics, JSON-ready (no sketches)."""
-    return self._as_dict(FieldStats.summary)
+    return self._as_dict(FieldStats.summary, strings_lib.StringStats.summary)
 
   def table(self, max_dims: int = 8) -> str:
     """A readable text table, one row per field element (``max_dims`` shown)."""
@@ -319,6 +366,26 @@ class DatasetStats:
                        for i, (c, w) in enumerate(zip(cells, widths)))
     lines += [line(header), line(['-' * w for w in widths])]
     lines += [line(r) for r in rows]
+    if self.strings:
+      rows = [['string field', 'count', 'distinct', 'most frequent']]
+      rows += [[path, str(s.count),
+                str(s.distinct) + ('' if s.distinct_exact else ' (approx.)'),
+                _top_text(s)] for path, s in self.strings.items()]
+      widths = [max(len(r[i]) for r in rows) for i in range(3)]
+      rows.insert(1, ['-' * w for w in widths] + ['-------------'])
+      lines.append('')
+      lines += ['  '.join([r[0].ljust(widths[0]), r[1].rjust(widths[1]),
+                           r[2].rjust(widths[2]), r[3]]).rstrip()
+                for r in rows]
+    if self.last_step_values:
+      kept = self.source.get('last_step') == 'valid'
+      listed = ', '.join(f'{k} in {v} of {self.num_episodes} episodes'
+                         for k, v in sorted(self.last_step_values.items()))
+      lines.append(
+          f'last steps: non-zero {listed}: ' +
+          ('counted (last_step=valid).' if kept else
+           "left out (RLDS: invalid); last_step='valid' "
+           '(--last-step valid) counts them.'))
     lines += [f'skipped {path}: {why}' for path, why in self.skipped.items()]
     return '\n'.join(lines)
 
@@ -362,7 +429,9 @@ def merge(*stats: DatasetStats) -> DatasetStats:
       episode_return=(first.episode_return.copy()
                       if first.episode_return else None),
       fields=_merge_fields(first.fields, {}), skipped=dict(first.skipped),
-      source={'merged': [s.source for s in stats]})
+      source={'merged': [s.source for s in stats]},
+      strings=_merge_strings(first.strings, {}),
+      last_step_values=dict(first.last_step_values))
   for other in rest:
     result.num_episodes += other.num_episodes
     result.num_steps += other.num_steps
@@ -374,6 +443,10 @@ def merge(*stats: DatasetStats) -> DatasetStats:
           result.episode_return.merge(other.episode_return)
           if result.episode_return else other.episode_return.copy())
     result.fields = _merge_fields(result.fields, other.fields)
+    result.strings = _merge_strings(result.strings, other.strings)
+    for key, count in other.last_step_values.items():
+      result.last_step_values[key] = (
+          result.last_step_values.get(key, 0) + count)
     result.skipped.update(other.skipped)
   return result
 

@@ -5,10 +5,15 @@
 - `EpisodeWriter`, `write_dataset`: write episodes (columnar dicts, RLDS
   episodes or a whole episodes ``tf.data.Dataset``) as a TFDS dataset,
   published atomically; several splits; appending.
+- `features_from_episode`: the features of a dataset from one example
+  episode (what `EpisodeWriter` does when given an episode as features).
 - `RLDSBuilder`, `RLDSConfig`: TFDS builders configured, not programmed;
   ``tfds build`` works on them; Beam optional.
 - `build_from_envlogger`: EnvLogger recordings -> TFDS dataset, exact RLDS
   alignment, with or without Beam.
+- `locking`, `publish`, `leftovers`: how every writer publishes (one lock per
+  dataset, everything flushed, one atomic switch, leftovers of dead writers
+  removed); ``docs/guarantees.md`` lists the promises and their tests.
 
 Example:
   >>> import tempfile
@@ -35,4 +40,6 @@ from rlds_lite.tfds.episode_writer import write_dataset
 from rlds_lite.tfds.features import episode_features
 from rlds_lite.tfds.features import features_from_config
 from rlds_lite.tfds.features import features_from_env_specs
+from rlds_lite.tfds.features import features_from_episode
+from rlds_lite.tfds.features import is_example_episode
 from rlds_lite.tfds.features import rlds_features

@@ -49,6 +49,23 @@ def _encoder(features_json: str, jpeg_quality: Optional[int] = None
   return encoding.EpisodeEncoder(features, jpeg_quality)
 
 
+def _conformed(encoder: encoding.EpisodeEncoder, episode: Any,
+               where: str) -> Dict[str, Any]:
+  """``encoder.conform(episode)``; refused (naming it) if over 2 GiB.
+
+  Only an episode whose `encoding.size_bound` is over the limit is
+  serialized here to be measured.
+  """
+  conformed = encoder.conform(episode)
+  if encoding.size_bound(conformed) > encoding.MAX_RECORD_BYTES:
+    try:
+      encoder.serialize(episode)
+    except encoding.RecordTooLargeError as e:
+      raise encoding.RecordTooLargeError(f'{where}: {e}', e.nbytes,
+                                         e.limit) from None
+  return conformed
+
+
 def _recording_examples(indexed_recording: Tuple[int, str],
                         specs: Mapping[str, Any],
                         features_json: str,
@@ -57,9 +74,11 @@ def _recording_examples(indexed_recording: Tuple[int, str],
   """The conformed ``(key, episode)`` pairs of one recording (a Beam FlatMap)."""
   index, recording = indexed_recording
   encoder = _encoder(features_json, jpeg_quality)
+  first = envlogger_episodes.episode_key(index, 0)
   for key, episode in envlogger_episodes.read_rlds_episodes(recording, specs,
                                                             index):
-    yield key, encoder.conform(episode)
+    where = f'episode {key - first} of EnvLogger recording {recording}'
+    yield key, _conformed(encoder, episode, where)
 
 
 def _generated(split: str, episodes_fn: Callable[[str], Iterable[Any]],
@@ -67,7 +86,7 @@ def _generated(split: str, episodes_fn: Callable[[str], Iterable[Any]],
                ) -> Iterator[Tuple[int, Dict[str, Any]]]:
   encoder = _encoder(features_json, jpeg_quality)
   for i, episode in enumerate(episodes_fn(split)):
-    yield i, encoder.conform(episode)
+    yield i, _conformed(encoder, episode, f'episode {i} of split {split!r}')
 
 
 def _json(features_json: Any) -> str:

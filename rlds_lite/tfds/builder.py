@@ -14,6 +14,17 @@ and ``tfds.load`` then work as for any TFDS dataset::
         description='Catch, expert policy, recorded with EnvLogger.',
         envlogger_dirs={'train': '~/recordings/catch'})
 
+``download_and_prepare`` holds the dataset's lock
+(`rlds_lite.tfds.locking`, as every rlds_lite writer does; ``lock_timeout=``
+seconds to wait), so a build never races an `EpisodeWriter` or another build
+of the same dataset; shards are flushed to disk before TFDS renames its
+``incomplete.*`` directory into place, and the metadata and directories
+right after (TFDS's rename cannot be hooked: a power cut in those
+milliseconds could leave unflushed metadata; `build_from_envlogger` has no
+such window). The features are put into ``dataset_info.json`` too, so that
+file alone describes the dataset. TFDS's ``incomplete.*`` directories left
+by a killed build are removed by the next build; readers ignore them.
+
 Without Beam, episodes are encoded column-wise (recorded ones several at a
 time, `EpisodeEncoder.serialize_many`: the image columns of consecutive
 episodes in one PNG call), much faster than TFDS's per-step encoding, and
@@ -48,6 +59,7 @@ import dataclasses
 import functools
 import itertools
 import os
+import re
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping,
                     Optional, Sequence, Tuple, Union)
 
@@ -60,6 +72,8 @@ from rlds_lite import rlds_types
 from rlds_lite.tfds import encoding
 from rlds_lite.tfds import envlogger_episodes
 from rlds_lite.tfds import features as features_lib
+from rlds_lite.tfds import locking
+from rlds_lite.tfds import publish
 from rlds_lite.tfds import shards
 
 __all__ = ['RLDSBuilder', 'RLDSConfig']
@@ -177,6 +191,21 @@ def _groups(episodes: Iterable[Tuple[int, str, Episode]],
       group, steps, size = [], 0, 0
   if group:
     yield group
+
+
+def _remove_tfds_incomplete_dirs(dataset_dir: str) -> None:
+  """Removes TFDS's ``incomplete.XXXXXX_<version>`` dirs of a dead build.
+
+  Called holding the dataset's lock: every build of an `RLDSBuilder` holds
+  it while its incomplete directory exists.
+  """
+  parent, version = os.path.split(os.path.normpath(dataset_dir))
+  if not tf.io.gfile.isdir(parent):
+    return
+  pattern = re.compile(rf'^incomplete\.[A-Z0-9]{{6}}_{re.escape(version)}$')
+  for name in tf.io.gfile.listdir(parent):
+    if pattern.match(name.rstrip('/')):
+      tf.io.gfile.rmtree(os.path.join(parent, name.rstrip('/')))
 
 
 def _fast_formats() -> Tuple[tfds.core.FileFormat, ...]:
@@ -335,6 +364,49 @@ class RLDSBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     return ((key, encoder.conform(episode))
             for key, episode in self._keyed_episodes(split))
 
+  def download_and_prepare(self, *args: Any,
+                           lock_timeout: Optional[float] = None,
+                           **kwargs: Any) -> None:
+    """TFDS's ``download_and_prepare``, holding the dataset's lock.
+
+    Args:
+      *args: TFDS's arguments (``download_config=...``, ...).
+      lock_timeout: seconds to wait for another writer of the dataset (None:
+        as long as it takes; 0: fail at once).
+      **kwargs: TFDS's keyword arguments.
+
+    Raises:
+      rlds_lite.tfds.locking.DatasetLockedError: if another writer holds the
+        dataset after ``lock_timeout`` seconds.
+    """
+    path = os.fspath(self.data_path)
+    if not locking.is_local(path):  # No lock, no fsync: features embedded.
+      self._prepare_with_features_inside(path, args, kwargs)
+      return
+    created = publish.missing_dirs(path)
+    label = f'dataset {self.name!r} version {self.version} at {path!r}'
+    with locking.DatasetLock(path, timeout=lock_timeout, label=label):
+      _remove_tfds_incomplete_dirs(path)
+      if self._prepare_with_features_inside(path, args, kwargs):
+        publish.fsync_tree(path)
+        for directory in created:
+          publish.fsync_dir(os.path.dirname(directory))
+
+  def _prepare_with_features_inside(self, path: str, args: Sequence[Any],
+                                    kwargs: Mapping[str, Any]) -> bool:
+    """TFDS's ``download_and_prepare``; the features put in its info file.
+
+    Returns:
+      Whether a new dataset was prepared (an existing one is left as it is).
+    """
+    info_path = os.path.join(path, 'dataset_info.json')
+    fresh = not tf.io.gfile.exists(info_path)
+    super().download_and_prepare(*args, **kwargs)
+    if not (fresh and tf.io.gfile.exists(info_path)):
+      return False
+    publish.embed_features(path)
+    return True
+
   def _download_and_prepare(self, dl_manager, download_config) -> None:
     """Writes the splits with rlds_lite's column-wise writer (Beam: TFDS's)."""
     if (self.rlds_config.beam or
@@ -361,6 +433,9 @@ class RLDSBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     for _, where, episode in group:
       try:
         records.append(encoder.serialize(episode))
+      except encoding.RecordTooLargeError as e:
+        raise encoding.RecordTooLargeError(f'{self.name}: {where}: {e}',
+                                           e.nbytes, e.limit) from None
       except ValueError as e:
         raise ValueError(f'{self.name}: {where}: {e}') from e
     return records

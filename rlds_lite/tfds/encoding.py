@@ -50,8 +50,77 @@ from rlds_lite.dense import conversion
 from rlds_lite.tfds import example_wire
 from rlds_lite.tfds import png
 
-__all__ = ['EpisodeEncoder', 'JPEG_QUALITY', 'adjacent_runs', 'check_jpeg_quality',
-           'columnar_steps', 'exact_cast']
+__all__ = ['EpisodeEncoder', 'JPEG_QUALITY', 'MAX_RECORD_BYTES',
+           'RecordTooLargeError', 'adjacent_runs', 'check_jpeg_quality',
+           'check_record_size', 'columnar_steps', 'exact_cast', 'size_bound']
+
+MAX_RECORD_BYTES = 2**31 - 1
+"""The largest serialized ``tf.train.Example`` a reader can parse, in bytes.
+
+Measured with TF 2.21: ``tf.io.parse_single_example`` parses a record of
+``2**31 - 1`` bytes; one of ``2**31`` bytes crashes the process
+(segmentation fault), and larger ones parse as if the features were missing
+(a reader then sees episodes of 0 steps). Every writer refuses larger
+episodes (`check_record_size`)."""
+
+RecordTooLargeError = example_wire.RecordTooLargeError
+
+
+def check_record_size(nbytes: int) -> None:
+  """Raises `RecordTooLargeError` if a record of ``nbytes`` cannot be read.
+
+  Args:
+    nbytes: the size of a serialized episode.
+
+  Raises:
+    RecordTooLargeError: (a ValueError) if ``nbytes > MAX_RECORD_BYTES``,
+      saying what to do.
+
+  Example:
+    >>> check_record_size(2_200_000_000)
+    Traceback (most recent call last):
+    ...
+    rlds_lite.tfds.example_wire.RecordTooLargeError: its serialized tf.train.Example is 2.2 GB, over the 2 GiB a record can hold; store images encoded (image_encoding='png' or 'jpeg') or split the episode into shorter ones.
+  """
+  if nbytes > MAX_RECORD_BYTES:
+    raise RecordTooLargeError(
+        f'its serialized tf.train.Example is '
+        f'{example_wire.describe_size(nbytes)}, over the '
+        f'{example_wire.describe_size(MAX_RECORD_BYTES)} a record can hold; '
+        "store images encoded (image_encoding='png' or 'jpeg') or split the "
+        'episode into shorter ones.', nbytes, MAX_RECORD_BYTES)
+
+
+def size_bound(value: Any) -> int:
+  """An upper bound of the serialized size of a conformed episode, in bytes.
+
+  For writers that leave serializing to TFDS (Beam): only an episode whose
+  bound exceeds `MAX_RECORD_BYTES` needs serializing to be checked. Numbers
+  take at most 10 bytes each (a varint), byte strings their length, plus
+  framing.
+
+  Example:
+    >>> size_bound({'steps': {'x': np.zeros(3, np.float32)}, 'id': b'ab'})
+    272
+  """
+  if isinstance(value, Mapping):
+    return sum(size_bound(v) + 2 * len(str(k)) + 32 for k, v in value.items())
+  if isinstance(value, (bytes, bytearray, str)):
+    return len(value) + 16
+  if isinstance(value, np.ndarray) and value.dtype != object:
+    return 10 * value.size + 16 * (len(value) if value.ndim else 1) + 64
+  if isinstance(value, (list, tuple, np.ndarray)):
+    return sum(size_bound(v) for v in value) + 64
+  return 64
+
+
+def _example(features: Mapping[str, Any]) -> bytes:
+  """`example_wire.example` of ``features``; `check_record_size` first."""
+  try:
+    return example_wire.example(features, max_bytes=MAX_RECORD_BYTES)
+  except RecordTooLargeError as e:
+    check_record_size(e.nbytes)
+    raise
 
 _PLAIN_TENSOR_TYPES = (tfds.features.Tensor, tfds.features.Scalar)
 _NUMPY_VALUES = (np.ndarray, np.generic)
@@ -133,20 +202,66 @@ def _column_length(column: Any) -> int:
   return len(column)
 
 
+def _is_plain_tensor(feature: Any) -> bool:
+  """A ``Tensor``/``Scalar`` feature, or a ``Text`` one without an encoder.
+
+  ``tfds.features.Text()`` stores its values as a scalar ``tf.string``
+  tensor does: the same serialized bytes, the same decoded tensor.
+  """
+  return type(feature) in _PLAIN_TENSOR_TYPES or (  # pylint: disable=unidiomatic-typecheck
+      type(feature) is tfds.features.Text and feature.encoder is None)  # pylint: disable=unidiomatic-typecheck
+
+
+def _string_array(value: Any, path: str) -> np.ndarray:
+  """Strings (``str``/``bytes`` values, lists, arrays of kind S, U, T or O)
+  as an object array of ``bytes`` (``str`` as UTF-8), as TF gives strings.
+
+  Raises:
+    ValueError: naming the field, for a value that is not a string.
+  """
+  array = np.asarray(value) if isinstance(value, _NUMPY_VALUES) else (
+      np.asarray(value, dtype=object))
+  kind = array.dtype.kind
+  if kind == 'S':
+    return array.astype(object)
+  if kind in 'UT':
+    return np.vectorize(lambda s: s.encode('utf-8'), otypes=[object])(array)
+  if kind != 'O':
+    raise ValueError(f'{path}: dtype {array.dtype} does not match the feature '
+                     'dtype string; strings must be str or bytes.')
+  flat = array.ravel()
+  if all(type(item) is bytes for item in flat):  # pylint: disable=unidiomatic-typecheck
+    return array
+  flat = flat.copy()  # The caller's array stays as it is.
+  for i, item in enumerate(flat):
+    if isinstance(item, bytes):  # np.bytes_ too.
+      flat[i] = bytes(item)
+    elif isinstance(item, str):
+      flat[i] = item.encode('utf-8')
+    else:
+      index = tuple(int(d) for d in np.unravel_index(i, array.shape))
+      where = f' at index {index}' if array.ndim else ''
+      raise ValueError(f'{path}: {type(item).__name__} value {item!r}{where} '
+                       'is not a string (str or bytes).')
+  return flat.reshape(array.shape)
+
+
 def _leaf_array(feature: tfds.features.Tensor, value: Any, path: str,
                 batched: bool) -> np.ndarray:
   """``value`` as an array of the feature's dtype/shape (+ a batch axis)."""
   dtype = feature.np_dtype
   value = _to_numpy(value)
-  if isinstance(value, _NUMPY_VALUES):
+  if np.dtype(dtype) == object:  # A string feature: bytes, as TF gives them.
+    array = np.asarray(_string_array(value, path), dtype=object)
+  elif isinstance(value, _NUMPY_VALUES):
     array = np.asarray(value)
   else:  # Python values take the feature's dtype, as in TFDS.
     try:
       array = np.asarray(value, dtype=dtype)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:
       raise ValueError(
-          f'{path}: cannot convert {type(value).__name__} to {dtype}: {e}'
-      ) from e
+          f'{path}: cannot convert {type(value).__name__} to '
+          f'{np.dtype(dtype)}: {e}') from e
   if array.dtype != dtype:
     array = _cast(array, dtype, path)
   shape = tuple(feature.shape)
@@ -255,6 +370,8 @@ def _plain_writer(dtype: np.dtype, encoding: str
     return example_wire.fixed_size_bytes_feature
   if encoding != 'none':
     return None
+  if dtype == object:
+    return _strings_feature
   if dtype.kind == 'f':
     return example_wire.float_feature
   if dtype == np.uint64:
@@ -262,6 +379,14 @@ def _plain_writer(dtype: np.dtype, encoding: str
   if dtype.kind in 'biu':
     return example_wire.int64_feature
   return None
+
+
+def _strings_feature(array: np.ndarray) -> Optional[bytes]:
+  """The ``bytes_list`` of an object array of ``bytes``; None for other items."""
+  items = array.ravel().tolist()
+  if not all(type(item) is bytes for item in items):  # pylint: disable=unidiomatic-typecheck
+    return None  # str (or worse): converted, or named, by the checked path.
+  return example_wire.bytes_feature(items)
 
 
 class _ByteRows(NamedTuple):
@@ -518,8 +643,9 @@ class EpisodeEncoder:
   def _plain_leaves(self) -> Optional[Tuple[_PlainLeaf, ...]]:
     """The leaves `_serialize_exact` writes, or None if a feature is not plain.
 
-    Plain: ``Tensor``/``Scalar`` features of static shape, stored as numbers
-    or as each value's bytes (``encoding='bytes'``), and PNG images of static
+    Plain: ``Tensor``/``Scalar`` (and ``Text``) features of static shape,
+    stored as numbers, strings (object arrays of ``bytes``) or as each
+    value's bytes (``encoding='bytes'``), and PNG images of static
     shape (`_writes_png`: written by `png.encode_png_batch`); the dict of
     every level is remembered (``_dict_keys``) so that extra or missing
     fields are left to the checked path and its errors.
@@ -537,7 +663,7 @@ class EpisodeEncoder:
             tuple(feature.shape), in_steps,
             _png_feature if in_steps else _png_image_feature))
         return True
-      if type(feature) not in _PLAIN_TENSOR_TYPES or None in feature.shape:
+      if not _is_plain_tensor(feature) or None in feature.shape:
         return False
       dtype = np.dtype(feature.np_dtype)
       write = _plain_writer(dtype, self._tensor_encoding(feature))
@@ -603,10 +729,13 @@ class EpisodeEncoder:
       if pngs and leaf.key in pngs:
         features[leaf.key] = example_wire.bytes_feature(pngs[leaf.key])
       else:
-        features[leaf.key] = leaf.write(value)
+        record = leaf.write(value)
+        if record is None:
+          return None  # Strings that are not all bytes: left to `encode`.
+        features[leaf.key] = record
     if not length:
       return None  # No steps: TFDS's own encoding of an empty sequence.
-    return example_wire.example(features)
+    return _example(features)
 
   @property
   def features(self) -> tfds.features.FeaturesDict:
@@ -683,7 +812,7 @@ class EpisodeEncoder:
       self._check_keys(feature, value, path)
       return {k: self._conform(feature[k], value[k], f'{path}/{k}', batched)
               for k in feature.keys()}
-    if type(feature) in _PLAIN_TENSOR_TYPES and None not in feature.shape:
+    if _is_plain_tensor(feature) and None not in feature.shape:
       return _leaf_array(feature, value, path, batched)
     value = _to_numpy(value)
     encoded = (_png_column(feature, value) if batched else
@@ -709,15 +838,23 @@ class EpisodeEncoder:
     columnar writers produce) is written straight from its arrays; any other
     goes through `encode` (which converts, derives missing flags and names
     what is wrong). Step lists are stacked into columns first.
+
+    Raises:
+      ValueError: naming the field, for values that do not match the
+        features (`encode`).
+      RecordTooLargeError: (a ValueError) if the record would be larger
+        than `MAX_RECORD_BYTES` (readers could not parse it); for tensor
+        and image columns this is known before the record is built.
     """
     steps = (episode.get(rlds_types.STEPS) if isinstance(episode, Mapping)
              else None)
     if isinstance(steps, (list, tuple)):  # Step dicts: stacked once, here.
       episode = {**episode, rlds_types.STEPS: columnar_steps(steps)}
     record = self._serialize_exact(episode)
-    if record is not None:
-      return record
-    return self._serialize_checked(episode)
+    if record is None:
+      record = self._serialize_checked(episode)
+    check_record_size(len(record))
+    return record
 
   def serialize_many(self, episodes: Sequence[Mapping[str, Any]]
                      ) -> List[bytes]:
@@ -762,8 +899,10 @@ class EpisodeEncoder:
       record = self._serialize_exact(
           episode, {key: files[i] for key, files in pngs.items()
                     if files[i] is not None})
-      records.append(record if record is not None else
-                     self.serialize(episode))
+      if record is None:
+        record = self.serialize(episode)
+      check_record_size(len(record))
+      records.append(record)
     return records
 
   def _png_runs(self, episodes: List[Any]
@@ -815,7 +954,7 @@ class EpisodeEncoder:
       if value is None and info.optional:
         continue
       features[key] = _feature_bytes(value, info, key)
-    return example_wire.example(features)
+    return _example(features)
 
   def _check_keys(self, feature: tfds.features.FeaturesDict,
                   value: Mapping[str, Any], path: str,
@@ -869,7 +1008,7 @@ class EpisodeEncoder:
       return {k: self._encode_column(feature[k], column[k], f'{path}/{k}',
                                      byte_rows)
               for k in feature.keys()}
-    if type(feature) in _PLAIN_TENSOR_TYPES and None not in feature.shape:
+    if _is_plain_tensor(feature) and None not in feature.shape:
       array = _leaf_array(feature, column, path, batched=True)
       encoding = self._tensor_encoding(feature)
       if encoding == 'none':
@@ -897,6 +1036,8 @@ class EpisodeEncoder:
 
   def _tensor_encoding(self, feature: tfds.features.Tensor) -> str:
     """'none', 'bytes' or 'zlib'."""
+    if type(feature) is tfds.features.Text:  # pylint: disable=unidiomatic-typecheck
+      return 'none'  # TFDS stores text as plain strings.
     return self._json_content(feature).encoding
 
   def _encode_per_step(self, feature: Any, column: Any, path: str) -> List[Any]:
@@ -919,7 +1060,7 @@ class EpisodeEncoder:
       return {k: self._encode_value(feature[k], value[k], f'{path}/{k}')
               for k in feature.keys()}
     value = _to_numpy(value)
-    if type(feature) in _PLAIN_TENSOR_TYPES:
+    if _is_plain_tensor(feature):
       value = _leaf_array(feature, value, path, batched=False)
     else:
       encoded = _png_image(feature, value)

@@ -10,10 +10,12 @@ yet, every path must hold recordings with the same specs. A recording whose
 writer was killed is read as every rlds_lite reader reads it (see
 ``rlds_lite.envlogger.read_episodes``): what EnvLogger's own reader reads,
 the unfinished episode dropped with a ``RecoveredRecordingWarning``. Episodes
-are then written to a temporary directory which becomes the dataset only when
-all were converted, so a failure (a damaged file found mid-way, a value that
-does not match its spec) leaves no dataset behind and loses nothing that
-existed.
+are then written to a hidden staging directory which becomes the dataset only
+when all were converted (flushed to disk, then renamed into place; the
+protocol of `rlds_lite.tfds.publish`, holding the dataset's lock), so a
+failure or a kill (a damaged file found mid-way, a value that does not match
+its spec, SIGKILL) leaves no dataset behind and loses nothing that existed;
+the next writer removes the staging directory.
 
 Example (not run here: it needs a recording)::
 
@@ -33,6 +35,9 @@ import tensorflow_datasets as tfds
 from rlds_lite.tfds import builder as builder_lib
 from rlds_lite.tfds import envlogger_episodes
 from rlds_lite.tfds import episode_writer
+from rlds_lite.tfds import leftovers
+from rlds_lite.tfds import locking
+from rlds_lite.tfds import publish
 from rlds_lite.tfds import shards
 
 __all__ = ['build_from_envlogger', 'envlogger_builder_class']
@@ -83,7 +88,8 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
                          image_encoding: str = 'png',
                          jpeg_quality: Optional[int] = None,
                          beam_runner: Any = None,
-                         beam_options: Any = None) -> str:
+                         beam_options: Any = None,
+                         lock_timeout: Optional[float] = None) -> str:
   """Converts EnvLogger recordings into the dataset ``data_dir/name/version``.
 
   Args:
@@ -106,6 +112,8 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
     jpeg_quality: the quality (0-100) of JPEG images (None: TFDS's 95).
     beam_runner: with ``beam``, the Beam runner (default ``'DirectRunner'``).
     beam_options: with ``beam``, ``apache_beam`` PipelineOptions.
+    lock_timeout: seconds to wait for another writer of the dataset (None:
+      as long as it takes; 0: fail at once).
 
   Each EnvLogger episode ``e_0..e_T`` becomes ``T + 1`` RLDS steps (see
   `rlds_lite.tfds.envlogger_episodes`): an episode that is only a ``reset()``
@@ -123,6 +131,8 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
     FileNotFoundError: if a path does not exist, is empty or holds an
       incomplete recording (the message names the file).
     rlds_lite.envlogger.CorruptRecordingError: a damaged file (named).
+    rlds_lite.tfds.locking.DatasetLockedError: if another writer holds the
+      dataset after ``lock_timeout`` seconds.
     ValueError: recordings with different specs (naming both and the field),
       an episode whose values do not match the specs (naming the episode,
       recording and field), a bad name/split/file format.
@@ -134,24 +144,45 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
   tfds.core.Version(version)
   data_dir = os.path.abspath(os.path.expanduser(os.fspath(data_dir)))
   path = episode_writer.dataset_path(data_dir, name, version)
-  if tf.io.gfile.exists(path):
-    raise FileExistsError(
-        f'build_from_envlogger: dataset {name!r} version {version} already '
-        f'exists at {path!r}; choose another name or version, or delete it.')
-  recordings = envlogger_episodes.find_recordings(envlogger_dir)
-  envlogger_episodes.same_specs(recordings)
-  config = builder_lib.RLDSConfig(
-      description=description or
-      f'RLDS episodes converted from EnvLogger recordings {recordings}.',
-      envlogger_dirs={split: recordings},
-      beam=beam,
-      use_images=use_images,
-      image_encoding=image_encoding,
-      jpeg_quality=jpeg_quality)
-  builder = envlogger_builder_class(name, config, version)(
-      data_dir=data_dir, file_format=file_format)
-  download_config = tfds.download.DownloadConfig(
-      beam_runner=(beam_runner or 'DirectRunner') if beam else None,
-      beam_options=beam_options if beam else None)
-  builder.download_and_prepare(download_config=download_config)
-  return os.fspath(builder.data_dir)
+  created = publish.missing_dirs(os.path.dirname(path))
+  label = f'dataset {name!r} version {version} at {path!r}'
+  with locking.DatasetLock(path, timeout=lock_timeout, label=label):
+    leftovers.remove_staging(path)
+    if tf.io.gfile.exists(path):
+      raise FileExistsError(
+          f'build_from_envlogger: dataset {name!r} version {version} already '
+          f'exists at {path!r}; choose another name or version, or delete it.')
+    recordings = envlogger_episodes.find_recordings(envlogger_dir)
+    envlogger_episodes.same_specs(recordings)
+    publish.step('locked')
+    config = builder_lib.RLDSConfig(
+        description=description or
+        f'RLDS episodes converted from EnvLogger recordings {recordings}.',
+        envlogger_dirs={split: recordings},
+        beam=beam,
+        use_images=use_images,
+        image_encoding=image_encoding,
+        jpeg_quality=jpeg_quality)
+    staging = publish.staging_dir(path)
+    try:
+      # Built (and flushed) in the staging directory, as its own data_dir.
+      builder = envlogger_builder_class(name, config, version)(
+          data_dir=staging, file_format=file_format)
+      download_config = tfds.download.DownloadConfig(
+          beam_runner=(beam_runner or 'DirectRunner') if beam else None,
+          beam_options=beam_options if beam else None)
+      builder.download_and_prepare(download_config=download_config)
+      for step in ('shards_synced', 'shards_named', 'info_written'):
+        publish.step(step)  # Done by the builder (flushed, features inside).
+      publish.rename(os.fspath(builder.data_dir), path)
+      publish.step('published')
+      publish.fsync_dir(os.path.dirname(path))
+      for directory in created:
+        publish.fsync_dir(os.path.dirname(directory))
+      publish.step('synced')
+      publish.step('features_json')
+    finally:
+      if tf.io.gfile.exists(staging):
+        tf.io.gfile.rmtree(staging)
+    publish.step('cleaned')
+  return path

@@ -7,12 +7,26 @@ RLDS episodes whose ``steps`` is a ``tf.data.Dataset``) into the TFDS layout
 `write_dataset` writes any episodes ``tf.data.Dataset`` back out ("transform
 and save").
 
-A reader never sees a half-written dataset: a new dataset is written to a
-hidden directory beside its final place and renamed into place by
-``close()``; an appending session writes new shards under hidden names and
-publishes them by atomically replacing ``dataset_info.json``. If the writer
-fails or is aborted (an exception inside its ``with`` block), nothing
-becomes visible and an existing dataset is untouched.
+What it promises (``docs/guarantees.md`` lists each promise with its test):
+
+- A reader sees the dataset as it was before the writer, or as it is after
+  ``close()``: never half of it, never a mix. A new dataset is written in a
+  hidden staging directory and renamed into place; an append or overwrite
+  writes new shards under names the published ``dataset_info.json`` does not
+  reference, then replaces ``dataset_info.json`` (which holds the features
+  too) in one atomic rename (`rlds_lite.tfds.publish`). An overwrite writes
+  a new generation of shards and keeps the replaced one until the next
+  overwrite, so a reader's pass started before it can finish.
+- Writers of one dataset are serialised by an OS lock held from reading the
+  dataset's state to publishing (`rlds_lite.tfds.locking`): a second writer
+  waits up to ``lock_timeout`` seconds, then fails naming the holder.
+- Everything published is on disk first (``fsync`` of shards, metadata and
+  directories).
+- A crash (exception, kill, power cut) before ``close()`` returns loses the
+  episodes of this session, and nothing else; after it returns, nothing.
+  The next writer removes what the dead one left (`rlds_lite.tfds.leftovers`).
+- An episode too large for a ``tf.train.Example`` (over 2 GiB serialized) is
+  refused before anything is written, with an error naming it.
 
 Unlike upstream ``rlds.tfds.EpisodeWriter``: the output directory is created,
 several splits can be written at once, an existing dataset is an error
@@ -35,18 +49,23 @@ Example:
   [0.0, 1.0]
 """
 
+import json
 import os
 import re
-import uuid
-from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Union
+from typing import (Any, Dict, Iterable, List, Mapping, Optional, Sequence,
+                    Union)
 
 import tensorflow as tf
 import tensorflow_datasets as tfds
+from google.protobuf import json_format
 
 from rlds_lite import rlds_types
 from rlds_lite.dense import conversion
 from rlds_lite.tfds import encoding
 from rlds_lite.tfds import features as features_lib
+from rlds_lite.tfds import leftovers
+from rlds_lite.tfds import locking
+from rlds_lite.tfds import publish
 from rlds_lite.tfds import shards
 
 __all__ = ['EpisodeWriter', 'write_dataset']
@@ -55,7 +74,9 @@ PathLike = Union[str, os.PathLike]
 _IF_EXISTS = ('error', 'append', 'overwrite')
 DatasetConfig = tfds.rlds.rlds_base.DatasetConfig
 _NAME_RE = re.compile(r'^[a-z][a-z0-9_]*$')
-_INFO_FILE = 'dataset_info.json'
+_INFO_FILE = leftovers.INFO_FILE
+_FEATURES_FILE = leftovers.FEATURES_FILE
+_METADATA_FILE = 'metadata.json'  # TFDS's info.metadata.
 
 
 def check_name(name: str) -> None:
@@ -87,6 +108,34 @@ def _existing_info(path: str) -> Optional[tfds.core.DatasetInfo]:
   if not tf.io.gfile.exists(os.path.join(path, _INFO_FILE)):
     return None
   return tfds.builder_from_directory(path).info
+
+
+def info_files(info: tfds.core.DatasetInfo) -> Dict[str, bytes]:
+  """``{file name: contents}`` of a dataset's metadata, features inside.
+
+  ``dataset_info.json`` holds the features (its ``features`` field), so a
+  reader needs no other file (``tfds.builder_from_directory`` takes them
+  from there); ``features.json`` is written too, for tools that read it.
+
+  Example:
+    >>> from rlds_lite.tfds.features import rlds_features
+    >>> import numpy as np
+    >>> info = tfds.core.DatasetInfo(
+    ...     builder=tfds.core.DatasetIdentity(
+    ...         name='toy', version=tfds.core.Version('1.0.0'), data_dir='/d',
+    ...         module_name=''),
+    ...     features=rlds_features({'reward': np.float32}))
+    >>> files = info_files(info)
+    >>> sorted(files), b'"features"' in files['dataset_info.json']
+    (['dataset_info.json', 'features.json'], True)
+  """
+  proto = tfds.core.dataset_info.update_info_proto_with_features(
+      info.as_proto, info.features)
+  features = json_format.MessageToDict(proto.features)
+  return {
+      _INFO_FILE: json_format.MessageToJson(proto, sort_keys=True).encode(),
+      _FEATURES_FILE: json.dumps(features, indent=4, sort_keys=True).encode(),
+  }
 
 
 def _from_upstream_form(config: DatasetConfig, third: Any, fourth: Any,
@@ -137,6 +186,18 @@ class EpisodeWriter:
   Use it as a context manager (``close()`` publishes on success, ``abort()``
   discards on an exception), or call ``close()`` / ``abort()`` yourself.
 
+  The writer holds the dataset's lock (`rlds_lite.tfds.locking`) from its
+  construction to ``close()``/``abort()``: other writers of the same dataset
+  (in any process) wait meanwhile. ``close()`` publishes atomically (see
+  the module docstring and ``docs/guarantees.md``).
+
+  What a crash loses: if the process dies or the writer fails before
+  ``close()`` has returned (before its atomic switch), the episodes added in
+  this session are lost and the dataset is exactly as it was before (or
+  still absent); if it dies after the switch, nothing is lost. Nothing that
+  was published before is ever lost, and readers never see a part of a
+  session. Keep sessions short (``close()`` often) to lose less.
+
   Upstream's form ``EpisodeWriter(data_directory, ds_config,
   max_episodes_per_file=1000, split_name='train', version='0.0.1',
   overwrite=True)`` (a ``DatasetConfig`` as second argument) also works: the
@@ -149,8 +210,10 @@ class EpisodeWriter:
       ``data_dir/name/version`` (directories are created).
     name: the dataset name (snake_case).
     features_or_spec: the dataset features: a ``FeaturesDict``, a
-      ``tfds.rlds.rlds_base.DatasetConfig`` or a dict of features/specs (see
-      `rlds_lite.tfds.features.episode_features`). May be None when
+      ``tfds.rlds.rlds_base.DatasetConfig``, a dict of features/specs, or an
+      example episode (step lists or columns with a flag column; its
+      features are inferred by `rlds_lite.tfds.features_from_episode`); see
+      `rlds_lite.tfds.features.episode_features`. May be None when
       appending: the existing dataset's features are used.
     splits: the names of the splits episodes may be added to.
     file_format: ``'tfrecord'`` (readable with ``tf.data``) or
@@ -160,6 +223,8 @@ class EpisodeWriter:
       (default: a FileExistsError, nothing touched), ``'append'`` (add the
       episodes to it; the features must be the same) or ``'overwrite'``
       (replace it at ``close()``).
+    lock_timeout: seconds to wait for another writer of the same dataset
+      (None, the default: as long as it takes; 0: fail at once).
     max_episodes_per_file: episodes per shard file at most.
     max_bytes_per_file: start a new shard file after this many bytes.
     description: the dataset description.
@@ -182,8 +247,24 @@ class EpisodeWriter:
   Raises:
     FileExistsError: if the dataset exists and ``if_exists='error'``, or the
       target directory holds something else than a TFDS dataset.
+    rlds_lite.tfds.locking.DatasetLockedError: (a TimeoutError) if another
+      writer still holds the dataset after ``lock_timeout`` seconds (the
+      message names its pid and host), or another writer of this process
+      holds it.
     ValueError: for a bad name, split, file format, ``if_exists``, or
       features that differ from those of the dataset appended to.
+
+  Example:
+    >>> import tempfile
+    >>> import numpy as np
+    >>> data_dir = tempfile.mkdtemp()
+    >>> features = {'steps': {'reward': np.float32}}
+    >>> first = EpisodeWriter(data_dir, 'shared', features)
+    >>> second = EpisodeWriter(data_dir, 'shared', features, lock_timeout=0)
+    Traceback (most recent call last):
+    ...
+    rlds_lite.tfds.locking.DatasetLockedError: dataset 'shared' version 1.0.0 at '...' is already being written in this process (pid ...); close() or abort() the other writer first (one writer per dataset at a time).
+    >>> first.abort()
   """
 
   def __init__(self,
@@ -195,6 +276,7 @@ class EpisodeWriter:
                *,
                version: Optional[str] = None,
                if_exists: str = 'error',
+               lock_timeout: Optional[float] = None,
                max_episodes_per_file: int = 1000,
                max_bytes_per_file: int = 256 << 20,
                description: str = '',
@@ -214,7 +296,7 @@ class EpisodeWriter:
            name, features_or_spec, splits, file_format, version,
            max_episodes_per_file, split_name, overwrite)
       file_format = 'tfrecord'
-      path = os.path.expanduser(os.fspath(data_dir))
+      path = os.path.abspath(os.path.expanduser(os.fspath(data_dir)))
     else:
       if split_name is not None or overwrite is not None:
         raise ValueError('split_name= and overwrite= are for the upstream form '
@@ -241,23 +323,53 @@ class EpisodeWriter:
     self._splits = tuple(splits)
     self._format = shards.file_format_of(file_format)
     self._if_exists = if_exists
-    self._path = path or dataset_path(data_dir, name, version)
+    self._path = os.path.normpath(path or dataset_path(data_dir, name,
+                                                        version))
     self._max_episodes = max_episodes_per_file
     self._max_bytes = max_bytes_per_file
     self._description = description
     self._homepage = homepage
     self._citation = citation
+    self._jpeg_quality = jpeg_quality
     self._metadata = dict(metadata) if metadata is not None else None
+    self._writers: Dict[str, shards.ShardWriter] = {}
+    self._num_added = 0
+    self._state = 'open'
+    self._published = False
+    self._temp_files: List[str] = []
 
+    # Directories this writer creates (their parents are synced at publish).
+    self._created_dirs = publish.missing_dirs(os.path.dirname(self._path))
+    self._lock = locking.DatasetLock(
+        self._path, timeout=lock_timeout,
+        label=f'dataset {name!r} version {version} at {self._path!r}')
+    self._lock.acquire()
+    try:
+      self._open(features_or_spec, use_images=use_images,
+                 image_encoding=image_encoding,
+                 tensor_encoding=tensor_encoding)
+    except BaseException:
+      self._state = 'failed'
+      self._lock.release()
+      raise
+    publish.step('locked')
+
+  def _open(self, features_or_spec: Any, **feature_options: Any) -> None:
+    """Under the lock: removes leftovers, reads the dataset, plans the write."""
+    leftovers.remove_staging(self._path)
     _check_not_foreign(self._path)
+    proto = leftovers.read_info_proto(self._path)
+    if proto is not None:
+      leftovers.remove_leftovers(self._path, proto.name or self._name, proto)
     existing = _existing_info(self._path)
-    if existing is not None and if_exists == 'error':
+    if existing is not None and self._if_exists == 'error':
       raise FileExistsError(
-          f'EpisodeWriter: dataset {name!r} version {version} already exists '
-          f"at {self._path!r}; pass if_exists='append' to add episodes to it, "
-          "if_exists='overwrite' to replace it, or another name/version.")
-    self._appending = existing is not None and if_exists == 'append'
-    if self._appending and metadata is not None:
+          f'EpisodeWriter: dataset {self._name!r} version {self._version} '
+          f"already exists at {self._path!r}; pass if_exists='append' to add "
+          "episodes to it, if_exists='overwrite' to replace it, or another "
+          'name/version.')
+    self._appending = existing is not None and self._if_exists == 'append'
+    if self._appending and self._metadata is not None:
       raise ValueError('EpisodeWriter: metadata= is written with a new '
                        'dataset, not when appending.')
     self._existing = existing if self._appending else None
@@ -267,24 +379,20 @@ class EpisodeWriter:
                          'appending to an existing dataset.')
       features = existing.features
     else:
-      features = features_lib.episode_features(
-          features_or_spec, use_images=use_images,
-          image_encoding=image_encoding, tensor_encoding=tensor_encoding)
+      features = features_lib.episode_features(features_or_spec,
+                                               **feature_options)
     if self._appending:
       self._check_appendable(existing, features)
-    self._encoder = encoding.EpisodeEncoder(features, jpeg_quality)
-    if self._appending:
+    self._encoder = encoding.EpisodeEncoder(features, self._jpeg_quality)
+    if existing is None:   # A new dataset: staged, renamed into place.
+      self._write_dir = publish.staging_dir(self._path)
+      self._generation = 1
+    else:   # New shards beside the published ones, unreferenced until close.
       self._write_dir = self._path
-    else:
-      self._write_dir = os.path.join(
-          os.path.dirname(self._path),
-          f'.{os.path.basename(self._path)}.incomplete-{uuid.uuid4().hex}')
-    # The dataset's name folder, if this writer is the one to create it.
-    name_dir = os.path.dirname(self._path)
-    self._new_name_dir = None if tf.io.gfile.exists(name_dir) else name_dir
-    self._writers: Dict[str, shards.ShardWriter] = {}
-    self._num_added = 0
-    self._state = 'open'
+      self._generation = (leftovers.current_generation(proto)
+                          if self._appending else
+                          leftovers.next_generation(self._path, self._name,
+                                                    proto))
 
   @property
   def path(self) -> str:
@@ -301,6 +409,12 @@ class EpisodeWriter:
     """The number of episodes added in this session."""
     return self._num_added
 
+  def __repr__(self) -> str:
+    mode = ('new' if self._write_dir != self._path else
+            'append' if self._appending else 'overwrite')
+    return (f'EpisodeWriter({self._path!r}, {mode}, '
+            f'{self._num_added} episodes added, {self._state})')
+
   def _check_appendable(self, existing: tfds.core.DatasetInfo,
                         features: tfds.features.FeaturesDict) -> None:
     if _features_json(existing.features) != _features_json(features):
@@ -316,14 +430,23 @@ class EpisodeWriter:
           f'{existing.file_format.value}, not {self._format.value}.')
     for split in self._splits:
       info = existing.splits.get(split) if split in existing.splits else None
-      if info is not None and info.num_shards and (
-          info.filename_template.template != shards.SHARD_TEMPLATE):
+      if info is None or not info.num_shards:
+        continue
+      template = info.filename_template.template
+      if template != shards.generation_template(
+          shards.template_generation(template)):
         raise ValueError(
             f'EpisodeWriter: cannot append to split {split!r} of '
-            f'{self._path!r}: its shard files are named '
-            f'{info.filename_template.template!r} (with a shard count), not '
-            f'{shards.SHARD_TEMPLATE!r}. Rewrite it with write_dataset() or '
-            'write to a new split/dataset.')
+            f'{self._path!r}: its shard files are named {template!r} (with a '
+            f'shard count), not {shards.SHARD_TEMPLATE!r}. Rewrite it with '
+            "write_dataset(..., if_exists='overwrite') or write to a new "
+            'split/dataset.')
+
+  def _split_template(self, split: str) -> str:
+    """The shard file template of a split in this session."""
+    if self._existing is not None and split in self._existing.splits:
+      return self._existing.splits[split].filename_template.template
+    return shards.generation_template(self._generation)
 
   def _writer(self, split: str) -> shards.ShardWriter:
     if split not in self._writers:
@@ -332,7 +455,7 @@ class EpisodeWriter:
         first = self._existing.splits[split].num_shards
       template = tfds.core.ShardedFileTemplate(
           data_dir=self._write_dir,
-          template=shards.SHARD_TEMPLATE,
+          template=self._split_template(split),
           dataset_name=self._name,
           split=split,
           filetype_suffix=self._format.file_suffix)
@@ -366,12 +489,25 @@ class EpisodeWriter:
 
     Raises:
       ValueError: if the writer is closed, or the episode does not match the
-        features (the message names the field); nothing is written then.
+        features, or its record would exceed the 2 GiB a
+        ``tf.train.Example`` can hold (`encoding.RecordTooLargeError`); the
+        message names the episode (its index among the episodes added to
+        this writer) and the field; nothing is written then.
     """
+    self._add(episode, split, f'episode {self._num_added}')
+
+  def _add(self, episode: Mapping[str, Any], split: Optional[str],
+           label: str) -> None:
     if self._state != 'open':
       raise ValueError(f'EpisodeWriter: add_episode() after {self._state}.')
     split = self._resolve_split(split)
-    record = self._encoder.serialize(episode)
+    try:
+      record = self._encoder.serialize(episode)
+    except encoding.RecordTooLargeError as e:
+      raise encoding.RecordTooLargeError(f'{label}: {e}', e.nbytes,
+                                         e.limit) from None
+    except ValueError as e:
+      raise ValueError(f'{label}: {e}') from e
     self._writer(split).write(record)
     self._num_added += 1
 
@@ -402,14 +538,11 @@ class EpisodeWriter:
     """Adds every episode of ``episodes`` (see `add_episode`).
 
     Raises:
-      ValueError: as `add_episode`, with the index of the episode in
-        ``episodes`` first (``'episode 3: steps/reward: ...'``).
+      ValueError: as `add_episode`, naming the episode by its index in
+        ``episodes`` (``'episode 3: steps/reward: ...'``).
     """
     for index, episode in enumerate(episodes):
-      try:
-        self.add_episode(episode, split)
-      except ValueError as e:
-        raise ValueError(f'episode {index}: {e}') from e
+      self._add(episode, split, f'episode {index}')
 
   def _info(self, split_infos: Sequence[tfds.core.SplitInfo]
             ) -> tfds.core.DatasetInfo:
@@ -432,14 +565,15 @@ class EpisodeWriter:
     info.set_splits(tfds.core.SplitDict(list(split_infos)))
     return info
 
-  def _split_infos(self) -> Sequence[tfds.core.SplitInfo]:
+  def _split_infos(self, written: Mapping[str, Any]
+                   ) -> Sequence[tfds.core.SplitInfo]:
+    """The splits after this session; ``written``: ``{split: (lengths, bytes)}``."""
     infos = {}
     if self._existing is not None:
       for split in self._existing.splits.values():
         infos[split.name] = split
     for split in self._splits:
-      writer = self._writers.get(split)
-      lengths, num_bytes = writer.finalize() if writer else ([], 0)
+      lengths, num_bytes = written.get(split, ([], 0))
       old = infos.get(split)
       if old is not None:
         lengths = list(old.shard_lengths) + lengths
@@ -451,7 +585,7 @@ class EpisodeWriter:
           shard_lengths=lengths,
           num_bytes=num_bytes,
           filename_template=tfds.core.ShardedFileTemplate(
-              data_dir=self._path, template=shards.SHARD_TEMPLATE,
+              data_dir=self._path, template=self._split_template(split),
               dataset_name=self._name, split=split,
               filetype_suffix=self._format.file_suffix))
     return list(infos.values())
@@ -459,84 +593,134 @@ class EpisodeWriter:
   def close(self) -> str:
     """Finishes the shards and publishes the dataset atomically.
 
+    The steps are `rlds_lite.tfds.publish.PUBLISH_STEPS`; everything is on
+    disk before the one atomic rename that publishes it. The lock is
+    released at the end, whatever happens.
+
     Returns:
       The dataset directory.
 
     Raises:
-      FileExistsError: if another writer published the same dataset meanwhile
-        (and ``if_exists='error'``); this session's data is discarded.
+      FileExistsError: if the dataset directory was filled meanwhile by
+        something that does not take the lock (and ``if_exists='error'``);
+        this session's data is discarded.
       ValueError: if no episode was written to a new dataset.
+      OSError: if the disk fails; before the switch the session is
+        discarded (the dataset is as it was), after it the dataset is
+        published and the error says so.
     """
     if self._state == 'closed':
       return self._path
     if self._state != 'open':
       raise ValueError(f'EpisodeWriter: close() after {self._state}.')
     try:
-      if not self._appending and not self._num_added:
+      if self._write_dir != self._path and not self._num_added:
         raise ValueError(f'EpisodeWriter: no episode was added; dataset '
                          f'{self._name!r} was not created.')
-      split_infos = self._split_infos()
-      if self._appending:
-        self._publish_append(split_infos)
-      else:
-        self._publish_new(split_infos)
-    except BaseException:
-      self.abort()
+      self._publish()
+    except BaseException as e:
+      if not self._published:
+        self.abort()
+        raise
+      self._state = 'closed'
+      self._lock.release()
+      if isinstance(e, OSError):
+        raise OSError(e.errno, f'EpisodeWriter: dataset {self._path!r} was '
+                      f'published, but a step after publishing failed: {e}'
+                      ) from e
       raise
     self._state = 'closed'
+    self._lock.release()
     return self._path
 
-  def _publish_new(self, split_infos: Sequence[tfds.core.SplitInfo]) -> None:
-    info = self._info(split_infos)
-    tf.io.gfile.makedirs(self._write_dir)
-    info.write_to_directory(self._write_dir)
-    tf.io.gfile.makedirs(os.path.dirname(self._path))
-    _check_not_foreign(self._path)
-    if tf.io.gfile.exists(self._path) and not tf.io.gfile.exists(
-        os.path.join(self._path, _INFO_FILE)):
-      tf.io.gfile.rmtree(self._path)  # An empty directory (checked above).
-    if tf.io.gfile.exists(self._path):
-      if self._if_exists != 'overwrite':
-        raise FileExistsError(
-            f'EpisodeWriter: {self._path!r} was created by someone else while '
-            'writing; this session was discarded.')
-      trash = os.path.join(
-          os.path.dirname(self._path),
-          f'.{os.path.basename(self._path)}.replaced-{uuid.uuid4().hex}')
-      tf.io.gfile.rename(self._path, trash)
-      tf.io.gfile.rename(self._write_dir, self._path)
-      tf.io.gfile.rmtree(trash)
+  def _publish(self) -> None:
+    written = {split: writer.sync() for split, writer in self._writers.items()}
+    publish.step('shards_synced')
+    for writer in self._writers.values():
+      writer.finalize()
+    publish.step('shards_named')
+    info = self._info(self._split_infos(written))
+    files = info_files(info)
+    if self._metadata is not None:  # A new dataset only (checked at open).
+      files[_METADATA_FILE] = json.dumps(self._metadata, sort_keys=True).encode()
+    if self._write_dir != self._path:
+      self._publish_new(info, files)
     else:
-      tf.io.gfile.rename(self._write_dir, self._path)
+      self._publish_existing(files)
 
-  def _publish_append(self, split_infos: Sequence[tfds.core.SplitInfo]) -> None:
-    staging = os.path.join(self._path, f'.info-{uuid.uuid4().hex}')
-    try:
-      tf.io.gfile.makedirs(staging)
-      self._info(split_infos).write_to_directory(staging)
-      tf.io.gfile.rename(os.path.join(staging, _INFO_FILE),
-                         os.path.join(self._path, _INFO_FILE), overwrite=True)
-    finally:
-      if tf.io.gfile.exists(staging):
-        tf.io.gfile.rmtree(staging)
+  def _publish_new(self, info: tfds.core.DatasetInfo,
+                   files: Mapping[str, bytes]) -> None:
+    """Staging directory complete and synced, then renamed into place."""
+    tf.io.gfile.makedirs(self._write_dir)
+    for name, data in files.items():
+      publish.rename(publish.write_temp(os.path.join(self._write_dir, name),
+                                        data),
+                     os.path.join(self._write_dir, name))
+    info.features.save_metadata(self._write_dir)  # Label files, if any.
+    for name in tf.io.gfile.listdir(self._write_dir):
+      publish.fsync_file(os.path.join(self._write_dir, name))
+    publish.fsync_dir(self._write_dir)
+    publish.step('info_written')
+    if tf.io.gfile.exists(self._path):
+      if tf.io.gfile.listdir(self._path):
+        raise FileExistsError(
+            f'EpisodeWriter: {self._path!r} was filled by something that does '
+            'not take the dataset lock while this session was writing; this '
+            'session was discarded.')
+      # An empty directory (upstream form): rename() replaces it atomically.
+    publish.rename(self._write_dir, self._path)
+    self._published = True
+    publish.step('published')
+    publish.fsync_dir(os.path.dirname(self._path))
+    for created in self._created_dirs:
+      publish.fsync_dir(os.path.dirname(created))
+    publish.step('synced')
+    publish.step('features_json')
+    publish.step('cleaned')
+
+  def _publish_existing(self, files: Mapping[str, bytes]) -> None:
+    """New shards are named; dataset_info.json is replaced in one rename."""
+    temps = {}
+    for name, data in files.items():
+      temps[name] = publish.write_temp(os.path.join(self._path, name), data)
+      self._temp_files.append(temps[name])
+    publish.step('info_written')
+    publish.rename(temps[_INFO_FILE], os.path.join(self._path, _INFO_FILE))
+    self._published = True
+    publish.step('published')
+    publish.fsync_dir(self._path)
+    publish.step('synced')
+    publish.replace(temps[_FEATURES_FILE],
+                    os.path.join(self._path, _FEATURES_FILE))
+    publish.step('features_json')
+    proto = leftovers.read_info_proto(self._path)
+    leftovers.remove_leftovers(self._path, self._name, proto)
+    publish.step('cleaned')
 
   def abort(self) -> None:
-    """Discards everything written in this session (the dataset is untouched)."""
-    if self._state == 'closed':
+    """Discards everything written in this session (the dataset is untouched).
+
+    Releases the dataset's lock.
+    """
+    if self._state in ('closed', 'aborted'):
       return
-    for writer in self._writers.values():
-      writer.abort()
-    if self._appending:
+    try:
       for writer in self._writers.values():
-        for path in writer.final_paths():
+        writer.abort()
+      if self._write_dir == self._path:
+        # Shards named but not published: no reader references them.
+        for writer in self._writers.values():
+          for path in writer.final_paths():
+            if tf.io.gfile.exists(path):
+              tf.io.gfile.remove(path)
+        for path in self._temp_files:
           if tf.io.gfile.exists(path):
             tf.io.gfile.remove(path)
-    elif tf.io.gfile.exists(self._write_dir):
-      tf.io.gfile.rmtree(self._write_dir)
-    if (self._new_name_dir and tf.io.gfile.isdir(self._new_name_dir) and
-        not tf.io.gfile.listdir(self._new_name_dir)):
-      tf.io.gfile.rmtree(self._new_name_dir)   # Created here, left empty.
-    self._state = 'aborted'
+      elif tf.io.gfile.exists(self._write_dir):
+        tf.io.gfile.rmtree(self._write_dir)
+    finally:
+      self._state = 'aborted'
+      self._lock.release()
 
   def __enter__(self) -> 'EpisodeWriter':
     return self
@@ -548,6 +732,14 @@ class EpisodeWriter:
       self.close()
     else:
       self.abort()
+
+  def __del__(self):
+    lock = getattr(self, '_lock', None)
+    if lock is not None and getattr(self, '_state', None) == 'open':
+      try:
+        self.abort()  # Never left open: the lock and files are released.
+      except Exception:  # pylint: disable=broad-except
+        pass
 
 
 def _per_step_spec(spec: Any, dense: bool) -> Any:
@@ -566,6 +758,7 @@ def write_dataset(episodes: tf.data.Dataset,
                   version: str = '1.0.0',
                   file_format: str = 'tfrecord',
                   if_exists: str = 'error',
+                  lock_timeout: Optional[float] = None,
                   use_images: bool = True,
                   image_encoding: str = 'png',
                   jpeg_quality: Optional[int] = None,
@@ -586,6 +779,8 @@ def write_dataset(episodes: tf.data.Dataset,
     version: the dataset version.
     file_format: ``'tfrecord'`` or ``'array_record'``.
     if_exists: ``'error'``, ``'append'`` or ``'overwrite'`` (see `EpisodeWriter`).
+    lock_timeout: seconds to wait for another writer of the dataset (see
+      `EpisodeWriter`).
     use_images: detect images when inferring features.
     image_encoding: the encoding of detected images (``'png'``, ``'jpeg'``).
     jpeg_quality: the quality of JPEG images (0-100; None: TFDS's 95).
@@ -596,6 +791,9 @@ def write_dataset(episodes: tf.data.Dataset,
 
   Raises:
     TypeError: if ``episodes`` is not a dataset of episode dicts.
+    ValueError: naming the episode (its index in ``episodes``) and field,
+      for an episode that does not match the features or is too large;
+      nothing is published then.
 
   Example:
     >>> import tempfile
@@ -627,7 +825,8 @@ def write_dataset(episodes: tf.data.Dataset,
     episodes = conversion.to_dense(episodes)
   with EpisodeWriter(data_dir, name, features, splits=(split,),
                      file_format=file_format, version=version,
-                     if_exists=if_exists, use_images=use_images,
+                     if_exists=if_exists, lock_timeout=lock_timeout,
+                     use_images=use_images,
                      image_encoding=image_encoding,
                      jpeg_quality=jpeg_quality,
                      description=description) as writer:

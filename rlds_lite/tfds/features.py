@@ -13,7 +13,7 @@ Example:
   ['is_first', 'is_last', 'is_terminal', 'observation']
 """
 
-from typing import Any, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -21,9 +21,10 @@ import tensorflow_datasets as tfds
 
 from rlds_lite import rlds_types
 from rlds_lite.tfds import config_generator
+from rlds_lite.tfds import encoding
 
 __all__ = ['episode_features', 'features_from_config', 'features_from_env_specs',
-           'rlds_features']
+           'features_from_episode', 'is_example_episode', 'rlds_features']
 
 _FLAGS = (rlds_types.IS_FIRST, rlds_types.IS_LAST, rlds_types.IS_TERMINAL)
 DatasetConfig = tfds.rlds.rlds_base.DatasetConfig
@@ -129,6 +130,188 @@ def _check_steps_feature(features: tfds.features.FeaturesDict) -> None:
                      f'flags {missing}.')
 
 
+def _as_array(value: Any) -> np.ndarray:
+  """A column or metadata value (array, tensor, list, scalar) as an array."""
+  if isinstance(value, (tf.Tensor, tf.Variable)):
+    value = value.numpy()
+  if isinstance(value, (np.ndarray, np.generic)):
+    return np.asarray(value)
+  if isinstance(value, (str, bytes)):
+    return np.asarray(value, dtype=object)
+  array = np.asarray(value)
+  if array.dtype.kind in 'SU':  # Python strings: bytes objects, as TF's.
+    return np.asarray(value, dtype=object)
+  return array
+
+
+def _is_strings(array: np.ndarray) -> bool:
+  """Whether an array holds strings (kinds S, U, T, or str/bytes objects)."""
+  if array.dtype.kind in 'SUT':
+    return True
+  return array.dtype.kind == 'O' and array.size > 0 and all(
+      isinstance(x, (str, bytes)) for x in array.ravel())
+
+
+def _value_feature(array: np.ndarray, path: str, name: Optional[str], *,
+                   use_images: bool, image_encoding: str,
+                   tensor_encoding: str) -> Any:
+  """The feature of one value of ``array``'s dtype and shape (no squeezing).
+
+  Strings: ``Text()`` for a scalar (as Open X-Embodiment's
+  ``language_instruction``), a ``tf.string`` ``Tensor`` otherwise.
+  """
+  if _is_strings(array):
+    if array.shape == ():
+      return tfds.features.Text()
+    return tfds.features.Tensor(shape=array.shape, dtype=tf.string)
+  if (use_images and array.dtype == np.uint8 and array.ndim == 3 and
+      array.shape[-1] in (1, 3, 4)):
+    # A uint8 [H, W, C] value is a camera frame whatever its name (LeRobot's
+    # cameras are observation/images/front): lossless, and far smaller and
+    # faster to write than int64 lists.
+    return tfds.features.Image(shape=array.shape, dtype=tf.uint8,
+                               encoding_format=image_encoding)
+  if array.dtype.kind == 'O':
+    kinds = sorted({type(x).__name__ for x in array.ravel()}) or ['nothing']
+    raise ValueError(
+        f'{path}: an object array of {", ".join(kinds)} values has no TFDS '
+        'feature to infer (only strings do); give this field a feature.')
+  try:
+    return config_generator.extract_feature_from_data(
+        tf.TensorSpec(array.shape, array.dtype), use_images, image_encoding,
+        name, squeeze_scalars=False, tensor_encoding=tensor_encoding)
+  except (ValueError, TypeError) as e:
+    raise ValueError(f'{path}: {e}') from e
+
+
+def _column_features(columns: Any, path: str, name: Optional[str],
+                     options: Dict[str, Any]) -> Any:
+  """Features of a (nested) dict of ``[T, ...]`` step columns."""
+  if isinstance(columns, Mapping):
+    top = path == rlds_types.STEPS
+    return {str(k): _column_features(
+        v, f'{path}/{k}', _top_level_name(str(k)) if top else str(k), options)
+            for k, v in columns.items() if not (top and k in _FLAGS)}
+  array = _as_array(columns)
+  if array.ndim == 0:
+    raise ValueError(f'{path}: a step column needs a leading [T] axis; got a '
+                     'scalar.')
+  if not len(array):
+    raise ValueError(f'{path}: the example episode has no steps; features '
+                     'cannot be inferred from it.')
+  if array.dtype.kind == 'O' and not _is_strings(array):
+    try:  # A list of per-step arrays of one shape.
+      array = np.stack([np.asarray(x) for x in array])
+    except ValueError:
+      pass  # Shapes differ: named as an object column below.
+  return _value_feature(_as_array(array[0]), path, name, **options)
+
+
+def _metadata_feature(value: Any, path: str, options: Dict[str, Any]) -> Any:
+  """The feature of one episode metadata value (nested dicts allowed)."""
+  if isinstance(value, Mapping):
+    return {str(k): _metadata_feature(v, f'{path}/{k}', options)
+            for k, v in value.items()}
+  return _value_feature(_as_array(value), path, path.split('/')[-1],
+                        **options)
+
+
+def is_example_episode(value: Any) -> bool:
+  """Whether ``value`` is an episode (data), not a description of features.
+
+  An example episode is a dict whose ``steps`` is a list of step dicts, or
+  a dict of ``[T, ...]`` columns holding at least one RLDS flag
+  (``is_first``, ``is_last``, ``is_terminal``) as a ``[T]`` column. A dict
+  of per-step values, dtypes, specs or features (no flag column) describes
+  one step: that is the `episode_features` form.
+
+  Example:
+    >>> is_example_episode({'steps': {'reward': np.zeros(3),
+    ...                               'is_last': [False, False, True]}})
+    True
+    >>> is_example_episode({'steps': {'reward': np.float32,
+    ...                               'is_last': np.bool_}})
+    False
+  """
+  if not isinstance(value, Mapping) or rlds_types.STEPS not in value:
+    return False
+  steps = value[rlds_types.STEPS]
+  if isinstance(steps, (list, tuple)):
+    return bool(steps) and all(isinstance(s, Mapping) for s in steps)
+  if not isinstance(steps, Mapping):
+    return False
+  for flag in _FLAGS:
+    column = steps.get(flag)
+    if isinstance(column, (list, tuple, np.ndarray, tf.Tensor)) and (
+        np.ndim(column) == 1):
+      return True
+  return False
+
+
+def features_from_episode(episode: Mapping[str, Any],
+                          *,
+                          use_images: bool = True,
+                          image_encoding: str = 'png',
+                          tensor_encoding: str = 'none'
+                          ) -> tfds.features.FeaturesDict:
+  """The RLDS features of a dataset whose episodes look like ``episode``.
+
+  Each step field's feature has the dtype and per-step shape of its column
+  (no squeezing: a ``[T, 1]`` column keeps shape ``(1,)``); float64 is
+  stored exactly; images are detected as `episode_features` does (fields
+  named ``image``/``pixels``, a top-level uint8 ``observation``) and so is
+  any uint8 ``[H, W, C]`` value with C = 1, 3 or 4; strings
+  (``str``, ``bytes``, NumPy ``S``/``U`` arrays, object arrays of them)
+  become ``tfds.features.Text()`` (a scalar per step, as Open
+  X-Embodiment's ``language_instruction``) or ``tf.string`` tensors.
+  The flags are always boolean. Episode metadata (every key but ``steps``)
+  gets the features of its values the same way.
+
+  Args:
+    episode: ``{'steps': steps, **metadata}``; ``steps`` a dict of
+      ``[T, ...]`` columns (arrays, lists, tensors; nested dicts allowed), a
+      list of step dicts or a ``tf.data.Dataset`` of steps, with ``T >= 1``.
+    use_images: detect images.
+    image_encoding: the encoding of detected images.
+    tensor_encoding: the encoding of non-scalar tensors (see
+      `episode_features`).
+
+  Returns:
+    The dataset's ``FeaturesDict``.
+
+  Raises:
+    ValueError: naming the field, for an episode without steps, a scalar
+      where a column is expected, or values TFDS cannot store (e.g. an
+      object column of non-strings).
+
+  Example:
+    >>> episode = {'steps': {'observation': np.zeros((3, 2), np.float32),
+    ...                      'language_instruction': ['pick', 'pick', 'pick'],
+    ...                      'is_terminal': [False, False, True]},
+    ...            'episode_id': 7}
+    >>> features = features_from_episode(episode)
+    >>> step = features['steps'].feature
+    >>> step['observation'], step['language_instruction']
+    (Tensor(shape=(2,), dtype=float32), Text(shape=(), dtype=string))
+    >>> features['episode_id']
+    Tensor(shape=(), dtype=int64)
+  """
+  if not isinstance(episode, Mapping) or rlds_types.STEPS not in episode:
+    raise ValueError(f'features_from_episode: an episode is a dict with a '
+                     f'{rlds_types.STEPS!r} entry; got '
+                     f'{type(episode).__name__}.')
+  columns = encoding.columnar_steps(episode[rlds_types.STEPS])
+  if not columns:
+    raise ValueError('features_from_episode: the example episode has no '
+                     'steps; features cannot be inferred from it.')
+  options = {'use_images': use_images, 'image_encoding': image_encoding,
+             'tensor_encoding': tensor_encoding}
+  step_features = _column_features(columns, rlds_types.STEPS, None, options)
+  metadata = {k: _metadata_feature(v, k, options)
+              for k, v in episode.items() if k != rlds_types.STEPS}
+  return rlds_features(step_features, metadata)
+
+
 def episode_features(features_or_spec: Any,
                      *,
                      use_images: bool = True,
@@ -144,6 +327,10 @@ def episode_features(features_or_spec: Any,
         (used as is);
       * a ``tfds.rlds.rlds_base.DatasetConfig`` (e.g. from
         `generate_config_from_spec`);
+      * an example episode (see `is_example_episode`): ``{'steps': steps,
+        **metadata}`` whose steps are a list of step dicts or a dict of
+        ``[T, ...]`` columns with a flag column (``is_last``, ...); the
+        features are inferred from its values (`features_from_episode`);
       * a dict ``{'steps': step_description, **episode_metadata}`` where the
         step description is a ``tf.data.DatasetSpec`` (an episodes dataset's
         ``element_spec``), a ``tfds.features.Dataset`` or a dict; every leaf
@@ -179,6 +366,10 @@ def episode_features(features_or_spec: Any,
     return features_or_spec
   if isinstance(features_or_spec, DatasetConfig):
     return features_from_config(features_or_spec)
+  if is_example_episode(features_or_spec):
+    return features_from_episode(features_or_spec, use_images=use_images,
+                                 image_encoding=image_encoding,
+                                 tensor_encoding=tensor_encoding)
   if not isinstance(features_or_spec, Mapping):
     raise TypeError(
         'features_or_spec must be a tfds.features.FeaturesDict, a '

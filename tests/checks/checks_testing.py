@@ -22,14 +22,16 @@ def flags(length: int, terminal: bool = True) -> Dict[str, np.ndarray]:
 
 def steps(length: int, terminal: bool = True, obs_dim: int = 2,
           seed: int = 0) -> Dict[str, np.ndarray]:
-  """A valid episode's columnar steps; last-step reward/discount are zero."""
+  """A valid episode's columnar steps; last-step action/reward/discount are 0."""
   rng = np.random.default_rng(seed)
   reward = rng.normal(size=length).astype(np.float32)
   discount = np.ones(length, np.float32)
+  action = rng.integers(0, 3, size=length)
   reward[-1:] = 0
   discount[-1:] = 0
+  action[-1:] = 0
   return {'observation': rng.normal(size=(length, obs_dim)).astype(np.float32),
-          'action': rng.integers(0, 3, size=length),
+          'action': action,
           'reward': reward, 'discount': discount, **flags(length, terminal)}
 
 

@@ -2,11 +2,13 @@
 
 import json
 
+import numpy as np
 import pytest
 
 import checks_testing
 from rlds_lite import checks
 from rlds_lite import cli
+from rlds_lite.tfds import EpisodeWriter
 
 
 @pytest.fixture(scope='module')
@@ -66,3 +68,21 @@ def test_bad_input_is_one_line_and_exit_2(catch_path, tmp_path, capsys, args,
   err = capsys.readouterr().err
   assert err.count('\n') == 1 and err.startswith('rlds-lite inspect: ')
   assert message.format(**fill) in err
+
+
+def test_inspect_says_string_for_text_fields(tmp_path, capsys):
+  # Before: dtype 'object', NumPy's name for the bytes TF gives.
+  episode = {'steps': {'language_instruction': ['pick', 'place'],
+                       'tokens': np.array([['a', 'b'], ['c', 'd']]),
+                       'is_last': [False, True], 'is_terminal': [False, True]},
+             'file_path': 'x.h5'}
+  with EpisodeWriter(tmp_path, 'texts', episode) as writer:
+    writer.add_episode(episode)
+  assert cli.main(['inspect', writer.path, '--json']) == 0
+  data = json.loads(capsys.readouterr().out)
+  assert {'path': 'language_instruction', 'dtype': 'string', 'shape': '()',
+          'kind': 'Text'} in data['step_features']
+  assert {'path': 'tokens', 'dtype': 'string', 'shape': '(2,)',
+          'kind': 'Tensor'} in data['step_features']
+  assert data['episode_features'] == [
+      {'path': 'file_path', 'dtype': 'string', 'shape': '()', 'kind': 'Text'}]

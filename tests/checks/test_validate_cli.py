@@ -71,3 +71,35 @@ def test_bad_input_exits_2(datasets, tmp_path, capsys, args, message):
   err = capsys.readouterr().err
   assert err.count('\n') == 1
   assert err.startswith(message.format(**fill))
+
+
+@pytest.fixture(name='success_reward')
+def _success_reward(tmp_path):
+  episodes = checks_testing.catch_episodes(2)
+  for episode in episodes:
+    episode['reward'][-1] = 1.0   # A success reward on the last step.
+  return checks_testing.write_catch(str(tmp_path), episodes, 'success')
+
+
+def test_last_step_values_are_a_notice_and_exit_0(success_reward, capsys):
+  # Before: 'OK in 2 episodes', while stats and converters dropped them.
+  assert cli.main(['validate', success_reward, '--no-progress']) == 0
+  out, err = capsys.readouterr()
+  assert err == ''
+  assert out.splitlines() == [
+      f'{success_reward} [train]: OK in 2 episodes (20 steps); 1 notice',
+      "notice: field 'reward': non-zero on the last step of 2 of 2 episodes; "
+      'RLDS says it is invalid, so stats, transitions and converters leave it '
+      "out by default: if it is real (e.g. a success reward), use "
+      "last_step='valid' (--last-step valid)."]
+  assert cli.main(['validate', success_reward, '--json']) == 0
+  assert json.loads(capsys.readouterr().out)['notices'][0]['episodes'] == 2
+
+
+def test_last_step_valid_has_no_notice_and_invalid_fails(success_reward,
+                                                         capsys):
+  assert cli.main(['validate', success_reward, '--last-step', 'valid']) == 0
+  assert capsys.readouterr().out == (
+      f'{success_reward} [train]: OK in 2 episodes (20 steps)\n')
+  assert cli.main(['validate', success_reward, '--last-step-invalid']) == 1
+  assert 'last_step_value' in capsys.readouterr().out

@@ -29,6 +29,12 @@ def _retype(episode, field, dtype):
   episode[field] = episode[field].astype(dtype)
 
 
+def _cut(episode, field, length):
+  """Gives one dense field ``length`` entries (the episode keeps its own)."""
+  value = episode[field]
+  episode[field] = np.resize(value, (length,) + value.shape[1:])
+
+
 def _wider_obs(episode):
   episode['observation'] = np.zeros((len(episode['reward']), 3), np.float32)
 
@@ -66,6 +72,10 @@ CASES = [
      [], {}, True),
     ('missing-is-last-field', lambda e: [x.pop('is_last') for x in e],
      [(None, None, 'is_last', 'missing_field')], {}, True),
+    ('field-shorter-than-episode', lambda e: _cut(e[1], 'observation', 4),
+     [(1, None, 'observation', 'length_mismatch')], {}, True),
+    ('field-longer-than-episode', lambda e: _cut(e[2], 'reward', 12),
+     [(2, None, 'reward', 'length_mismatch')], {}, True),
 ]
 TF_CASES = [c for c in CASES if c[4]]
 
@@ -125,6 +135,15 @@ def test_messages_name_episode_step_and_field():
       'have is_last=True; step 1, 2 has it.',
       "episode 2, step 0, field 'observation': NaN or Inf at step 0, 3.",
   ]
+
+
+def test_field_lengths_are_named():
+  episodes = _episodes()
+  _cut(episodes[1], 'observation', 4)
+  assert [str(p) for p in checks.validate(episodes).problems] == [
+      "episode 1, field 'observation': has 4 entries along the step axis, but "
+      'the episode has 6 steps (is_first has 6); every step field needs one '
+      'entry per step.']
 
 
 def test_steps_of_different_shapes_inside_an_episode():
@@ -322,3 +341,76 @@ def test_nested_steps_with_fixed_shapes_take_the_dense_path():
   assert data.element_spec['steps'].element_spec['observation'].shape == [2]
   assert _found(checks.validate(data)) == [
       (0, 1, 'observation', 'non_finite'), (1, 0, 'is_last', 'is_last_early')]
+
+
+# Non-zero last-step values: a notice (field, episodes), never silence.
+
+
+def _last(episode, **values):
+  for key, value in values.items():
+    episode[key][-1] = value
+  return episode
+
+
+LAST_STEP_NOTICES = {
+    'terminal_success_reward': (
+        lambda: [_last(checks_testing.steps(4, True), reward=1.0),
+                 checks_testing.steps(3, False, seed=1)], {'reward': 1}),
+    'truncated_last_actions': (
+        lambda: [_last(checks_testing.steps(4, False), action=2),
+                 _last(checks_testing.steps(2, False, seed=1), action=1)],
+        {'action': 2}),
+    'one_step_episode': (
+        lambda: [_last(checks_testing.steps(1, True), reward=1.0,
+                       discount=1.0)], {'discount': 1, 'reward': 1}),
+    'zero_last_values': (
+        lambda: [checks_testing.steps(4, True), checks_testing.steps(1)], {}),
+}
+
+
+def _notices(report):
+  return {n.field: n.episodes for n in report.notices}
+
+
+@pytest.mark.parametrize('form', ['python', 'dense', 'nested'])
+@pytest.mark.parametrize('make, counts', LAST_STEP_NOTICES.values(),
+                         ids=LAST_STEP_NOTICES.keys())
+def test_nonzero_last_step_values_are_noticed(make, counts, form):
+  # Before: 'OK' and nothing else, while stats and converters dropped them.
+  episodes = make()
+  data = episodes if form == 'python' else as_dataset(episodes,
+                                                      form == 'nested')
+  report = checks.validate(data)
+  assert report.ok and report.problems == []
+  assert _notices(report) == counts
+  assert all(n.kind == 'last_step_values' for n in report.notices)
+  if counts:
+    assert report.headline().endswith(
+        f'; {len(counts)} notice{"s" if len(counts) > 1 else ""}')
+    field, count = sorted(counts.items())[0]
+    assert report.table().splitlines()[1] == (
+        f"notice: field '{field}': non-zero on the last step of {count} of "
+        f'{len(episodes)} episodes; RLDS says it is invalid, so stats, '
+        'transitions and converters leave it out by default: if it is real '
+        "(e.g. a success reward), use last_step='valid' (--last-step valid).")
+  assert _notices(checks.validate(data, last_step='valid')) == {}
+
+
+def test_notices_are_in_the_json_report():
+  report = checks.validate(LAST_STEP_NOTICES['terminal_success_reward'][0]())
+  data = json.loads(report.to_json())
+  assert data['ok'] is True
+  assert [(n['field'], n['kind'], n['episodes']) for n in data['notices']] == [
+      ('reward', 'last_step_values', 1)]
+
+
+def test_declared_invalid_last_steps_are_problems_not_notices():
+  episodes = [_last(checks_testing.steps(4, True), reward=1.0, action=1)]
+  report = checks.validate(episodes, last_step_invalid=True)
+  assert _found(report) == [(0, 3, 'reward', 'last_step_value')]
+  assert _notices(report) == {'action': 1}
+
+
+def test_last_step_must_be_valid_or_invalid():
+  with pytest.raises(ValueError, match="validate: last_step must be"):
+    checks.validate(_episodes(), last_step='keep')

@@ -207,4 +207,33 @@ def test_write_tfds_names_the_episode_unlike_the_first(tmp_path):
   assert str(error.value) == (
       'episode 1: steps/observation: shape (2,) does not match the feature '
       'shape (3,).')
-  assert not (tmp_path / 'unlike').exists()
+  # No dataset: only the dataset's lock file (never deleted).
+  assert [p.name for p in (tmp_path / 'unlike').iterdir()] == ['.1.0.0.lock']
+
+
+def test_write_tfds_keeps_string_step_fields(tmp_path):
+  steps = {'language_instruction': np.array([b'pick', b'place'], object),
+           **convert.rlds_flags(2, terminated=True)}
+  path = convert.write_tfds([{'steps': steps}], tmp_path, 'strings')
+  back = next(convert.numpy_episodes(rlds_lite.load(path, dense=True)))
+  assert back['steps']['language_instruction'].tolist() == [b'pick',
+                                                            b'place']
+
+
+def test_write_tfds_stores_uint8_frames_as_png_images(tmp_path):
+  frames = np.random.default_rng(0).integers(0, 256, (3, 8, 6, 3), np.uint8)
+  steps = {'observation': {'images': {'front': frames}},
+           **convert.rlds_flags(3, terminated=False)}
+  path = convert.write_tfds([{'steps': steps}], tmp_path, 'frames')
+  feature = tfds_builder_features(path)['steps']['observation']['images'][
+      'front']
+  assert type(feature).__name__ == 'Image'
+  assert feature.encoding_format == 'png'
+  back = next(convert.numpy_episodes(rlds_lite.load(path, dense=True)))
+  np.testing.assert_array_equal(
+      back['steps']['observation']['images']['front'], frames)
+
+
+def tfds_builder_features(path):
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  return tfds.builder_from_directory(path).info.features

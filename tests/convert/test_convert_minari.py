@@ -477,3 +477,28 @@ def test_jpeg_encoded_images_written_by_minari(minari_root):
   assert steps['observation'].shape == (3, 32, 32, 3)
   np.testing.assert_array_equal(steps['observation'], loaded.observations)
   assert not np.array_equal(steps['observation'], images)  # JPEG is lossy
+
+
+def test_minari_loads_string_observations_as_text(minari_root):
+  # RT-1 keeps its instruction in the observation: a gymnasium Text space.
+  import minari  # pylint: disable=g-import-not-at-top
+  from gymnasium import spaces  # pylint: disable=g-import-not-at-top
+  texts = np.array(['pick é', 'place', ''])
+  episode = {'steps': {
+      'observation': {'state': np.zeros((3, 2), np.float32),
+                      'instruction': texts},
+      'action': np.zeros((3, 1), np.float32),
+      'reward': np.zeros(3, np.float32),
+      **convert.rlds_flags(3, True)},
+             'task': 'stack é', 'file': b'run.h5'}
+  path = minari_lib.to_minari([episode], minari_root, 'rlds/text-v0')
+  dataset = minari.load_dataset('rlds/text-v0')
+  space = dataset.observation_space['instruction']
+  assert isinstance(space, spaces.Text)
+  assert space.max_length == 6
+  loaded = next(dataset.iterate_episodes())
+  assert list(loaded.observations['instruction']) == texts.tolist()
+  back = next(minari_lib.from_minari(path))
+  assert back['steps']['observation']['instruction'].tolist() == [
+      t.encode() for t in texts]
+  assert (back['task'], back['file']) == ('stack é'.encode(), b'run.h5')

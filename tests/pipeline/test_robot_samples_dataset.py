@@ -285,7 +285,7 @@ def test_plan_repr_names_the_choice(camera_path):
   assert text.startswith("DecodePlan(decode='per_episode', segments of 3 "
                          'samples, 4 episodes pooled, 5 open; RobotMemory(')
   assert plan.memory.total == (plan.memory.pools + plan.memory.open_episodes +
-                               plan.memory.batches)
+                               plan.memory.batches + plan.memory.runtime)
 
 
 @pytest.mark.parametrize('kwargs,error,match', [
@@ -333,3 +333,31 @@ def test_language_and_episode_fields_are_carried(camera_path):
       assert text.decode() == synthetic.INSTRUCTIONS[0]   # seed-th episode 0
       counts[int(e)] += 1
   assert dict(counts) == dict(enumerate(LENGTHS))
+
+
+def test_estimate_memory_covers_robot_samples(camera_path):
+  kwargs = dict(history=2, action_chunk=3, image_size=(16, 16))
+  memory = pipeline.estimate_memory(camera_path, batch_size=4,
+                                    memory_budget='1MB', robot_samples=kwargs)
+  plan = pipeline.plan_robot_samples(camera_path, batch_size=4,
+                                     memory_budget='1MB', **kwargs)
+  assert memory == plan.memory
+  assert memory.step_bytes == 16 * 16 * 3 * 2   # both cameras at 16x16
+
+
+@pytest.mark.parametrize('decode', ['per_episode', 'after_sampling'])
+def test_episodes_without_images(decode):
+  episodes = synthetic.episodes(num_episodes=5, seed=0, dense=True)
+  ds = pipeline.robot_samples_dataset(episodes, batch_size=8, history=3,
+                                      action_chunk=2, decode=decode,
+                                      episode_fields='episode_id',
+                                      index_key='t', seed=0)
+  actual, _ = collect(ds)
+  expected = {}
+  for episode in episodes:
+    out = dense.robot_samples(episode['steps'], 3, 2, index_key='t')
+    out = tf.nest.map_structure(lambda x: x.numpy(), out)
+    for row, t in enumerate(out.pop('t')):
+      expected[int(episode['episode_id']), int(t)] = tf.nest.map_structure(
+          lambda x, row=row: x[row], out)
+  assert_same_samples(actual, expected)

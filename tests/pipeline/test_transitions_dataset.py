@@ -152,3 +152,37 @@ def test_error_on_existing_next_observation_and_int_reward():
   steps['reward'] = np.arange(3)
   with pytest.raises(TypeError, match="'reward' must be a float tensor"):
     pipeline.transitions_dataset(pt.dense_dataset([steps]), 2)
+
+
+def _success_reward_episodes():
+  """Terminal and truncated episodes with a non-zero last reward."""
+  episodes = pt.make_episodes([4, 3, 1], terminal=[True, False, True])
+  for steps in episodes:
+    steps['reward'][-1] = 10.0
+  return episodes
+
+
+@pytest.mark.parametrize('pool', POOLS)
+@pytest.mark.parametrize('last_step', ['invalid', 'valid'])
+def test_last_step_is_the_same_argument_as_dense_transitions(last_step, pool):
+  episodes = _success_reward_episodes()
+  batches = run(pt.dense_dataset(episodes), 100, n=2, gamma=0.5,
+                shuffle=False, episode_fields=(), pool=pool,
+                last_step=last_step)
+  out = [dense.transitions(tf.nest.map_structure(tf.constant, s), n=2,
+                           gamma=0.5, last_step=last_step) for s in episodes]
+  expected = tf.nest.map_structure(lambda *x: np.concatenate(x), *[
+      tf.nest.map_structure(lambda t: t.numpy(), o) for o in out])
+  rlds_testing.assert_structures_equal(batches[0], expected)
+  # 'valid': the terminal episodes' last steps (4 and 1 steps) start one
+  # more transition each, with the success reward; truncated ones do not.
+  counts = {'invalid': 3 + 2 + 0, 'valid': 4 + 2 + 1}
+  assert len(batches[0]['reward']) == counts[last_step]
+  assert (10.0 in batches[0]['reward'].tolist()) == (last_step == 'valid')
+
+
+def test_bad_last_step_is_an_error():
+  with pytest.raises(ValueError, match='transitions_dataset: last_step must '
+                     'be'):
+    pipeline.transitions_dataset(pt.dense_dataset(_success_reward_episodes()),
+                                 4, last_step='keep')

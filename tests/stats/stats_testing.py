@@ -33,8 +33,10 @@ def episode(length: int, terminal: bool, seed: int, action_shape=(2,),
                    'gripper': rng.integers(0, 2, length).astype(bool)}
   else:
     observation = rng.normal(size=(length, 4)).astype(np.float64)
+  discount = np.ones(length, np.float32)
+  discount[-1:] = 0  # Invalid on the last step: zero, as RLDS writes it.
   return {'observation': observation, 'action': action, 'reward': reward,
-          'discount': np.ones(length, np.float32), **flags(length, terminal)}
+          'discount': discount, **flags(length, terminal)}
 
 
 def to_dataset(episodes: List[Dict[str, Any]], nested_steps: bool = False

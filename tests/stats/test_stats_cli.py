@@ -139,3 +139,50 @@ def test_split_defaults_to_the_first_split_without_train(tmp_path, capsys):
   assert cli.main(['stats', path, '--no-progress', '--no-cache', '--json']) == 0
   summary = json.loads(capsys.readouterr().out)
   assert summary['num_episodes'] == 3
+
+
+@pytest.fixture(name='success_reward_path')
+def _success_reward_path(tmp_path):
+  """Episodes whose success reward sits on the last step (Open X style)."""
+  from rlds_lite.tfds import EpisodeWriter  # pylint: disable=g-import-not-at-top
+  episode = {'steps': {'observation': np.zeros((3, 2), np.float32),
+                       'reward': np.array([0, 0, 1], np.float32),
+                       'language_instruction': ['pick'] * 3,
+                       'is_last': [False, False, True],
+                       'is_terminal': [False, False, True]}}
+  with EpisodeWriter(tmp_path, 'success', episode) as writer:
+    writer.add_episode(episode)
+    writer.add_episode(episode)
+  return writer.path
+
+
+@pytest.mark.parametrize('options', [[], ['--no-cache']], ids=['cached',
+                                                               'not-cached'])
+def test_dropped_last_step_values_are_one_warning_line(success_reward_path,
+                                                       capsys, options):
+  for _ in range(2):   # The second run is a cache hit: the same warning.
+    assert cli.main(['stats', success_reward_path, '--no-progress',
+                     *options]) == 0
+    out, err = capsys.readouterr()
+    assert err == (
+        f'{PREFIX}warning: left out non-zero last-step values of reward (2 of '
+        "2 episodes): RLDS says a last step's action, reward and discount are "
+        "invalid; pass last_step='valid' (command line: --last-step valid) to "
+        'keep them.\n')
+    assert 'episode return      2' in out   # 'count' column: 2 episodes.
+    assert [l for l in out.splitlines() if l.startswith('language')][0].split(
+    )[:3] == ['language_instruction', '6', '1']
+
+
+@pytest.mark.parametrize('flag', [['--last-step', 'valid'],
+                                  ['--keep-last-step']])
+def test_last_step_valid_counts_them_quietly(success_reward_path, capsys,
+                                             flag):
+  assert cli.main(['stats', success_reward_path, '--no-progress', '--json',
+                   *flag]) == 0
+  out, err = capsys.readouterr()
+  assert err == ''
+  summary = json.loads(out)
+  assert summary['episode_return']['mean'] == 1.0
+  assert summary['last_step_values'] == {'reward': 2}
+  assert summary['source']['last_step'] == 'valid'

@@ -2,6 +2,7 @@
 
 import json
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ import tensorflow as tf
 
 from rlds_lite import stats
 from rlds_lite import synthetic
+from rlds_lite.dense import LastStepValuesWarning
 from rlds_lite.stats import cache as cache_lib
 from rlds_lite.stats import streaming
 from rlds_lite.tfds import write_dataset
@@ -65,7 +67,7 @@ def test_one_step_episodes_have_no_valid_action_or_reward():
 def test_keep_last_step():
   episodes = CASES['short']
   result = stats.compute(stats_testing.to_dataset(episodes),
-                         mask_last_step=False, progress=False)
+                         last_step='valid', progress=False)
   assert result['action'].count == 7
   _check(result, episodes, mask_last_step=False)
 
@@ -113,8 +115,8 @@ def test_keys_select_fields_and_skip_images():
            'text': np.array([b'a', b'b', b'c'])}
   ds = stats_testing.to_dataset([steps])
   result = stats.compute(ds, progress=False)
-  assert result.skipped == {'image': 'image (uint8[4, 4, 3])',
-                            'text': 'not numeric (string)'}
+  assert result.skipped == {'image': 'image (uint8[4, 4, 3])'}
+  assert sorted(result.strings) == ['text']
   assert 'skipped image: image (uint8[4, 4, 3])' in result.table()
   only = stats.compute(ds, keys=['observation/pos', 'reward'], progress=False)
   assert sorted(only.fields) == ['observation/pos', 'reward']
@@ -195,12 +197,14 @@ def test_path_and_cache(dataset_dir, monkeypatch):
                       lambda *a, **k: calls.append(1) or real_pass(*a, **k))
   assert stats.compute(dataset_dir, progress=False) == first  # Hit.
   assert not calls
-  shifted = stats.compute(dataset_dir, transform=_add_one, progress=False)
+  with pytest.warns(LastStepValuesWarning, match='reward'):  # Last: 0 + 1.
+    shifted = stats.compute(dataset_dir, transform=_add_one, progress=False)
   assert len(calls) == 1  # Another transform: miss.
   np.testing.assert_allclose(shifted['reward'].mean, first['reward'].mean + 1,
                              rtol=1e-6)
-  assert stats.compute(dataset_dir, transform=_add_one, progress=False) == (
-      shifted)
+  with pytest.warns(LastStepValuesWarning, match='reward'):  # A hit warns too.
+    assert stats.compute(dataset_dir, transform=_add_one, progress=False) == (
+        shifted)
   assert len(calls) == 1
   stats.compute(dataset_dir, keys=['action'], progress=False)
   assert len(calls) == 2  # Other keys: miss.
@@ -220,12 +224,12 @@ def test_cache_falls_back_when_dataset_dir_is_read_only(dataset_dir,
     real(path, text)
 
   monkeypatch.setattr(cache_lib, '_write_atomically', refuse_dataset_dir)
-  result = stats.compute(dataset_dir, keys=['reward'], mask_last_step=False,
+  result = stats.compute(dataset_dir, keys=['reward'], last_step='valid',
                          progress=False)
   written = os.listdir(tmp_path / 'fallback')
   assert len(written) == 1 and written[0].endswith('.json')
   monkeypatch.setattr(streaming, '_pass', None)  # A hit must not iterate.
-  assert stats.compute(dataset_dir, keys=['reward'], mask_last_step=False,
+  assert stats.compute(dataset_dir, keys=['reward'], last_step='valid',
                        progress=False) == result
 
 
@@ -262,3 +266,97 @@ def test_unwritable_cache_only_warns(dataset_dir, monkeypatch, tmp_path):
   monkeypatch.setattr(cache_lib, '_write_atomically', refuse)
   result = stats.compute(dataset_dir, keys=['discount'], progress=False)
   assert result['discount'].count == result.num_steps - result.num_episodes
+
+
+# Last-step values: left out by default (RLDS), never silently.
+
+
+def _with_last(steps, **values):
+  steps = {k: v.copy() if isinstance(v, np.ndarray) else v
+           for k, v in steps.items()}
+  for key, value in values.items():
+    steps[key][-1] = value
+  return steps
+
+
+LAST_STEP_CASES = {
+    # name: (episodes, {field: episodes with a non-zero last value},
+    #        returns under 'invalid', returns under 'valid')
+    'terminal_success_reward': (
+        [_with_last(E(3, True, 30), reward=1.0)], {'reward': 1}),
+    'truncated_last_reward': (
+        [_with_last(E(4, False, 31), reward=-2.0)], {'reward': 1}),
+    'action_and_discount_on_last_steps': (
+        [_with_last(E(3, True, 32), action=0.5, discount=1.0),
+         _with_last(E(2, False, 33), action=-1.0)],
+        {'action': 2, 'discount': 1}),
+    'one_step_episode': (
+        [_with_last(E(1, True, 34), reward=1.0), E(2, False, 35)],
+        {'reward': 1}),
+    'zero_last_values': ([E(3, True, 36), E(1, False, 37)], {}),
+}
+
+
+@pytest.mark.parametrize('episodes, counts', LAST_STEP_CASES.values(),
+                         ids=LAST_STEP_CASES.keys())
+def test_nonzero_last_step_values_are_reported_and_warned_once(episodes,
+                                                                counts):
+  # Before: the success reward was dropped silently (return 0, no word).
+  ds = stats_testing.to_dataset(episodes)
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    result = stats.compute(ds, progress=False)
+  mine = [w for w in caught if issubclass(w.category, LastStepValuesWarning)]
+  assert result.last_step_values == counts
+  _check(result, episodes)   # The RLDS statistics (values left out).
+  if not counts:
+    assert not mine
+    return
+  assert len(mine) == 1
+  message = str(mine[0].message)
+  for field, count in counts.items():
+    assert f'{field} ({count} of {len(episodes)} episodes)' in message
+  assert "last_step='valid'" in message and '--last-step valid' in message
+  assert mine[0].filename == __file__   # Points at the caller.
+  assert 'left out (RLDS: invalid)' in result.table()
+  with warnings.catch_warnings():
+    warnings.simplefilter('error')   # 'valid' keeps them: no warning.
+    kept = stats.compute(ds, last_step='valid', progress=False)
+  _check(kept, episodes, mask_last_step=False)
+  assert kept.last_step_values == counts
+  assert 'counted (last_step=valid)' in kept.table()
+
+
+def test_valid_last_step_counts_the_success_reward_in_returns():
+  episodes = [_with_last(E(3, True, 40), reward=1.0)]
+  episodes[0]['reward'][:] = [0, 0, 1]
+  ds = stats_testing.to_dataset(episodes)
+  with pytest.warns(LastStepValuesWarning):
+    assert float(stats.compute(ds, progress=False).episode_return.mean) == 0
+  assert float(stats.compute(ds, last_step='valid',
+                             progress=False).episode_return.mean) == 1
+
+
+def test_last_step_values_survive_json_and_merge():
+  parts = []
+  for case in ('terminal_success_reward', 'action_and_discount_on_last_steps'):
+    with pytest.warns(LastStepValuesWarning):
+      parts.append(stats.compute(stats_testing.to_dataset(
+          LAST_STEP_CASES[case][0]), progress=False))
+  assert stats.DatasetStats.from_json(parts[1].to_json()) == parts[1]
+  assert stats.merge(*parts).last_step_values == {'reward': 1, 'action': 2,
+                                                  'discount': 1}
+
+
+def test_mask_last_step_is_a_deprecated_name_of_last_step():
+  ds = stats_testing.to_dataset(CASES['short'])
+  with pytest.warns(DeprecationWarning, match="use last_step='invalid'"):
+    old = stats.compute(ds, mask_last_step=False, progress=False)
+  assert old == stats.compute(ds, last_step='valid', progress=False)
+
+
+def test_last_step_must_be_valid_or_invalid():
+  with pytest.raises(ValueError, match=r"stats.compute: last_step must be "
+                     r"LastStep.INVALID or LastStep.VALID \('invalid'/'valid'\)"
+                     r", got 'keep'"):
+    stats.compute(stats_testing.to_dataset(CASES['short']), last_step='keep')

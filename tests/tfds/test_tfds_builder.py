@@ -1,5 +1,6 @@
 """RLDSBuilder: config-only TFDS builders, `tfds build`, Beam, errors."""
 
+import json
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import tfds_build_testing as et
 import rlds_lite
 from rlds_lite.tfds import RLDSBuilder
 from rlds_lite.tfds import RLDSConfig
+from rlds_lite.tfds import builder as builder_lib
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
@@ -91,6 +93,26 @@ def test_builder_from_generator_config(tmp_path):
 
 def _dense_load(path, split='train'):
   return list(rlds_lite.load(path, split=split, dense=True).as_numpy_iterator())
+
+
+@pytest.mark.parametrize('file_system', ['local', 'remote'])
+def test_dataset_info_json_holds_the_features(tmp_path, monkeypatch,
+                                              file_system):
+  """TFDS writes the features to features.json; they go in dataset_info.json.
+
+  A remote (``gs://``) data_dir cannot be reached here: its code path (no
+  lock, no fsync) runs on a local directory taken for a remote one.
+  """
+  if file_system == 'remote':
+    monkeypatch.setattr(builder_lib.locking, 'is_local', lambda path: False)
+  builder = CountingRlds(data_dir=str(tmp_path))
+  builder.download_and_prepare()
+  with open(os.path.join(builder.data_dir, 'dataset_info.json')) as f:
+    features = json.load(f)['features']
+  with open(os.path.join(builder.data_dir, 'features.json')) as f:
+    assert features == json.load(f)
+  os.remove(os.path.join(builder.data_dir, 'features.json'))
+  _assert_counting(builder, 'train')
 
 
 def test_max_examples_per_split(tmp_path):

@@ -1,5 +1,6 @@
 """build_from_envlogger: exact RLDS alignment, formats, Beam, and bad input."""
 
+import json
 import os
 
 import dm_env
@@ -164,6 +165,11 @@ def test_features_inferred_from_specs(tmp_path):
   et.record_script(str(tmp_path / 'logs'), [E(2, et.TERMINAL)], 'dict', False)
   path = build_from_envlogger(tmp_path / 'logs', name='inferred',
                               data_dir=tmp_path / 'tfds')
+  # dataset_info.json alone describes the dataset (features.json: a copy).
+  with open(os.path.join(path, 'dataset_info.json')) as f:
+    in_info = json.load(f)['features']
+  with open(os.path.join(path, 'features.json')) as f:
+    assert in_info == json.load(f)
   step = tfds.builder_from_directory(path).info.features['steps'].feature
   assert isinstance(step['observation']['camera_image'], tfds.features.Image)
   assert step['observation']['camera_image'].shape == (6, 5, 3)

@@ -15,6 +15,7 @@ from tensorflow_datasets.core import example_serializer
 
 import rlds_lite
 from rlds_lite.tfds import encoding
+from rlds_lite.tfds import publish
 from rlds_lite.tfds import EpisodeWriter
 from rlds_lite.tfds import rlds_features
 from rlds_lite.tfds import write_dataset
@@ -462,7 +463,7 @@ def test_overwrite_replaces_at_close(tmp_path):
     again.add_episode(vector_episode(3, 7))
     assert len(_dense(writer.path)) == 2  # Still the old one until close().
   assert [int(e['episode_id']) for e in _dense(writer.path)] == [7]
-  assert sorted(os.listdir(tmp_path / 'swap')) == ['1.0.0']
+  assert sorted(os.listdir(tmp_path / 'swap')) == ['.1.0.0.lock', '1.0.0']
 
 
 def test_reader_never_sees_a_half_written_dataset(tmp_path):
@@ -481,19 +482,22 @@ def test_failure_inside_the_with_block_publishes_nothing(tmp_path):
                        max_episodes_per_file=1) as writer:
       writer.add_episodes([vector_episode(2), vector_episode(3)])
       raise RuntimeError('boom')
-  assert os.listdir(tmp_path) == []  # Not even the empty name folder.
+  # Only the lock file (never deleted) in the name folder: no dataset.
+  assert os.listdir(tmp_path / 'failed') == ['.1.0.0.lock']
   with pytest.raises(ValueError, match=r'add_episode\(\) after aborted'):
     writer.add_episode(vector_episode(1))
 
 
+def _disk_full(*unused_args, **unused_kwargs):
+  raise OSError('disk full')
+
+
 def test_failure_while_publishing_leaves_no_dataset(tmp_path, monkeypatch):
-  def fail(*unused_args, **unused_kwargs):
-    raise OSError('disk full')
-  monkeypatch.setattr(tfds.core.DatasetInfo, 'write_to_directory', fail)
+  monkeypatch.setattr(publish, 'write_temp', _disk_full)
   with pytest.raises(OSError, match='disk full'):
     with EpisodeWriter(tmp_path, 'crash', vector_features()) as writer:
       writer.add_episode(vector_episode(2))
-  assert os.listdir(tmp_path) == []  # Not even the empty name folder.
+  assert os.listdir(tmp_path / 'crash') == ['.1.0.0.lock']
 
 
 def test_failed_append_keeps_the_existing_dataset(tmp_path, monkeypatch):
@@ -505,12 +509,10 @@ def test_failed_append_keeps_the_existing_dataset(tmp_path, monkeypatch):
                        if_exists='append') as again:
       again.add_episode(vector_episode(2, 1))
       again.add_episode(_with_steps(observation=np.zeros((3, 1), np.float32)))
-  def fail(*unused_args, **unused_kwargs):
-    raise OSError('disk full')
   with EpisodeWriter(tmp_path, 'kept', vector_features(),
                      if_exists='append') as third:
     third.add_episode(vector_episode(2, 2))
-    monkeypatch.setattr(tfds.core.DatasetInfo, 'write_to_directory', fail)
+    monkeypatch.setattr(publish, 'write_temp', _disk_full)
     with pytest.raises(OSError, match='disk full'):
       third.close()
   monkeypatch.undo()

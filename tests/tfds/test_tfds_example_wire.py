@@ -27,14 +27,14 @@ INT64_CASES = {
 def test_int64_feature_is_protobufs(values):
   expected = tf.train.Feature(int64_list=tf.train.Int64List(
       value=np.asarray(values, np.int64).ravel().tolist()))
-  assert example_wire.int64_feature(values) == expected.SerializeToString()
+  assert bytes(example_wire.int64_feature(values)) == expected.SerializeToString()
 
 
 def test_random_int64_values_are_protobufs():
   values = np.random.default_rng(0).integers(_INT64.min, _INT64.max, 2000)
   expected = tf.train.Feature(int64_list=tf.train.Int64List(
       value=values.tolist()))
-  assert example_wire.int64_feature(values) == expected.SerializeToString()
+  assert bytes(example_wire.int64_feature(values)) == expected.SerializeToString()
 
 
 FLOAT_CASES = {
@@ -51,7 +51,7 @@ FLOAT_CASES = {
 def test_float_feature_is_protobufs(values):
   expected = tf.train.Feature(float_list=tf.train.FloatList(
       value=np.asarray(values).ravel().tolist()))
-  assert example_wire.float_feature(values) == expected.SerializeToString()
+  assert bytes(example_wire.float_feature(values)) == expected.SerializeToString()
 
 
 BYTES_CASES = {
@@ -66,7 +66,7 @@ BYTES_CASES = {
 @pytest.mark.parametrize('items', BYTES_CASES.values(), ids=BYTES_CASES.keys())
 def test_bytes_feature_is_protobufs(items):
   expected = tf.train.Feature(bytes_list=tf.train.BytesList(value=items))
-  assert example_wire.bytes_feature(items) == expected.SerializeToString()
+  assert bytes(example_wire.bytes_feature(items)) == expected.SerializeToString()
 
 
 ROWS_CASES = {
@@ -82,7 +82,7 @@ ROWS_CASES = {
 def test_fixed_size_rows_are_bytes_of_each_row(rows):
   expected = tf.train.Feature(bytes_list=tf.train.BytesList(
       value=[row.tobytes() for row in rows]))
-  assert (example_wire.fixed_size_bytes_feature(rows) ==
+  assert (bytes(example_wire.fixed_size_bytes_feature(rows)) ==
           expected.SerializeToString())
 
 
@@ -118,3 +118,56 @@ def test_tensorflow_parses_the_bytes():
       'n': tf.io.FixedLenFeature([2], tf.int64)})
   np.testing.assert_array_equal(parsed['x'].numpy(), [[1, 2], [3, 4]])
   np.testing.assert_array_equal(parsed['n'].numpy(), [-3, 300])
+
+
+NARROW_CASES = {
+    'uint8_small': np.arange(100, dtype=np.uint8) % 128,
+    'uint8_all': np.arange(512, dtype=np.int64).astype(np.uint8),
+    'int8_negative': np.arange(-128, 128, dtype=np.int8),
+    'uint16': np.arange(0, 65536, 7, dtype=np.uint16),
+    'int16_mixed': np.arange(-30000, 30000, 77, dtype=np.int16),
+    'uint32_large': np.array([2**32 - 1, 0, 2**21, 5] * 20, np.uint32),
+    'uint64_bits': np.array([2**64 - 1, 2**63, 1] * 30, np.uint64).view(
+        np.int64),
+}
+
+
+@pytest.mark.parametrize('values', NARROW_CASES.values(),
+                         ids=NARROW_CASES.keys())
+@pytest.mark.parametrize('chunk', [7, 1 << 20], ids=['chunked', 'whole'])
+def test_narrow_ints_are_varints_of_their_int64_value(values, chunk,
+                                                      monkeypatch):
+  monkeypatch.setattr(example_wire, '_CHUNK', chunk)
+  expected = tf.train.Feature(int64_list=tf.train.Int64List(
+      value=values.astype(np.int64).tolist()))
+  assert bytes(example_wire.int64_feature(values)) == (
+      expected.SerializeToString())
+
+
+def test_uint8_below_128_is_used_uncopied():
+  column = np.arange(1000, dtype=np.uint8) % 100
+  chunks = example_wire.int64_feature(column)
+  assert any(isinstance(b, np.ndarray) and np.shares_memory(b, column)
+             for b in chunks.buffers)
+
+
+def test_float32_column_is_used_uncopied_until_the_record():
+  column = np.arange(100, dtype=np.float32)
+  chunks = example_wire.float_feature(column)
+  assert any(isinstance(b, np.ndarray) and np.shares_memory(b, column)
+             for b in chunks.buffers)
+  assert len(chunks) == len(bytes(chunks))
+
+
+def test_example_refuses_a_record_over_max_bytes_before_building_it():
+  # A read-only broadcast view of 400 MB: refused from sizes alone (the
+  # test would need the memory otherwise).
+  huge = np.broadcast_to(np.float32(1), (100_000_000,))
+  with pytest.raises(example_wire.RecordTooLargeError,
+                     match=r'is 400.0 MB, over the 1.0 kB') as error:
+    example_wire.example({'x': example_wire.float_feature(huge)},
+                         max_bytes=1000)
+  assert 400_000_000 < error.value.nbytes < 400_000_040  # + framing
+  assert error.value.limit == 1000
+  assert len(example_wire.example({'x': example_wire.float_feature(huge[:10])},
+                                  max_bytes=1000)) < 1000

@@ -1,0 +1,165 @@
+"""What the viewer shows of one dataset, read on demand and cached.
+
+`DatasetView` opens a prepared TFDS RLDS dataset (a directory or a
+registered name) without reading any episode, then answers the pages'
+questions: the dataset's features and splits, a split's statistics
+(``rlds_lite.stats.compute``, cached next to the dataset) and episode table
+(`episode_table.compute`, cached too), one episode's data, and the video of
+one of its cameras. Episodes are read one at a time (`EpisodeReader`), so a
+dataset larger than memory is fine; the last few episodes and videos are
+kept in memory. All methods are safe to call from several threads.
+
+Example:
+  >>> import tempfile
+  >>> from rlds_lite import synthetic
+  >>> from rlds_lite.tfds import write_dataset
+  >>> path = write_dataset(synthetic.episodes(3, seed=0), tempfile.mkdtemp(),
+  ...                      'toy')
+  >>> view = DatasetView(path)
+  >>> view.default_split, view.num_episodes('train')
+  ('train', 3)
+  >>> view.episode_data('train', 1)['length']
+  46
+"""
+
+import os
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from rlds_lite import loading
+from rlds_lite import rlds_types
+from rlds_lite import stats as stats_lib
+from rlds_lite import video as video_lib
+from rlds_lite.checks import sources
+from rlds_lite.view import dataset_info
+from rlds_lite.view import episode_payload
+from rlds_lite.view import episode_reader
+from rlds_lite.view import episode_table
+from rlds_lite.view import fields
+from rlds_lite.view import memo
+from rlds_lite.view import video_encoding
+
+DEFAULT_FPS = 10.0
+
+
+class DatasetView:
+  """A dataset as the viewer sees it.
+
+  Args:
+    name_or_dir: a prepared dataset directory or a registered TFDS name.
+    data_dir: where TFDS looks for prepared datasets (names only).
+    split: the split shown first (default ``'train'`` or the first split).
+    fps: the frame rate of the camera videos (steps per second).
+    cache: read/write statistics and episode tables next to the dataset.
+    episodes_kept, videos_kept: how many decoded episodes and encoded
+      videos to keep in memory.
+
+  Raises:
+    FileNotFoundError, ValueError: for a missing, unprepared or non-RLDS
+      dataset, an array_record dataset, an unknown split or a bad fps.
+  """
+
+  def __init__(self, name_or_dir: Any, *, data_dir: Optional[str] = None,
+               split: Optional[str] = None, fps: float = DEFAULT_FPS,
+               cache: bool = True, episodes_kept: int = 4,
+               videos_kept: int = 32):
+    builder, label = loading.rlds_builder(name_or_dir, data_dir)
+    if not builder.info.splits:
+      raise ValueError(f'dataset {label!r} has no splits: is it prepared? '
+                       '(a registered name needs its data_dir)')
+    if not fps > 0:
+      raise ValueError(f'fps must be > 0, got {fps}.')
+    file_format = builder.info.file_format
+    if file_format is not None and file_format.value == 'array_record':
+      # TFDS reads array_record only by random access (tfds.data_source),
+      # not with as_dataset, which the viewer's passes and reads use.
+      raise ValueError(f'dataset {label!r} is stored as array_record; the '
+                       'viewer reads tfrecord datasets.')
+    self.builder = builder
+    self.label = label
+    self.dataset_dir = os.fspath(builder.data_dir)
+    self.fps = float(fps)
+    self.default_split = split or sources.default_split(builder)
+    self.check_split(self.default_split)
+    self.step_spec = builder.info.features[
+        rlds_types.STEPS].feature.get_tensor_spec()
+    self.cameras = fields.camera_fields(self.step_spec)
+    self._cache = cache
+    self._reader = episode_reader.EpisodeReader(builder)
+    self._tables = memo.Memo()
+    self._stats = memo.Memo()
+    self._episodes = memo.Memo(episodes_kept)
+    self._videos = memo.Memo(videos_kept)
+
+  @property
+  def splits(self) -> List[str]:
+    return sorted(self.builder.info.splits.keys())
+
+  def check_split(self, split: str) -> None:
+    """A KeyError naming the splits if ``split`` is not one of them."""
+    if split not in self.builder.info.splits:
+      raise KeyError(f'no split {split!r} (splits: {self.splits}).')
+
+  def num_episodes(self, split: str) -> int:
+    self.check_split(split)
+    return self._reader.num_episodes(split)
+
+  def info(self) -> Dict[str, Any]:
+    """Features, splits and cameras (`dataset_info`), the split and fps."""
+    return {**dataset_info.dataset_info(self.builder, self.label),
+            'default_split': self.default_split, 'fps': self.fps}
+
+  def table(self, split: str) -> episode_table.EpisodeTable:
+    """The split's episode table (one pass the first time, then cached)."""
+    self.check_split(split)
+    return self._tables.get(split, lambda: episode_table.compute(
+        self.dataset_dir, split, cache=self._cache, progress=False))
+
+  def stats(self, split: str) -> Dict[str, Any]:
+    """``rlds_lite.stats.compute(...).summary()`` of the split (cached)."""
+    self.check_split(split)
+    return self._stats.get(split, lambda: stats_lib.compute(
+        self.dataset_dir, split=split, cache=self._cache,
+        progress=False).summary())
+
+  def episode(self, split: str, index: int) -> Dict[str, Any]:
+    """Episode ``index`` of ``split``, dense NumPy steps (IndexError if none)."""
+    self.check_split(split)
+    return self._episodes.get((split, index),
+                              lambda: self._reader.read(split, index))
+
+  def episode_data(self, split: str, index: int) -> Dict[str, Any]:
+    """The episode page's JSON (`episode_payload`), its return and ending."""
+    episode = self.episode(split, index)
+    payload = episode_payload.episode_payload(episode, self.step_spec)
+    return {'split': split, 'index': index, 'fps': self.fps,
+            'num_episodes': self.num_episodes(split), **payload,
+            **_ending(episode[rlds_types.STEPS])}
+
+  def video(self, split: str, index: int, camera: str) -> bytes:
+    """The MP4 of camera ``camera`` of an episode (KeyError if no camera)."""
+    if camera not in self.cameras:
+      raise KeyError(f'no camera {camera!r} (cameras: {self.cameras}).')
+    def encode():
+      episode = self.episode(split, index)
+      frames = video_lib.episode_frames(episode, camera)
+      return video_encoding.encode_mp4(frames, self.fps)
+    return self._videos.get((split, index, camera), encode)
+
+
+def _ending(steps: Dict[str, Any]) -> Dict[str, Any]:
+  """The episode's return (valid rewards summed) and whether it terminated."""
+  reward = steps.get(rlds_types.REWARD)
+  is_last = steps.get(rlds_types.IS_LAST)
+  is_terminal = steps.get(rlds_types.IS_TERMINAL)
+  result = {'return': None, 'terminated': False}
+  if reward is not None and len(reward):
+    reward = np.asarray(reward, np.float64).reshape(len(reward), -1)
+    valid = (~np.asarray(is_last, bool) if is_last is not None else
+             np.arange(len(reward)) < len(reward) - 1)
+    total = float(reward[valid].sum())
+    result['return'] = total if np.isfinite(total) else None
+  if is_terminal is not None and len(is_terminal):
+    result['terminated'] = bool(np.asarray(is_terminal)[-1])
+  return result

@@ -1,0 +1,95 @@
+"""Read one episode of a TFDS RLDS dataset on demand, as NumPy arrays.
+
+`EpisodeReader.read(split, index)` reads episode ``index`` of a split through
+TFDS slicing (``'train[index:index+1]'``), so only that episode's shard is
+opened and a dataset larger than memory is fine. Steps are parsed whole
+(``tfds.decode.SkipDecoding``) and decoded by one ``tf.function`` traced once
+per reader, so they equal ``rlds_lite.load(..., dense=True)``'s values; a read
+costs a TFDS pipeline set-up (about 0.1-0.2 s here) plus the episode's own
+decoding.
+
+Episode ``index`` is the ``index``-th episode of the split in file order,
+the order `read_order` gives to a full pass (TFDS interleaves the files of a
+dataset written without ``disable_shuffling`` unless told not to).
+
+Example:
+  >>> import tempfile
+  >>> from rlds_lite import loading, synthetic
+  >>> from rlds_lite.tfds import write_dataset
+  >>> path = write_dataset(synthetic.episodes(3, seed=0), tempfile.mkdtemp(),
+  ...                      'toy')
+  >>> reader = EpisodeReader(loading.rlds_builder(path)[0])
+  >>> episode = reader.read('train', 2)
+  >>> int(episode['episode_id']), episode['steps']['reward'].dtype
+  (2, dtype('float32'))
+"""
+
+import threading
+from typing import Any, Callable, Dict, Optional
+
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from rlds_lite import rlds_types
+
+
+def read_order() -> tfds.ReadConfig:
+  """A ``ReadConfig`` reading a split's files one after the other, in order.
+
+  With it a full pass yields episodes in the order TFDS slicing counts them,
+  so the ``i``-th episode of the pass is ``split[i:i+1]``. No autocache: a
+  pass over a large dataset must not keep it in memory.
+  """
+  return tfds.ReadConfig(interleave_cycle_length=1, try_autocache=False)
+
+
+class EpisodeReader:
+  """Reads single episodes of a TFDS RLDS dataset (dense NumPy steps).
+
+  Args:
+    builder: the dataset's TFDS builder (``loading.rlds_builder``).
+  """
+
+  def __init__(self, builder: tfds.core.DatasetBuilder):
+    self._builder = builder
+    self._step_feature = builder.info.features[rlds_types.STEPS].feature
+    self._decode: Optional[Callable[[Any], Any]] = None
+    self._lock = threading.Lock()
+
+  def num_episodes(self, split: str) -> int:
+    """The number of episodes of ``split`` (KeyError if unknown)."""
+    return int(self._builder.info.splits[split].num_examples)
+
+  def _decoder(self, encoded_spec: Any) -> Callable[[Any], Any]:
+    with self._lock:
+      if self._decode is None:
+        self._decode = tf.function(self._step_feature.decode_batch_example,
+                                   input_signature=[encoded_spec])
+      return self._decode
+
+  def read(self, split: str, index: int) -> Dict[str, Any]:
+    """Episode ``index`` of ``split``: ``{'steps': {...}, **metadata}``.
+
+    Steps are ``[T, ...]`` NumPy arrays (strings as ``bytes``), metadata
+    NumPy scalars or arrays.
+
+    Raises:
+      KeyError: for an unknown split.
+      IndexError: for an index outside ``[0, num_episodes)``.
+    """
+    if split not in self._builder.info.splits:
+      raise KeyError(f'no split {split!r} (splits: '
+                     f'{sorted(self._builder.info.splits.keys())}).')
+    total = self.num_episodes(split)
+    if not 0 <= index < total:
+      raise IndexError(f'episode {index} is out of range: split {split!r} has '
+                       f'{total} episodes.')
+    episodes = self._builder.as_dataset(
+        split=f'{split}[{index}:{index + 1}]',
+        decoders={rlds_types.STEPS: tfds.decode.SkipDecoding()},
+        read_config=read_order())
+    encoded_spec = episodes.element_spec[rlds_types.STEPS]
+    episode = next(iter(episodes))
+    steps = self._decoder(encoded_spec)(episode[rlds_types.STEPS])
+    episode = {**episode, rlds_types.STEPS: steps}
+    return tf.nest.map_structure(lambda t: t.numpy(), episode)
