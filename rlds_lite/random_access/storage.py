@@ -99,6 +99,20 @@ def _not_chunked(path: str, builder: tfds.core.DatasetBuilder) -> str:
           f'{conversion.default_output(path)!r}), then pass that path.')
 
 
+def _items(rows: np.ndarray, start: int, size: int,
+           count: int = 1) -> np.ndarray:
+  """``[R, count]`` (or ``[R]``) ``size``-byte items from byte ``start`` of each row.
+
+  ``rows`` is a C-contiguous ``[R, row_bytes]`` uint8 array; the result is a
+  view whose items are opaque bytes (``np.void``), so indexing it copies an
+  item with one memcpy instead of byte by byte.
+  """
+  shape = (rows.shape[0], count) if count > 1 else (rows.shape[0],)
+  strides = (rows.strides[0], size) if count > 1 else (rows.strides[0],)
+  return np.ndarray(shape, np.dtype((np.void, size)), buffer=rows,
+                    offset=start, strides=strides)
+
+
 class ChunkStorage:
   """One split of a chunk dataset, read by chunk id.
 
@@ -388,18 +402,16 @@ class ChunkStorage:
       # Each record's length header and its episode and offset fields: with
       # records of one size, a record out of place or of another episode
       # shows there.
-      self._check_frames(view[:, :_TFRECORD_HEADER][shard_rows],
+      self._check_frames(_items(view, 0, _TFRECORD_HEADER)[shard_rows],
                          flat_ids[chosen], self._header_values(view,
                                                                shard_rows))
       step = flat_steps[chosen]
       for leaf, start, size in self.payload_slices():
-        steps_bytes = size // self.chunk_steps
-        # [records, C, step bytes] over the map (a view: no copy).
-        payload = np.lib.stride_tricks.as_strided(
-            view[:, start:], shape=(view.shape[0], self.chunk_steps,
-                                    steps_bytes),
-            strides=(view.strides[0], steps_bytes, 1), writeable=False)
-        values = np.ascontiguousarray(payload[shard_rows, step])
+        # [records, C] items of one step's bytes over the map (a view): the
+        # gather copies each step with one memcpy.
+        payload = _items(view, start, size // self.chunk_steps,
+                         self.chunk_steps)
+        values = payload[shard_rows, step]
         out[leaf.path][chosen] = values.view(leaf.dtype).reshape(
             (len(shard_rows),) + leaf.shape[1:])
     return {k: v.reshape(ids.shape + v.shape[1:]) for k, v in out.items()}
@@ -410,7 +422,9 @@ class ChunkStorage:
     episodes = np.searchsorted(self.first_chunk, ids, side='right') - 1
     offsets = (ids - self.first_chunk[episodes]) * self.chunk_steps
     values = header
-    wrong = ((frames != self._template[:_TFRECORD_HEADER]).any(axis=1) |
+    template = _items(self._template[np.newaxis, :_TFRECORD_HEADER], 0,
+                      _TFRECORD_HEADER)[0]
+    wrong = ((frames != template) |
              (values[:, 0] != episodes) | (values[:, 1] != offsets))
     if wrong.any():
       first = int(np.flatnonzero(wrong)[0])
@@ -422,8 +436,7 @@ class ChunkStorage:
     out = np.empty([len(rows), 2], np.int64)
     for i, name in enumerate(('episode', 'offset')):
       start, _ = self._payloads[name]
-      out[:, i] = np.ascontiguousarray(
-          view[:, start:start + 8][rows]).view('<i8')[:, 0]
+      out[:, i] = _items(view, start, 8)[rows].view('<i8')
     return out
 
   def _raise_wrong(self, chunk: int, episode: int, held_episode: int,

@@ -53,6 +53,23 @@ def test_a_damaged_record_is_named(vector_chunks, tmp_path):
       read(np.array([0, 1, 3]))   # The others are fine.
 
 
+def test_a_damaged_record_frame_is_named(vector_chunks, tmp_path):
+  copy, paths = _copy(vector_chunks, tmp_path)
+  size = ra.ChunkStorage(copy)._record_bytes  # pylint: disable=protected-access
+  with open(paths[0], 'r+b') as f:   # Record 2's length CRC (byte 8) flipped.
+    f.seek(2 * size + 8)
+    byte = f.read(1)
+    f.seek(2 * size + 8)
+    f.write(bytes([byte[0] ^ 0xFF]))
+  for budget in (1 << 30, 0):   # Memory-mapped, and read with pread.
+    storage = ra.ChunkStorage(copy, mapped_budget=budget)
+    with pytest.raises(ValueError, match=r'-00000 record 2 \(chunk 2\) is '
+                       r'not chunk 1 of episode 1 .* or its bytes are '
+                       r'damaged'):
+      storage.gather_steps(np.array([0, 2]), np.array([0, 3]))
+    storage.gather_steps(np.array([0, 1, 3]), np.array([0, 3, 1]))
+
+
 def test_a_truncated_shard_is_named(vector_chunks, tmp_path):
   copy, paths = _copy(vector_chunks, tmp_path)
   with open(paths[1], 'r+b') as f:
