@@ -155,6 +155,13 @@ class SampleReader:
     self._slices = storage.payload_slices() if self._fixed else []
 
   @property
+  def sample_bytes(self) -> int:
+    """Bytes of one sample's steps as read (fixed layouts; 0 otherwise)."""
+    chunk_steps = self.storage.chunk_steps
+    return len(self._offsets) * sum(size // chunk_steps
+                                    for _, _, size in self._slices)
+
+  @property
   def num_samples(self) -> int:
     return len(self.index)
 

@@ -33,6 +33,23 @@ def test_batches_are_the_sampler_s_draws(vector_chunks, order):
   assert _ids(ds.take(3)) == want.tolist()
 
 
+@pytest.mark.parametrize('num_epochs', [2, None])
+def test_reading_several_batches_at_once_gives_the_same_batches(
+    vector_chunks, num_epochs):
+  from rlds_lite.random_access import tf_data  # pylint: disable=g-import-not-at-top
+  p = tf_data.plan(vector_chunks, ra.Windows(4), 8, seed=3,
+                   num_epochs=num_epochs, sample_info=True)
+  def batches(group):
+    ds = tf_data.dataset_of_plan(p, 5, batches_per_read=group)
+    return [{k: v.tolist() for k, v in b.items()}
+            for b in ds.take(20).as_numpy_iterator()]
+  one = batches(1)
+  # 2 epochs of 60 samples from position 5: 14 full batches and one of 3.
+  assert len(one) == (15 if num_epochs else 20)
+  for group in (3, 32):   # Groups that do not divide the batches, and more.
+    assert batches(group) == one, group
+
+
 def test_drop_remainder(vector_chunks):
   ds = ra.sample_batches(vector_chunks, ra.Windows(4), batch_size=16,
                          num_epochs=1, drop_remainder=True)
