@@ -58,8 +58,12 @@ setuptools.setup(
             # also encodes the viewer's videos.
             'pyarrow>=15',
             'av>=15',
+            # rlds_lite.random_access's Grain readers are tested too.
+            'grain>=0.2,<0.3',
         ],
         'jax': ['jax>=0.4.30'],
+        # rlds_lite.random_access.grain_batches / GrainSamples (JAX users).
+        'grain': ['grain>=0.2,<0.3'],
         # MP4 output of rlds_lite.episode_to_video (GIF needs nothing).
         'video': ['imageio>=2.30', 'imageio-ffmpeg>=0.5'],
         # rlds-lite view: the web app (Flask), camera videos (PyAV encodes

@@ -20,7 +20,7 @@ __version__ = '0.1.0'
 
 _SUBMODULES = ('metadata', 'rlds_types', 'transformations', 'dense',
                'images', 'pipeline', 'synthetic', 'stats', 'catalog',
-               'checks', 'video')
+               'checks', 'video', 'random_access')
 """Submodules that are attributes of the package (as if imported here)."""
 
 _NAMES = {
@@ -84,6 +84,7 @@ if TYPE_CHECKING:  # For type checkers and IDEs: the same names, eagerly.
   # pylint: disable=g-import-not-at-top,g-bad-import-order
   from rlds_lite import checks, dense, images, metadata, pipeline, rlds_types
   from rlds_lite import catalog, stats, synthetic, transformations, video
+  from rlds_lite import random_access
   from rlds_lite.checks import validate, ValidationReport
   from rlds_lite.video import episode_to_video
   from rlds_lite.loading import load

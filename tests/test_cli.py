@@ -160,6 +160,8 @@ def test_convert_help_lists_the_formats_of_convert_files():
 
 QUIET_RUNS = {
     # command: (arguments, keys its --json output has)
+    'chunk': (['chunk', '{data}', '--out', '{tmp}/chunks', '--json'],
+              {'path', 'chunk_steps', 'splits'}),
     'convert': (['convert', '--from', 'rlds', '--to', 'ted', '{data}',
                  '{tmp}/x.h5', '--json'],
                 {'episodes', 'steps', 'from', 'source', 'to', 'target'}),

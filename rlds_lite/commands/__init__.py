@@ -13,6 +13,7 @@ JSON with ``--json``, and shows progress as ``rlds_lite.progress`` does
 """
 
 COMMANDS = (
+    'chunk',
     'convert',
     'demo',
     'episodes',

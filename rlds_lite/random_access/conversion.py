@@ -1,0 +1,334 @@
+"""Convert an RLDS dataset to the chunk layout, for random access.
+
+``convert(path)`` reads every episode of the chosen splits once (frames stay
+encoded: no image is decoded or re-encoded) and writes a chunk dataset
+(`rlds_lite.random_access.layout`): a TFDS dataset of tfrecord shards whose
+records hold ``chunk_steps`` consecutive steps of one episode, plus, per
+split, ``episodes-<split>.npz`` (each episode's ``length``, ``terminated``
+and ``episode_id``). The dataset is written in a hidden directory and renamed
+into place when complete, as `rlds_lite.tfds.EpisodeWriter` publishes: a
+reader never sees half of it. ``rlds-lite chunk PATH`` does the same.
+
+Example:
+  >>> import tempfile
+  >>> from rlds_lite import synthetic
+  >>> from rlds_lite.tfds import write_dataset
+  >>> source = write_dataset(synthetic.episodes(num_episodes=3, seed=0),
+  ...                        tempfile.mkdtemp(), 'toy')
+  >>> chunks = convert(source, chunk_steps=16, progress=False)
+  >>> chunks.endswith('toy_chunks/1.0.0')
+  True
+  >>> builder = tfds.builder_from_directory(chunks)
+  >>> builder.info.splits['train'].num_examples   # 5, 46, 46 steps
+  7
+"""
+
+import hashlib
+import io
+import json
+import os
+import uuid
+from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from rlds_lite import loading
+from rlds_lite import progress as progress_lib
+from rlds_lite import rlds_types
+from rlds_lite.catalog import records as records_lib
+from rlds_lite.random_access import layout as layout_lib
+from rlds_lite.tfds import shards
+
+__all__ = ['convert', 'default_output', 'episodes_file', 'auto_chunk_steps',
+           'DEFAULT_CHUNK_STEPS', 'CHUNK_BYTES']
+
+PathLike = Union[str, os.PathLike]
+DEFAULT_CHUNK_STEPS = 16
+"""The most steps per chunk record by default (vectors): a window of up to 17
+steps reads at most 2 records."""
+CHUNK_BYTES = 64 << 10
+"""Default record size: ``chunk_steps`` is cut so a record holds about this."""
+_INFO_FILE = 'dataset_info.json'
+
+
+def default_output(source: str) -> str:
+  """``<data_dir>/<name>_chunks/<version>`` beside ``<data_dir>/<name>/<version>``.
+
+  Example:
+    >>> default_output('/data/robot/1.0.0')
+    '/data/robot_chunks/1.0.0'
+  """
+  source = os.path.normpath(source)
+  version = os.path.basename(source)
+  name_dir = os.path.dirname(source)
+  return os.path.join(os.path.dirname(name_dir),
+                      os.path.basename(name_dir) + '_chunks', version)
+
+
+def episodes_file(dataset_dir: str, split: str) -> str:
+  """The per-split episode table of a chunk dataset.
+
+  Example:
+    >>> episodes_file('/data/robot_chunks/1.0.0', 'train')
+    '/data/robot_chunks/1.0.0/episodes-train.npz'
+  """
+  return os.path.join(dataset_dir, f'episodes-{split}.npz')
+
+
+def _leaf_values(steps: Dict[str, Any], path: str) -> Any:
+  for part in path.split('/'):
+    steps = steps[part]
+  return steps
+
+
+def _decoder(step_feature: Any, layout: layout_lib.ChunkLayout):
+  """Skip-decoded dense steps -> flat ``{path: [T, ...]}``, images encoded."""
+  features = {leaf.path: _leaf_values(step_feature, leaf.path)
+              for leaf in layout.leaves}
+
+  def decode(episode: Dict[str, Any]) -> Dict[str, Any]:
+    steps = episode[rlds_types.STEPS]
+    flat = {}
+    for leaf in layout.leaves:
+      value = _leaf_values(steps, leaf.path)
+      if leaf.kind == 'fixed':
+        want = tf.as_dtype(leaf.dtype)
+        if value.dtype != want or value.shape[1:] != leaf.shape[1:]:
+          value = features[leaf.path].decode_batch_example(value)
+      flat[leaf.path] = value
+    out = {'steps': flat}
+    if 'episode_id' in episode and not isinstance(episode['episode_id'], dict):
+      out['episode_id'] = episode['episode_id']
+    return out
+
+  return decode
+
+
+def _episodes(builder: tfds.core.DatasetBuilder, split: str,
+              layout: layout_lib.ChunkLayout) -> Iterator[Dict[str, Any]]:
+  features = builder.info.features
+  step_feature = features[rlds_types.STEPS].feature
+  decode = _decoder(step_feature, layout)
+
+  @tf.autograph.experimental.do_not_convert
+  def parse(record: tf.Tensor) -> Dict[str, Any]:
+    episode = features.deserialize_example(
+        record, decoders={rlds_types.STEPS: tfds.decode.SkipDecoding()})
+    return decode(episode)
+
+  # The split's records in split order (tfrecord or array_record shards,
+  # from dataset_info.json), as the episode catalog reads them.
+  records = records_lib.read_records(records_lib.split_files(builder, split))
+  episodes = records.map(parse, num_parallel_calls=tf.data.AUTOTUNE,
+                         deterministic=True).prefetch(4)
+  return episodes.as_numpy_iterator()
+
+
+def auto_chunk_steps(layout: layout_lib.ChunkLayout) -> int:
+  """Steps per record for about `CHUNK_BYTES` a record (1 to 16).
+
+  A step's bytes are estimated from its features: fixed fields exactly,
+  JPEG frames at 1/8 of their pixels' bytes, PNG at 1/2, strings at 32.
+
+  Example:
+    >>> import tensorflow_datasets as tfds
+    >>> steps = tfds.features.FeaturesDict({'image': tfds.features.Image(
+    ...     shape=(256, 256, 3), encoding_format='jpeg')})
+    >>> auto_chunk_steps(layout_lib.ChunkLayout.from_step_features(steps, 1))
+    2
+  """
+  step_bytes = 0
+  for leaf in layout.leaves:
+    per_step = int(np.prod(leaf.shape[1:], dtype=np.int64))
+    if leaf.kind == 'fixed':
+      step_bytes += per_step * np.dtype(leaf.dtype).itemsize
+    elif leaf.kind == 'image':
+      step_bytes += per_step // (8 if leaf.encoding == 'jpeg' else 2)
+    else:
+      step_bytes += 32
+  return int(min(DEFAULT_CHUNK_STEPS, max(1, CHUNK_BYTES // max(step_bytes,
+                                                                  1))))
+
+
+def _chunks(steps: Dict[str, np.ndarray], length: int, chunk_steps: int
+            ) -> Iterator[Tuple[int, int, Dict[str, np.ndarray]]]:
+  """``(offset, num_steps, values)`` of an episode's chunks, edge-padded."""
+  for offset in range(0, length, chunk_steps):
+    num = min(chunk_steps, length - offset)
+    rows = np.minimum(np.arange(offset, offset + chunk_steps), length - 1)
+    yield offset, num, {path: value[rows] for path, value in steps.items()}
+
+
+def _terminated(steps: Dict[str, np.ndarray], length: int) -> bool:
+  flags = steps.get(rlds_types.IS_TERMINAL)
+  return bool(length and flags is not None and flags[length - 1])
+
+
+def _fingerprint(layout: layout_lib.ChunkLayout,
+                 tables: Dict[str, Dict[str, np.ndarray]]) -> str:
+  digest = hashlib.sha256(json.dumps(layout.to_json(), sort_keys=True).encode())
+  for split in sorted(tables):
+    digest.update(split.encode())
+    digest.update(np.ascontiguousarray(tables[split]['length']).tobytes())
+  return digest.hexdigest()[:16]
+
+
+def convert(source: PathLike,
+            out: Optional[PathLike] = None,
+            *,
+            splits: Optional[Sequence[str]] = None,
+            chunk_steps: Optional[int] = None,
+            data_dir: Optional[PathLike] = None,
+            overwrite: bool = False,
+            max_bytes_per_file: int = 256 << 20,
+            progress: Optional[bool] = None) -> str:
+  """Writes the chunk dataset of an RLDS dataset; returns its directory.
+
+  Args:
+    source: an RLDS TFDS dataset directory or registered name (tfrecord or
+      array_record shards).
+    out: the chunk dataset's directory (default `default_output`:
+      ``<name>_chunks/<version>`` beside the source).
+    splits: the splits to convert (default: all).
+    chunk_steps: steps per record (``C``): a sample spanning ``S`` steps
+      reads at most ``ceil((S - 1) / C) + 1`` records; larger ``C`` reads
+      more bytes per sample, smaller more records. None: `auto_chunk_steps`
+      (about 64 KiB a record, at most 16 steps: 16 for vectors, 2 for a
+      256x256 JPEG camera).
+    data_dir: where TFDS finds prepared datasets (names only).
+    overwrite: replace an existing dataset at ``out`` (only once the new one
+      is complete).
+    max_bytes_per_file: start a new shard file after this many bytes.
+    progress: the progress bar (None: on a terminal only).
+
+  Returns:
+    The chunk dataset's directory.
+
+  Raises:
+    FileNotFoundError, ValueError: as `rlds_lite.load` for the source; a
+      step field the layout cannot hold; a bad ``chunk_steps``.
+    FileExistsError: if ``out`` exists and ``overwrite`` is False.
+  """
+  if chunk_steps is not None and (
+      isinstance(chunk_steps, bool) or not isinstance(chunk_steps, int) or
+      chunk_steps < 1):
+    raise ValueError(f'convert: chunk_steps must be a positive int, got '
+                     f'{chunk_steps!r}.')
+  builder, label = loading.rlds_builder(source, data_dir)
+  source_dir = os.fspath(builder.data_dir)
+  out = os.path.abspath(os.path.expanduser(os.fspath(out))) if out else (
+      default_output(source_dir))
+  if os.path.realpath(out) == os.path.realpath(source_dir):
+    raise ValueError(f'convert: out {out!r} is the source dataset itself.')
+  if tf.io.gfile.exists(out) and not overwrite:
+    raise FileExistsError(f'convert: {out!r} already exists; pass '
+                          'overwrite=True (--overwrite) to replace it.')
+  all_splits = list(builder.info.splits.keys())
+  splits = list(splits) if splits else all_splits
+  for split in splits:
+    if split not in all_splits:
+      raise ValueError(f'convert: dataset {label} has no split {split!r} '
+                       f'(its splits: {sorted(all_splits)}).')
+  step_feature = builder.info.features[rlds_types.STEPS].feature
+  try:
+    if chunk_steps is None:
+      chunk_steps = auto_chunk_steps(
+          layout_lib.ChunkLayout.from_step_features(step_feature, 1))
+    layout = layout_lib.ChunkLayout.from_step_features(step_feature,
+                                                       chunk_steps)
+  except ValueError as e:
+    raise ValueError(f'convert: dataset {label}: {e}') from None
+  name = builder.info.name + '_chunks'
+  work = os.path.join(os.path.dirname(out),
+                      f'.{os.path.basename(out)}.incomplete-{uuid.uuid4().hex}')
+  tf.io.gfile.makedirs(work)
+  try:
+    split_infos, tables = [], {}
+    for split in splits:
+      template = tfds.core.ShardedFileTemplate(
+          data_dir=work, template=shards.SHARD_TEMPLATE, dataset_name=name,
+          split=split, filetype_suffix='tfrecord')
+      writer = shards.ShardWriter(template, 'tfrecord',
+                                  max_examples_per_shard=1 << 40,
+                                  max_bytes_per_shard=max_bytes_per_file)
+      lengths, terminated, ids = [], [], []
+      total = builder.info.splits[split].num_examples
+      try:
+        with progress_lib.bar(progress, total=total, unit=' episodes',
+                              desc=f'chunk {split}', leave=False) as bar:
+          for index, episode in enumerate(_episodes(builder, split, layout)):
+            steps = episode['steps']
+            length = len(steps[layout.leaves[0].path])
+            for offset, num, values in _chunks(steps, length, chunk_steps):
+              writer.write(layout.encode(index, offset, num, values))
+            lengths.append(length)
+            terminated.append(_terminated(steps, length))
+            if 'episode_id' in episode:
+              ids.append(int(episode['episode_id']))
+            bar.update(1)
+        shard_lengths, num_bytes = writer.finalize()
+      except BaseException:
+        writer.abort()
+        raise
+      table = {'length': np.asarray(lengths, np.int64),
+               'terminated': np.asarray(terminated, bool)}
+      if ids and len(ids) == len(lengths):
+        table['episode_id'] = np.asarray(ids, np.int64)
+      tables[split] = table
+      buffer = io.BytesIO()
+      np.savez(buffer, **table)
+      with tf.io.gfile.GFile(episodes_file(work, split), 'wb') as f:
+        f.write(buffer.getvalue())
+      if shard_lengths:
+        split_infos.append(tfds.core.SplitInfo(
+            name=split, shard_lengths=shard_lengths, num_bytes=num_bytes,
+            filename_template=tfds.core.ShardedFileTemplate(
+                data_dir=out, template=shards.SHARD_TEMPLATE,
+                dataset_name=name, split=split,
+                filetype_suffix='tfrecord')))
+    metadata = {
+        layout_lib.LAYOUT_NAME: layout_lib.LAYOUT_VERSION,
+        'layout': layout.to_json(),
+        'fingerprint': _fingerprint(layout, tables),
+        'source': {'path': source_dir, 'name': builder.info.name,
+                   'version': str(builder.info.version),
+                   'file_format': getattr(builder.info.file_format, 'value',
+                                          'tfrecord')},
+        'splits': {split: {'episodes': len(t['length']),
+                           'steps': int(t['length'].sum())}
+                   for split, t in tables.items()},
+    }
+    info = tfds.core.DatasetInfo(
+        builder=tfds.core.DatasetIdentity(
+            name=name, version=tfds.core.Version(str(builder.info.version)),
+            data_dir=work, module_name=''),
+        description=(f'{builder.info.name} in chunks of {chunk_steps} steps '
+                     'for random access (rlds_lite.random_access).'),
+        features=layout.features, disable_shuffling=True,
+        metadata=tfds.core.MetadataDict(metadata))
+    info.set_file_format(tfds.core.FileFormat.TFRECORD)
+    info.set_splits(tfds.core.SplitDict(split_infos))
+    info.write_to_directory(work)
+    _publish(work, out, overwrite)
+  except BaseException:
+    if tf.io.gfile.exists(work):
+      tf.io.gfile.rmtree(work)
+    raise
+  return out
+
+
+def _publish(work: str, out: str, overwrite: bool) -> None:
+  tf.io.gfile.makedirs(os.path.dirname(out))
+  if not tf.io.gfile.exists(out):
+    tf.io.gfile.rename(work, out)
+    return
+  if not overwrite:
+    raise FileExistsError(f'convert: {out!r} was created by someone else '
+                          'while converting; this conversion was discarded.')
+  trash = os.path.join(os.path.dirname(out),
+                       f'.{os.path.basename(out)}.replaced-{uuid.uuid4().hex}')
+  tf.io.gfile.rename(out, trash)
+  tf.io.gfile.rename(work, out)
+  tf.io.gfile.rmtree(trash)

@@ -1,0 +1,171 @@
+"""The same samples for JAX users: a Grain data source and ``MapDataset``.
+
+Grain (``pip install rlds_lite[grain]``, grain 0.2.x) is optional; it is
+imported when these functions run.
+
+* `GrainSamples(path, kind)`: a random-access data source (``len``,
+  ``__getitem__``, ``__getitems__``): sample ``i`` of the `SampleIndex` as a
+  dict of NumPy arrays, for your own Grain pipeline
+  (``grain.MapDataset.source(...).shuffle(seed).batch(...)``).
+* `grain_batches(sources, kind, batch_size, seed=...)`: a
+  ``grain.MapDataset`` whose element ``k`` is this host's ``k``-th batch of
+  `sample_batches` with the same arguments: the same positions, sampler,
+  mixing and hosts, so the same batches as the ``tf.data`` reader, and the
+  same state ``(seed, position)`` (batch ``k`` starts at ``position + k *
+  global batch``).
+
+Both read through `SampleReader` (one batched read per call, the TensorFlow
+assembly run eagerly).
+
+Example:
+  >>> import tempfile
+  >>> from rlds_lite import synthetic
+  >>> from rlds_lite.random_access import convert, Windows
+  >>> from rlds_lite.tfds import write_dataset
+  >>> source = write_dataset(synthetic.episodes(num_episodes=4, seed=0),
+  ...                        tempfile.mkdtemp(), 'toy')
+  >>> chunks = convert(source, progress=False)
+  >>> batches = grain_batches(chunks, Windows(size=2), batch_size=8, seed=0,
+  ...                         num_epochs=1)
+  >>> len(batches), batches[0]['observation'].shape
+  (18, (8, 2, 4))
+"""
+
+import sys
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from rlds_lite.random_access import index as index_lib
+from rlds_lite.random_access import reading
+from rlds_lite.random_access import samples as samples_lib
+from rlds_lite.random_access import storage as storage_lib
+from rlds_lite.random_access import tf_data
+
+__all__ = ['GrainSamples', 'grain_batches']
+
+
+def _grain():
+  try:
+    import grain  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    raise ImportError('rlds_lite.random_access: the Grain readers need grain '
+                      '0.2.x: pip install rlds_lite[grain]') from None
+  return grain
+
+
+def _numpy(batch: Any) -> Any:
+  return tf.nest.map_structure(lambda x: x.numpy(), batch)
+
+
+def _unbatch(batch: Any, size: int) -> List[Any]:
+  return [tf.nest.map_structure(lambda x, i=i: x[i], batch)
+          for i in range(size)]
+
+
+class GrainSamples:
+  """Samples of one chunk dataset by sample id: a Grain data source.
+
+  Args:
+    source: a chunk dataset (path or `ChunkStorage`).
+    kind: the samples (`Windows`, `Transitions`).
+    split: the split.
+    decode_images: decode image fields.
+    image_size: ``(height, width)`` to decode frames at (None: as stored).
+    sample_info: add ``episode_index`` and ``sample_id``.
+
+  Example:
+    (see the module docstring)
+  """
+
+  def __init__(self, source: Any, kind: samples_lib.SampleKind, *,
+               split: str = 'train', decode_images: bool = True,
+               image_size: Optional[Sequence[int]] = None,
+               sample_info: bool = False):
+    storage = storage_lib.open_storage(source, split)
+    self._args = (storage, kind, decode_images, image_size, sample_info)
+    self._reader = reading.SampleReader(
+        storage, index_lib.SampleIndex.build(kind, storage),
+        decode_images=decode_images, image_size=image_size,
+        sample_info=sample_info)
+    self._read = None
+
+  def _reader_fn(self):
+    if self._read is None:
+      self._read = tf.function(
+          self._reader.read,
+          input_signature=[tf.TensorSpec([None], tf.int64)])
+    return self._read
+
+  def __len__(self) -> int:
+    return self._reader.num_samples
+
+  def __getitems__(self, sample_ids: Sequence[int]) -> List[Dict[str, Any]]:
+    ids = np.asarray(sample_ids, np.int64).reshape(-1)
+    batch = _numpy(self._reader_fn()(tf.constant(ids)))
+    return _unbatch(batch, len(ids))
+
+  def __getitem__(self, sample_id: int) -> Dict[str, Any]:
+    if not -len(self) <= int(sample_id) < len(self):
+      raise IndexError(f'GrainSamples: sample {sample_id} is out of range '
+                       f'({len(self)} samples).')
+    return self.__getitems__([int(sample_id) % len(self)])[0]
+
+  def __getstate__(self) -> Dict[str, Any]:
+    return {'_args': self._args}
+
+  def __setstate__(self, state: Dict[str, Any]) -> None:
+    storage, kind, decode_images, image_size, sample_info = state['_args']
+    self.__init__(storage, kind, decode_images=decode_images,
+                  image_size=image_size, sample_info=sample_info)
+
+  def __repr__(self) -> str:
+    return f'GrainSamples({self._reader.index!r})'
+
+
+class _BatchReader:
+  """``k`` -> this host's ``k``-th batch of a plan (NumPy), picklable."""
+
+  def __init__(self, plan: tf_data.Plan, position: int):
+    self.plan = plan
+    self.position = position
+    self._read = None
+
+  def __call__(self, batch: int) -> Dict[str, Any]:
+    if self._read is None:
+      self._read = tf.function(
+          self.plan.read_batch,
+          input_signature=[tf.TensorSpec([None], tf.int64)])
+    positions = self.plan.sampler.host_positions(self.position, int(batch))
+    end = self.plan.end
+    if end is not None:
+      positions = positions[positions < end]
+    return _numpy(self._read(tf.constant(positions)))
+
+  def __getstate__(self) -> Dict[str, Any]:
+    return {'plan': self.plan, 'position': self.position}
+
+  def __setstate__(self, state: Dict[str, Any]) -> None:
+    self.__init__(state['plan'], state['position'])
+
+
+def grain_batches(sources: tf_data.Sources, kind: samples_lib.SampleKind,
+                  batch_size: int, *, seed: int = 0, position: int = 0,
+                  **plan_kwargs: Any):
+  """A ``grain.MapDataset`` of this host's batches (see the module docstring).
+
+  Takes the arguments of `sample_batches`. Without ``num_epochs`` the
+  dataset has ``sys.maxsize`` batches (read as many as you need).
+
+  Returns:
+    A ``grain.MapDataset`` of nested dicts of NumPy arrays ``[B, ...]``.
+
+  Raises:
+    ImportError: without grain.
+  """
+  grain = _grain()
+  p = tf_data.plan(sources, kind, batch_size, seed=seed, **plan_kwargs)
+  count = p.num_batches(int(position))
+  return grain.MapDataset.range(sys.maxsize if count is None else count).map(
+      _BatchReader(p, int(position)))

@@ -1,0 +1,298 @@
+"""The chunk layout: records of ``C`` consecutive steps of one episode.
+
+A *chunk dataset* is a TFDS dataset (tfrecord shards, loadable with
+``tfds.builder_from_directory(path).as_dataset()``) whose records each hold
+``C`` consecutive steps of one episode of a source RLDS dataset, in episode
+order (episode 0's chunks, then episode 1's, ...). Its features:
+
+* ``episode``, ``offset``, ``num_steps``: int64 scalars stored as raw bytes
+  (``Tensor(encoding='bytes')``): the source split index of the episode, the
+  step index of the chunk's first step, and how many of its ``C`` steps are
+  real (the last chunk of an episode repeats the episode's last step up to
+  ``C``, so every value in a record stays decodable);
+* ``steps``: the source step features, each leaf as ``C`` steps:
+  fixed-shape numbers and booleans as one raw-bytes tensor ``[C, ...]``
+  (``kind='fixed'``), encoded images as ``Sequence(Image, length=C)`` (the
+  JPEG/PNG bytes as they were, ``kind='image'``), strings as ``[C]`` strings
+  (``kind='string'``).
+
+When every step leaf is ``fixed``, every record has the same bytes at the
+same places except the payloads, so a reader takes each field of a batch of
+records with one NumPy slice (`ChunkLayout.payloads`), no protobuf parsing.
+
+Example:
+  >>> import numpy as np, tensorflow_datasets as tfds
+  >>> steps = tfds.features.FeaturesDict({
+  ...     'observation': tfds.features.Tensor(shape=(2,), dtype=np.float32),
+  ...     'is_last': np.bool_})
+  >>> layout = ChunkLayout.from_step_features(steps, chunk_steps=4)
+  >>> [(leaf.path, leaf.kind, leaf.shape) for leaf in layout.leaves]
+  [('is_last', 'fixed', (4,)), ('observation', 'fixed', (4, 2))]
+  >>> record = layout.encode(3, 0, 2, {'observation': np.ones([4, 2], np.float32),
+  ...                                   'is_last': np.array([0, 1, 1, 1], bool)})
+  >>> parsed = layout.features.deserialize_example_np(record)
+  >>> int(parsed['episode']), parsed['steps']['observation'].shape
+  (3, (4, 2))
+"""
+
+import dataclasses
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from rlds_lite.tfds import example_wire
+
+__all__ = ['ChunkLayout', 'Leaf', 'LAYOUT_NAME', 'LAYOUT_VERSION',
+           'HEADER_FIELDS']
+
+LAYOUT_NAME = 'rlds_lite_chunks'
+"""The ``metadata.json`` key that marks a chunk dataset."""
+LAYOUT_VERSION = 1
+HEADER_FIELDS = ('episode', 'offset', 'num_steps')
+"""The int64 scalars of every chunk record."""
+KINDS = ('fixed', 'image', 'string')
+
+
+@dataclasses.dataclass(frozen=True)
+class Leaf:
+  """One step leaf of the chunk layout.
+
+  Attributes:
+    path: the step field's path (``'observation/image'``).
+    kind: ``'fixed'`` (raw ``[C, ...]`` bytes), ``'image'`` (encoded frames)
+      or ``'string'``.
+    dtype: NumPy dtype name of the decoded values (``'uint8'`` for images,
+      ``'object'`` for strings).
+    shape: the leaf's shape in a chunk, ``(C, ...)`` (images: the frame
+      shape after ``C``).
+    encoding: the image encoding (``'jpeg'``/``'png'``), else ``''``.
+  """
+  path: str
+  kind: str
+  dtype: str
+  shape: Tuple[int, ...]
+  encoding: str = ''
+
+  @property
+  def key(self) -> str:
+    """The feature key of this leaf in a chunk record."""
+    return 'steps/' + self.path
+
+  @property
+  def nbytes(self) -> int:
+    """Bytes of a ``fixed`` leaf's payload in one record."""
+    return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+
+  def to_json(self) -> Dict[str, Any]:
+    return {'path': self.path, 'kind': self.kind, 'dtype': self.dtype,
+            'shape': list(self.shape), 'encoding': self.encoding}
+
+  @classmethod
+  def from_json(cls, value: Mapping[str, Any]) -> 'Leaf':
+    return cls(value['path'], value['kind'], value['dtype'],
+               tuple(value['shape']), value.get('encoding', ''))
+
+
+def _step_leaves(feature: Any, prefix: str = '') -> List[Tuple[str, Any]]:
+  if isinstance(feature, tfds.features.FeaturesDict):
+    found = []
+    for key in sorted(feature.keys()):
+      found.extend(_step_leaves(feature[key], f'{prefix}{key}/'))
+    return found
+  return [(prefix.rstrip('/'), feature)]
+
+
+def _leaf_of(path: str, feature: Any, chunk_steps: int) -> Leaf:
+  if type(feature) is tfds.features.Image:  # pylint: disable=unidiomatic-typecheck
+    shape = tuple(feature.shape)
+    if None in shape:
+      raise ValueError(f'step field {path!r} is an image of unknown shape '
+                       f'{shape}; the chunk layout needs a fixed frame shape.')
+    return Leaf(path, 'image', np.dtype(feature.np_dtype).name,
+                (chunk_steps,) + shape, feature.encoding_format or 'png')
+  shape = tuple(getattr(feature, 'shape', ()) or ())
+  dtype = tf.as_dtype(feature.np_dtype)
+  if dtype == tf.string:
+    if shape:
+      raise ValueError(f'step field {path!r} holds strings of shape {shape}; '
+                       'the chunk layout stores scalar strings only.')
+    return Leaf(path, 'string', 'object', (chunk_steps,))
+  if None in shape or not (dtype.is_integer or dtype.is_floating or
+                           dtype.is_bool):
+    raise ValueError(f'step field {path!r} ({type(feature).__name__}, '
+                     f'{dtype.name} {shape}) cannot be chunked: the chunk '
+                     'layout takes fixed-shape numbers and booleans, images '
+                     'and scalar strings.')
+  return Leaf(path, 'fixed', np.dtype(dtype.as_numpy_dtype).name,
+              (chunk_steps,) + shape)
+
+
+def _nest(flat: Mapping[str, Any]) -> Dict[str, Any]:
+  nested: Dict[str, Any] = {}
+  for path, value in flat.items():
+    node = nested
+    parts = path.split('/')
+    for part in parts[:-1]:
+      node = node.setdefault(part, {})
+    node[parts[-1]] = value
+  return nested
+
+
+class ChunkLayout:
+  """How chunk records of ``chunk_steps`` steps are written and read.
+
+  Args:
+    leaves: the step leaves (sorted by path).
+    chunk_steps: ``C``, the steps per record.
+  """
+
+  def __init__(self, leaves: Sequence[Leaf], chunk_steps: int):
+    self.leaves = tuple(sorted(leaves, key=lambda leaf: leaf.path))
+    self.chunk_steps = int(chunk_steps)
+
+  @classmethod
+  def from_step_features(cls, step_features: Any,
+                         chunk_steps: int) -> 'ChunkLayout':
+    """The layout of a source dataset's step features.
+
+    Raises:
+      ValueError: for a step leaf the layout cannot hold (variable shapes,
+        string tensors that are not scalars, video).
+    """
+    return cls([_leaf_of(path, feature, chunk_steps)
+                for path, feature in _step_leaves(step_features)],
+               chunk_steps)
+
+  def to_json(self) -> Dict[str, Any]:
+    return {'chunk_steps': self.chunk_steps,
+            'leaves': [leaf.to_json() for leaf in self.leaves]}
+
+  @classmethod
+  def from_json(cls, value: Mapping[str, Any]) -> 'ChunkLayout':
+    return cls([Leaf.from_json(v) for v in value['leaves']],
+               value['chunk_steps'])
+
+  @property
+  def fixed(self) -> bool:
+    """Whether every leaf is ``fixed`` (records all alike but payloads)."""
+    return all(leaf.kind == 'fixed' for leaf in self.leaves)
+
+  @property
+  def features(self) -> tfds.features.FeaturesDict:
+    """The TFDS features of a chunk record."""
+    scalar = lambda: tfds.features.Tensor(shape=(), dtype=np.int64,  # pylint: disable=g-long-lambda
+                                          encoding=tfds.features.Encoding.BYTES)
+    steps = {}
+    for leaf in self.leaves:
+      if leaf.kind == 'fixed':
+        steps[leaf.path] = tfds.features.Tensor(
+            shape=leaf.shape, dtype=np.dtype(leaf.dtype),
+            encoding=tfds.features.Encoding.BYTES)
+      elif leaf.kind == 'image':
+        steps[leaf.path] = tfds.features.Sequence(
+            tfds.features.Image(shape=leaf.shape[1:],
+                                dtype=np.dtype(leaf.dtype),
+                                encoding_format=leaf.encoding),
+            length=self.chunk_steps)
+      else:
+        steps[leaf.path] = tfds.features.Tensor(shape=leaf.shape,
+                                                dtype=np.str_)
+    return tfds.features.FeaturesDict(
+        {**{name: scalar() for name in HEADER_FIELDS}, 'steps': _nest(steps)})
+
+  def encode(self, episode: int, offset: int, num_steps: int,
+             steps: Mapping[str, np.ndarray]) -> bytes:
+    """One chunk record: ``steps`` maps each leaf path to its ``C`` values.
+
+    Fixed leaves take arrays of the leaf's shape (cast to its dtype); image
+    and string leaves take ``C`` ``bytes``.
+    """
+    features = {
+        'episode': example_wire.fixed_size_bytes_feature(
+            np.array([episode], '<i8')),
+        'offset': example_wire.fixed_size_bytes_feature(
+            np.array([offset], '<i8')),
+        'num_steps': example_wire.fixed_size_bytes_feature(
+            np.array([num_steps], '<i8')),
+    }
+    for leaf in self.leaves:
+      value = steps[leaf.path]
+      if leaf.kind == 'fixed':
+        array = np.asarray(value).astype(leaf.dtype, copy=False)
+        if array.shape != leaf.shape:
+          raise ValueError(f'chunk field {leaf.path!r} has shape '
+                           f'{array.shape}, expected {leaf.shape}.')
+        features[leaf.key] = example_wire.bytes_feature(
+            [np.ascontiguousarray(array).tobytes()])
+      else:
+        items = [bytes(v) for v in value]
+        if len(items) != self.chunk_steps:
+          raise ValueError(f'chunk field {leaf.path!r} has {len(items)} '
+                           f'values, expected {self.chunk_steps}.')
+        features[leaf.key] = example_wire.bytes_feature(items)
+    return example_wire.example(features)
+
+  def payloads(self, record: bytes) -> Dict[str, Tuple[int, int]]:
+    """``key -> (start, size)`` of each single-value payload in ``record``.
+
+    For a ``fixed`` layout these are the same in every record, so the
+    payloads of a ``[N, len(record)]`` block of records are column slices.
+    Keys: `HEADER_FIELDS` and the ``fixed`` leaves' keys.
+    """
+    return _single_payloads(record)
+
+  def parse_spec(self) -> Dict[str, Any]:
+    """``tf.io.parse_example`` features of the record (raw, undecoded)."""
+    spec = {name: tf.io.FixedLenFeature([], tf.string)
+            for name in HEADER_FIELDS}
+    for leaf in self.leaves:
+      if leaf.kind == 'fixed':
+        spec[leaf.key] = tf.io.FixedLenFeature([], tf.string)
+      else:
+        spec[leaf.key] = tf.io.FixedLenFeature([self.chunk_steps], tf.string)
+    return spec
+
+
+def _varint(data: bytes, position: int) -> Tuple[int, int]:
+  value, shift = 0, 0
+  while True:
+    byte = data[position]
+    position += 1
+    value |= (byte & 0x7f) << shift
+    if byte < 0x80:
+      return value, position
+    shift += 7
+
+
+def _fields(data: bytes, start: int, end: int) -> List[Tuple[int, int, int]]:
+  """``(field number, payload start, payload end)`` of length-delimited fields."""
+  out = []
+  position = start
+  while position < end:
+    tag, position = _varint(data, position)
+    if tag & 7 != 2:
+      raise ValueError(f'unexpected wire type {tag & 7} at byte {position}.')
+    size, position = _varint(data, position)
+    out.append((tag >> 3, position, position + size))
+    position += size
+  if position != end:
+    raise ValueError('a field runs past its message.')
+  return out
+
+
+def _single_payloads(record: bytes) -> Dict[str, Tuple[int, int]]:
+  out = {}
+  (features,) = [f for f in _fields(record, 0, len(record)) if f[0] == 1]
+  for _, entry_start, entry_end in _fields(record, features[1], features[2]):
+    parts = {number: (a, b) for number, a, b in
+             _fields(record, entry_start, entry_end)}
+    key = record[parts[1][0]:parts[1][1]].decode('utf-8')
+    kinds = _fields(record, *parts[2])
+    if len(kinds) != 1 or kinds[0][0] != 1:
+      continue  # Not a bytes_list.
+    values = _fields(record, kinds[0][1], kinds[0][2])
+    if len(values) == 1:
+      out[key] = (values[0][1], values[0][2] - values[0][1])
+  return out

@@ -1,0 +1,131 @@
+"""The *spread* order: each batch takes its samples from as many episodes as it can.
+
+A uniform permutation of the samples puts, in a batch of ``B`` samples drawn
+from ``E`` episodes, about ``E * (1 - (1 - 1/E) ** B)`` distinct episodes
+(145 of 200 for ``B = 256``: windows of one episode fall together by
+chance). The spread order is a permutation of the samples too (every sample
+exactly once per epoch, a new order every epoch, computed from ``(seed,
+epoch)`` alone) that also stratifies each batch over the whole dataset:
+
+1. the episodes are laid end to end in a random order (new each epoch), each
+   episode's samples rotated by a random amount: a ring of ``N`` samples;
+2. the ring is cut into ``B`` arcs of ``R = ceil(N / B)`` samples; batch
+   ``k`` takes the sample at offset ``pi(k)`` of every arc (``pi`` a random
+   permutation of ``0..R-1``), in a random slot order; offsets past ``N``
+   are *cycle-walked* (the map applied again), which keeps a bijection.
+
+So a batch's ``B`` samples are ``R`` apart on the ring: no two from one
+episode while episodes are shorter than ``R`` samples, and every episode of
+at least ``R`` samples is in every batch. The batches' order is random. The
+``B * R - N < B`` offsets past the end are walked to other places, which
+may share an episode: at most a ``1 / R`` share of a batch, so this only
+shows on tiny datasets (``N / B`` of a few samples).
+Random numbers come from a fixed integer hash (SplitMix64) of the seed,
+epoch and item, so the order is the same on every machine and version; the
+per-epoch tables (``O(episodes + N / B)``) are cached for two epochs.
+
+Example:
+  >>> import numpy as np
+  >>> order = SpreadOrder(np.array([4, 4, 4, 4]), batch_size=4, seed=0)
+  >>> ids = order.sample_ids(np.arange(16))
+  >>> sorted(ids.tolist()) == list(range(16))
+  True
+  >>> [len(set(ids[k:k + 4] // 4)) for k in range(0, 16, 4)]   # episodes per batch
+  [4, 4, 4, 4]
+"""
+
+from typing import Dict, Tuple
+
+import numpy as np
+
+__all__ = ['SpreadOrder', 'hash64']
+
+_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def hash64(*values) -> np.ndarray:
+  """SplitMix64 of the values combined (uint64 arrays broadcast together).
+
+  Example:
+    >>> int(hash64(1, 2)) == int(hash64(1, 2)) != int(hash64(2, 1))
+    True
+  """
+  out = np.uint64(0x9E3779B97F4A7C15)
+  with np.errstate(over='ignore'):
+    for value in values:
+      x = (np.asarray(value).astype(np.uint64) + out) * np.uint64(
+          0xBF58476D1CE4E5B9)
+      x = (x ^ (x >> np.uint64(30))) * np.uint64(0x94D049BB133111EB)
+      x = (x ^ (x >> np.uint64(27))) * np.uint64(0xD6E8FEB86659FD63)
+      out = x ^ (x >> np.uint64(31))
+  return out
+
+
+def _permutation(size: int, *key) -> np.ndarray:
+  """A permutation of ``0..size-1`` from the key (argsort of hashes)."""
+  return np.argsort(hash64(*key, np.arange(size, dtype=np.uint64)),
+                    kind='stable')
+
+
+class SpreadOrder:
+  """Position in a dataset -> sample id, in the spread order (module doc).
+
+  Args:
+    episode_counts: ``[E]`` samples of each episode (in index order: the
+      index's samples are episode 0's, then episode 1's, ...).
+    batch_size: ``B``, the samples of this dataset in one (global) batch.
+    seed: the dataset's seed.
+  """
+
+  def __init__(self, episode_counts: np.ndarray, batch_size: int, seed: int):
+    counts = np.asarray(episode_counts, np.int64)
+    self.counts = counts
+    self.first = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    self.size = int(self.first[-1])
+    self.batch_size = max(1, min(int(batch_size), self.size))
+    self.rows = -(-self.size // self.batch_size)           # R
+    self.seed = np.uint64(int(seed) & ((1 << 64) - 1))
+    self._epochs: Dict[int, Tuple[np.ndarray, ...]] = {}
+
+  def _tables(self, epoch: int) -> Tuple[np.ndarray, ...]:
+    if epoch not in self._epochs:
+      nonempty = np.flatnonzero(self.counts > 0)
+      order = nonempty[_permutation(len(nonempty), self.seed, epoch, 1)]
+      starts = np.concatenate([[0], np.cumsum(self.counts[order])])
+      rotation = (hash64(self.seed, epoch, 2, np.arange(len(self.counts))) %
+                  np.maximum(self.counts, 1).astype(np.uint64)).astype(np.int64)
+      batches = _permutation(self.rows, self.seed, epoch, 3)
+      if len(self._epochs) >= 2:
+        self._epochs.pop(min(self._epochs))
+      self._epochs[epoch] = (order, starts, rotation, batches)
+    return self._epochs[epoch]
+
+  def _ring(self, index: np.ndarray, epoch: int,
+            batches: np.ndarray) -> np.ndarray:
+    """One step of the map ``[0, B * R)`` -> ``[0, B * R)``."""
+    k, j = index // self.batch_size, index % self.batch_size
+    # The slots of batch k rotated by a random amount (a bijection).
+    mix = hash64(self.seed, epoch, 4, k)
+    shift = (mix % np.uint64(self.batch_size)).astype(np.int64)
+    slot = (j + shift) % self.batch_size
+    return slot * self.rows + batches[k]
+
+  def sample_ids(self, positions: np.ndarray) -> np.ndarray:
+    """The sample ids at ``positions`` (int64, any shape)."""
+    positions = np.asarray(positions, np.int64)
+    epoch_of = positions // self.size
+    out = np.empty(positions.shape, np.int64)
+    for epoch in np.unique(epoch_of):
+      chosen = epoch_of == epoch
+      order, starts, rotation, batches = self._tables(int(epoch))
+      index = positions[chosen] % self.size
+      q = self._ring(index, int(epoch), batches)
+      outside = q >= self.size
+      while outside.any():    # Cycle-walking: stays a bijection of [0, N).
+        q[outside] = self._ring(q[outside], int(epoch), batches)
+        outside = q >= self.size
+      slot = np.searchsorted(starts, q, side='right') - 1
+      episode = order[slot]
+      rank = (q - starts[slot] + rotation[episode]) % self.counts[episode]
+      out[chosen] = self.first[episode] + rank
+    return out

@@ -1,0 +1,118 @@
+"""Chunk storage: bad input and damaged data are clear errors."""
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from rlds_lite import random_access as ra
+import random_access_testing as testing
+
+
+def test_missing_and_not_chunked(vectors, tmp_path):
+  with pytest.raises(FileNotFoundError, match='does not exist'):
+    ra.ChunkStorage(tmp_path / 'nothing')
+  with pytest.raises(ra.NotChunkedError, match=r'rlds-lite chunk .*vec/1.0.0`'
+                     r" \(it writes '.*vec_chunks/1.0.0'\)"):
+    ra.ChunkStorage(vectors)
+  with pytest.raises(ValueError, match="has no split 'test'"):
+    ra.ChunkStorage(ra.convert(vectors, tmp_path / 'c', progress=False), 'test')
+
+
+def test_an_index_of_other_data_is_refused(vector_chunks, other_chunks):
+  index = ra.SampleIndex.build(ra.Windows(2), ra.ChunkStorage(other_chunks))
+  with pytest.raises(ValueError, match='the sample index .* does not match the '
+                     'data of'):
+    ra.SampleReader(ra.ChunkStorage(vector_chunks), index)
+
+
+def _copy(chunks, tmp_path):
+  copy = str(tmp_path / 'copy')
+  shutil.copytree(chunks, copy)
+  storage = ra.ChunkStorage(copy)
+  return copy, storage._files.paths  # pylint: disable=protected-access
+
+
+def test_a_damaged_record_is_named(vector_chunks, tmp_path):
+  copy, paths = _copy(vector_chunks, tmp_path)
+  storage = ra.ChunkStorage(copy)
+  size = storage._record_bytes  # pylint: disable=protected-access
+  start, _ = storage._payloads['episode']  # pylint: disable=protected-access
+  with open(paths[0], 'r+b') as f:   # Record 2 claims to be of episode 9.
+    f.seek(2 * size + start)
+    f.write(np.int64(9).tobytes())
+  for budget in (1 << 30, 0):   # Memory-mapped, and read with pread.
+    storage = ra.ChunkStorage(copy, mapped_budget=budget)
+    for read in (lambda ids: storage.read_block(ids),
+                 lambda ids: storage.gather_steps(ids, np.zeros_like(ids))):
+      with pytest.raises(ValueError, match=r'-00000 record 2 \(chunk 2\) is '
+                         r'not chunk 1 of episode 1 as the episode table says'):
+        read(np.array([0, 2]))
+      read(np.array([0, 1, 3]))   # The others are fine.
+
+
+def test_a_damaged_record_frame_is_named(vector_chunks, tmp_path):
+  copy, paths = _copy(vector_chunks, tmp_path)
+  size = ra.ChunkStorage(copy)._record_bytes  # pylint: disable=protected-access
+  with open(paths[0], 'r+b') as f:   # Record 2's length CRC (byte 8) flipped.
+    f.seek(2 * size + 8)
+    byte = f.read(1)
+    f.seek(2 * size + 8)
+    f.write(bytes([byte[0] ^ 0xFF]))
+  for budget in (1 << 30, 0):   # Memory-mapped, and read with pread.
+    storage = ra.ChunkStorage(copy, mapped_budget=budget)
+    with pytest.raises(ValueError, match=r'-00000 record 2 \(chunk 2\) is '
+                       r'not chunk 1 of episode 1 .* or its bytes are '
+                       r'damaged'):
+      storage.gather_steps(np.array([0, 2]), np.array([0, 3]))
+    storage.gather_steps(np.array([0, 1, 3]), np.array([0, 3, 1]))
+
+
+def test_a_truncated_shard_is_named(vector_chunks, tmp_path):
+  copy, paths = _copy(vector_chunks, tmp_path)
+  with open(paths[1], 'r+b') as f:
+    f.truncate(os.path.getsize(paths[1]) - 10)
+  with pytest.raises(ValueError, match=r'-00001: \d+ bytes, but \d+ records '
+                     r'of \d+ bytes make \d+; the file is truncated or damaged'):
+    ra.ChunkStorage(copy)
+
+
+def test_an_episode_table_that_does_not_match(vector_chunks, tmp_path):
+  copy, _ = _copy(vector_chunks, tmp_path)
+  table = os.path.join(copy, 'episodes-train.npz')
+  np.savez(table, length=np.array([3, 4]), terminated=np.array([True, False]))
+  with pytest.raises(ValueError, match=r'the episode table .* gives 2 chunks, '
+                     r'the shards hold 22 records; the dataset is damaged'):
+    ra.ChunkStorage(copy)
+
+
+def test_out_of_range_and_existing_output(vector_chunks, vectors):
+  storage = ra.ChunkStorage(vector_chunks)
+  with pytest.raises(IndexError, match='chunk 22 is out of range'):
+    storage.read_block([22])
+  with pytest.raises(FileExistsError, match='already exists'):
+    ra.convert(vectors, vector_chunks, progress=False)
+
+
+@pytest.mark.parametrize('name', ['vectors', 'cameras'])
+def test_pread_reads_what_the_maps_read(vector_chunks, tmp_path, name):
+  # A split larger than mapped_budget is read with pread: the same values.
+  if name == 'vectors':
+    chunks = vector_chunks
+    kind = ra.Windows(4)
+  else:
+    chunks = ra.convert(testing.write_cameras(tmp_path), chunk_steps=2,
+                        progress=False)
+    kind = ra.RobotSamples(2, 2)
+  mapped = ra.ChunkStorage(chunks)
+  unmapped = ra.ChunkStorage(chunks, mapped_budget=0)
+  assert mapped._mapped and not unmapped._mapped  # pylint: disable=protected-access
+  read = [ra.SampleReader(s, ra.SampleIndex.build(kind, s)).read(
+      tf.constant([0, 5, 3, 5])) for s in (mapped, unmapped)]
+  tf.nest.map_structure(np.testing.assert_array_equal, *read)
+  if name == 'vectors':
+    np.testing.assert_array_equal(mapped.read_block([[0, 7], [21, 3]]),
+                                  unmapped.read_block([[0, 7], [21, 3]]))
+    assert unmapped._maps == {}  # pylint: disable=protected-access

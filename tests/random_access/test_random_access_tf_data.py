@@ -1,0 +1,111 @@
+"""sample_batches: uniform batches, epochs, hosts, weighted mixing."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from rlds_lite import pipeline
+from rlds_lite import random_access as ra
+
+
+def _ids(ds):
+  return [b['sample_id'].numpy().tolist() for b in ds]
+
+
+def test_one_epoch_is_every_sample_once(vector_chunks):
+  ds = ra.sample_batches(vector_chunks, ra.Windows(4), batch_size=16, seed=2,
+                         num_epochs=2, sample_info=True)
+  batches = _ids(ds)
+  flat = sum(batches, [])
+  assert [len(b) for b in batches] == [16] * 7 + [8]   # 60 samples x 2.
+  assert sorted(flat[:60]) == list(range(60)) == sorted(flat[60:])
+  assert flat[:60] != flat[60:]
+
+
+@pytest.mark.parametrize('order', ['spread', 'uniform'])
+def test_batches_are_the_sampler_s_draws(vector_chunks, order):
+  ds = ra.sample_batches(vector_chunks, ra.Windows(4), batch_size=8, seed=9,
+                         position=20, sample_info=True, order=order)
+  index = ra.SampleIndex.build(ra.Windows(4), ra.ChunkStorage(vector_chunks))
+  sampler = ra.Sampler([60], seed=9, batch_size=8, order=order,
+                       episode_counts=[np.bincount(index.episode)])
+  want = sampler.numpy_ids(range(20, 20 + 24))[1].reshape(3, 8)
+  assert _ids(ds.take(3)) == want.tolist()
+
+
+@pytest.mark.parametrize('num_epochs', [2, None])
+def test_reading_several_batches_at_once_gives_the_same_batches(
+    vector_chunks, num_epochs):
+  from rlds_lite.random_access import tf_data  # pylint: disable=g-import-not-at-top
+  p = tf_data.plan(vector_chunks, ra.Windows(4), 8, seed=3,
+                   num_epochs=num_epochs, sample_info=True)
+  def batches(group):
+    ds = tf_data.dataset_of_plan(p, 5, batches_per_read=group)
+    return [{k: v.tolist() for k, v in b.items()}
+            for b in ds.take(20).as_numpy_iterator()]
+  one = batches(1)
+  # 2 epochs of 60 samples from position 5: 14 full batches and one of 3.
+  assert len(one) == (15 if num_epochs else 20)
+  for group in (3, 32):   # Groups that do not divide the batches, and more.
+    assert batches(group) == one, group
+
+
+def test_drop_remainder(vector_chunks):
+  ds = ra.sample_batches(vector_chunks, ra.Windows(4), batch_size=16,
+                         num_epochs=1, drop_remainder=True)
+  assert [int(b['step'].shape[0]) for b in ds] == [16, 16, 16]
+
+
+def test_batches_mix_nearly_every_episode(vectors, tmp_path):
+  # 40 episodes of 5 steps: a batch of 32 windows from 32 episodes at best.
+  import random_access_testing as testing
+  source = testing.write_vectors(tmp_path, 'many', lengths=[5] * 40)
+  chunks = ra.convert(source, chunk_steps=4, progress=False)
+  def quality(order):
+    ds = ra.sample_batches(chunks, ra.Windows(2), batch_size=32, seed=0,
+                           sample_info=True, order=order)
+    return pipeline.shuffle_quality(
+        ds.take(20), episode_field='episode_index').mean_distinct_episodes
+  assert quality('spread') == 32     # 40 episodes of 4 windows: 32 distinct.
+  assert 18 < quality('uniform') < 28   # A uniform draw: ~22.5 expected.
+
+
+@pytest.mark.parametrize('num_hosts', [1, 2, 3, 4])
+def test_hosts_together_give_the_single_host_batches(vector_chunks, num_hosts):
+  single = _ids(ra.sample_batches(vector_chunks, ra.Windows(4),
+                                  batch_size=4 * num_hosts, seed=1,
+                                  num_epochs=1, sample_info=True))
+  hosts = [_ids(ra.sample_batches(vector_chunks, ra.Windows(4), batch_size=4,
+                                  seed=1, num_epochs=1, num_hosts=num_hosts,
+                                  host=h, sample_info=True))
+           for h in range(num_hosts)]
+  together = [sum((h[k] for h in hosts if k < len(h)), [])
+              for k in range(len(single))]
+  assert together == single
+  flat = sum(sum(hosts, []), [])
+  assert sorted(flat) == list(range(60))        # No overlap, none missing.
+
+
+def test_weighted_mixing(vector_chunks, other_chunks):
+  ds = ra.sample_batches({'a': vector_chunks, 'b': other_chunks},
+                         ra.Windows(4), batch_size=8,
+                         weights={'a': 0.75, 'b': 0.25}, seed=0,
+                         sample_info=True)
+  for batch in ds.take(10):
+    source = batch['dataset_index'].numpy()
+    assert np.bincount(source, minlength=2).tolist() == [6, 2]
+    # The other dataset's observations are offset by 1000.
+    assert ((batch['observation'].numpy()[:, 0, 0] >= 1000) == (source == 1)).all()
+
+
+def test_bad_input(vector_chunks, vectors):
+  with pytest.raises(ValueError, match='weights has keys'):
+    ra.sample_batches({'a': vector_chunks}, ra.Windows(2), 4, weights={'b': 1.0})
+  with pytest.raises(ValueError, match='num_epochs needs one source'):
+    ra.sample_batches([vector_chunks, vector_chunks], ra.Windows(2), 4,
+                      weights=[0.5, 0.5], num_epochs=1)
+  with pytest.raises(ra.NotChunkedError, match=(
+      r"is an RLDS episode dataset \(tfrecord shards\). Random access reads a "
+      r"chunk dataset: convert it once with rlds_lite.random_access.convert"
+      r".* or `rlds-lite chunk .*`")):
+    ra.sample_batches(vectors, ra.Windows(2), 4)
