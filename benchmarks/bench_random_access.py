@@ -526,11 +526,13 @@ def main() -> None:
               f'{datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC; '
               f'{os.cpu_count()} CPUs; load average {load_start[0]:.1f} at '
               f'the start, {os.getloadavg()[0]:.1f} at the end; '
-              f'{time.time() - start:.0f} s. **Indicative: shared machine** '
-              '(other jobs ran beside it); the lead reruns it on a quiet one.')
-    notes = ['Conversion to chunk datasets (default record size): ' + ', '.join(
-        f'{d} {s}x {v["convert_seconds"]:.1f} s' for (d, s), v in info.items()
-        if v['convert_seconds'] is not None) + '.']
+              f'{time.time() - start:.0f} s.')
+    timed = [f'{d} {s}x {v["convert_seconds"]:.1f} s'
+             for (d, s), v in info.items() if v['convert_seconds'] is not None]
+    notes = [('Conversion to chunk datasets (default record size): ' +
+              ', '.join(timed) + '.') if timed else
+             'Conversion to chunk datasets: not timed (they existed from an '
+             'earlier run).']
     write_results(lines, header, notes)
 
 

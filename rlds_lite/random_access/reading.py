@@ -162,6 +162,14 @@ class SampleReader:
                                     for _, _, size in self._slices)
 
   @property
+  def read_bytes(self) -> int:
+    """Bytes a read holds per sample, at most: its steps, and the records
+    read into memory when the split is not memory-mapped (fixed layouts)."""
+    held = 0 if self.storage.mapped else (self.chunks_per_sample *
+                                          self.storage.record_bytes)
+    return self.sample_bytes + held
+
+  @property
   def num_samples(self) -> int:
     return len(self.index)
 

@@ -216,6 +216,16 @@ class ChunkStorage:
     return int(self.first_chunk[-1])
 
   @property
+  def mapped(self) -> bool:
+    """Whether the split is read through memory maps (else with pread)."""
+    return self._mapped
+
+  @property
+  def record_bytes(self) -> int:
+    """Bytes of one record with its framing (fixed layouts; 0 otherwise)."""
+    return self._record_bytes or 0
+
+  @property
   def chunk_steps(self) -> int:
     return self.layout.chunk_steps
 

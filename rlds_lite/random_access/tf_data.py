@@ -212,10 +212,11 @@ def plan(sources: Sources,
 
 
 READ_BYTES = 4 << 20
-"""Bytes of samples read per call by default (fixed layouts): a read's fixed
-cost (a Python call, the conversion of its outputs) is shared by as many
-batches as fit (1x vectors, 4-step windows of ~480 bytes, batches of 256, in a
-Python loop: 200K samples/s at 1 batch a read, 500K at 8, 790K at 32)."""
+"""Bytes a read holds by default (fixed layouts: the samples, and the records
+read with pread when the split is not memory-mapped): a read's fixed cost (a
+Python call, the conversion of its outputs) is shared by as many batches as
+fit (1x vectors, 4-step windows of ~480 bytes, batches of 256, in a Python
+loop: 200K samples/s at 1 batch a read, 500K at 8, 790K at 32)."""
 
 
 MAX_BATCHES_PER_READ = 32
@@ -252,7 +253,7 @@ def dataset_of_plan(p: Plan, position: int = 0, *,
   fixed = all(r.storage.layout.fixed for r in p.readers)
   # Layouts with images read big records: one batch per read keeps the
   # bytes in flight small (grouping shares a fixed cost that decoding dwarfs).
-  batch_bytes = max(1, size * max(r.sample_bytes for r in p.readers))
+  batch_bytes = max(1, size * max(r.read_bytes for r in p.readers))
   group = batches_per_read or (min(max(1, READ_BYTES // batch_bytes),
                                    MAX_BATCHES_PER_READ) if fixed else 1)
   count = p.num_batches(position)
