@@ -66,6 +66,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from rlds_lite import loading
+from rlds_lite import nest_paths
 from rlds_lite import progress as progress_lib
 from rlds_lite import rlds_types
 from rlds_lite.catalog import records as records_lib
@@ -155,19 +156,9 @@ class _Plan:
   def features(self) -> tfds.features.FeaturesDict:
     """The subset of the dataset's features to parse."""
     return tfds.features.FeaturesDict({
-        rlds_types.STEPS: tfds.features.Dataset(_nest(self.steps)),
-        **_nest(self.metadata)})
-
-
-def _nest(flat: Dict[str, Any]) -> Dict[str, Any]:
-  nested: Dict[str, Any] = {}
-  for path, value in flat.items():
-    node = nested
-    parts = path.split('/')
-    for part in parts[:-1]:
-      node = node.setdefault(part, {})
-    node[parts[-1]] = value
-  return nested
+        rlds_types.STEPS: tfds.features.Dataset(
+            nest_paths.nest_from_paths(self.steps)),
+        **nest_paths.nest_from_paths(self.metadata)})
 
 
 def _plan(features: tfds.features.FeaturesDict) -> _Plan:

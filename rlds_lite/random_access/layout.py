@@ -42,6 +42,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import nest_paths
 from rlds_lite.tfds import example_wire
 
 __all__ = ['ChunkLayout', 'Leaf', 'LAYOUT_NAME', 'LAYOUT_VERSION',
@@ -129,17 +130,6 @@ def _leaf_of(path: str, feature: Any, chunk_steps: int) -> Leaf:
               (chunk_steps,) + shape)
 
 
-def _nest(flat: Mapping[str, Any]) -> Dict[str, Any]:
-  nested: Dict[str, Any] = {}
-  for path, value in flat.items():
-    node = nested
-    parts = path.split('/')
-    for part in parts[:-1]:
-      node = node.setdefault(part, {})
-    node[parts[-1]] = value
-  return nested
-
-
 class ChunkLayout:
   """How chunk records of ``chunk_steps`` steps are written and read.
 
@@ -200,7 +190,8 @@ class ChunkLayout:
         steps[leaf.path] = tfds.features.Tensor(shape=leaf.shape,
                                                 dtype=np.str_)
     return tfds.features.FeaturesDict(
-        {**{name: scalar() for name in HEADER_FIELDS}, 'steps': _nest(steps)})
+        {**{name: scalar() for name in HEADER_FIELDS},
+         'steps': nest_paths.nest_from_paths(steps)})
 
   def encode(self, episode: int, offset: int, num_steps: int,
              steps: Mapping[str, np.ndarray]) -> bytes:
