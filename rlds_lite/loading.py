@@ -336,12 +336,7 @@ def select_step_fields(steps_feature: tfds.features.Dataset,
       steps_feature.feature.get_tensor_spec())]
   chosen = set()
   for field in step_fields:
-    field = field.strip('/')
-    matches = [p for p in paths if p == field or p.startswith(field + '/')]
-    if not matches:
-      raise KeyError(f'no step field {field!r} (step fields: '
-                     f'{", ".join(paths)}).')
-    chosen.update(matches)
+    chosen.update(nest_paths.paths_under(paths, field))
   return [p for p in paths if p in chosen]
 
 

@@ -8,7 +8,7 @@ Example:
   [('action/0', 3), ('action/1', 4), ('observation/pos', 1), ('observation/vel', 2)]
 """
 
-from typing import Any, List, Mapping, Tuple
+from typing import Any, List, Mapping, Sequence, Tuple
 
 
 def flatten_with_paths(structure: Any, prefix: str = '') -> List[Tuple[str, Any]]:
@@ -86,3 +86,24 @@ def get_path(structure: Any, path: str) -> Any:
       missing = '/'.join(path.split('/')[:i + 1])
       raise KeyError(f'no key {missing!r}') from None
   return value
+
+
+def paths_under(paths: Sequence[str], path: str) -> List[str]:
+  """The ``paths`` that are ``path`` or below it, in their order.
+
+  ``'observation'`` selects ``'observation/image'``; slashes around ``path``
+  are ignored.
+
+  Raises:
+    KeyError: if none is, listing the paths (sorted).
+
+  Example:
+    >>> paths_under(['action', 'observation/image', 'observation/x'], 'observation/')
+    ['observation/image', 'observation/x']
+  """
+  path = path.strip('/')
+  matches = [p for p in paths if p == path or p.startswith(path + '/')]
+  if not matches:
+    raise KeyError(f'no step field {path!r} (step fields: '
+                   f'{", ".join(sorted(paths))}).')
+  return matches

@@ -84,11 +84,7 @@ def _select(steps_spec: Any, keys: Optional[Sequence[str]]
   else:
     candidates = []
     for key in keys:
-      key = key.strip('/')
-      matches = [p for p in flat if p == key or p.startswith(key + '/')]
-      if not matches:
-        raise KeyError(f'no step field {key!r} (step fields: '
-                       f'{", ".join(sorted(flat))}).')
+      matches = nest_paths.paths_under(list(flat), key)
       candidates.extend(m for m in matches if m not in candidates)
   selected, skipped = {}, {}
   for path in sorted(candidates):
