@@ -115,11 +115,11 @@ def size_bound(value: Any) -> int:
 
 
 def _example(features: Mapping[str, Any],
-             as_bytearray: bool = False) -> Union[bytes, bytearray]:
+             allow_bytearray: bool = False) -> Union[bytes, bytearray]:
   """`example_wire.example` of ``features``; `check_record_size` first."""
   try:
     return example_wire.example(features, max_bytes=MAX_RECORD_BYTES,
-                                as_bytearray=as_bytearray)
+                                allow_bytearray=allow_bytearray)
   except RecordTooLargeError as e:
     check_record_size(e.nbytes)
     raise
@@ -689,7 +689,7 @@ class EpisodeEncoder:
 
   def _serialize_exact(self, episode: Any,
                        pngs: Optional[Mapping[str, List[bytes]]] = None,
-                       as_bytearray: bool = False
+                       allow_bytearray: bool = False
                        ) -> Optional[Union[bytes, bytearray]]:
     """`serialize` for an episode already of the features' exact types.
 
@@ -738,7 +738,7 @@ class EpisodeEncoder:
         features[leaf.key] = record
     if not length:
       return None  # No steps: TFDS's own encoding of an empty sequence.
-    return _example(features, as_bytearray)
+    return _example(features, allow_bytearray)
 
   @property
   def features(self) -> tfds.features.FeaturesDict:
@@ -829,7 +829,7 @@ class EpisodeEncoder:
     return value if encoded is None else encoded
 
   def serialize(self, episode: Mapping[str, Any],
-                as_bytearray: bool = False) -> Union[bytes, bytearray]:
+                allow_bytearray: bool = False) -> Union[bytes, bytearray]:
     """The serialized ``tf.train.Example`` of ``episode`` (see `encode`).
 
     The example TFDS's ``ExampleSerializer`` builds, written from whole
@@ -843,9 +843,10 @@ class EpisodeEncoder:
     goes through `encode` (which converts, derives missing flags and names
     what is wrong). Step lists are stacked into columns first.
 
-    ``as_bytearray=True`` returns the record as the ``bytearray`` it was
-    built in (no copy; ``tf.io.TFRecordWriter.write`` takes it): writing a
-    large integer column then costs the record plus one chunk of temporaries.
+    ``allow_bytearray=True``: a record with large integer columns comes back
+    as the ``bytearray`` it was built in (no copy; ``tf.io.TFRecordWriter``
+    takes it), so writing it costs the record plus one chunk of temporaries
+    (`example_wire.example`).
 
     Raises:
       ValueError: naming the field, for values that do not match the
@@ -858,9 +859,9 @@ class EpisodeEncoder:
              else None)
     if isinstance(steps, (list, tuple)):  # Step dicts: stacked once, here.
       episode = {**episode, rlds_types.STEPS: columnar_steps(steps)}
-    record = self._serialize_exact(episode, as_bytearray=as_bytearray)
+    record = self._serialize_exact(episode, allow_bytearray=allow_bytearray)
     if record is None:
-      record = self._serialize_checked(episode, as_bytearray)
+      record = self._serialize_checked(episode, allow_bytearray)
     check_record_size(len(record))
     return record
 
@@ -951,7 +952,7 @@ class EpisodeEncoder:
     return encoded
 
   def _serialize_checked(self, episode: Mapping[str, Any],
-                         as_bytearray: bool = False
+                         allow_bytearray: bool = False
                          ) -> Union[bytes, bytearray]:
     """`serialize` through `encode`: converts, derives flags, checks all."""
     if not self._columnar_serializable:
@@ -964,7 +965,7 @@ class EpisodeEncoder:
       if value is None and info.optional:
         continue
       features[key] = _feature_bytes(value, info, key)
-    return _example(features, as_bytearray)
+    return _example(features, allow_bytearray)
 
   def _check_keys(self, feature: tfds.features.FeaturesDict,
                   value: Mapping[str, Any], path: str,

@@ -502,7 +502,7 @@ class EpisodeWriter:
       raise ValueError(f'EpisodeWriter: add_episode() after {self._state}.')
     split = self._resolve_split(split)
     try:
-      record = self._encoder.serialize(episode, as_bytearray=True)
+      record = self._encoder.serialize(episode, allow_bytearray=True)
     except encoding.RecordTooLargeError as e:
       raise encoding.RecordTooLargeError(f'{label}: {e}', e.nbytes,
                                          e.limit) from None

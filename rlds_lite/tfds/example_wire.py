@@ -13,10 +13,11 @@ Each serialized message is kept as `Chunks` (the buffers it is made of and
 their total size) until `example` joins the whole record once: a large
 column is copied once into the record, not once per level of nesting, and
 `example` can refuse a record over its size limit before building it. Large
-``int64`` lists stay unencoded until the join (their encoded size is counted
-up front) and are encoded a chunk at a time straight into the record, so
+``int64`` lists (chunks of `_DEFER` values or more) stay unencoded until the
+join (their encoded size is counted up front) and are encoded a chunk at a time straight into the record, so
 writing a record costs the record plus one chunk's temporaries
-(``example(..., as_bytearray=True)`` hands the record over without a copy).
+(``example(..., allow_bytearray=True)`` hands the record over without a
+copy).
 
 The bytes are those of ``tf.train.Example(...).SerializeToString(
 deterministic=True)``: the same fields, with the feature map in sorted key
@@ -50,7 +51,7 @@ _FIELD_2 = b'\x12'   # Feature.float_list, map entry value.
 _FIELD_3 = b'\x1a'   # Feature.int64_list.
 _VARINT_BYTES = 10   # Bytes of the longest varint (a negative int64).
 _CHUNK = 1 << 20     # Values varint-encoded at a time (bounds the temporaries).
-
+_DEFER = 1 << 16     # Chunks of at least this many values are encoded late.
 
 
 class _Varints:
@@ -113,30 +114,39 @@ class Chunks:
     return self.nbytes
 
   def __bytes__(self) -> bytes:
-    if any(isinstance(b, _Varints) for b in self.buffers):
+    if self.deferred:
       return bytes(self.to_bytearray())
     return b''.join([
         np.ascontiguousarray(b) if isinstance(b, np.ndarray) and
         not b.flags.c_contiguous else b for b in self.buffers])
 
+  @property
+  def deferred(self) -> bool:
+    """Whether some buffer is a large integer list still to be encoded."""
+    return any(isinstance(b, _Varints) for b in self.buffers)
+
   def to_bytearray(self) -> bytearray:
     """The message in one new ``bytearray``, each buffer written into it.
 
     Deferred varints are encoded one chunk at a time, in place: the peak is
-    the message plus one chunk's temporaries.
+    the message plus one chunk's temporaries. (For many small buffers,
+    ``bytes(chunks)``'s join is faster.)
     """
     out = bytearray(self.nbytes)
-    view = np.frombuffer(out, np.uint8) if self.nbytes else np.empty(0,
-                                                                     np.uint8)
+    target = memoryview(out)
     position = 0
     for buffer in self.buffers:
       if isinstance(buffer, _Varints):
         buffer = buffer.encode()
-      data = (buffer.reshape(-1).view(np.uint8) if isinstance(
-          buffer, np.ndarray) else np.frombuffer(buffer, np.uint8))
-      view[position:position + data.size] = data
-      position += data.size
-    assert position == self.nbytes, (position, self.nbytes)
+      if isinstance(buffer, np.ndarray):
+        buffer = memoryview(np.ascontiguousarray(buffer).reshape(-1).view(
+            np.uint8))
+      size = len(buffer)
+      target[position:position + size] = buffer
+      position += size
+    if position != self.nbytes:
+      raise AssertionError(f'example_wire: wrote {position} bytes of a '
+                           f'{self.nbytes}-byte message.')
     return out
 
   def __repr__(self) -> str:
@@ -234,7 +244,9 @@ def _varint_buffers(values: np.ndarray) -> List[Buffer]:
       unsigned = chunk.view(unsigned_dtype)
     else:   # Negative values are 10-byte varints of their int64 bits.
       unsigned = chunk.astype(np.int64).view(np.uint64)
-    buffers.append(_Varints(np.ascontiguousarray(unsigned)))
+    unsigned = np.ascontiguousarray(unsigned)
+    buffers.append(_Varints(unsigned) if len(unsigned) >= _DEFER else
+                   _unsigned_varints(unsigned))
   return buffers
 
 
@@ -324,16 +336,17 @@ def _as_chunks(feature: Union[Chunks, bytes]) -> Chunks:
 
 def example(features: Mapping[str, Union[Chunks, bytes]],
             max_bytes: Optional[int] = None,
-            as_bytearray: bool = False) -> Union[bytes, bytearray]:
+            allow_bytearray: bool = False) -> Union[bytes, bytearray]:
   """A serialized ``Example`` of serialized ``Feature``s, keys sorted.
 
   Args:
     features: ``{key: serialized Feature}`` (`Chunks` or bytes).
     max_bytes: if given, a record larger than this raises
       `RecordTooLargeError` before it is built (nothing is allocated).
-    as_bytearray: return the record as the ``bytearray`` it is built in
-      (``tf.io.TFRecordWriter.write`` takes it without a copy) instead of
-      ``bytes`` (one more copy of the record).
+    allow_bytearray: a record holding large integer lists (encoded late,
+      straight into the record) may come back as the ``bytearray`` it was
+      built in (``tf.io.TFRecordWriter.write`` takes it), saving a copy of
+      the record; other records are ``bytes`` either way.
 
   Returns:
     The record.
@@ -362,7 +375,9 @@ def example(features: Mapping[str, Union[Chunks, bytes]],
         f'the serialized tf.train.Example is {describe_size(record.nbytes)}, '
         f'over the {describe_size(max_bytes)} a record can hold.',
         record.nbytes, max_bytes)
-  return record.to_bytearray() if as_bytearray else bytes(record)
+  if allow_bytearray and record.deferred:
+    return record.to_bytearray()
+  return bytes(record)
 
 
 def describe_size(nbytes: int) -> str:

@@ -145,22 +145,34 @@ def test_narrow_ints_are_varints_of_their_int64_value(values, chunk,
 
 
 @pytest.mark.parametrize('top', [100, 255])
-def test_uint8_column_is_encoded_only_into_the_record(top):
-  # The column is held uncopied (its encoded size counted) until the record
-  # is built, then encoded chunk by chunk into it.
+def test_a_large_uint8_column_is_encoded_only_into_the_record(monkeypatch,
+                                                              top):
+  # A large column is held uncopied (its encoded size counted) until the
+  # record is built, then encoded chunk by chunk into it.
+  monkeypatch.setattr(example_wire, '_DEFER', 300)
+  monkeypatch.setattr(example_wire, '_CHUNK', 400)
   column = (np.arange(1000) % (top + 1)).astype(np.uint8)
   chunks = example_wire.int64_feature(column)
   held = [b.values for b in chunks.buffers if hasattr(b, 'encode')]
-  assert len(held) == 1 and np.shares_memory(held[0], column)
+  assert len(held) == 2   # 400 + 400 values deferred; the last 200 encoded.
+  assert all(np.shares_memory(h, column) for h in held)
   expected = tf.train.Feature(int64_list=tf.train.Int64List(
       value=column.astype(np.int64).tolist())).SerializeToString()
   assert len(chunks) == len(expected)
   assert bytes(chunks) == expected
-  record = example_wire.example({'x': chunks}, as_bytearray=True)
+  record = example_wire.example({'x': chunks}, allow_bytearray=True)
   assert isinstance(record, bytearray)
   assert record == example_wire.example({'x': chunks})
   assert tf.train.Example.FromString(bytes(record)).features.feature[
       'x'].SerializeToString() == expected
+
+
+def test_records_without_large_integer_lists_stay_bytes():
+  small = example_wire.int64_feature(np.arange(1000, dtype=np.uint8))
+  record = example_wire.example(
+      {'x': small, 'y': example_wire.float_feature(np.ones(3, np.float32))},
+      allow_bytearray=True)
+  assert type(record) is bytes  # pylint: disable=unidiomatic-typecheck
 
 
 def test_float32_column_is_used_uncopied_until_the_record():
