@@ -442,15 +442,16 @@ def record(env: dm_env.Environment,
     `reset()`), and the exception propagates.
   - The cost: each flush ends a riegeli chunk in each of the four files of
     the writer folder and fsyncs them. Measured with
-    `benchmarks/bench_record_flush.py` (ext4 on a virtual disk, 2 cores
-    under a load of 7-10, so wall times are noisy; about 12 ms a flush),
-    flushing every episode vs almost never: 10-timestep Catch episodes
-    record at ~0.7-1.4K instead of ~4.4-5.1K timesteps/s (CPU ~6-7K instead
-    of ~11K timesteps/s) in files ~10x as large (78 instead of 7.5 bytes a
-    timestep); 64x64x3 Catch frames at ~0.3-0.4K instead of ~0.7-1.3K
-    (CPU ~2.0K vs ~2.5K; 94 vs 26 bytes a timestep); 51-timestep Reach
-    episodes at ~0.5K instead of ~3.5-4K (CPU ~5K vs ~9K; 110 vs 34 bytes).
-    Decoding the recordings is as fast either way (within 10%).
+    `benchmarks/bench_record_flush.py` (ext4 on a virtual disk, 2 cores,
+    nothing else running; numbers in ``benchmarks/RESULTS.md``), flushing
+    every episode vs almost never: 10-timestep Catch episodes record at
+    6.2K instead of 12.3K timesteps/s (CPU 7.7K vs 12.3K) in files ~10x as
+    large (78 instead of 7.5 bytes a timestep); 64x64x3 Catch frames at 2.1K
+    instead of 2.7K (94 vs 26 bytes a timestep); 51-timestep Reach episodes
+    at 4.6K instead of 9.3K (110 vs 34 bytes). On a busy machine (load
+    7-10) the fsyncs waited ~12 ms each: Catch recorded at ~0.7-1.4K
+    instead of ~4.4-5.1K. Decoding the recordings is as fast either way
+    (within 15%).
     `flush_every_episodes=n` flushes at every n-th reset instead: a crash
     may then also lose the up to n - 1 episodes before the one in progress.
   - `append=True` records a new writer folder beside the old ones, which it
