@@ -210,6 +210,17 @@ def convert(source: PathLike,
     FileNotFoundError, ValueError: as `rlds_lite.load` for the source; a
       step field the layout cannot hold; a bad ``chunk_steps``.
     FileExistsError: if ``out`` exists and ``overwrite`` is False.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic
+    >>> from rlds_lite import random_access as ra
+    >>> from rlds_lite.tfds import write_dataset
+    >>> path = write_dataset(synthetic.episodes(3, 4, 6, seed=0),
+    ...                      tempfile.mkdtemp(), 'toy')
+    >>> chunks = ra.convert(path, progress=False)
+    >>> chunks.endswith('toy_chunks/1.0.0')
+    True
   """
   if chunk_steps is not None and (
       isinstance(chunk_steps, bool) or not isinstance(chunk_steps, int) or

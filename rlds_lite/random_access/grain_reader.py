@@ -163,6 +163,18 @@ def grain_batches(sources: tf_data.Sources, kind: samples_lib.SampleKind,
 
   Raises:
     ImportError: without grain.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic
+    >>> from rlds_lite import random_access as ra
+    >>> from rlds_lite.tfds import write_dataset
+    >>> path = write_dataset(synthetic.episodes(3, 4, 6, seed=0),
+    ...                      tempfile.mkdtemp(), 'toy')
+    >>> chunks = ra.convert(path, progress=False)
+    >>> batches = ra.grain_batches(chunks, ra.Windows(size=2), 4, seed=0)
+    >>> batches[0]['observation'].shape
+    (4, 2, 4)
   """
   grain = _grain()
   p = tf_data.plan(sources, kind, batch_size, seed=seed, **plan_kwargs)

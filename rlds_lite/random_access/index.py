@@ -59,6 +59,21 @@ class SampleIndex:
     lengths: ``[E]`` int64 episode lengths.
     terminated: ``[E]`` bool.
     fingerprint: identifies the data (``data_fingerprint``) and the kind.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic
+    >>> from rlds_lite import random_access as ra
+    >>> from rlds_lite.tfds import write_dataset
+    >>> path = write_dataset(synthetic.episodes(3, 4, 6, seed=0),
+    ...                      tempfile.mkdtemp(), 'toy')
+    >>> chunks = ra.convert(path, progress=False)
+    >>> index = ra.SampleIndex.build(ra.Windows(size=2),
+    ...                              ra.ChunkStorage(chunks))
+    >>> len(index), index.counts.tolist()
+    (14, [4, 5, 5])
+    >>> [a.tolist() for a in index.locate([0, 5])]   # episodes, starts
+    [[0, 1], [0, 1]]
   """
 
   def __init__(self, kind: samples_lib.SampleKind, lengths: np.ndarray,

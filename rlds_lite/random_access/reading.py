@@ -128,6 +128,20 @@ class SampleReader:
   Raises:
     ValueError: if ``index`` was not built for ``storage`` (another
       dataset or split).
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic
+    >>> from rlds_lite import random_access as ra
+    >>> from rlds_lite.tfds import write_dataset
+    >>> path = write_dataset(synthetic.episodes(3, 4, 6, seed=0),
+    ...                      tempfile.mkdtemp(), 'toy')
+    >>> chunks = ra.convert(path, progress=False)
+    >>> storage = ra.ChunkStorage(chunks)
+    >>> reader = ra.SampleReader(
+    ...     storage, ra.SampleIndex.build(ra.Windows(size=2), storage))
+    >>> reader.read(tf.constant([0, 5]))['observation'].shape.as_list()
+    [2, 2, 4]
   """
 
   def __init__(self, storage: storage_lib.ChunkStorage,

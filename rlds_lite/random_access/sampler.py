@@ -103,6 +103,11 @@ class Sampler:
 
   Raises:
     TypeError, ValueError: for bad arguments (named in the message).
+
+  Example:
+    >>> sampler = Sampler([10], seed=0, batch_size=4)
+    >>> sampler.numpy_ids(range(4))[1].tolist()   # the first batch's sample ids
+    [6, 2, 1, 5]
   """
 
   def __init__(self, sizes: Sequence[int], weights: Optional[Sequence[float]] = None,

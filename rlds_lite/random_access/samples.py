@@ -77,6 +77,10 @@ class Windows:
     stride: steps between consecutive elements of a window.
     drop_remainder: keep only complete windows; else every start ``< T``
       makes a window, zero-padded past the end, with a ``'mask'``.
+
+  Example:
+    >>> Windows(size=4)
+    Windows(size=4, shift=1, stride=1, drop_remainder=True)
   """
   size: int
   shift: int = 1
@@ -137,6 +141,10 @@ class Transitions:
     n: rewards summed per transition at most.
     gamma: the discount factor in ``[0, 1]``.
     last_step: ``'invalid'`` (RLDS) or ``'valid'`` (see `dense.LastStep`).
+
+  Example:
+    >>> Transitions(n=3, gamma=0.9)
+    Transitions(n=3, gamma=0.9, last_step='invalid')
   """
   n: int = 1
   gamma: float = 1.0
@@ -254,6 +262,11 @@ class RobotSamples:
       ``'zero'``.
     action_pad: ``'last'`` (repeat the last valid action, as Octo) or
       ``'zero'``.
+
+  Example:
+    >>> kind = RobotSamples(history=2, action_chunk=4)
+    >>> kind.history, kind.action_chunk
+    (2, 4)
   """
   history: int = 1
   action_chunk: int = 1

@@ -51,7 +51,23 @@ STATE_FORMAT = 'rlds_lite.random_access.state/1'
 
 
 class StateMismatchError(ValueError):
-  """A saved state belongs to another pipeline (data, kind, weights, batch)."""
+  """A saved state belongs to another pipeline (data, kind, weights, batch).
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic
+    >>> from rlds_lite import random_access as ra
+    >>> from rlds_lite.tfds import write_dataset
+    >>> path = write_dataset(synthetic.episodes(3, 4, 6, seed=0),
+    ...                      tempfile.mkdtemp(), 'toy')
+    >>> chunks = ra.convert(path, progress=False)
+    >>> state = ra.SampleIterator(chunks, ra.Windows(size=2), 4).state()
+    >>> try:
+    ...   ra.SampleIterator(chunks, ra.Windows(size=3), 4).restore(state)
+    ... except ra.StateMismatchError:
+    ...   print('another pipeline')
+    another pipeline
+  """
 
 
 class SampleIterator:
@@ -63,6 +79,25 @@ class SampleIterator:
     plan: the pipeline's `tf_data.Plan` (sources, indexes, sampler).
     checkpoint: a ``tf.train.Checkpoint`` of the state (seed, position,
       fingerprint), to save with a model.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic
+    >>> from rlds_lite import random_access as ra
+    >>> from rlds_lite.tfds import write_dataset
+    >>> path = write_dataset(synthetic.episodes(3, 4, 6, seed=0),
+    ...                      tempfile.mkdtemp(), 'toy')
+    >>> chunks = ra.convert(path, progress=False)
+    >>> it = ra.SampleIterator(chunks, ra.Windows(size=2), batch_size=4)
+    >>> _ = next(it)
+    >>> state = it.state()
+    >>> state['position']
+    4
+    >>> resumed = ra.SampleIterator(chunks, ra.Windows(size=2), batch_size=4)
+    >>> resumed.restore(state)
+    >>> bool((next(resumed)['reward'].numpy() ==
+    ...       next(it)['reward'].numpy()).all())
+    True
   """
 
   def __init__(self, sources: tf_data.Sources, kind: samples_lib.SampleKind,

@@ -72,7 +72,22 @@ _TFRECORD_FOOTER = 4
 
 
 class NotChunkedError(ValueError):
-  """A dataset asked for random access is not a chunk dataset."""
+  """A dataset asked for random access is not a chunk dataset.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic
+    >>> from rlds_lite import random_access as ra
+    >>> from rlds_lite.tfds import write_dataset
+    >>> path = write_dataset(synthetic.episodes(3, 4, 6, seed=0),
+    ...                      tempfile.mkdtemp(), 'toy')
+    >>> chunks = ra.convert(path, progress=False)
+    >>> try:
+    ...   ra.ChunkStorage(path)   # the source itself, not its chunk dataset
+    ... except ra.NotChunkedError as e:
+    ...   print('rlds-lite chunk' in str(e))
+    True
+  """
 
 
 def _builder(path: PathLike) -> tfds.core.DatasetBuilder:
@@ -140,6 +155,18 @@ class ChunkStorage:
       episode dataset: the message says how to convert it).
     ValueError: for an unknown split, or an episode table that does not
       match the records.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic
+    >>> from rlds_lite import random_access as ra
+    >>> from rlds_lite.tfds import write_dataset
+    >>> path = write_dataset(synthetic.episodes(3, 4, 6, seed=0),
+    ...                      tempfile.mkdtemp(), 'toy')
+    >>> chunks = ra.convert(path, progress=False)
+    >>> storage = ra.ChunkStorage(chunks)
+    >>> storage.num_episodes, storage.lengths.tolist()
+    (3, [5, 6, 6])
   """
 
   def __init__(self, path: PathLike, split: str = 'train', *,

@@ -350,6 +350,18 @@ def sample_batches(sources: Sources,
     NotChunkedError: for an RLDS dataset that was not converted (the
       message says how).
     ValueError, TypeError: for bad arguments, or a source without samples.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic
+    >>> from rlds_lite import random_access as ra
+    >>> from rlds_lite.tfds import write_dataset
+    >>> path = write_dataset(synthetic.episodes(3, 4, 6, seed=0),
+    ...                      tempfile.mkdtemp(), 'toy')
+    >>> chunks = ra.convert(path, progress=False)
+    >>> ds = ra.sample_batches(chunks, ra.Windows(size=2), 4, seed=0)
+    >>> next(iter(ds))['observation'].shape.as_list()
+    [4, 2, 4]
   """
   p = plan(sources, kind, batch_size, weights=weights, seed=seed, split=split,
            num_hosts=num_hosts, host=host, num_epochs=num_epochs,
