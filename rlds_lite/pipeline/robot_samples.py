@@ -526,6 +526,19 @@ def robot_samples_dataset(
   Raises:
     TypeError, ValueError: for bad arguments, images outside the
       observation, or a ``memory_budget`` too small for any plan.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic
+    >>> path = synthetic.camera_dataset(tempfile.mkdtemp(), num_episodes=2,
+    ...                                 length=6)
+    >>> ds = robot_samples_dataset(path, batch_size=4, history=2,
+    ...                            action_chunk=3, image_size=(64, 64), seed=0)
+    >>> batch = next(iter(ds))
+    >>> batch['observation']['image_primary'].shape.as_list()
+    [4, 2, 64, 64, 3]
+    >>> batch['action'].shape.as_list(), batch['action_pad_mask'].shape[1]
+    ([4, 3, 7], 3)
   """
   op = 'robot_samples_dataset'
   goal_p = samples_lib.check_sample_args(history, action_chunk, history_stride,
