@@ -106,7 +106,15 @@ def _pq():
 
 
 def lerobot_home() -> str:
-  """``$HF_LEROBOT_HOME``, else ``$HF_HOME/lerobot`` (lerobot's default root)."""
+  """``$HF_LEROBOT_HOME``, else ``$HF_HOME/lerobot`` (lerobot's default root).
+
+  Example:
+    >>> import os
+    >>> os.environ['HF_LEROBOT_HOME'] = '/data/lerobot'
+    >>> lerobot_home()
+    '/data/lerobot'
+    >>> del os.environ['HF_LEROBOT_HOME']
+  """
   if os.environ.get('HF_LEROBOT_HOME'):
     return os.path.expanduser(os.environ['HF_LEROBOT_HOME'])
   hf_home = os.environ.get('HF_HOME',

@@ -42,6 +42,15 @@ def image_specs(step_features: Any, prefix: str = '') -> Dict[str, decode.ImageS
     ``{'observation/image': ImageSpec(...), ...}`` in the features' order.
     Images of unknown height or width are left out (they have no fixed
     decoded shape to batch).
+
+  Example:
+    >>> import numpy as np
+    >>> step = tfds.features.FeaturesDict({'observation': {
+    ...     'image': tfds.features.Image(shape=(64, 64, 3),
+    ...                                  encoding_format='jpeg'),
+    ...     'state': tfds.features.Tensor(shape=(8,), dtype=np.float32)}})
+    >>> image_specs(step)
+    {'observation/image': ImageSpec(shape=(64, 64, 3), encoding='jpeg', dtype=tf.uint8)}
   """
   specs = {}
   if isinstance(step_features, tfds.features.FeaturesDict):
