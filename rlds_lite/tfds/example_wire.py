@@ -139,8 +139,7 @@ class Chunks:
       if isinstance(buffer, _Varints):
         buffer = buffer.encode()
       if isinstance(buffer, np.ndarray):
-        buffer = memoryview(np.ascontiguousarray(buffer).reshape(-1).view(
-            np.uint8))
+        buffer = memoryview(_bytes_of(buffer))
       size = len(buffer)
       target[position:position + size] = buffer
       position += size
