@@ -8,12 +8,12 @@ language instruction), episode metadata, optionally a goal observation. It
 decodes each frame as few times as the memory allows (see
 ``rlds_lite.pipeline.robot_memory`` for the two placements and the budget):
 
-* ``'per_episode'``: per episode, the samples are planned (their step
-  indices, ``robot_sample_indices``), cut into segments of consecutive
-  samples, and each segment's distinct frames are gathered still encoded;
-  segments of ``open_episodes`` episodes are taken in turn, decoded (a
-  parallel ``map``, one element per segment: both cores, one decode per
-  frame and segment), then ``pool_episodes`` segments are pooled (their
+* ``'per_episode'``: per episode (a parallel ``map``), the samples are
+  planned (their step indices, ``robot_sample_indices``) and all cut at
+  once into segments of consecutive samples (``cut_segments``: each
+  segment's distinct frames); segments of ``open_episodes`` episodes are
+  taken in turn, their frames gathered and decoded (a parallel ``map``, one
+  element per segment: both cores, one decode per frame and segment), then ``pool_episodes`` segments are pooled (their
   frames concatenated once) and their samples dealt out so that every batch
   mixes ``min(batch_size, pool_episodes)`` segments, gathered a batch at a
   time (one ``tf.gather`` per camera).
@@ -246,44 +246,128 @@ class _Layout:
     return out
 
 
+_NUM_FRAMES, _NUM_SAMPLES = 'num_frames', 'num_samples'
+
+
+def cut_segments(frame_steps: tf.Tensor, segment_steps: tf.Tensor,
+                 num_steps: tf.Tensor) -> Dict[str, tf.Tensor]:
+  """Consecutive samples cut into segments, each with its distinct frames.
+
+  ``frame_steps`` ``[N, F]`` are the steps of the frames each sample uses;
+  segment ``k`` holds samples ``[k * segment_steps, (k + 1) *
+  segment_steps)``. All segments are cut at once (one ``tf.unique`` over
+  ``(segment, step)`` keys: a segment's distinct frames are consecutive ids,
+  in order of first use), padded to the longest segment.
+
+  Returns:
+    ``steps``: ``[num_segments, max_frames]`` step of each distinct frame
+    (padded by repeating the segment's last one), ``num_frames``
+    ``[num_segments]``, ``positions`` ``[num_segments, segment_steps, F]``
+    (each sample's frames as positions in its segment's frames; rows past
+    ``num_samples`` are padding) and ``num_samples`` ``[num_segments]``.
+
+  Example:
+    >>> cut = cut_segments(tf.constant([[0, 0], [0, 1], [1, 2]]), 2, 3)
+    >>> cut['steps'].numpy().tolist(), cut['num_frames'].numpy().tolist()
+    ([[0, 1], [1, 2]], [2, 2])
+    >>> cut['positions'].numpy().tolist(), cut['num_samples'].numpy().tolist()
+    ([[[0, 0], [0, 1]], [[0, 1], [0, 1]]], [2, 1])
+  """
+  count = tf.shape(frame_steps)[0]
+  per_sample = tf.shape(frame_steps)[1]
+  size = tf.maximum(tf.cast(segment_steps, tf.int32), 1)
+  num = (count + size - 1) // size
+  segment = tf.range(count) // size
+  keys = (tf.cast(segment, tf.int64)[:, tf.newaxis] *
+          tf.cast(tf.maximum(num_steps, 1), tf.int64) +
+          tf.cast(frame_steps, tf.int64))
+  unique, ids = tf.unique(tf.reshape(keys, [-1]))
+  unique_segment = tf.cast(unique // tf.cast(tf.maximum(num_steps, 1),
+                                             tf.int64), tf.int32)
+  num_frames = tf.math.bincount(unique_segment, minlength=num, maxlength=num,
+                                dtype=tf.int32)
+  first = tf.cumsum(num_frames, exclusive=True)
+  positions = tf.reshape(ids, [count, per_sample]) - tf.gather(
+      first, segment)[:, tf.newaxis]
+  width = tf.reduce_max(tf.concat([num_frames, [0]], 0))
+  slot = tf.minimum(tf.range(width)[tf.newaxis, :],
+                    tf.maximum(num_frames, 1)[:, tf.newaxis] - 1)
+  steps = tf.gather(
+      tf.cast(unique % tf.cast(tf.maximum(num_steps, 1), tf.int64), tf.int32),
+      tf.minimum(first[:, tf.newaxis] + slot, tf.size(unique) - 1))
+  return {'steps': steps, _NUM_FRAMES: num_frames,
+          'positions': _padded_rows(positions, num, size),
+          _NUM_SAMPLES: tf.minimum(count - tf.range(num) * size, size)}
+
+
+def _padded_rows(rows: tf.Tensor, num: tf.Tensor, size: tf.Tensor
+                 ) -> tf.Tensor:
+  """``rows`` ``[N, ...]`` as ``[num, size, ...]`` (last rows repeated)."""
+  take = tf.minimum(tf.range(num * size), tf.maximum(tf.shape(rows)[0], 1) - 1)
+  return tf.reshape(tf.gather(rows, take), tf.concat([[num, size], tf.shape(rows)[1:]], 0))
+
+
 def _segments(layout: _Layout, segment_steps: Optional[int], shuffle: bool
               ) -> Any:
-  """episode, seed -> dataset of its segments (distinct encoded frames each)."""
+  """episode, seed -> ``(frame columns, segment rows)``, cut at once.
+
+  The columns are the episode's encoded frames ``{path: [T]}`` (kept whole:
+  string tensors are copied by every gather and slice, so a segment's frames
+  are gathered only when it is decoded); the rows, one per segment (in a
+  random order with ``shuffle``), padded (``cut_segments``), hold each
+  segment's frame steps, positions and values. ``_decode_segment`` trims a
+  row back and decodes its frames.
+  """
 
   @_graph_fn
-  def segments(episode: Dict[str, Any], seed: tf.Tensor) -> tf.data.Dataset:
+  def segments(episode: Dict[str, Any], seed: tf.Tensor
+               ) -> Tuple[Dict[str, tf.Tensor], Dict[str, Any]]:
     plan_seed, order_seed = tf.unstack(
         tf.random.experimental.stateless_split(seed, 2))
     columns, frame_steps, values = layout.plan(episode, plan_seed)
     count = tf.shape(frame_steps)[0]
     size = count if segment_steps is None else tf.constant(segment_steps)
     size = tf.maximum(size, 1)
-    num = (count + size - 1) // size
-    order = tf.range(num)
-    if shuffle:
-      order = pools.random_order(num, order_seed)
-
-    @_graph_fn
-    def segment(k: tf.Tensor) -> Dict[str, Any]:
-      start = k * size
-      stop = tf.minimum(start + size, count)
-      rows = frame_steps[start:stop]
-      unique, positions = tf.unique(tf.reshape(rows, [-1]))
-      return {
-          _STEPS: {p: tf.gather(c, unique) for p, c in columns.items()},
-          _INDEX: tf.reshape(positions, tf.shape(rows)),
-          _VALUES: tf.nest.map_structure(lambda v: v[start:stop], values),
-      }
-
-    return tf.data.Dataset.from_tensor_slices(order).map(segment)
+    num_steps = tf.shape(next(iter(columns.values())))[0]
+    cut = cut_segments(frame_steps, size, num_steps)
+    num = tf.shape(cut[_NUM_FRAMES])[0]
+    order = pools.random_order(num, order_seed) if shuffle else tf.range(num)
+    rows = {_STEPS: cut['steps'], _NUM_FRAMES: cut[_NUM_FRAMES],
+            _INDEX: cut['positions'], _NUM_SAMPLES: cut[_NUM_SAMPLES],
+            _VALUES: tf.nest.map_structure(
+                lambda v: _padded_rows(v, num, size), values)}
+    return columns, tf.nest.map_structure(lambda x: tf.gather(x, order), rows)
 
   return segments
 
 
+@_graph_fn
+def _segment_rows(columns: Dict[str, tf.Tensor], rows: Dict[str, Any]
+                  ) -> tf.data.Dataset:
+  """An episode's segments, one element each: ``(columns, row)``."""
+  return tf.data.Dataset.zip(tf.data.Dataset.from_tensors(columns).repeat(),
+                             tf.data.Dataset.from_tensor_slices(rows))
+
+
+def _trimmed(columns: Dict[str, tf.Tensor], row: Dict[str, Any]
+             ) -> Dict[str, Any]:
+  """A segment: its frames (still encoded), sample positions and values."""
+  frames, samples = row[_NUM_FRAMES], row[_NUM_SAMPLES]
+  steps = row[_STEPS][:frames]
+  return {
+      _STEPS: {p: tf.gather(c, steps) for p, c in columns.items()},
+      _INDEX: row[_INDEX][:samples],
+      _VALUES: tf.nest.map_structure(lambda v: v[:samples], row[_VALUES]),
+  }
+
+
 def _decode_segment(layout: _Layout):
+  """``(columns, row)`` -> the segment with its frames decoded (each once)."""
 
   @_graph_fn
-  def decode(segment: Dict[str, Any]) -> Dict[str, Any]:
+  def decode(columns: Dict[str, tf.Tensor], row: Dict[str, Any]
+             ) -> Dict[str, Any]:
+    segment = _trimmed(columns, row)
     frames = {
         path: decode_lib.decode_frames(segment[_STEPS][path], spec,
                                        layout.sizes[path],
@@ -599,14 +683,14 @@ def _sampler(layout: _Layout, frames_per_sample: int) -> pools.Sampler:
 def _per_episode(episodes, seeds, layout, plan, batch_size, shuffle, seed,
                  drop_last_batch, num_parallel_calls):
   """Segments decoded once each, pooled decoded (see the module docstring)."""
-  make_segments = _segments(layout, plan.segment_steps, shuffle)
-  tagged = tf.data.Dataset.zip(episodes, seeds)
+  cut = tf.data.Dataset.zip(episodes, seeds).map(
+      _segments(layout, plan.segment_steps, shuffle),
+      num_parallel_calls=num_parallel_calls, deterministic=True)
   if plan.open_episodes > 1 and shuffle:
-    segments = tagged.interleave(make_segments,
-                                 cycle_length=plan.open_episodes,
-                                 block_length=1)
+    segments = cut.interleave(_segment_rows, cycle_length=plan.open_episodes,
+                              block_length=1)
   else:
-    segments = tagged.flat_map(make_segments)
+    segments = cut.flat_map(_segment_rows)
   decoded = segments.map(_decode_segment(layout),
                          num_parallel_calls=num_parallel_calls,
                          deterministic=True)
