@@ -33,7 +33,14 @@ history and a 4-action chunk:
   floor_samples   the floor of any pipeline that outputs these samples:
                   every frame decoded once, each episode's samples gathered
                   from its frames once (their histories written), no
-                  shuffling, no batching.
+                  shuffling, no batching;
+  floor_pooled    the floor of a pipeline like rlds_lite's default, which
+                  decodes each frame about once and mixes many episodes
+                  per batch from decoded frames held in memory: segments of
+                  16 samples decoded together (17 frames), 48 segments of
+                  different episodes concatenated into a pool, their
+                  histories gathered in a random order 64 at a time; no
+                  other fields, no planning.
 
 Each contender runs twice per turn, each run in a fresh process after one
 untimed pass over the data (tracing, graph rewrites, first reads):
@@ -73,7 +80,7 @@ HISTORY = 2
 HORIZON = 4
 CAMERAS = {'image_primary': (256, 256), 'image_wrist': (128, 128)}
 CONTENDERS = ('octo', 'rlds', 'ours', 'ours_budget', 'ours_budget_1.35x', 'floor',
-              'floor_samples', 'floor_per_frame')
+              'floor_samples', 'floor_pooled', 'floor_per_frame')
 BUDGET_FACTORS = {'ours_budget': 1.0, 'ours_budget_1.35x': 1.35}
 TARGETS = {'ours': 2.5, 'ours_budget': 1.5}
 """Targets (issue 16): samples/s vs the Octo recipe; judged here per CPU-second."""
@@ -246,6 +253,71 @@ def floor_samples_pipeline(path: str, image_size: Optional[int]):
   return episodes.map(samples, num_parallel_calls=tf.data.AUTOTUNE)
 
 
+def floor_pooled_pipeline(path: str, image_size: Optional[int],
+                          segment: int = 16, pool: int = 48):
+  """Decode once per segment, pool, shuffle, batch: nothing else.
+
+  The least work of a pipeline that decodes each frame about once and mixes
+  many episodes per batch from decoded frames held in memory (as rlds_lite's
+  default does): each episode cut into segments of ``segment`` samples
+  (their ``segment + 1`` frames decoded together, both cameras), ``pool``
+  segments of different episodes concatenated, their samples' histories
+  gathered in a random order, ``BATCH`` at a time. No actions, no other
+  fields, no planning.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from rlds_lite import images  # pylint: disable=g-import-not-at-top
+  from rlds_lite.pipeline import pools  # pylint: disable=g-import-not-at-top
+  episodes, specs = images.load_encoded(path)
+
+  def segments(episode):
+    observation = episode['steps']['observation']
+    length = tf.shape(episode['steps']['action'], out_type=tf.int64)[0]
+
+    def one(k):
+      first = tf.maximum(k * segment - (HISTORY - 1), 0)
+      stop = tf.minimum((k + 1) * segment, length)
+      anchors = tf.range(k * segment, stop)
+      history = tf.maximum(anchors[:, None] + tf.range(-HISTORY + 1, 1, dtype=tf.int64), 0)
+      return ({name: observation[name][first:stop] for name in CAMERAS},
+              tf.cast(history - first, tf.int32))
+
+    return tf.data.Dataset.range((length + segment - 1) // segment).map(one)
+
+  def decode(frames, history):
+    out = {}
+    for name, (h, w) in CAMERAS.items():
+      size = (image_size, image_size * w // h) if image_size else None
+      out[name] = images.decode_frames(frames[name],
+                                       specs[f'observation/{name}'], size)
+    return out, history
+
+  def pooled(window, seed):
+    frames = pools.concat_rows(tf.data.Dataset.zip(window[0]))
+    history = pools.concat_rows(window[1])
+    samples = window[1].map(lambda h: tf.shape(h)[0]).batch(
+        pool).get_single_element()
+    frame_counts = window[0][next(iter(CAMERAS))].map(
+        lambda f: tf.shape(f)[0]).batch(pool).get_single_element()
+    history += tf.repeat(tf.cumsum(frame_counts, exclusive=True),
+                         samples)[:, None]
+    history = tf.gather(history, pools.random_order(tf.shape(history)[0],
+                                                     seed))
+    num = tf.cast(tf.shape(history)[0], tf.int64)
+
+    def gather(i):
+      rows = history[i * BATCH:(i + 1) * BATCH]
+      return {name: tf.gather(frames[name], rows) for name in CAMERAS}
+
+    return tf.data.Dataset.range((num + BATCH - 1) // BATCH).map(
+        gather, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+  decoded = episodes.interleave(segments, cycle_length=pool).map(
+      decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  return tf.data.Dataset.zip(decoded.window(pool), pools.pool_seeds(0)).flat_map(
+      pooled).prefetch(1)
+
+
 def floor_pipeline(path: str, frames_per_element: int,
                    image_size: Optional[int]):
   """Every frame of the split decoded once, in parallel, nothing else."""
@@ -311,6 +383,8 @@ def run_child(name: str, mode: str, path: str, args: Dict[str, Any]
     ds = floor_pipeline(path, 1, size)
   elif name == 'floor_samples':
     ds = floor_samples_pipeline(path, size)
+  elif name == 'floor_pooled':
+    ds = floor_pooled_pipeline(path, size)
   else:
     raise ValueError(name)
   floor = name.startswith('floor')
@@ -367,6 +441,8 @@ def decodes_per_sample(name: str, plan: Any, steps: int) -> Optional[float]:
     return float(HISTORY)
   if name == 'rlds':
     return steps / (steps - (HISTORY + HORIZON - 2))   # every step once
+  if name == 'floor_pooled':
+    return (16 + HISTORY - 1) / 16
   if name.startswith('floor'):
     return 1.0
   if plan is None:
