@@ -35,6 +35,7 @@ import tensorflow as tf
 from rlds_lite import images
 from rlds_lite import rlds_types
 from rlds_lite.dense.transitions import NEXT_OBSERVATION
+from rlds_lite.random_access import exit_guard
 from rlds_lite.random_access import index as index_lib
 from rlds_lite.random_access import layout as layout_lib
 from rlds_lite.random_access import samples as samples_lib
@@ -231,7 +232,7 @@ class SampleReader:
                   ) -> Tuple[Flat, List[tf.Tensor]]:
     leaves = [leaf for leaf, _, _ in self._slices]
     outputs = tf.numpy_function(
-        lambda v: self.read_numpy(to_ids(v)), [values],
+        exit_guard.tracked(lambda v: self.read_numpy(to_ids(v))), [values],
         [tf.int64, tf.int64, tf.int64, tf.int64, tf.bool] +
         [tf.as_dtype(np.dtype(leaf.dtype)) for leaf in leaves], stateful=False)
     k = len(self._offsets)
@@ -243,7 +244,7 @@ class SampleReader:
   def _read_parsed(self, values: tf.Tensor, to_ids: ToIds
                    ) -> Tuple[Flat, List[tf.Tensor]]:
     outputs = tf.numpy_function(
-        lambda v: self._records_numpy(to_ids(v)), [values],
+        exit_guard.tracked(lambda v: self._records_numpy(to_ids(v))), [values],
         [tf.int64, tf.int64, tf.int64, tf.int64, tf.bool, tf.string, tf.int64],
         stateful=False)
     records = tf.ensure_shape(outputs[5], [None])
