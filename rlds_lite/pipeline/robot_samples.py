@@ -278,23 +278,20 @@ def cut_segments(frame_steps: tf.Tensor, segment_steps: tf.Tensor,
   size = tf.maximum(tf.cast(segment_steps, tf.int32), 1)
   num = (count + size - 1) // size
   segment = tf.range(count) // size
-  keys = (tf.cast(segment, tf.int64)[:, tf.newaxis] *
-          tf.cast(tf.maximum(num_steps, 1), tf.int64) +
+  span = tf.cast(tf.maximum(num_steps, 1), tf.int64)   # keys: segment * span + step
+  keys = (tf.cast(segment, tf.int64)[:, tf.newaxis] * span +
           tf.cast(frame_steps, tf.int64))
   unique, ids = tf.unique(tf.reshape(keys, [-1]))
-  unique_segment = tf.cast(unique // tf.cast(tf.maximum(num_steps, 1),
-                                             tf.int64), tf.int32)
-  num_frames = tf.math.bincount(unique_segment, minlength=num, maxlength=num,
-                                dtype=tf.int32)
+  num_frames = tf.math.bincount(tf.cast(unique // span, tf.int32),
+                                minlength=num, maxlength=num, dtype=tf.int32)
   first = tf.cumsum(num_frames, exclusive=True)
   positions = tf.reshape(ids, [count, per_sample]) - tf.gather(
       first, segment)[:, tf.newaxis]
   width = tf.reduce_max(tf.concat([num_frames, [0]], 0))
   slot = tf.minimum(tf.range(width)[tf.newaxis, :],
                     tf.maximum(num_frames, 1)[:, tf.newaxis] - 1)
-  steps = tf.gather(
-      tf.cast(unique % tf.cast(tf.maximum(num_steps, 1), tf.int64), tf.int32),
-      tf.minimum(first[:, tf.newaxis] + slot, tf.size(unique) - 1))
+  steps = tf.gather(tf.cast(unique % span, tf.int32),
+                    tf.minimum(first[:, tf.newaxis] + slot, tf.size(unique) - 1))
   return {'steps': steps, _NUM_FRAMES: num_frames,
           'positions': _padded_rows(positions, num, size),
           _NUM_SAMPLES: tf.minimum(count - tf.range(num) * size, size)}
@@ -304,7 +301,8 @@ def _padded_rows(rows: tf.Tensor, num: tf.Tensor, size: tf.Tensor
                  ) -> tf.Tensor:
   """``rows`` ``[N, ...]`` as ``[num, size, ...]`` (last rows repeated)."""
   take = tf.minimum(tf.range(num * size), tf.maximum(tf.shape(rows)[0], 1) - 1)
-  return tf.reshape(tf.gather(rows, take), tf.concat([[num, size], tf.shape(rows)[1:]], 0))
+  shape = tf.concat([[num, size], tf.shape(rows)[1:]], 0)
+  return tf.reshape(tf.gather(rows, take), shape)
 
 
 def _segments(layout: _Layout, segment_steps: Optional[int], shuffle: bool
