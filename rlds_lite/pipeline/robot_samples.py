@@ -13,10 +13,11 @@ decodes each frame as few times as the memory allows (see
   once into segments of consecutive samples (``cut_segments``: each
   segment's distinct frames); segments of ``open_episodes`` episodes are
   taken in turn, their frames gathered and decoded (a parallel ``map``, one
-  element per segment: both cores, one decode per frame and segment), then ``pool_episodes`` segments are pooled (their
-  frames concatenated once) and their samples dealt out so that every batch
-  mixes ``min(batch_size, pool_episodes)`` segments, gathered a batch at a
-  time (one ``tf.gather`` per camera).
+  element per segment: both cores, one decode per frame and segment), then
+  ``pool_episodes`` segments are pooled (their frames concatenated once)
+  and their samples dealt out so that every batch mixes ``min(batch_size,
+  pool_episodes)`` segments, gathered a batch at a time (one ``tf.gather``
+  per camera).
 * ``'after_sampling'``: the encoded frames of ``pool_episodes`` episodes
   are pooled the same way, a batch's encoded frames gathered, and the batch
   decoded in a parallel ``map`` (identical frames of a batch once).
