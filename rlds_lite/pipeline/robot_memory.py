@@ -16,7 +16,7 @@ Two placements (``decode=``):
 
 ``'auto'`` picks for ``memory_budget`` (default ``DEFAULT_MEMORY_BUDGET``):
 with ``pool_episodes`` (default ``min(batch_size, MAX_POOL_EPISODES,
-episodes)``, or 3/4 of it to keep segments of at least 8 samples) episodes
+episodes)``, or down to 2/3 of it to keep segments of at least 8 samples) episodes
 mixed in every batch, the largest segments that fit (whole episodes, then
 64, 32, ... ``MIN_SEGMENT_STEPS`` samples), else ``'after_sampling'``
 (see ``pick``). ``plan_robot_samples`` returns the choice as a
@@ -55,9 +55,14 @@ MIN_SEGMENT_STEPS = 2
 """``'auto'`` never decodes segments of fewer samples per episode."""
 GOOD_SEGMENT_STEPS = 8
 """Segments this large decode at most ``1 / 8`` extra frames (history 2):
-``'auto'`` shrinks the pool (to ``MIN_POOL_FRACTION``) before going below."""
-MIN_POOL_FRACTION = 0.75
-"""``'auto'`` keeps at least this fraction of ``pool_episodes``' default."""
+``'auto'`` shrinks the pool (down to ``MIN_POOL_FRACTION``) before going
+below. Measured (``benchmarks/bench_images.py``): segments of 4 cost 92 us of
+CPU per sample more than segments of 16 (1.25 decodes per sample and camera
+against 1.06), against ~600 us in all."""
+MIN_POOL_FRACTION = 2 / 3
+"""``'auto'`` keeps at least this fraction of ``pool_episodes``' default
+(the largest pool that fits, for segments of ``GOOD_SEGMENT_STEPS`` or
+more)."""
 SEGMENT_CHOICES = (64, 32, 16, 8, 4, 2)
 """Segment sizes ``'auto'`` tries after whole episodes, largest first."""
 POOL_COPIES = 3
@@ -226,9 +231,9 @@ def pick(budget: Optional[int], sizes: Sizes, *, batch_size: int,
   Rule: ``pool_episodes`` defaults to ``min(batch_size, MAX_POOL_EPISODES,
   episodes)``. ``'per_episode'`` is tried with whole episodes, then
   segments of ``SEGMENT_CHOICES`` samples, the largest that fits: down to
-  ``GOOD_SEGMENT_STEPS`` with the default pool or one of
-  ``MIN_POOL_FRACTION`` of it (unless ``pool_episodes`` is given), below
-  that (down to ``MIN_SEGMENT_STEPS``) with the default pool; then
+  ``GOOD_SEGMENT_STEPS`` with the largest pool that fits, from the default
+  down to ``MIN_POOL_FRACTION`` of it (unless ``pool_episodes`` is given),
+  below that (down to ``MIN_SEGMENT_STEPS``) with the default pool; then
   ``'after_sampling'``. A given ``decode`` or ``segment_steps`` is kept
   (the estimate is then only reported).
 
@@ -241,10 +246,10 @@ def pick(budget: Optional[int], sizes: Sizes, *, batch_size: int,
     ...               sample_bytes=490 << 10, frames_per_sample=2.0)
     >>> kwargs = dict(batch_size=64, prefetch=2, history=2, history_stride=1,
     ...               goal=None)
-    >>> pick(1 << 30, sizes, **kwargs)[:4]
-    ('per_episode', 16, 36, 45)
-    >>> pick(700 << 20, sizes, **kwargs)[:4]   # a smaller pool, 8-sample segments
-    ('per_episode', 8, 36, 45)
+    >>> pick(1 << 30, sizes, **kwargs)[:4]   # the largest pool that fits
+    ('per_episode', 16, 45, 48)
+    >>> pick(700 << 20, sizes, **kwargs)[:4]   # 8-sample segments
+    ('per_episode', 8, 45, 48)
   """
   default_pool = max(1, min(batch_size, MAX_POOL_EPISODES, sizes.num_episodes))
   pool = pool_episodes or default_pool
@@ -268,20 +273,15 @@ def pick(budget: Optional[int], sizes: Sizes, *, batch_size: int,
     return plan(mode, segment_steps if mode == 'per_episode' else None)
   if budget is None:
     budget = DEFAULT_MEMORY_BUDGET
-  pools_tried = [pool]
-  if pool_episodes is None:
-    smaller = max(1, math.ceil(MIN_POOL_FRACTION * pool))
-    if smaller < pool:
-      pools_tried.append(smaller)
+  smallest = (pool if pool_episodes is not None else
+              max(1, math.ceil(MIN_POOL_FRACTION * pool)))
   segment_sizes = [None] + [s for s in SEGMENT_CHOICES
-                            if s < sizes.mean_episode_steps]
+                            if MIN_SEGMENT_STEPS <= s < sizes.mean_episode_steps]
   for segments in segment_sizes:
-    for candidate_pool in (pools_tried if segments is None or
-                           segments >= GOOD_SEGMENT_STEPS else [pool]):
-      if segments is not None and segments < MIN_SEGMENT_STEPS:
-        continue
+    good = segments is None or segments >= GOOD_SEGMENT_STEPS
+    for candidate_pool in range(pool, (smallest if good else pool) - 1, -1):
       candidate = plan('per_episode', segments, candidate_pool)
-      if candidate.memory.total <= budget:
+      if candidate.memory.total <= budget:   # The largest pool that fits.
         return candidate
   candidate = plan('after_sampling', None)
   if candidate.memory.total <= budget:

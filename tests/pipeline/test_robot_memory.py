@@ -35,23 +35,29 @@ def test_estimate_formula():
 
 
 # budget -> (decode, segment_steps, pool): the largest segments that fit,
-# with the default pool (48) or 3/4 of it down to 8-sample segments, then
-# smaller segments with the default pool.
+# down to 8-sample segments with the largest pool that fits (the default, 48,
+# down to 2/3 of it, 32), then smaller segments with the default pool.
 @pytest.mark.parametrize('budget,expected', [
     (10**11, ('per_episode', None, 48)),
     (3.5 * 10**9, ('per_episode', 64, 48)),
     (1.15 * 10**9, ('per_episode', 16, 48)),
-    (10**9, ('per_episode', 16, 36)),
+    (10**9, ('per_episode', 16, 41)),
     (8 * 10**8, ('per_episode', 8, 48)),
-    (7 * 10**8, ('per_episode', 8, 36)),
-    (6 * 10**8, ('per_episode', 4, 48)),
+    (7 * 10**8, ('per_episode', 8, 42)),
+    (6 * 10**8, ('per_episode', 8, 33)),
+    (5.7 * 10**8, ('per_episode', 4, 48)),
     (5 * 10**8, ('per_episode', 2, 48)),
 ], ids=['whole', 'segments_64', 'segments_16', 'segments_16_smaller_pool',
-        'segments_8', 'segments_8_smaller_pool', 'segments_4', 'segments_2'])
+        'segments_8', 'segments_8_smaller_pool', 'segments_8_smallest_pool',
+        'segments_4', 'segments_2'])
 def test_pick_table(budget, expected):
   plan = rm.pick(budget, SIZES, **KWARGS)
   assert (plan.decode, plan.segment_steps, plan.pool_episodes) == expected
   assert plan.memory.total <= budget
+  if expected[2] < 48:   # One more pooled episode would not fit.
+    bigger = rm.estimate('per_episode', expected[1], expected[2] + 1, 48,
+                         SIZES, **KWARGS)
+    assert bigger.total > budget
   open_episodes = min(48, -(-5 * expected[2] // 4))   # 1.25 x the pool
   assert plan.open_episodes == (1 if expected[1] is None else open_episodes)
 
@@ -76,9 +82,9 @@ def test_given_choices_are_kept():
 def test_reprs():
   plan = rm.pick(10**9, SIZES, **KWARGS)
   assert repr(plan).startswith(
-      "DecodePlan(decode='per_episode', segments of 16 samples, 36 episodes "
-      'pooled, 45 open; RobotMemory(total=902.5 MB: pools=459.0 MB, '
-      'open_episodes=135.0 MB, batches=128.0 MB, runtime=180.5 MB; ')
+      "DecodePlan(decode='per_episode', segments of 16 samples, 41 episodes "
+      'pooled, 48 open; RobotMemory(total=993.4 MB: pools=522.8 MB, '
+      'open_episodes=144.0 MB, batches=128.0 MB, runtime=198.7 MB; ')
   assert 'decoded step 250.0 KB, encoded episode 3.0 MB (120.0 steps)' in repr(
       plan.memory)
   after = rm.DecodePlan('after_sampling', None, 8, 1, None)
