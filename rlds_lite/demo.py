@@ -433,6 +433,17 @@ def run(out_dir: str = 'demo_output',
 
   Raises:
     ValueError, TypeError: for a bad argument (named).
+
+  Example (the module's example runs the whole demo; here, a bad argument is
+  refused before anything is written):
+    >>> import os, tempfile
+    >>> out_dir = os.path.join(tempfile.mkdtemp(), 'demo')
+    >>> run(out_dir, num_episodes=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: num_episodes must be at least 2, got 1.
+    >>> os.path.exists(out_dir)
+    False
   """
   _check_args(env_name, num_episodes, eval_episodes, epochs, epsilon,
               batch_size)

@@ -47,7 +47,16 @@ __all__ = ['ExpressionError', 'Expression', 'parse', 'evaluate', 'column_names']
 
 
 class ExpressionError(ValueError):
-  """A bad EXPR: a syntax error, an unknown column or mismatched types."""
+  """A bad EXPR: a syntax error, an unknown column or mismatched types.
+
+  Example:
+    >>> import numpy as np
+    >>> try:
+    ...   evaluate("length == 'a'", {'length': np.array([3])})
+    ... except ValueError as error:  # ExpressionError is a ValueError.
+    ...   print(type(error).__name__, error)
+    ExpressionError EXPR "length == 'a'": cannot compare column 'length' (number) with 'a'.
+  """
 
 
 Scalar = Union[bool, int, float, str]
@@ -114,7 +123,15 @@ class BoolOp:
 
 @dataclasses.dataclass(frozen=True)
 class Expression:
-  """A parsed EXPR: its text and tree."""
+  """A parsed EXPR: its text and tree.
+
+  Example:
+    >>> expression = parse('length > 2 and success')
+    >>> expression
+    Expression('length > 2 and success')
+    >>> expression.tree.op, column_names(expression)
+    ('and', ['length', 'success'])
+  """
   text: str
   tree: Any
 

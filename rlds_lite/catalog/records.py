@@ -59,6 +59,14 @@ class SplitFiles:
     lengths: the number of episodes in each shard.
     file_format: ``'tfrecord'`` or ``'array_record'``.
     label: names the dataset and split in error messages.
+
+  Example:
+    >>> files = SplitFiles(('/d/toy-train-0', '/d/toy-train-1'), (2, 3),
+    ...                    'tfrecord', label='toy train')
+    >>> files.num_episodes, files.starts.tolist()
+    (5, [0, 2])
+    >>> [a.tolist() for a in files.locate([1, 2])]  # (shard, record) of each.
+    [[0, 1], [1, 0]]
   """
   paths: Tuple[str, ...]
   lengths: Tuple[int, ...]

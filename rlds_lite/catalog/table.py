@@ -94,6 +94,14 @@ class Catalog:
 
   Raises:
     ValueError: if the columns differ in length.
+
+  Example:
+    >>> Catalog({'index': [0, 1], 'length': [3, 12]}, {'split': 'train'})
+    Catalog(2 episodes; columns: index, length)
+    >>> Catalog({'index': [0, 1], 'length': [3]})
+    Traceback (most recent call last):
+    ...
+    ValueError: Catalog: columns differ in length: {'index': 2, 'length': 1}.
   """
 
   def __init__(self, columns: Mapping[str, Any],

@@ -43,6 +43,13 @@ class AugmentParams(NamedTuple):
     contrast: ``[B]`` contrast factors.
     saturation: ``[B]`` saturation factors.
     hue: ``[B]`` hue deltas (fractions of a turn).
+
+  Example:
+    >>> params = draw_params(2, seed=0, brightness=0.1)
+    >>> params._fields
+    ('boxes', 'brightness', 'contrast', 'saturation', 'hue')
+    >>> params.boxes.numpy().tolist(), params.contrast.numpy().tolist()
+    ([[0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 1.0]], [1.0, 1.0])
   """
   boxes: tf.Tensor
   brightness: tf.Tensor
@@ -144,6 +151,17 @@ def apply_params(images: tf.Tensor, params: AugmentParams,
 
   Returns:
     The frames, same dtype, ``[B, ..., *size, c]``.
+
+  Example:
+    >>> import numpy as np
+    >>> params = AugmentParams(
+    ...     boxes=tf.constant([[0.0, 0.0, 1.0, 1.0]] * 2),
+    ...     brightness=tf.constant([0.2, 0.0]), contrast=tf.ones([2]),
+    ...     saturation=tf.ones([2]), hue=tf.zeros([2]))
+    >>> out = apply_params(np.full([2, 4, 4, 3], 100, np.uint8), params,
+    ...                    size=(2, 2))
+    >>> out.shape, out[:, 0, 0, 0].numpy().tolist()  # +0.2 * 255 on sample 0.
+    (TensorShape([2, 2, 2, 3]), [151, 100])
   """
   images = tf.convert_to_tensor(images)
   dtype = images.dtype

@@ -56,6 +56,13 @@ class ImageSpec(NamedTuple):
       feature says).
     encoding: ``'jpeg'``, ``'png'`` or None (raw pixels).
     dtype: the decoded dtype (``tf.uint8``; PNG may be ``tf.uint16``).
+
+  Example:
+    >>> spec = ImageSpec((64, 48, 3))  # JPEG frames of uint8 by default.
+    >>> spec.encoding, spec.dtype.name, spec.frame_bytes
+    ('jpeg', 'uint8', 9216)
+    >>> ImageSpec((64, 48, 1), 'png', tf.uint16).frame_bytes
+    6144
   """
   shape: Tuple[int, int, int]
   encoding: Optional[str] = 'jpeg'

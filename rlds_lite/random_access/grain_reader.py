@@ -76,7 +76,20 @@ class GrainSamples:
     sample_info: add ``episode_index`` and ``sample_id``.
 
   Example:
-    (see the module docstring)
+    >>> import tempfile, grain
+    >>> from rlds_lite import synthetic
+    >>> from rlds_lite.random_access import convert, Windows
+    >>> from rlds_lite.tfds import write_dataset
+    >>> path = write_dataset(synthetic.episodes(3, 4, 6, seed=0),
+    ...                      tempfile.mkdtemp(), 'toy')
+    >>> samples = GrainSamples(convert(path, progress=False), Windows(size=2),
+    ...                        sample_info=True)
+    >>> samples
+    GrainSamples(SampleIndex(Windows(size=2, shift=1, stride=1, drop_remainder=True): 14 samples of 3 episodes))
+    >>> int(samples[-1]['sample_id']), int(samples[-1]['episode_index'])
+    (13, 2)
+    >>> grain.MapDataset.source(samples).batch(4)[0]['observation'].shape
+    (4, 2, 4)
   """
 
   def __init__(self, source: Any, kind: samples_lib.SampleKind, *,

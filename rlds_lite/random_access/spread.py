@@ -75,6 +75,16 @@ class SpreadOrder:
       index's samples are episode 0's, then episode 1's, ...).
     batch_size: ``B``, the samples of this dataset in one (global) batch.
     seed: the dataset's seed.
+
+  Example:
+    >>> import numpy as np
+    >>> order = SpreadOrder([6, 2, 2, 2], batch_size=3, seed=7)
+    >>> order.size, order.rows  # N samples; R = ceil(N / B) batches an epoch.
+    (12, 4)
+    >>> order.sample_ids(np.arange(12)).tolist()  # Epoch 0, on any machine.
+    [0, 10, 2, 11, 3, 1, 7, 9, 5, 4, 6, 8]
+    >>> sorted(order.sample_ids(np.arange(12, 24)).tolist()) == list(range(12))
+    True
   """
 
   def __init__(self, episode_counts: np.ndarray, batch_size: int, seed: int):

@@ -58,6 +58,19 @@ class Plan:
     sampler: the `Sampler`.
     num_epochs: epochs to read (None: forever; one source only).
     drop_remainder: drop a last batch smaller than the global batch.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic
+    >>> from rlds_lite.random_access import convert, Windows
+    >>> from rlds_lite.tfds import write_dataset
+    >>> chunks = convert(write_dataset(synthetic.episodes(3, 4, 6, seed=0),
+    ...                                tempfile.mkdtemp(), 'toy'), progress=False)
+    >>> p = plan(chunks, Windows(size=2), 4, num_epochs=1)
+    >>> p.names, p.end, p.num_batches(0), p.num_batches(12)  # 14 samples.
+    (['0'], 14, 4, 1)
+    >>> p.read_batch(tf.constant([0, 1]))['observation'].shape
+    TensorShape([2, 2, 4])
   """
 
   def __init__(self, names: List[str], readers: List[reading.SampleReader],
@@ -174,7 +187,24 @@ def plan(sources: Sources,
          image_size: Optional[Tuple[int, int]] = None,
          sample_info: bool = False,
          mapped_budget: Optional[int] = None) -> Plan:
-  """The `Plan` of `sample_batches` (same arguments)."""
+  """The `Plan` of `sample_batches` (same arguments).
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic
+    >>> from rlds_lite.random_access import convert, Windows
+    >>> from rlds_lite.tfds import write_dataset
+    >>> chunks = convert(write_dataset(synthetic.episodes(3, 4, 6, seed=0),
+    ...                                tempfile.mkdtemp(), 'toy'), progress=False)
+    >>> mixed = plan({'a': chunks, 'b': chunks}, Windows(size=2), 4,
+    ...              weights={'a': 0.75, 'b': 0.25})
+    >>> mixed.names, mixed.sampler.weights
+    (['a', 'b'], (0.75, 0.25))
+    >>> plan(chunks, Windows(size=7), 4)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: random access: source '0' (...) has no Windows(size=7, shift=1, stride=1, drop_remainder=True) sample: its 3 episodes are all shorter than a sample (longest: 6 steps).
+  """
   names, values = _named(sources)
   if not values:
     raise ValueError('random access: no source.')

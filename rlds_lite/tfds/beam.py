@@ -12,7 +12,8 @@ same way). Needs ``apache-beam`` (``pip install rlds_lite[beam]``).
 Everything shipped to workers is picklable: recording paths, dm_env specs
 and the features as JSON (rebuilt once per worker).
 
-Example (not run here: Beam pipelines take seconds to start)::
+Example (the functions' examples run tiny pipelines on Beam's
+DirectRunner)::
 
   transform = envlogger_examples(['/data/run1', '/data/run2'], specs,
                                  features.to_json())
@@ -107,6 +108,22 @@ def envlogger_examples(recordings: Sequence[str], specs: Mapping[str, Any],
 
   Returns:
     The PTransform (TFDS applies it to its pipeline).
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import envs, envlogger
+    >>> env, recording = envs.make('catch', seed=0), tempfile.mkdtemp()
+    >>> _ = envlogger.record(env, env.expert_policy, recording, 2, seed=0,
+    ...                      progress=False)
+    >>> import apache_beam as beam
+    >>> from rlds_lite.tfds import envlogger_episodes
+    >>> specs = envlogger_episodes.recording_specs(recording)
+    >>> features = envlogger_episodes.features_from_recordings([recording])
+    >>> with beam.Pipeline() as pipeline:  # Prints each (key, RLDS steps).
+    ...   _ = (pipeline | envlogger_examples([recording], specs, features.to_json())
+    ...        | beam.Map(lambda kv: print(kv[0], len(kv[1]['steps']['action']))))
+    0 10
+    1 10
   """
   beam = _beam()
   return (beam.Create(list(enumerate(recordings))) |
@@ -129,6 +146,21 @@ def generated_examples(episodes_fn: Callable[[str], Iterable[Any]], split: str,
 
   Returns:
     The PTransform.
+
+  Example:
+    >>> import apache_beam as beam
+    >>> import numpy as np
+    >>> from rlds_lite.tfds.features import rlds_features
+    >>> def episodes(split):
+    ...   return [{'steps': {'reward': np.ones(n, np.float32),
+    ...                      'is_terminal': [False] * (n - 1) + [True]}}
+    ...           for n in (2, 3)]
+    >>> json = rlds_features({'reward': np.float32}).to_json()
+    >>> with beam.Pipeline() as pipeline:  # Flags are derived by the encoder.
+    ...   _ = (pipeline | generated_examples(episodes, 'train', json)
+    ...        | beam.Map(lambda kv: print(kv[0], kv[1]['steps']['is_first'])))
+    0 [ True False]
+    1 [ True False False]
   """
   beam = _beam()
   return (beam.Create([split]) |

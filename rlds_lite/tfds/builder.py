@@ -119,6 +119,13 @@ class RLDSConfig(tfds.core.BuilderConfig):
     tensor_encoding: the encoding of tensors inferred from specs
       (``'none'``, ``'bytes'``, ``'zlib'``; float64 is always exact).
     max_episodes_per_file: episodes per shard file at most (without Beam).
+
+  Example:
+    >>> import numpy as np
+    >>> config = RLDSConfig(step_features={'action': np.int64},
+    ...                     envlogger_dirs={'train': '/data/catch'})
+    >>> config.name, config.splits, config.beam, config.max_episodes_per_file
+    ('default', ('train',), False, 1000)
   """
   name: str = 'default'
   homepage: str = ''
@@ -219,6 +226,22 @@ class RLDSBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
   `RLDSConfig`, each in its own sub-directory) and ``VERSION``. Override
   `envlogger_paths` or `generate_episodes` to compute the sources in code
   (e.g. from ``dl_manager.manual_dir``).
+
+  Example (features inferred from an EnvLogger recording):
+    >>> import tempfile
+    >>> from rlds_lite import envs, envlogger
+    >>> env, recording = envs.make('catch', seed=0), tempfile.mkdtemp()
+    >>> _ = envlogger.record(env, env.expert_policy, recording, 2, seed=0,
+    ...                      progress=False)
+    >>> class CatchExpert(RLDSBuilder, skip_registration=True):
+    ...   RLDS_CONFIG = RLDSConfig(envlogger_dirs=recording)
+    >>> builder = CatchExpert(data_dir=tempfile.mkdtemp())
+    >>> builder.info.features['steps']['observation']
+    Tensor(shape=(10, 5), dtype=float32)
+    >>> builder.download_and_prepare()  # doctest: +ELLIPSIS
+    Downloading and preparing dataset ... Subsequent calls will reuse this data.
+    >>> [int(e['episode_id']) for e in builder.as_dataset(split='train')]
+    [0, 1]
   """
 
   VERSION = tfds.core.Version('1.0.0')

@@ -620,6 +620,20 @@ class EpisodeEncoder:
       ``tfds.features.Dataset``.
     jpeg_quality: the quality of the JPEG images written (``0``-``100``);
       None writes TFDS's bytes (quality 95). Readers decode any quality.
+
+  Example:
+    >>> import numpy as np
+    >>> from rlds_lite.tfds.features import rlds_features
+    >>> features = rlds_features({'reward': np.float32})
+    >>> encoder = EpisodeEncoder(features)
+    >>> record = encoder.serialize({'steps': {'reward': [0.5, 1.0],
+    ...                                       'is_terminal': [False, True]}})
+    >>> [bool(s['is_first']) for s in features.deserialize_example(record)['steps']]
+    [True, False]
+    >>> encoder.encode({'steps': {'reward': np.array([0.1]), 'is_terminal': [True]}})
+    Traceback (most recent call last):
+    ...
+    ValueError: steps/reward: dtype float64 does not match the feature dtype float32 and casting would change values; cast the data or declare the feature as float64.
   """
 
   def __init__(self, features: tfds.features.FeaturesDict,

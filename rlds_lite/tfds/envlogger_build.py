@@ -136,6 +136,21 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
     ValueError: recordings with different specs (naming both and the field),
       an episode whose values do not match the specs (naming the episode,
       recording and field), a bad name/split/file format.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import envs, envlogger
+    >>> env, recording = envs.make('catch', seed=0), tempfile.mkdtemp()
+    >>> _ = envlogger.record(env, env.expert_policy, recording, 2, seed=0,
+    ...                      progress=False)
+    >>> import tensorflow_datasets as tfds
+    >>> data_dir = tempfile.mkdtemp()
+    >>> path = build_from_envlogger(recording, name='catch_expert',
+    ...                             data_dir=data_dir)  # doctest: +ELLIPSIS
+    Downloading and preparing dataset ... Subsequent calls will reuse this data.
+    >>> ds = tfds.load('catch_expert', data_dir=data_dir, split='train')
+    >>> [int(e['episode_id']) for e in ds], path.endswith('catch_expert/1.0.0')
+    ([0, 1], True)
   """
   episode_writer.check_name(name)
   if not isinstance(split, str) or not split.isidentifier():

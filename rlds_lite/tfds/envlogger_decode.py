@@ -371,6 +371,19 @@ class LoggedChunk(NamedTuple):
     wheres: their names for error messages.
     logged: the episodes' fields concatenated along the time axis, except
       ``episode_metadata``: a list with one dict per episode.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import envs, envlogger
+    >>> env, recording = envs.make('catch', seed=0), tempfile.mkdtemp()
+    >>> _ = envlogger.record(env, env.expert_policy, recording, 2, seed=0,
+    ...                      progress=False)
+    >>> from rlds_lite.tfds.envlogger_episodes import recording_specs
+    >>> chunk, = read_logged_chunks(recording, recording_specs(recording))
+    >>> chunk.indices, chunk.lengths.tolist(), chunk.logged['observation'].shape
+    ([0, 1], [10, 10], (20, 10, 5))
+    >>> chunk.logged['episode_metadata']
+    [{'episode_id': np.int64(0)}, {'episode_id': np.int64(1)}]
   """
   indices: List[int]
   lengths: np.ndarray
@@ -523,6 +536,19 @@ def read_logged_chunks(recording: str, specs: Mapping[str, Any],
 
   Yields:
     `LoggedChunk` s in recording order.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import envs, envlogger
+    >>> env, recording = envs.make('catch', seed=0), tempfile.mkdtemp()
+    >>> _ = envlogger.record(env, env.expert_policy, recording, 2, seed=0,
+    ...                      progress=False)
+    >>> from rlds_lite.tfds.envlogger_episodes import recording_specs
+    >>> specs = recording_specs(recording)
+    >>> [c.indices for c in read_logged_chunks(recording, specs)]
+    [[0, 1]]
+    >>> [c.indices for c in read_logged_chunks(recording, specs, max_steps=1)]
+    [[0], [1]]
   """
   recording = os.fspath(recording)
   envlogger_compat.import_envlogger()
@@ -539,7 +565,19 @@ def read_logged_chunks(recording: str, specs: Mapping[str, Any],
 
 
 def split_chunk(chunk: LoggedChunk) -> Iterator[Tuple[int, Dict[str, Any]]]:
-  """``(index, episode)`` of each episode of a chunk (views, no copies)."""
+  """``(index, episode)`` of each episode of a chunk (views, no copies).
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import envs, envlogger
+    >>> env, recording = envs.make('catch', seed=0), tempfile.mkdtemp()
+    >>> _ = envlogger.record(env, env.expert_policy, recording, 2, seed=0,
+    ...                      progress=False)
+    >>> from rlds_lite.tfds.envlogger_episodes import recording_specs
+    >>> chunk, = read_logged_chunks(recording, recording_specs(recording))
+    >>> [(i, e['step_type'].tolist()) for i, e in split_chunk(chunk)]
+    [(0, [0, 1, 1, 1, 1, 1, 1, 1, 1, 2]), (1, [0, 1, 1, 1, 1, 1, 1, 1, 1, 2])]
+  """
   stops = np.cumsum(chunk.lengths)
   starts = stops - chunk.lengths
   logged = dict(chunk.logged)
@@ -568,6 +606,19 @@ def read_logged_episodes(recording: str, specs: Mapping[str, Any]
   Raises:
     FileNotFoundError, CorruptRecordingError: for missing or damaged files
       (the message names the recording, episode and timestep).
+
+  Example (EnvLogger alignment: the reset timestep has zero action and
+  reward, the last timestep holds the final reward):
+    >>> import tempfile
+    >>> from rlds_lite import envs, envlogger
+    >>> env, recording = envs.make('catch', seed=0), tempfile.mkdtemp()
+    >>> _ = envlogger.record(env, env.expert_policy, recording, 2, seed=0,
+    ...                      progress=False)
+    >>> from rlds_lite.tfds.envlogger_episodes import recording_specs
+    >>> index, logged = next(read_logged_episodes(recording,
+    ...                                           recording_specs(recording)))
+    >>> index, logged['action'].tolist(), logged['reward'].tolist()
+    (0, [0, 2, 2, 1, 1, 1, 1, 1, 1, 1], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
   """
   for chunk in read_logged_chunks(recording, specs):
     yield from split_chunk(chunk)

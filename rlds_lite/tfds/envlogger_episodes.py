@@ -139,6 +139,18 @@ def recording_specs(recording: PathLike) -> Dict[str, Any]:
   Raises:
     FileNotFoundError, CorruptRecordingError: for missing or damaged files
       (see ``rlds_lite.envlogger.validate_recording``).
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import envs, envlogger
+    >>> env, recording = envs.make('catch', seed=0), tempfile.mkdtemp()
+    >>> _ = envlogger.record(env, env.expert_policy, recording, 2, seed=0,
+    ...                      progress=False)
+    >>> specs = recording_specs(recording)
+    >>> specs['observation'].shape, specs['action'].num_values
+    ((10, 5), 3)
+    >>> specs['reward'].dtype, specs['discount'].dtype
+    (dtype('float64'), dtype('float64'))
   """
   recording = os.fspath(recording)
   envlogger_compat.validate_recording(recording)
@@ -174,6 +186,20 @@ def same_specs(recordings: Sequence[str]) -> Dict[str, Any]:
 
   Raises:
     ValueError: naming both recordings and the field that differs.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import envs, envlogger
+    >>> catch, pixels = tempfile.mkdtemp(), tempfile.mkdtemp()
+    >>> for name, path in (('catch', catch), ('catch_pixels', pixels)):
+    ...   env = envs.make(name, seed=0)
+    ...   _ = envlogger.record(env, env.expert_policy, path, 1, progress=False)
+    >>> same_specs([catch, catch])['observation'].shape
+    (10, 5)
+    >>> same_specs([catch, pixels])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: EnvLogger recordings have different specs for 'observation': ... has shape (10, 5) dtype float32, ... has shape (32, 32, 3) dtype uint8; convert them separately.
   """
   first = recording_specs(recordings[0])
   for other_path in recordings[1:]:
@@ -314,6 +340,25 @@ def rlds_episode(logged: Mapping[str, Any],
   Raises:
     ValueError: naming the episode and field, for values that do not match
       their spec or metadata that collides with RLDS fields.
+
+  Example (a reset-only episode becomes one step; values take the specs'
+  dtypes):
+    >>> import numpy as np
+    >>> from dm_env import specs
+    >>> logged = {'observation': np.array([7]), 'action': np.array([0]),
+    ...           'reward': np.array([0.]), 'discount': np.array([0.]),
+    ...           'step_type': np.array([0], np.uint8)}
+    >>> env_specs = {'observation': specs.Array((), np.int8),
+    ...              'action': specs.DiscreteArray(2),
+    ...              'reward': specs.Array((), np.float32),
+    ...              'discount': specs.Array((), np.float32)}
+    >>> steps = rlds_episode(logged, env_specs)['steps']
+    >>> steps['observation'], steps['is_first'], steps['is_last'], steps['is_terminal']
+    (array([7], dtype=int8), array([ True]), array([ True]), array([False]))
+    >>> rlds_episode({**logged, 'observation': np.array([300])}, env_specs)
+    Traceback (most recent call last):
+    ...
+    ValueError: episode: 'observation' has values of dtype int64 that do not fit its spec dtype int8.
   """
   length = len(np.asarray(logged['step_type']))
   if not length:
@@ -383,6 +428,19 @@ def read_rlds_episodes(recording: PathLike,
   Raises:
     FileNotFoundError, CorruptRecordingError: for missing or damaged files.
     ValueError: naming the episode and field, for bad values.
+
+  Example (RLDS alignment: the action taken from each observation; the last
+  step's action is zero and it is terminal):
+    >>> import tempfile
+    >>> from rlds_lite import envs, envlogger
+    >>> env, recording = envs.make('catch', seed=0), tempfile.mkdtemp()
+    >>> _ = envlogger.record(env, env.expert_policy, recording, 2, seed=0,
+    ...                      progress=False)
+    >>> key, episode = next(read_rlds_episodes(recording, recording_index=1))
+    >>> key == episode_key(1, 0), episode['episode_id']
+    (True, np.int64(0))
+    >>> episode['steps']['action'].tolist(), episode['steps']['is_terminal'][-1]
+    ([2, 2, 1, 1, 1, 1, 1, 1, 1, 0], np.True_)
   """
   recording = os.fspath(recording)
   if specs is None:
@@ -422,6 +480,18 @@ def features_from_recordings(recordings: Sequence[str],
 
   Raises:
     ValueError: if specs differ (see `same_specs`).
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import envs, envlogger
+    >>> env, recording = envs.make('catch', seed=0), tempfile.mkdtemp()
+    >>> _ = envlogger.record(env, env.expert_policy, recording, 2, seed=0,
+    ...                      progress=False)
+    >>> features = features_from_recordings([recording])
+    >>> sorted(features), features['episode_id']
+    (['episode_id', 'steps'], Tensor(shape=(), dtype=int64))
+    >>> features['steps']['observation'], features['steps']['reward']
+    (Tensor(shape=(10, 5), dtype=float32), Tensor(shape=(), dtype=float64))
   """
   specs = same_specs(recordings)
   first = None

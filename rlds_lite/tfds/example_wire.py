@@ -76,7 +76,15 @@ Buffer = Union[bytes, np.ndarray, _Varints]
 
 
 class RecordTooLargeError(ValueError):
-  """A serialized record is larger than a reader can parse (see `example`)."""
+  """A serialized record is larger than a reader can parse (see `example`).
+
+  Example:
+    >>> try:
+    ...   example({'a': bytes_feature([b'x' * 100])}, max_bytes=64)
+    ... except ValueError as error:  # A RecordTooLargeError.
+    ...   print(type(error).__name__, error.nbytes, error.limit)
+    RecordTooLargeError 113 64
+  """
 
   def __init__(self, message: str, nbytes: int, limit: int):
     super().__init__(message)

@@ -78,7 +78,17 @@ def read_info_proto(dataset_dir: str) -> Optional[dataset_info_pb2.DatasetInfo]:
 
 def referenced_files(dataset_dir: str,
                      proto: dataset_info_pb2.DatasetInfo) -> Set[str]:
-  """The shard file names (not paths) a ``dataset_info.json`` references."""
+  """The shard file names (not paths) a ``dataset_info.json`` references.
+
+  Example:
+    >>> import os, tempfile
+    >>> from rlds_lite import synthetic
+    >>> from rlds_lite.tfds import write_dataset
+    >>> data_dir = tempfile.mkdtemp()
+    >>> path = write_dataset(synthetic.episodes(3, seed=0), data_dir, 'toy')
+    >>> referenced_files(path, read_info_proto(path))
+    {'toy-train.tfrecord-00000'}
+  """
   names = set()
   for split in proto.splits:
     template = tfds.core.ShardedFileTemplate(
@@ -92,7 +102,22 @@ def referenced_files(dataset_dir: str,
 
 
 def current_generation(proto: Optional[dataset_info_pb2.DatasetInfo]) -> int:
-  """The shard generation a ``dataset_info.json`` references (0: none)."""
+  """The shard generation a ``dataset_info.json`` references (0: none).
+
+  Example (an overwrite publishes the next generation; the replaced one
+  stays on disk for the readers still reading it):
+    >>> import os, tempfile
+    >>> from rlds_lite import synthetic
+    >>> from rlds_lite.tfds import write_dataset
+    >>> data_dir = tempfile.mkdtemp()
+    >>> path = write_dataset(synthetic.episodes(3, seed=0), data_dir, 'toy')
+    >>> current_generation(read_info_proto(path)), current_generation(None)
+    (1, 0)
+    >>> _ = write_dataset(synthetic.episodes(2, seed=1), data_dir, 'toy',
+    ...                   if_exists='overwrite')
+    >>> current_generation(read_info_proto(path)), sorted(os.listdir(path))
+    (2, ['dataset_info.json', 'features.json', 'toy-train-g0002.tfrecord-00000', 'toy-train.tfrecord-00000'])
+  """
   if proto is None:
     return 0
   return max((shards.template_generation(split.filepath_template or
@@ -144,6 +169,16 @@ def remove_staging(dataset_dir: str) -> List[str]:
 
   Returns:
     The paths removed (or restored).
+
+  Example (only this version's staging directories go):
+    >>> import os, tempfile
+    >>> name_dir = tempfile.mkdtemp()
+    >>> for name in ('.1.0.0.incomplete-7-abc', '.2.0.0.incomplete-7-abc', 'notes'):
+    ...   os.mkdir(os.path.join(name_dir, name))
+    >>> [os.path.basename(p) for p in remove_staging(os.path.join(name_dir, '1.0.0'))]
+    ['.1.0.0.incomplete-7-abc']
+    >>> sorted(os.listdir(name_dir))
+    ['.2.0.0.incomplete-7-abc', 'notes']
   """
   dataset_dir = os.path.normpath(dataset_dir)
   parent, base = os.path.split(dataset_dir)
@@ -207,6 +242,20 @@ def remove_leftovers(dataset_dir: str, dataset_name: str,
 
   Returns:
     The paths removed.
+
+  Example (a dead writer's temporary shard and an unreferenced shard go;
+  files rlds_lite does not name stay):
+    >>> import os, tempfile
+    >>> from rlds_lite import synthetic
+    >>> from rlds_lite.tfds import write_dataset
+    >>> data_dir = tempfile.mkdtemp()
+    >>> path = write_dataset(synthetic.episodes(3, seed=0), data_dir, 'toy')
+    >>> for name in ('.shard-123-abc-00000', 'toy-train.tfrecord-00007', 'notes.txt'):
+    ...   open(os.path.join(path, name), 'wb').close()
+    >>> [os.path.basename(p) for p in remove_leftovers(path, 'toy', read_info_proto(path))]
+    ['.shard-123-abc-00000', 'toy-train.tfrecord-00007']
+    >>> sorted(os.listdir(path))
+    ['dataset_info.json', 'features.json', 'notes.txt', 'toy-train.tfrecord-00000']
   """
   removed: List[str] = []
   if not tf.io.gfile.isdir(dataset_dir):

@@ -54,7 +54,23 @@ _HELD_GUARD = threading.Lock()
 
 
 class DatasetLockedError(TimeoutError):
-  """Another writer holds the dataset's lock (and the timeout ran out)."""
+  """Another writer holds the dataset's lock (and the timeout ran out).
+
+  Example (the lock file held as another process's writer would hold it):
+    >>> import fcntl, tempfile
+    >>> dataset_dir = tempfile.mkdtemp() + '/toy/1.0.0'
+    >>> lock = DatasetLock(dataset_dir).acquire()
+    >>> lock.release()
+    >>> other = open(lock.path, 'w')
+    >>> _ = other.write('pid 4242 on host robot-1'); other.flush()
+    >>> fcntl.flock(other, fcntl.LOCK_EX)
+    >>> try:
+    ...   DatasetLock(dataset_dir, timeout=0.1).acquire()
+    ... except TimeoutError as error:
+    ...   print(type(error).__name__, str(error).split(';')[0])
+    DatasetLockedError dataset '.../toy/1.0.0' is being written by another writer (pid 4242 on host robot-1
+    >>> other.close()
+  """
 
 
 def is_local(path: PathLike) -> bool:
@@ -102,6 +118,17 @@ class DatasetLock:
     DatasetLockedError: (a TimeoutError) if another process still holds the
       lock after ``timeout`` seconds (naming the holder's pid and host), or
       another writer of this process holds it.
+
+  Example:
+    >>> import os, tempfile
+    >>> dataset_dir = tempfile.mkdtemp() + '/toy/1.0.0'
+    >>> with DatasetLock(dataset_dir, timeout=0) as lock:
+    ...   print(lock.held, open(lock.path).read().split(' on ')[0] == f'pid {os.getpid()}')
+    True True
+    >>> lock  # doctest: +ELLIPSIS
+    DatasetLock('.../toy/.1.0.0.lock', not held)
+    >>> os.path.exists(lock.path), os.path.exists(dataset_dir)
+    (True, False)
   """
 
   def __init__(self, dataset_dir: PathLike, *,

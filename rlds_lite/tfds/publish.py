@@ -123,6 +123,15 @@ def rename(source: PathLike, target: PathLike) -> None:
   """Atomically renames ``source`` to ``target``, replacing a file there.
 
   A directory may replace an empty directory (POSIX ``rename``).
+
+  Example:
+    >>> import os, tempfile
+    >>> root = tempfile.mkdtemp()
+    >>> staging, final = os.path.join(root, '.staging'), os.path.join(root, 'final')
+    >>> os.makedirs(os.path.join(staging, 'shards')); os.mkdir(final)
+    >>> rename(staging, final)  # Replaces the empty directory.
+    >>> os.listdir(root), os.listdir(final)
+    (['final'], ['shards'])
   """
   source, target = os.fspath(source), os.fspath(target)
   if _local(source):
@@ -135,6 +144,14 @@ def write_temp(path: PathLike, data: bytes) -> str:
   """Writes ``data`` to a flushed temporary file beside ``path``; its path.
 
   The temporary file is hidden: ``.<name>.tmp-<pid>-<token>``.
+
+  Example:
+    >>> import os, tempfile
+    >>> temp = write_temp(os.path.join(tempfile.mkdtemp(), 'info.json'), b'{}')
+    >>> os.path.basename(temp)  # doctest: +ELLIPSIS
+    '.info.json.tmp-...-...'
+    >>> open(temp, 'rb').read()
+    b'{}'
   """
   path = os.fspath(path)
   temp = os.path.join(os.path.dirname(path),
@@ -157,7 +174,17 @@ def write_temp(path: PathLike, data: bytes) -> str:
 
 
 def replace(temp: PathLike, path: PathLike) -> None:
-  """Renames a `write_temp` file over ``path`` and flushes the directory."""
+  """Renames a `write_temp` file over ``path`` and flushes the directory.
+
+  Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), 'info.json')
+    >>> with open(path, 'w') as f:
+    ...   _ = f.write('old')
+    >>> replace(write_temp(path, b'new'), path)
+    >>> open(path).read(), os.listdir(os.path.dirname(path))
+    ('new', ['info.json'])
+  """
   rename(temp, path)
   fsync_dir(os.path.dirname(os.fspath(path)))
 
@@ -242,7 +269,16 @@ def missing_dirs(path: PathLike) -> List[str]:
 
 
 def fsync_tree(directory: PathLike) -> None:
-  """Flushes every file and directory below ``directory``, then itself."""
+  """Flushes every file and directory below ``directory``, then itself.
+
+  Example (remote file systems, ``gs://...``, are left to their client):
+    >>> import os, tempfile
+    >>> root = tempfile.mkdtemp()
+    >>> os.makedirs(os.path.join(root, 'a', 'b'))
+    >>> open(os.path.join(root, 'a', 'b', 'shard'), 'wb').close()
+    >>> fsync_tree(root), fsync_tree('gs://bucket/toy/1.0.0')
+    (None, None)
+  """
   directory = os.fspath(directory)
   if not _local(directory):
     return
@@ -264,6 +300,19 @@ def embed_features(dataset_dir: PathLike) -> bool:
 
   Returns:
     Whether the file was rewritten.
+
+  Example (a ``dataset_info.json`` without features, as TFDS writes it):
+    >>> import json, os, tempfile, rlds_lite
+    >>> path = rlds_lite.tfds.write_dataset(
+    ...     rlds_lite.synthetic.episodes(2, seed=0), tempfile.mkdtemp(), 'toy')
+    >>> info_file = os.path.join(path, 'dataset_info.json')
+    >>> info = json.load(open(info_file))
+    >>> del info['features']
+    >>> json.dump(info, open(info_file, 'w'))
+    >>> embed_features(path), embed_features(path)
+    (True, False)
+    >>> 'features' in json.load(open(info_file))
+    True
   """
   dataset_dir = os.fspath(dataset_dir)
   path = os.path.join(dataset_dir, 'dataset_info.json')

@@ -158,6 +158,22 @@ class ShardWriter:
     max_bytes_per_shard: start a new shard once a shard holds this many bytes.
     first_shard: the index of the first shard (to append after existing ones;
       only with a template without the shard count, like `SHARD_TEMPLATE`).
+
+  Example (appending a shard after 3 existing ones; hidden until finalized):
+    >>> import os, tempfile
+    >>> import tensorflow_datasets as tfds
+    >>> directory = tempfile.mkdtemp()
+    >>> template = tfds.core.ShardedFileTemplate(
+    ...     data_dir=directory, template=SHARD_TEMPLATE, dataset_name='toy',
+    ...     split='train', filetype_suffix='tfrecord')
+    >>> writer = ShardWriter(template, 'tfrecord', first_shard=3)
+    >>> writer.write(b'episode')
+    >>> os.listdir(directory)  # doctest: +ELLIPSIS
+    ['.shard-...-00000']
+    >>> writer.finalize(), os.listdir(directory)
+    (([1], 7), ['toy-train.tfrecord-00003'])
+    >>> [r.numpy() for r in tf.data.TFRecordDataset(writer.final_paths())]
+    [b'episode']
   """
 
   def __init__(self,

@@ -176,6 +176,12 @@ class AlignmentType(enum.Enum):
   reward that action got (RLDS). ``ARS``: the action and reward that led to
   the observation (EnvLogger). ``RSA``: the reward that led to the
   observation, then the action taken from it.
+
+  Example (the value is what a step's ``alignment`` field stores):
+    >>> [(alignment.name, alignment.value) for alignment in AlignmentType]
+    [('UNKNOWN', 1), ('SAR', 2), ('ARS', 3), ('RSA', 4)]
+    >>> AlignmentType(3), AlignmentType['SAR']
+    (<AlignmentType.ARS: 3>, <AlignmentType.SAR: 2>)
   """
   UNKNOWN = enum.auto()
   SAR = enum.auto()
