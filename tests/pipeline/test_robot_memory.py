@@ -36,7 +36,7 @@ def test_estimate_formula():
 
 # budget -> (decode, segment_steps, pool): the largest segments that fit,
 # down to 8-sample segments with the largest pool that fits (the default, 48,
-# down to 2/3 of it, 32), then smaller segments with the default pool.
+# down to 3/4 of it, 36), then smaller segments with the default pool.
 @pytest.mark.parametrize('budget,expected', [
     (10**11, ('per_episode', None, 48)),
     (3.5 * 10**9, ('per_episode', 64, 48)),
@@ -44,11 +44,11 @@ def test_estimate_formula():
     (10**9, ('per_episode', 16, 41)),
     (8 * 10**8, ('per_episode', 8, 48)),
     (7 * 10**8, ('per_episode', 8, 42)),
-    (6 * 10**8, ('per_episode', 8, 33)),
-    (5.7 * 10**8, ('per_episode', 4, 48)),
+    (6.5 * 10**8, ('per_episode', 8, 37)),
+    (6 * 10**8, ('per_episode', 4, 48)),
     (5 * 10**8, ('per_episode', 2, 48)),
 ], ids=['whole', 'segments_64', 'segments_16', 'segments_16_smaller_pool',
-        'segments_8', 'segments_8_smaller_pool', 'segments_8_smallest_pool',
+        'segments_8', 'segments_8_smaller_pool', 'segments_8_largest_pool_that_fits',
         'segments_4', 'segments_2'])
 def test_pick_table(budget, expected):
   plan = rm.pick(budget, SIZES, **KWARGS)
