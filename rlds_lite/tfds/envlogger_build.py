@@ -25,9 +25,11 @@ Example (not run here: it needs a recording)::
                        split='train')
 """
 
+import contextlib
 import os
+import sys
 import types
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, TextIO, Union
 
 import tensorflow as tf
 import tensorflow_datasets as tfds
@@ -186,7 +188,12 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
       download_config = tfds.download.DownloadConfig(
           beam_runner=(beam_runner or 'DirectRunner') if beam else None,
           beam_options=beam_options if beam else None)
-      builder.download_and_prepare(download_config=download_config)
+      # TFDS prints where it prepares the dataset: the staging directory.
+      # Users are told where the dataset will be.
+      with contextlib.redirect_stdout(_Renamed(sys.stdout,
+                                               os.fspath(builder.data_dir),
+                                               path)):
+        builder.download_and_prepare(download_config=download_config)
       for step in ('shards_synced', 'shards_named', 'info_written'):
         publish.step(step)  # Done by the builder (flushed, features inside).
       publish.rename(os.fspath(builder.data_dir), path)
@@ -201,3 +208,19 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
         tf.io.gfile.rmtree(staging)
     publish.step('cleaned')
   return path
+
+
+class _Renamed:
+  """A text stream writing to ``stream`` with ``old`` replaced by ``new``."""
+
+  def __init__(self, stream: TextIO, old: str, new: str):
+    self._stream, self._old, self._new = stream, old, new
+
+  def write(self, text: str) -> int:
+    return self._stream.write(text.replace(self._old, self._new))
+
+  def flush(self) -> None:
+    self._stream.flush()
+
+  def __getattr__(self, name: str) -> Any:
+    return getattr(self._stream, name)

@@ -226,6 +226,17 @@ def test_tfds_load_by_name(tmp_path):
   assert [len(list(e['steps'])) for e in episodes] == [3]
 
 
+def test_printed_path_is_where_the_dataset_is(tmp_path, capsys):
+  # TFDS prints where it prepares the dataset (the hidden staging directory);
+  # the user reads the dataset's own path.
+  et.record_script(str(tmp_path / 'logs'), [E(2, et.TERMINAL)])
+  path = build_from_envlogger(tmp_path / 'logs', name='printed',
+                              data_dir=tmp_path / 'tfds')
+  out = capsys.readouterr().out
+  assert f'Dataset printed downloaded and prepared to {path}.' in out
+  assert f'to {path}...' in out and '.incomplete' not in out
+
+
 def test_beam_build_equals_plain_build(tmp_path):
   et.record_script(str(tmp_path / 'logs' / 'a'), [E(2, et.TERMINAL),
                                                   E(0, et.RESET_ONLY)], 'dict',
