@@ -16,10 +16,10 @@ Two placements (``decode=``):
 
 ``'auto'`` picks for ``memory_budget`` (default ``DEFAULT_MEMORY_BUDGET``):
 with ``pool_episodes`` (default ``min(batch_size, MAX_POOL_EPISODES,
-episodes)``, or down to 3/4 of it to keep segments of at least 8 samples) episodes
-mixed in every batch, the largest segments that fit (whole episodes, then
-64, 32, ... ``MIN_SEGMENT_STEPS`` samples), else ``'after_sampling'``
-(see ``pick``). ``plan_robot_samples`` returns the choice as a
+episodes)``, or down to 3/4 of it to keep segments of at least 8 samples)
+episodes mixed in every batch, the largest segments that fit (whole
+episodes, then 64, 32, ... ``MIN_SEGMENT_STEPS`` samples), else
+``'after_sampling'`` (see ``pick``). ``plan_robot_samples`` returns the choice as a
 ``DecodePlan`` whose ``repr`` shows it with its memory estimate
 (``RobotMemory``), and ``robot_samples_dataset`` logs it.
 
@@ -56,9 +56,9 @@ MIN_SEGMENT_STEPS = 2
 GOOD_SEGMENT_STEPS = 8
 """Segments this large decode at most ``1 / 8`` extra frames (history 2):
 ``'auto'`` shrinks the pool (down to ``MIN_POOL_FRACTION``) before going
-below. Measured (``benchmarks/bench_images.py``): segments of 4 cost 92 us of
-CPU per sample more than segments of 16 (1.25 decodes per sample and camera
-against 1.06), against ~600 us in all."""
+below. Measured (``benchmarks/bench_images.py``): segments of 4 cost ~90 us
+of CPU per sample more than segments of 16 (1.25 decodes per sample and
+camera against 1.06), against ~600 us in all."""
 MIN_POOL_FRACTION = 0.75
 """``'auto'`` keeps at least this fraction of ``pool_episodes``' default
 (the largest pool that fits, for segments of ``GOOD_SEGMENT_STEPS`` or
@@ -276,8 +276,9 @@ def pick(budget: Optional[int], sizes: Sizes, *, batch_size: int,
     budget = DEFAULT_MEMORY_BUDGET
   smallest = (pool if pool_episodes is not None else
               max(1, math.ceil(MIN_POOL_FRACTION * pool)))
-  segment_sizes = [None] + [s for s in SEGMENT_CHOICES
-                            if MIN_SEGMENT_STEPS <= s < sizes.mean_episode_steps]
+  segment_sizes = [None] + [
+      s for s in SEGMENT_CHOICES
+      if MIN_SEGMENT_STEPS <= s < sizes.mean_episode_steps]
   for segments in segment_sizes:
     good = segments is None or segments >= GOOD_SEGMENT_STEPS
     for candidate_pool in range(pool, (smallest if good else pool) - 1, -1):

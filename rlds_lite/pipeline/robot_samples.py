@@ -279,7 +279,7 @@ def cut_segments(frame_steps: tf.Tensor, segment_steps: tf.Tensor,
   size = tf.maximum(tf.cast(segment_steps, tf.int32), 1)
   num = (count + size - 1) // size
   segment = tf.range(count) // size
-  span = tf.cast(tf.maximum(num_steps, 1), tf.int64)   # keys: segment * span + step
+  span = tf.cast(tf.maximum(num_steps, 1), tf.int64)   # key: segment, step
   keys = (tf.cast(segment, tf.int64)[:, tf.newaxis] * span +
           tf.cast(frame_steps, tf.int64))
   unique, ids = tf.unique(tf.reshape(keys, [-1]))
@@ -291,8 +291,9 @@ def cut_segments(frame_steps: tf.Tensor, segment_steps: tf.Tensor,
   width = tf.reduce_max(tf.concat([num_frames, [0]], 0))
   slot = tf.minimum(tf.range(width)[tf.newaxis, :],
                     tf.maximum(num_frames, 1)[:, tf.newaxis] - 1)
+  last = tf.size(unique) - 1
   steps = tf.gather(tf.cast(unique % span, tf.int32),
-                    tf.minimum(first[:, tf.newaxis] + slot, tf.size(unique) - 1))
+                    tf.minimum(first[:, tf.newaxis] + slot, last))
   return {'steps': steps, _NUM_FRAMES: num_frames,
           'positions': _padded_rows(positions, num, size),
           _NUM_SAMPLES: tf.minimum(count - tf.range(num) * size, size)}
