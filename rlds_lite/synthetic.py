@@ -306,3 +306,31 @@ def camera_dataset(data_dir: Union[str, os.PathLike],
     for episode in camera_episodes(num_episodes, length, cameras, seed=seed):
       writer.add_episode(episode)
   return writer.path
+
+
+def catch_recording(directory: Optional[Union[str, os.PathLike]] = None,
+                    num_episodes: int = 2, seed: int = 0) -> str:
+  """Records Catch played by its expert with EnvLogger; returns the directory.
+
+  A tiny EnvLogger recording (10 steps per episode) for examples and tests
+  of the EnvLogger readers and builders.
+
+  Args:
+    directory: where to record (None: a new temporary directory).
+    num_episodes: episodes to record.
+    seed: the environment's and policy's seed.
+
+  Example:
+    >>> from rlds_lite.tfds.envlogger_episodes import read_rlds_episodes
+    >>> recording = catch_recording(num_episodes=2)
+    >>> [len(e['steps']['reward']) for _, e in read_rlds_episodes(recording)]
+    [10, 10]
+  """
+  import tempfile  # pylint: disable=g-import-not-at-top
+  from rlds_lite import envlogger  # pylint: disable=g-import-not-at-top
+  from rlds_lite import envs  # pylint: disable=g-import-not-at-top
+  directory = os.fspath(directory) if directory else tempfile.mkdtemp()
+  env = envs.make('catch', seed=seed)
+  envlogger.record(env, env.expert_policy, directory, num_episodes, seed=seed,
+                   progress=False)
+  return directory

@@ -110,11 +110,8 @@ def envlogger_examples(recordings: Sequence[str], specs: Mapping[str, Any],
     The PTransform (TFDS applies it to its pipeline).
 
   Example:
-    >>> import tempfile
-    >>> from rlds_lite import envs, envlogger
-    >>> env, recording = envs.make('catch', seed=0), tempfile.mkdtemp()
-    >>> _ = envlogger.record(env, env.expert_policy, recording, 2, seed=0,
-    ...                      progress=False)
+    >>> from rlds_lite import synthetic
+    >>> recording = synthetic.catch_recording(num_episodes=2)
     >>> import apache_beam as beam
     >>> from rlds_lite.tfds import envlogger_episodes
     >>> specs = envlogger_episodes.recording_specs(recording)

@@ -229,10 +229,8 @@ class RLDSBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
 
   Example (features inferred from an EnvLogger recording):
     >>> import tempfile
-    >>> from rlds_lite import envs, envlogger
-    >>> env, recording = envs.make('catch', seed=0), tempfile.mkdtemp()
-    >>> _ = envlogger.record(env, env.expert_policy, recording, 2, seed=0,
-    ...                      progress=False)
+    >>> from rlds_lite import synthetic
+    >>> recording = synthetic.catch_recording(num_episodes=2)
     >>> class CatchExpert(RLDSBuilder, skip_registration=True):
     ...   RLDS_CONFIG = RLDSConfig(envlogger_dirs=recording)
     >>> builder = CatchExpert(data_dir=tempfile.mkdtemp())

@@ -141,10 +141,8 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
 
   Example:
     >>> import tempfile
-    >>> from rlds_lite import envs, envlogger
-    >>> env, recording = envs.make('catch', seed=0), tempfile.mkdtemp()
-    >>> _ = envlogger.record(env, env.expert_policy, recording, 2, seed=0,
-    ...                      progress=False)
+    >>> from rlds_lite import synthetic
+    >>> recording = synthetic.catch_recording(num_episodes=2)
     >>> import tensorflow_datasets as tfds
     >>> data_dir = tempfile.mkdtemp()
     >>> path = build_from_envlogger(recording, name='catch_expert',

@@ -373,11 +373,8 @@ class LoggedChunk(NamedTuple):
       ``episode_metadata``: a list with one dict per episode.
 
   Example:
-    >>> import tempfile
-    >>> from rlds_lite import envs, envlogger
-    >>> env, recording = envs.make('catch', seed=0), tempfile.mkdtemp()
-    >>> _ = envlogger.record(env, env.expert_policy, recording, 2, seed=0,
-    ...                      progress=False)
+    >>> from rlds_lite import synthetic
+    >>> recording = synthetic.catch_recording(num_episodes=2)
     >>> from rlds_lite.tfds.envlogger_episodes import recording_specs
     >>> chunk, = read_logged_chunks(recording, recording_specs(recording))
     >>> chunk.indices, chunk.lengths.tolist(), chunk.logged['observation'].shape
@@ -538,11 +535,8 @@ def read_logged_chunks(recording: str, specs: Mapping[str, Any],
     `LoggedChunk` s in recording order.
 
   Example:
-    >>> import tempfile
-    >>> from rlds_lite import envs, envlogger
-    >>> env, recording = envs.make('catch', seed=0), tempfile.mkdtemp()
-    >>> _ = envlogger.record(env, env.expert_policy, recording, 2, seed=0,
-    ...                      progress=False)
+    >>> from rlds_lite import synthetic
+    >>> recording = synthetic.catch_recording(num_episodes=2)
     >>> from rlds_lite.tfds.envlogger_episodes import recording_specs
     >>> specs = recording_specs(recording)
     >>> [c.indices for c in read_logged_chunks(recording, specs)]
@@ -568,11 +562,8 @@ def split_chunk(chunk: LoggedChunk) -> Iterator[Tuple[int, Dict[str, Any]]]:
   """``(index, episode)`` of each episode of a chunk (views, no copies).
 
   Example:
-    >>> import tempfile
-    >>> from rlds_lite import envs, envlogger
-    >>> env, recording = envs.make('catch', seed=0), tempfile.mkdtemp()
-    >>> _ = envlogger.record(env, env.expert_policy, recording, 2, seed=0,
-    ...                      progress=False)
+    >>> from rlds_lite import synthetic
+    >>> recording = synthetic.catch_recording(num_episodes=2)
     >>> from rlds_lite.tfds.envlogger_episodes import recording_specs
     >>> chunk, = read_logged_chunks(recording, recording_specs(recording))
     >>> [(i, e['step_type'].tolist()) for i, e in split_chunk(chunk)]
@@ -609,11 +600,8 @@ def read_logged_episodes(recording: str, specs: Mapping[str, Any]
 
   Example (EnvLogger alignment: the reset timestep has zero action and
   reward, the last timestep holds the final reward):
-    >>> import tempfile
-    >>> from rlds_lite import envs, envlogger
-    >>> env, recording = envs.make('catch', seed=0), tempfile.mkdtemp()
-    >>> _ = envlogger.record(env, env.expert_policy, recording, 2, seed=0,
-    ...                      progress=False)
+    >>> from rlds_lite import synthetic
+    >>> recording = synthetic.catch_recording(num_episodes=2)
     >>> from rlds_lite.tfds.envlogger_episodes import recording_specs
     >>> index, logged = next(read_logged_episodes(recording,
     ...                                           recording_specs(recording)))

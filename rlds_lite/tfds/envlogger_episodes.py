@@ -141,11 +141,8 @@ def recording_specs(recording: PathLike) -> Dict[str, Any]:
       (see ``rlds_lite.envlogger.validate_recording``).
 
   Example:
-    >>> import tempfile
-    >>> from rlds_lite import envs, envlogger
-    >>> env, recording = envs.make('catch', seed=0), tempfile.mkdtemp()
-    >>> _ = envlogger.record(env, env.expert_policy, recording, 2, seed=0,
-    ...                      progress=False)
+    >>> from rlds_lite import synthetic
+    >>> recording = synthetic.catch_recording(num_episodes=2)
     >>> specs = recording_specs(recording)
     >>> specs['observation'].shape, specs['action'].num_values
     ((10, 5), 3)
@@ -431,11 +428,8 @@ def read_rlds_episodes(recording: PathLike,
 
   Example (RLDS alignment: the action taken from each observation; the last
   step's action is zero and it is terminal):
-    >>> import tempfile
-    >>> from rlds_lite import envs, envlogger
-    >>> env, recording = envs.make('catch', seed=0), tempfile.mkdtemp()
-    >>> _ = envlogger.record(env, env.expert_policy, recording, 2, seed=0,
-    ...                      progress=False)
+    >>> from rlds_lite import synthetic
+    >>> recording = synthetic.catch_recording(num_episodes=2)
     >>> key, episode = next(read_rlds_episodes(recording, recording_index=1))
     >>> key == episode_key(1, 0), episode['episode_id']
     (True, np.int64(0))
@@ -482,11 +476,8 @@ def features_from_recordings(recordings: Sequence[str],
     ValueError: if specs differ (see `same_specs`).
 
   Example:
-    >>> import tempfile
-    >>> from rlds_lite import envs, envlogger
-    >>> env, recording = envs.make('catch', seed=0), tempfile.mkdtemp()
-    >>> _ = envlogger.record(env, env.expert_policy, recording, 2, seed=0,
-    ...                      progress=False)
+    >>> from rlds_lite import synthetic
+    >>> recording = synthetic.catch_recording(num_episodes=2)
     >>> features = features_from_recordings([recording])
     >>> sorted(features), features['episode_id']
     (['episode_id', 'steps'], Tensor(shape=(), dtype=int64))
