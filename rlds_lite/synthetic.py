@@ -11,6 +11,8 @@ always give the same data.
 rendered frames of one or more cameras (a table, objects, a moving
 gripper, sensor noise: JPEGs of realistic size), a state vector, 7-d
 actions and a language instruction, as Open X-Embodiment datasets hold.
+``catch_recording`` records a tiny EnvLogger recording (Catch played by its
+expert) for the EnvLogger readers and builders.
 
 Example:
   >>> from rlds_lite import synthetic
