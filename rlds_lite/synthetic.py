@@ -11,6 +11,7 @@ always give the same data.
 rendered frames of one or more cameras (a table, objects, a moving
 gripper, sensor noise: JPEGs of realistic size), a state vector, 7-d
 actions and a language instruction, as Open X-Embodiment datasets hold.
+``dataset`` writes ``episodes`` as a TFDS dataset in one call;
 ``catch_recording`` records a tiny EnvLogger recording (Catch played by its
 expert) for the EnvLogger readers and builders.
 
@@ -144,6 +145,31 @@ CAMERAS = {'image_primary': (256, 256), 'image_wrist': (128, 128)}
 INSTRUCTIONS = ('pick up the red block', 'open the drawer', 'push the cup left',
                 'put the sponge in the bowl', 'close the drawer')
 """The language instructions of ``camera_episodes`` (one per episode)."""
+
+
+def dataset(num_episodes: int = 20,
+            min_length: int = 2,
+            max_length: int = 50,
+            seed: int = 0,
+            *,
+            data_dir: Optional[Union[str, os.PathLike]] = None,
+            name: str = 'toy') -> str:
+  """Writes ``episodes(...)`` as a TFDS dataset; returns its directory.
+
+  Written with ``rlds_lite.tfds.write_dataset`` into ``data_dir`` (None: a
+  new temporary directory), for examples and tests that need files.
+
+  Example:
+    >>> import rlds_lite
+    >>> path = dataset(3, seed=0)
+    >>> [int(e['episode_id']) for e in rlds_lite.load(path)]
+    [0, 1, 2]
+  """
+  import tempfile  # pylint: disable=g-import-not-at-top
+  from rlds_lite.tfds import episode_writer  # pylint: disable=g-import-not-at-top
+  return episode_writer.write_dataset(
+      episodes(num_episodes, min_length, max_length, seed),
+      os.fspath(data_dir) if data_dir else tempfile.mkdtemp(), name)
 
 
 def camera_frames(rng: np.random.Generator, length: int,

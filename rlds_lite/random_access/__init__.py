@@ -21,11 +21,8 @@ pipeline's whole state is ``(seed, position)``.
 See docs/random_access.md.
 
 Example:
-  >>> import tempfile
   >>> from rlds_lite import synthetic
-  >>> from rlds_lite.tfds import write_dataset
-  >>> source = write_dataset(synthetic.episodes(num_episodes=10, seed=0),
-  ...                        tempfile.mkdtemp(), 'toy')
+  >>> source = synthetic.dataset(num_episodes=10, seed=0)
   >>> chunks = convert(source, progress=False)
   >>> ds = sample_batches(chunks, Windows(size=4), batch_size=64, seed=0)
   >>> next(iter(ds))['observation'].shape

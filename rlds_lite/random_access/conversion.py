@@ -10,11 +10,8 @@ into place when complete, as `rlds_lite.tfds.EpisodeWriter` publishes: a
 reader never sees half of it. ``rlds-lite chunk PATH`` does the same.
 
 Example:
-  >>> import tempfile
   >>> from rlds_lite import synthetic
-  >>> from rlds_lite.tfds import write_dataset
-  >>> source = write_dataset(synthetic.episodes(num_episodes=3, seed=0),
-  ...                        tempfile.mkdtemp(), 'toy')
+  >>> source = synthetic.dataset(num_episodes=3, seed=0)
   >>> chunks = convert(source, chunk_steps=16, progress=False)
   >>> chunks.endswith('toy_chunks/1.0.0')
   True
@@ -212,12 +209,9 @@ def convert(source: PathLike,
     FileExistsError: if ``out`` exists and ``overwrite`` is False.
 
   Example:
-    >>> import tempfile
     >>> from rlds_lite import synthetic
     >>> from rlds_lite import random_access as ra
-    >>> from rlds_lite.tfds import write_dataset
-    >>> path = write_dataset(synthetic.episodes(3, 4, 6, seed=0),
-    ...                      tempfile.mkdtemp(), 'toy')
+    >>> path = synthetic.dataset(3, 4, 6, seed=0)
     >>> chunks = ra.convert(path, progress=False)
     >>> chunks.endswith('toy_chunks/1.0.0')
     True

@@ -18,12 +18,9 @@ Both read through `SampleReader` (one batched read per call, the TensorFlow
 assembly run eagerly).
 
 Example:
-  >>> import tempfile
   >>> from rlds_lite import synthetic
   >>> from rlds_lite.random_access import convert, Windows
-  >>> from rlds_lite.tfds import write_dataset
-  >>> source = write_dataset(synthetic.episodes(num_episodes=4, seed=0),
-  ...                        tempfile.mkdtemp(), 'toy')
+  >>> source = synthetic.dataset(num_episodes=4, seed=0)
   >>> chunks = convert(source, progress=False)
   >>> batches = grain_batches(chunks, Windows(size=2), batch_size=8, seed=0,
   ...                         num_epochs=1)
@@ -79,9 +76,7 @@ class GrainSamples:
     >>> import tempfile, grain
     >>> from rlds_lite import synthetic
     >>> from rlds_lite.random_access import convert, Windows
-    >>> from rlds_lite.tfds import write_dataset
-    >>> path = write_dataset(synthetic.episodes(3, 4, 6, seed=0),
-    ...                      tempfile.mkdtemp(), 'toy')
+    >>> path = synthetic.dataset(3, 4, 6, seed=0)
     >>> samples = GrainSamples(convert(path, progress=False), Windows(size=2),
     ...                        sample_info=True)
     >>> samples
@@ -178,12 +173,9 @@ def grain_batches(sources: tf_data.Sources, kind: samples_lib.SampleKind,
     ImportError: without grain.
 
   Example:
-    >>> import tempfile
     >>> from rlds_lite import synthetic
     >>> from rlds_lite import random_access as ra
-    >>> from rlds_lite.tfds import write_dataset
-    >>> path = write_dataset(synthetic.episodes(3, 4, 6, seed=0),
-    ...                      tempfile.mkdtemp(), 'toy')
+    >>> path = synthetic.dataset(3, 4, 6, seed=0)
     >>> chunks = ra.convert(path, progress=False)
     >>> batches = ra.grain_batches(chunks, ra.Windows(size=2), 4, seed=0)
     >>> batches[0]['observation'].shape

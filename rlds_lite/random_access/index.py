@@ -61,12 +61,9 @@ class SampleIndex:
     fingerprint: identifies the data (``data_fingerprint``) and the kind.
 
   Example:
-    >>> import tempfile
     >>> from rlds_lite import synthetic
     >>> from rlds_lite import random_access as ra
-    >>> from rlds_lite.tfds import write_dataset
-    >>> path = write_dataset(synthetic.episodes(3, 4, 6, seed=0),
-    ...                      tempfile.mkdtemp(), 'toy')
+    >>> path = synthetic.dataset(3, 4, 6, seed=0)
     >>> chunks = ra.convert(path, progress=False)
     >>> index = ra.SampleIndex.build(ra.Windows(size=2),
     ...                              ra.ChunkStorage(chunks))

@@ -14,12 +14,9 @@ run it inside ``tf.data`` (`rlds_lite.random_access.tf_data`) or eagerly
 (the Grain source).
 
 Example:
-  >>> import tempfile
   >>> from rlds_lite import synthetic
   >>> from rlds_lite.random_access import convert, ChunkStorage, SampleIndex, Windows
-  >>> from rlds_lite.tfds import write_dataset
-  >>> source = write_dataset(synthetic.episodes(num_episodes=3, seed=0),
-  ...                        tempfile.mkdtemp(), 'toy')
+  >>> source = synthetic.dataset(num_episodes=3, seed=0)
   >>> storage = ChunkStorage(convert(source, chunk_steps=8, progress=False))
   >>> reader = SampleReader(storage, SampleIndex.build(Windows(size=3), storage))
   >>> batch = reader.read(tf.constant([0, 50]))
@@ -131,12 +128,9 @@ class SampleReader:
       dataset or split).
 
   Example:
-    >>> import tempfile
     >>> from rlds_lite import synthetic
     >>> from rlds_lite import random_access as ra
-    >>> from rlds_lite.tfds import write_dataset
-    >>> path = write_dataset(synthetic.episodes(3, 4, 6, seed=0),
-    ...                      tempfile.mkdtemp(), 'toy')
+    >>> path = synthetic.dataset(3, 4, 6, seed=0)
     >>> chunks = ra.convert(path, progress=False)
     >>> storage = ra.ChunkStorage(chunks)
     >>> reader = ra.SampleReader(

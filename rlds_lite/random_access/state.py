@@ -17,9 +17,7 @@ Example:
   >>> import tempfile
   >>> from rlds_lite import synthetic
   >>> from rlds_lite.random_access import convert, Windows
-  >>> from rlds_lite.tfds import write_dataset
-  >>> source = write_dataset(synthetic.episodes(num_episodes=4, seed=0),
-  ...                        tempfile.mkdtemp(), 'toy')
+  >>> source = synthetic.dataset(num_episodes=4, seed=0)
   >>> chunks = convert(source, progress=False)
   >>> it = SampleIterator(chunks, Windows(size=2), batch_size=8, seed=3)
   >>> _ = next(it); it.position
@@ -54,12 +52,9 @@ class StateMismatchError(ValueError):
   """A saved state belongs to another pipeline (data, kind, weights, batch).
 
   Example:
-    >>> import tempfile
     >>> from rlds_lite import synthetic
     >>> from rlds_lite import random_access as ra
-    >>> from rlds_lite.tfds import write_dataset
-    >>> path = write_dataset(synthetic.episodes(3, 4, 6, seed=0),
-    ...                      tempfile.mkdtemp(), 'toy')
+    >>> path = synthetic.dataset(3, 4, 6, seed=0)
     >>> chunks = ra.convert(path, progress=False)
     >>> state = ra.SampleIterator(chunks, ra.Windows(size=2), 4).state()
     >>> try:
@@ -81,12 +76,9 @@ class SampleIterator:
       fingerprint), to save with a model.
 
   Example:
-    >>> import tempfile
     >>> from rlds_lite import synthetic
     >>> from rlds_lite import random_access as ra
-    >>> from rlds_lite.tfds import write_dataset
-    >>> path = write_dataset(synthetic.episodes(3, 4, 6, seed=0),
-    ...                      tempfile.mkdtemp(), 'toy')
+    >>> path = synthetic.dataset(3, 4, 6, seed=0)
     >>> chunks = ra.convert(path, progress=False)
     >>> it = ra.SampleIterator(chunks, ra.Windows(size=2), batch_size=4)
     >>> _ = next(it)

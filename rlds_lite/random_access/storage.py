@@ -23,12 +23,9 @@ memory does not grow with the dataset.
   byte offset (from a scan of the record headers) for ``tf.io.parse_example``.
 
 Example:
-  >>> import tempfile
   >>> from rlds_lite import synthetic
   >>> from rlds_lite.random_access import convert
-  >>> from rlds_lite.tfds import write_dataset
-  >>> source = write_dataset(synthetic.episodes(num_episodes=3, seed=0),
-  ...                        tempfile.mkdtemp(), 'toy')
+  >>> source = synthetic.dataset(num_episodes=3, seed=0)
   >>> storage = ChunkStorage(convert(source, chunk_steps=16, progress=False))
   >>> storage
   ChunkStorage('.../toy_chunks/1.0.0', split='train', episodes=3, steps=97, chunks=7 of 16 steps, fixed)
@@ -75,12 +72,9 @@ class NotChunkedError(ValueError):
   """A dataset asked for random access is not a chunk dataset.
 
   Example:
-    >>> import tempfile
     >>> from rlds_lite import synthetic
     >>> from rlds_lite import random_access as ra
-    >>> from rlds_lite.tfds import write_dataset
-    >>> path = write_dataset(synthetic.episodes(3, 4, 6, seed=0),
-    ...                      tempfile.mkdtemp(), 'toy')
+    >>> path = synthetic.dataset(3, 4, 6, seed=0)
     >>> chunks = ra.convert(path, progress=False)
     >>> try:
     ...   ra.ChunkStorage(path)   # the source itself, not its chunk dataset
@@ -157,12 +151,9 @@ class ChunkStorage:
       match the records.
 
   Example:
-    >>> import tempfile
     >>> from rlds_lite import synthetic
     >>> from rlds_lite import random_access as ra
-    >>> from rlds_lite.tfds import write_dataset
-    >>> path = write_dataset(synthetic.episodes(3, 4, 6, seed=0),
-    ...                      tempfile.mkdtemp(), 'toy')
+    >>> path = synthetic.dataset(3, 4, 6, seed=0)
     >>> chunks = ra.convert(path, progress=False)
     >>> storage = ra.ChunkStorage(chunks)
     >>> storage.num_episodes, storage.lengths.tolist()

@@ -10,12 +10,9 @@ uniform draw over the whole dataset; the pipeline's state is ``(seed,
 position)``: `SampleIterator` saves and restores it exactly.
 
 Example:
-  >>> import tempfile
   >>> from rlds_lite import synthetic
   >>> from rlds_lite.random_access import convert, Windows
-  >>> from rlds_lite.tfds import write_dataset
-  >>> source = write_dataset(synthetic.episodes(num_episodes=4, seed=0),
-  ...                        tempfile.mkdtemp(), 'toy')
+  >>> source = synthetic.dataset(num_episodes=4, seed=0)
   >>> chunks = convert(source, progress=False)
   >>> ds = sample_batches(chunks, Windows(size=4), batch_size=32, seed=0)
   >>> batch = next(iter(ds))
@@ -60,12 +57,9 @@ class Plan:
     drop_remainder: drop a last batch smaller than the global batch.
 
   Example:
-    >>> import tempfile
     >>> from rlds_lite import synthetic
     >>> from rlds_lite.random_access import convert, Windows
-    >>> from rlds_lite.tfds import write_dataset
-    >>> chunks = convert(write_dataset(synthetic.episodes(3, 4, 6, seed=0),
-    ...                                tempfile.mkdtemp(), 'toy'), progress=False)
+    >>> chunks = convert(synthetic.dataset(3, 4, 6, seed=0), progress=False)
     >>> p = plan(chunks, Windows(size=2), 4, num_epochs=1)
     >>> p.names, p.end, p.num_batches(0), p.num_batches(12)  # 14 samples.
     (['0'], 14, 4, 1)
@@ -190,12 +184,9 @@ def plan(sources: Sources,
   """The `Plan` of `sample_batches` (same arguments).
 
   Example:
-    >>> import tempfile
     >>> from rlds_lite import synthetic
     >>> from rlds_lite.random_access import convert, Windows
-    >>> from rlds_lite.tfds import write_dataset
-    >>> chunks = convert(write_dataset(synthetic.episodes(3, 4, 6, seed=0),
-    ...                                tempfile.mkdtemp(), 'toy'), progress=False)
+    >>> chunks = convert(synthetic.dataset(3, 4, 6, seed=0), progress=False)
     >>> mixed = plan({'a': chunks, 'b': chunks}, Windows(size=2), 4,
     ...              weights={'a': 0.75, 'b': 0.25})
     >>> mixed.names, mixed.sampler.weights
@@ -382,12 +373,9 @@ def sample_batches(sources: Sources,
     ValueError, TypeError: for bad arguments, or a source without samples.
 
   Example:
-    >>> import tempfile
     >>> from rlds_lite import synthetic
     >>> from rlds_lite import random_access as ra
-    >>> from rlds_lite.tfds import write_dataset
-    >>> path = write_dataset(synthetic.episodes(3, 4, 6, seed=0),
-    ...                      tempfile.mkdtemp(), 'toy')
+    >>> path = synthetic.dataset(3, 4, 6, seed=0)
     >>> chunks = ra.convert(path, progress=False)
     >>> ds = ra.sample_batches(chunks, ra.Windows(size=2), 4, seed=0)
     >>> next(iter(ds))['observation'].shape.as_list()
