@@ -312,6 +312,17 @@ def _dense_episodes(builder: tfds.core.DatasetBuilder, split: Any,
                             label or os.fspath(builder.data_dir), step_fields)
 
 
+def dense_steps_spec(step_spec: Any) -> Any:
+  """Specs of one step -> the ``[T, ...]`` specs of dense steps (rank + 1).
+
+  Example:
+    >>> dense_steps_spec({'x': tf.TensorSpec([4], tf.float32)})
+    {'x': TensorSpec(shape=(None, 4), dtype=tf.float32, name=None)}
+  """
+  return tf.nest.map_structure(
+      lambda s: tf.TensorSpec([None] + s.shape.as_list(), s.dtype), step_spec)
+
+
 def select_step_fields(steps_feature: tfds.features.Dataset,
                        step_fields: Sequence[str]) -> List[str]:
   """The paths of the step fields ``step_fields`` names, in ``tf.nest`` order.

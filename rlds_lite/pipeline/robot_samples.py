@@ -412,9 +412,7 @@ def _value_bytes(step_spec: Any, specs: Specs, history: int,
 def _feature_value_bytes(step_feature: Any, specs: Specs, history: int,
                          action_chunk: int) -> int:
   """`_value_bytes` of a TFDS step feature (decoded specs, rank + 1)."""
-  spec = tf.nest.map_structure(
-      lambda s: tf.TensorSpec([None] + s.shape.as_list(), s.dtype),
-      step_feature.get_tensor_spec())
+  spec = loading.dense_steps_spec(step_feature.get_tensor_spec())
   return _value_bytes(spec, specs, history, action_chunk)
 
 

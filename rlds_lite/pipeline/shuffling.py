@@ -252,9 +252,7 @@ def _split_facts(name_or_dir: PathLike, split: Any,
 
 def _step_bytes(step_spec: Dict[str, Any]) -> int:
   """Bytes of one decoded step (unknown dims count 1, strings 32)."""
-  spec = tf.nest.map_structure(
-      lambda s: tf.TensorSpec([None] + s.shape.as_list(), s.dtype), step_spec)
-  return pools.sample_bytes(spec)
+  return pools.sample_bytes(loading.dense_steps_spec(step_spec))
 
 
 @functools.lru_cache(maxsize=64)

@@ -155,9 +155,8 @@ def _needed_fields(steps_spec: Any, selected: Dict[str, tf.TensorSpec]
 
 def _decoded_steps_spec(builder: tfds.core.DatasetBuilder) -> Any:
   """The ``[T, ...]`` spec of a dataset's decoded dense steps."""
-  step_spec = builder.info.features[rlds_types.STEPS].feature.get_tensor_spec()
-  return tf.nest.map_structure(
-      lambda s: tf.TensorSpec([None] + s.shape.as_list(), s.dtype), step_spec)
+  return loading.dense_steps_spec(
+      builder.info.features[rlds_types.STEPS].feature.get_tensor_spec())
 
 
 def _dense_episodes(dataset_or_path: Any, split: str,
