@@ -1,9 +1,12 @@
 """Shared test helpers: build small RLDS datasets and compare datasets exactly."""
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+import json
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
+import tensorflow_datasets as tfds
 
 from rlds_lite import rlds_types
 
@@ -84,3 +87,58 @@ def assert_dataset_equals(ds: tf.data.Dataset, expected: Sequence[Any]) -> None:
   assert len(actual) == len(expected), f'{len(actual)} elements != {len(expected)}'
   for i, (a, e) in enumerate(zip(actual, expected)):
     assert_structures_equal(a, e, f'element {i}')
+
+
+def _png_camera_dataset(root: Any, image_bytes: Optional[bytes]) -> str:
+  """3 episodes (4, 1, 6 steps) with a PNG camera, a state, an instruction.
+
+  With ``image_bytes`` the camera holds those bytes, stored as text.
+  """
+  from rlds_lite.tfds import EpisodeWriter  # pylint: disable=g-import-not-at-top
+  image = tfds.features.Image(shape=(8, 8, 3), encoding_format='png')
+  camera_feature = image if image_bytes is None else tfds.features.Text()
+  features = {'steps': {
+      'observation': {'camera': camera_feature,
+                      'state': tfds.features.Tensor(shape=(3,),
+                                                    dtype=np.float32)},
+      'action': tfds.features.Tensor(shape=(2,), dtype=np.float32),
+      'reward': np.float32,
+      'language_instruction': tfds.features.Text()}}
+  rng, camera_rng = np.random.default_rng(0), np.random.default_rng(1)
+  with EpisodeWriter(str(root), 'cams', features) as writer:
+    for length in (4, 1, 6):
+      camera = (camera_rng.integers(0, 255, (length, 8, 8, 3), dtype=np.uint8)
+                if image_bytes is None else
+                np.array([image_bytes] * length, object))
+      index = np.arange(length)
+      writer.add_episode({'steps': {
+          'observation': {'camera': camera,
+                          'state': rng.normal(size=(length, 3)).astype(
+                              np.float32)},
+          'action': rng.normal(size=(length, 2)).astype(np.float32),
+          'reward': rng.normal(size=length).astype(np.float32),
+          'language_instruction': np.array(['pick'] * length, object),
+          'is_first': index == 0, 'is_last': index == length - 1,
+          'is_terminal': (index == length - 1) & (length == 4)}})
+  return writer.path
+
+
+def camera_datasets_good_and_undecodable(root: Any) -> Tuple[str, str]:
+  """Two datasets alike but for their PNG camera's bytes: ``(good, bad)``.
+
+  Both declare the camera a PNG ``Image`` (8x8x3); ``bad`` stores
+  ``b'not a png'`` in every frame, so only decoding the camera fails: a
+  reader that does not decode it reads the same values from both.
+  """
+  good = _png_camera_dataset(os.path.join(root, 'good'), None)
+  bad = _png_camera_dataset(os.path.join(root, 'bad'), b'not a png')
+  for name, key in (('dataset_info.json', 'features'),
+                    ('features.json', 'featuresDict')):
+    with open(os.path.join(good, name)) as f:
+      declared = json.load(f)
+    with open(os.path.join(bad, name)) as f:
+      edited = json.load(f)
+    edited[key] = declared[key]
+    with open(os.path.join(bad, name), 'w') as f:
+      json.dump(edited, f)
+  return good, bad

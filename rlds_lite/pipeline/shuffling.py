@@ -259,19 +259,19 @@ def _step_bytes(step_spec: Dict[str, Any]) -> int:
 def _counted_steps(name_or_dir: str, split: str, data_dir: Optional[str],
                    stamp: Tuple[Any, ...]) -> int:
   del stamp  # Only part of the cache key.
-  episodes = loading.load(name_or_dir, split, data_dir=data_dir, dense=True)
-  lengths = episodes.map(
-      lambda e: tf.cast(dense.episode_length(e[rlds_types.STEPS]), tf.int64),
-      num_parallel_calls=tf.data.AUTOTUNE)
-  return int(lengths.reduce(tf.constant(0, tf.int64), lambda a, b: a + b))
+  from rlds_lite.checks import overview  # pylint: disable=g-import-not-at-top
+  builder, _ = _builder(name_or_dir, data_dir)
+  return overview.count_steps(builder, split)
 
 
 def count_steps(name_or_dir: PathLike, split: str = 'train', *,
                 data_dir: Optional[PathLike] = None) -> int:
-  """Steps of a split, from one pass over its dense episodes (cached).
+  """Steps of a split, from one pass over its episodes (cached).
 
   TFDS metadata has the episode count of a split but not its step count; this
-  reads the split once (cached per process until the dataset changes).
+  reads the split once without decoding its steps
+  (``rlds_lite.checks.overview.count_steps``; cached per process until the
+  dataset changes).
 
   Example:
     >>> import tempfile

@@ -8,6 +8,8 @@ import pytest
 import tensorflow as tf
 
 import pipeline_testing as pt
+import rlds_lite
+import rlds_testing
 from rlds_lite import pipeline
 from rlds_lite.pipeline import pools
 from rlds_lite.pipeline import shuffling
@@ -333,6 +335,15 @@ def test_bad_input_errors(datasets, name):
   with pytest.raises(ValueError) as error:
     shuffling.shuffled_steps(path, split, **kwargs)
   assert str(error.value) == message
+
+
+def test_counts_steps_without_decoding_images(tmp_path):
+  # The camera's bytes are not a PNG: decoding them fails, counting does not.
+  good, bad = rlds_testing.camera_datasets_good_and_undecodable(tmp_path)
+  with pytest.raises(tf.errors.InvalidArgumentError):
+    for _ in rlds_lite.load(bad, dense=True):
+      pass
+  assert shuffling.count_steps(good) == shuffling.count_steps(bad) == 11
 
 
 def test_counts_steps_once_per_dataset(datasets):

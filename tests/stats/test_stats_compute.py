@@ -7,7 +7,6 @@ import warnings
 import numpy as np
 import pytest
 import tensorflow as tf
-import tensorflow_datasets as tfds
 
 import rlds_lite
 from rlds_lite import nest_paths
@@ -16,8 +15,8 @@ from rlds_lite import synthetic
 from rlds_lite.dense import LastStepValuesWarning
 from rlds_lite.stats import cache as cache_lib
 from rlds_lite.stats import streaming
-from rlds_lite.tfds import EpisodeWriter
 from rlds_lite.tfds import write_dataset
+import rlds_testing
 import stats_testing
 
 E = stats_testing.episode
@@ -366,56 +365,11 @@ def test_last_step_must_be_valid_or_invalid():
     stats.compute(stats_testing.to_dataset(CASES['short']), last_step='keep')
 
 
-def _camera_dataset(root, image_bytes=None):
-  """3 episodes with a PNG camera, a state, a reward and an instruction.
-
-  With ``image_bytes``, the camera's stored bytes are those (not an image)
-  while the features still declare a PNG ``Image``: only decoding the camera
-  can fail.
-  """
-  image = tfds.features.Image(shape=(8, 8, 3), encoding_format='png')
-  def features(camera):
-    return {'steps': {'observation': {'camera': camera,
-                                      'state': tfds.features.Tensor(
-                                          shape=(3,), dtype=np.float32)},
-                      'action': tfds.features.Tensor(shape=(2,),
-                                                     dtype=np.float32),
-                      'reward': np.float32,
-                      'language_instruction': tfds.features.Text()}}
-  rng, camera_rng = np.random.default_rng(0), np.random.default_rng(1)
-  with EpisodeWriter(str(root), 'cams', features(
-      image if image_bytes is None else tfds.features.Text())) as writer:
-    for length in (4, 1, 6):
-      camera = (camera_rng.integers(0, 255, (length, 8, 8, 3), dtype=np.uint8)
-                if image_bytes is None else
-                np.array([image_bytes] * length, object))
-      writer.add_episode({'steps': {
-          'observation': {'camera': camera,
-                          'state': rng.normal(size=(length, 3)).astype(
-                              np.float32)},
-          'action': rng.normal(size=(length, 2)).astype(np.float32),
-          'reward': rng.normal(size=length).astype(np.float32),
-          'language_instruction': np.array(['pick'] * length, object),
-          **stats_testing.flags(length, terminal=length == 4)}})
-  return writer.path
-
-
 def test_a_path_decodes_only_the_fields_it_summarises(tmp_path):
   # Two datasets with the same values but the camera's bytes: PNG frames in
   # one, garbage in the other. Statistics skip images, so they must not
   # decode them: both give the same statistics.
-  good = _camera_dataset(tmp_path / 'good')
-  bad = _camera_dataset(tmp_path / 'bad', image_bytes=b'not a png')
-  for name in ('dataset_info.json', 'features.json'):  # Declare a PNG Image.
-    with open(os.path.join(good, name)) as f:
-      declared = json.load(f)
-    with open(os.path.join(bad, name)) as f:
-      edited = json.load(f)
-    edited['features' if name == 'dataset_info.json' else 'featuresDict'] = (
-        declared['features' if name == 'dataset_info.json' else
-                 'featuresDict'])
-    with open(os.path.join(bad, name), 'w') as f:
-      json.dump(edited, f)
+  good, bad = rlds_testing.camera_datasets_good_and_undecodable(tmp_path)
   with pytest.raises(tf.errors.InvalidArgumentError):  # Decoding fails.
     for _ in rlds_lite.load(bad, dense=True):
       pass
