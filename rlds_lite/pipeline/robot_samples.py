@@ -107,10 +107,15 @@ def _source(source: Any, split: str, data_dir: Optional[PathLike],
 
 
 def tfds_read_config(seed: Optional[int]) -> Any:
-  """A ``tfds.ReadConfig`` shuffling files with ``seed`` (new every epoch)."""
+  """A ``tfds.ReadConfig`` shuffling files with ``seed`` (new every epoch).
+
+  Files are interleaved one episode at a time: TFDS's default blocks of 16
+  make its parallel interleave buffer up to 32 serialized episodes per open
+  file (measured: ~100 MB of RSS for 3 MB camera episodes).
+  """
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
   return tfds.ReadConfig(shuffle_seed=seed, shuffle_reshuffle_each_iteration=True,
-                         enable_ordering_guard=False)
+                         interleave_block_length=1, enable_ordering_guard=False)
 
 
 def _image_paths(specs: Specs, observation_key: str, op: str) -> List[str]:
