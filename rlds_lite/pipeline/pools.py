@@ -77,12 +77,17 @@ class Sampler(NamedTuple):
       ``assemble(*plan(e))`` must equal ``samples(e)``.
     steps_per_sample: about how many steps' worth of data a sample holds
       (for ``pool='auto'`` and the gather size of ``'samples'`` mode).
+    gather_size: samples ``'samples'`` mode gathers at once (a multiple of
+      the batch size; None: about ``GATHER_BYTES`` of them, sized from the
+      step spec, where a string counts 32 bytes). Give it when the spec
+      says too little, e.g. for encoded images held as strings.
   """
   samples: Callable[[Dict[str, Any]], Dict[str, Any]]
   plan: Callable[[Dict[str, Any]], Plan]
   assemble: Callable[[Dict[str, Any], tf.Tensor, Dict[str, Any]],
                      Dict[str, Any]]
   steps_per_sample: int = 1
+  gather_size: Optional[int] = None
 
 
 POOLS = ('auto', 'samples', 'episodes')
@@ -427,11 +432,12 @@ def pooled_batches(episodes: tf.data.Dataset,
                            num_parallel_calls=num_parallel_calls,
                            deterministic=deterministic)
   elif pool == 'samples':
-    sample_size = sampler.steps_per_sample * sample_bytes(
-        episodes.element_spec[rlds_types.STEPS])
+    gather = sampler.gather_size or gather_size(
+        batch_size, sampler.steps_per_sample * sample_bytes(
+            episodes.element_spec[rlds_types.STEPS]))
     samples = _step_pools(episodes, sampler, batch_size, pool_episodes,
-                          gather_size(batch_size, sample_size), seed,
-                          num_parallel_calls, deterministic, spread_episodes)
+                          gather, seed, num_parallel_calls, deterministic,
+                          spread_episodes)
   else:
 
     @_graph_fn
