@@ -15,23 +15,29 @@ Two placements (``decode=``):
   except that identical frames of a batch are decoded once.
 
 ``'auto'`` picks for ``memory_budget`` (default ``DEFAULT_MEMORY_BUDGET``):
-with ``pool_episodes`` (default ``min(batch_size, MAX_POOL_EPISODES,
-episodes)``, or down to 3/4 of it to keep segments of at least 8 samples)
-episodes mixed in every batch, the largest segments that fit (whole
-episodes, then 64, 32, ... ``MIN_SEGMENT_STEPS`` samples), else
-``'after_sampling'`` (see ``pick``). ``plan_robot_samples`` returns the choice as a
-``DecodePlan`` whose ``repr`` shows it with its memory estimate
-(``RobotMemory``), and ``robot_samples_dataset`` logs it.
+the largest segments that fit (whole episodes, then 64, 32, ...
+``MIN_SEGMENT_STEPS`` samples), else ``'after_sampling'``, each with the
+largest pool that fits from ``pool_episodes`` (default ``min(batch_size,
+MAX_POOL_EPISODES, episodes)``) down to 3/4 of it (see ``pick``).
+``plan_robot_samples`` returns the choice as a ``DecodePlan`` whose
+``repr`` shows it with its memory estimate (``RobotMemory``), and
+``robot_samples_dataset`` logs it.
 
 Memory estimate (bytes; ``D`` = one step's frames decoded at the output
 size, ``E`` = an encoded episode (split bytes / episodes), ``F`` = frames a
 segment decodes, ``S`` = a decoded sample)::
 
-  open_episodes = open_episodes * E          # read, and cut into segments
-  pools         = POOL_COPIES * pool_episodes * F * D     # per_episode
-                = POOL_COPIES * pool_episodes * E         # after_sampling
+  open_episodes = OPEN_EPISODE_COPIES * open_episodes * E  # read, cut
+  pools         = POOL_COPIES * pool_episodes * F * D      # per_episode
+                = POOL_COPIES * pool_episodes * E          # after_sampling
   batches       = (prefetch + DECODES_IN_FLIGHT) * batch_size * S
-  runtime       = RUNTIME_FRACTION * (the parts above)
+  runtime       = RUNTIME_FRACTION * (the parts above) + RUNTIME_EPISODES * E
+
+Calibrated on RSS growth (``benchmarks/bench_images.py``'s dataset, ten
+plans from segments of 2 of 2 episodes to whole episodes, in-graph and in a
+Python loop, two runs each): measured / estimated 0.80-1.32. TensorFlow's
+CPU allocator keeps the memory it has grown to and grows in doubling
+regions, so the same plan's peak varies by up to ~25% from run to run.
 
 Example:
   >>> plan = DecodePlan('per_episode', 16, 32, 40, None)
@@ -53,29 +59,34 @@ MAX_POOL_EPISODES = 64
 """Default episodes mixed per batch (at most ``batch_size``)."""
 MIN_SEGMENT_STEPS = 2
 """``'auto'`` never decodes segments of fewer samples per episode."""
-GOOD_SEGMENT_STEPS = 8
-"""Segments this large decode at most ``1 / 8`` extra frames (history 2):
-``'auto'`` shrinks the pool (down to ``MIN_POOL_FRACTION``) before going
-below. Measured (``benchmarks/bench_images.py``): segments of 4 cost ~90 us
-of CPU per sample more than segments of 16 (1.25 decodes per sample and
-camera against 1.06), against ~600 us in all."""
 MIN_POOL_FRACTION = 0.75
-"""``'auto'`` keeps at least this fraction of ``pool_episodes``' default
-(the largest pool that fits, for segments of ``GOOD_SEGMENT_STEPS`` or
-more). Measured: a plan pooling 33 of 48 episodes (segments of 16) mixed
-29 episodes per batch, fewer than the Octo recipe's 32; 36 pooled mixed 35."""
+"""``'auto'`` shrinks the pool down to this fraction of ``pool_episodes``'
+default before it takes smaller segments. Measured
+(``benchmarks/bench_images.py``): a plan pooling 33 of 48 episodes
+(segments of 16) mixed 29 episodes per batch, fewer than the Octo recipe's
+32; 36 pooled mixed 35. Smaller segments decode more frames twice (history
+2: segments of 4 decode 1.25 frames per sample and camera, of 16 1.06),
+~90 us of CPU per sample more for 4 than 16, against ~600 us in all."""
 SEGMENT_CHOICES = (64, 32, 16, 8, 4, 2)
 """Segment sizes ``'auto'`` tries after whole episodes, largest first."""
-POOL_COPIES = 3
-"""Pools held at a pool boundary: the one being served, the next one's
-segments and their concatenation."""
+POOL_COPIES = 2
+"""Pools held at once: the one being served and the next one's segments
+(or, at a pool boundary, their concatenation). Measured: 1.2-2.7 times a
+pool beside the rest, larger pools nearer the top (allocator regions)."""
+OPEN_EPISODE_COPIES = 1.5
+"""An open episode's bytes as multiples of ``E``: its encoded frames, its
+parsed fields and its cut segments' rows, with the allocator's slack
+(measured 1.5-1.8 on 48 open episodes)."""
 DECODES_IN_FLIGHT = 2
 """Batches (or segments) being decoded at once (one per core here)."""
 RUNTIME_FRACTION = 0.25
-"""Memory beside the parts, as a fraction of them: TFDS's read buffers,
-tf.data iterators, allocator slack. Measured (48 episodes x 120 steps of
-256x256 + 128x128 JPEG frames, 2 CPUs, six plans): RSS growth was 0.97-1.37
-times the other parts; with this term the estimate is within -10%..+22%."""
+"""Memory beside the parts that grows with them, as a fraction of them:
+tf.data iterators' buffers, allocator slack."""
+RUNTIME_EPISODES = 32
+"""Memory beside the parts that grows with the episode size, in encoded
+episodes ``E``: TFDS's read and parse buffers and autotuned prefetches.
+Measured: a plan of 2 open episodes grew 214-309 MB on the benchmark's
+3 MB episodes, of which its other parts explain ~130 MB."""
 OPEN_EPISODES_FACTOR = 1.25
 """Segments are drawn from this many times ``pool_episodes`` open episodes:
 a pool then still holds ``pool_episodes`` distinct episodes when some of
@@ -104,8 +115,9 @@ class RobotMemory(NamedTuple):
     open_episodes: encoded episodes read and being cut into segments.
     pools: pooled segments (decoded) or episodes (encoded).
     batches: batches being decoded or gathered, and prefetched.
-    runtime: the rest (``RUNTIME_FRACTION`` of the others): read buffers,
-      iterators, allocator slack.
+    runtime: the rest (``RUNTIME_FRACTION`` of the others plus
+      ``RUNTIME_EPISODES`` encoded episodes): read buffers, iterators,
+      allocator slack.
     step_bytes: one step's frames decoded at the output size (``D``).
     episode_bytes: one encoded episode (``E``).
     mean_episode_steps: mean steps per episode.
@@ -203,7 +215,7 @@ def estimate(decode: str, segment_steps: Optional[int], pool_episodes: int,
     ...               frames_per_sample=2.0)
     >>> estimate('per_episode', 10, 4, 4, sizes, batch_size=8, prefetch=2,
     ...          history=2, history_stride=1, goal=None).pools
-    132000
+    88000
   """
   if decode == 'per_episode':
     frames = segment_frames(segment_steps, sizes, history, history_stride,
@@ -212,11 +224,12 @@ def estimate(decode: str, segment_steps: Optional[int], pool_episodes: int,
   else:
     pools = POOL_COPIES * pool_episodes * sizes.episode_bytes
   batches = (prefetch + DECODES_IN_FLIGHT) * batch_size * sizes.sample_bytes
+  opened = OPEN_EPISODE_COPIES * open_episodes * sizes.episode_bytes
   return RobotMemory(
-      open_episodes=int(open_episodes * sizes.episode_bytes),
-      pools=int(math.ceil(pools)), batches=int(batches),
-      runtime=int(RUNTIME_FRACTION * (open_episodes * sizes.episode_bytes +
-                                      math.ceil(pools) + batches)),
+      open_episodes=int(opened), pools=int(math.ceil(pools)),
+      batches=int(batches),
+      runtime=int(RUNTIME_FRACTION * (opened + math.ceil(pools) + batches) +
+                  RUNTIME_EPISODES * sizes.episode_bytes),
       step_bytes=sizes.step_bytes, episode_bytes=sizes.episode_bytes,
       mean_episode_steps=sizes.mean_episode_steps)
 
@@ -231,11 +244,10 @@ def pick(budget: Optional[int], sizes: Sizes, *, batch_size: int,
 
   Rule: ``pool_episodes`` defaults to ``min(batch_size, MAX_POOL_EPISODES,
   episodes)``. ``'per_episode'`` is tried with whole episodes, then
-  segments of ``SEGMENT_CHOICES`` samples, the largest that fits: down to
-  ``GOOD_SEGMENT_STEPS`` with the largest pool that fits, from the default
-  down to ``MIN_POOL_FRACTION`` of it (unless ``pool_episodes`` is given),
-  below that (down to ``MIN_SEGMENT_STEPS``) with the default pool; then
-  ``'after_sampling'``. A given ``decode`` or ``segment_steps`` is kept
+  segments of ``SEGMENT_CHOICES`` samples (down to ``MIN_SEGMENT_STEPS``),
+  the largest that fits, then ``'after_sampling'``, each with the largest
+  pool that fits from the default down to ``MIN_POOL_FRACTION`` of it
+  (unless ``pool_episodes`` is given). A given ``decode`` or ``segment_steps`` is kept
   (the estimate is then only reported).
 
   Raises:
@@ -247,10 +259,10 @@ def pick(budget: Optional[int], sizes: Sizes, *, batch_size: int,
     ...               sample_bytes=490 << 10, frames_per_sample=2.0)
     >>> kwargs = dict(batch_size=64, prefetch=2, history=2, history_stride=1,
     ...               goal=None)
-    >>> pick(1 << 30, sizes, **kwargs)[:4]   # the largest pool that fits
-    ('per_episode', 16, 45, 48)
-    >>> pick(700 << 20, sizes, **kwargs)[:4]   # 8-sample segments
-    ('per_episode', 8, 45, 48)
+    >>> pick(1 << 30, sizes, **kwargs)[:4]   # segments of 16 samples
+    ('per_episode', 16, 48, 48)
+    >>> pick(700 << 20, sizes, **kwargs)[:4]   # of 8, 36 episodes pooled
+    ('per_episode', 8, 36, 45)
   """
   default_pool = max(1, min(batch_size, MAX_POOL_EPISODES, sizes.num_episodes))
   pool = pool_episodes or default_pool
@@ -279,20 +291,17 @@ def pick(budget: Optional[int], sizes: Sizes, *, batch_size: int,
   segment_sizes = [None] + [
       s for s in SEGMENT_CHOICES
       if MIN_SEGMENT_STEPS <= s < sizes.mean_episode_steps]
-  for segments in segment_sizes:
-    good = segments is None or segments >= GOOD_SEGMENT_STEPS
-    for candidate_pool in range(pool, (smallest if good else pool) - 1, -1):
-      candidate = plan('per_episode', segments, candidate_pool)
+  choices = [('per_episode', segments) for segments in segment_sizes]
+  for mode, segments in choices + [('after_sampling', None)]:
+    for candidate_pool in range(pool, smallest - 1, -1):
+      candidate = plan(mode, segments, candidate_pool)
       if candidate.memory.total <= budget:   # The largest pool that fits.
         return candidate
-  candidate = plan('after_sampling', None)
-  if candidate.memory.total <= budget:
-    return candidate
   raise ValueError(
       f'{op}: memory_budget {human_bytes(budget)} ({budget} bytes) is too '
-      f'small for {pool} pooled episodes: decoding after sampling needs about '
-      f'{human_bytes(candidate.memory.total)} ({candidate!r}); raise the '
-      'budget, or lower pool_episodes / batch_size.')
+      f'small for {smallest} pooled episodes: decoding after sampling needs '
+      f'about {human_bytes(candidate.memory.total)} ({candidate!r}); raise '
+      'the budget, or lower pool_episodes / batch_size.')
 
 
 def parse_budget(value: Any, op: str) -> Optional[int]:

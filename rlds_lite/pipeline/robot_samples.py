@@ -453,8 +453,8 @@ def plan_robot_samples(source: Any,
     >>> plan_robot_samples(path, batch_size=8, history=2)  # doctest: +ELLIPSIS
     DecodePlan(decode='per_episode', whole episodes, 4 episodes pooled, 1 open; RobotMemory(total=...
     >>> plan_robot_samples(path, batch_size=8, history=2,
-    ...                    memory_budget='30MB')[:2]   # decode, segment_steps
-    ('per_episode', 2)
+    ...                    memory_budget='50MB')[:2]   # decode, segment_steps
+    ('per_episode', 4)
   """
   op = 'plan_robot_samples'
   return _plan(source, split, batch_size, history, action_chunk,

@@ -18,55 +18,61 @@ KWARGS = dict(batch_size=64, prefetch=2, history=2, history_stride=1,
 
 def test_estimate_formula():
   memory = rm.estimate('per_episode', 16, 48, 48, SIZES, **KWARGS)
-  assert memory.pools == 3 * 48 * 17 * 250_000
-  assert memory.open_episodes == 48 * 3_000_000
+  assert memory.pools == 2 * 48 * 17 * 250_000
+  assert memory.open_episodes == 1.5 * 48 * 3_000_000
   assert memory.batches == (2 + 2) * 64 * 500_000
   assert memory.runtime == int(0.25 * (memory.pools + memory.open_episodes +
-                                        memory.batches))
+                                        memory.batches) + 32 * 3_000_000)
   assert memory.total == (memory.pools + memory.open_episodes + memory.batches +
                           memory.runtime)
   whole = rm.estimate('per_episode', None, 48, 1, SIZES, **KWARGS)
-  assert whole.pools == 3 * 48 * 120 * 250_000
+  assert whole.pools == 2 * 48 * 120 * 250_000
   after = rm.estimate('after_sampling', None, 48, 1, SIZES, **KWARGS)
-  assert after.pools == 3 * 48 * 3_000_000
+  assert after.pools == 2 * 48 * 3_000_000
   goals = rm.estimate('per_episode', 16, 48, 48, SIZES,
                       **{**KWARGS, 'goal': 'future'})
-  assert goals.pools == 3 * 48 * (17 + 16) * 250_000
+  assert goals.pools == 2 * 48 * (17 + 16) * 250_000
 
 
 # budget -> (decode, segment_steps, pool): the largest segments that fit,
-# down to 8-sample segments with the largest pool that fits (the default, 48,
-# down to 3/4 of it, 36), then smaller segments with the default pool.
+# each with the largest pool that fits (the default, 48, down to 3/4 of it,
+# 36), then decoding after sampling the same way.
 @pytest.mark.parametrize('budget,expected', [
     (10**11, ('per_episode', None, 48)),
-    (3.5 * 10**9, ('per_episode', 64, 48)),
-    (1.15 * 10**9, ('per_episode', 16, 48)),
-    (10**9, ('per_episode', 16, 41)),
+    (3.5 * 10**9, ('per_episode', None, 43)),
+    (2 * 10**9, ('per_episode', 64, 36)),
+    (1.1 * 10**9, ('per_episode', 16, 48)),
+    (10**9, ('per_episode', 16, 44)),
     (8 * 10**8, ('per_episode', 8, 48)),
-    (7 * 10**8, ('per_episode', 8, 42)),
-    (6.5 * 10**8, ('per_episode', 8, 37)),
-    (6 * 10**8, ('per_episode', 4, 48)),
-    (5 * 10**8, ('per_episode', 2, 48)),
-], ids=['whole', 'segments_64', 'segments_16', 'segments_16_smaller_pool',
-        'segments_8', 'segments_8_smaller_pool', 'segments_8_largest_pool_that_fits',
-        'segments_4', 'segments_2'])
+    (7.5 * 10**8, ('per_episode', 8, 39)),
+    (7 * 10**8, ('per_episode', 4, 48)),
+    (6.5 * 10**8, ('per_episode', 4, 39)),
+    (6 * 10**8, ('per_episode', 2, 39)),
+    (5.5 * 10**8, ('after_sampling', None, 38)),
+], ids=['whole', 'whole_smaller_pool', 'segments_64_smaller_pool',
+        'segments_16', 'segments_16_smaller_pool', 'segments_8',
+        'segments_8_smaller_pool', 'segments_4', 'segments_4_smaller_pool',
+        'segments_2_smaller_pool', 'after_sampling_smaller_pool'])
 def test_pick_table(budget, expected):
   plan = rm.pick(budget, SIZES, **KWARGS)
   assert (plan.decode, plan.segment_steps, plan.pool_episodes) == expected
   assert plan.memory.total <= budget
+  segmented = expected[1] is not None
+  open_episodes = min(48, -(-5 * expected[2] // 4)) if segmented else 1
+  assert plan.open_episodes == open_episodes   # 1.25 x the pool, segmented
   if expected[2] < 48:   # One more pooled episode would not fit.
-    bigger = rm.estimate('per_episode', expected[1], expected[2] + 1, 48,
-                         SIZES, **KWARGS)
+    bigger = rm.estimate(expected[0], expected[1], expected[2] + 1,
+                         min(48, -(-5 * (expected[2] + 1) // 4))
+                         if segmented else 1, SIZES, **KWARGS)
     assert bigger.total > budget
-  open_episodes = min(48, -(-5 * expected[2] // 4))   # 1.25 x the pool
-  assert plan.open_episodes == (1 if expected[1] is None else open_episodes)
 
 
 def test_pick_falls_back_to_after_sampling_then_errors():
   sizes = SIZES._replace(episode_bytes=100_000)
-  plan = rm.pick(2.5 * 10**8, sizes, **KWARGS)
-  assert plan.decode == 'after_sampling' and plan.memory.total <= 2.5 * 10**8
-  with pytest.raises(ValueError, match='is too small for 48 pooled episodes'):
+  plan = rm.pick(2 * 10**8, sizes, **KWARGS)
+  assert plan[:3] == ('after_sampling', None, 48)
+  assert plan.memory.total <= 2 * 10**8
+  with pytest.raises(ValueError, match='is too small for 36 pooled episodes'):
     rm.pick(10**6, sizes, **KWARGS)
 
 
@@ -82,9 +88,9 @@ def test_given_choices_are_kept():
 def test_reprs():
   plan = rm.pick(10**9, SIZES, **KWARGS)
   assert repr(plan).startswith(
-      "DecodePlan(decode='per_episode', segments of 16 samples, 41 episodes "
-      'pooled, 48 open; RobotMemory(total=993.4 MB: pools=522.8 MB, '
-      'open_episodes=144.0 MB, batches=128.0 MB, runtime=198.7 MB; ')
+      "DecodePlan(decode='per_episode', segments of 16 samples, 44 episodes "
+      'pooled, 48 open; RobotMemory(total=993.5 MB: pools=374.0 MB, '
+      'open_episodes=216.0 MB, batches=128.0 MB, runtime=275.5 MB; ')
   assert 'decoded step 250.0 KB, encoded episode 3.0 MB (120.0 steps)' in repr(
       plan.memory)
   after = rm.DecodePlan('after_sampling', None, 8, 1, None)
