@@ -12,7 +12,12 @@ Two placements (``decode=``):
 * ``'after_sampling'``: encoded episodes are pooled and shuffled (an encoded
   frame is ~10x smaller than a decoded one) and each batch's frames are
   decoded after sampling: one decode per use (``history`` per sample),
-  except that identical frames of a batch are decoded once.
+  except that identical frames of a batch are decoded once. Small next to
+  whole decoded episodes, but short segments are usually as small (measured
+  on the image benchmark: segments of 2 from 48 episodes grew 423-586 MB,
+  decoding after sampling from 48 episodes 436-610 MB, at 1.5x the CPU):
+  ``'auto'`` takes it where segments would decode many frames twice (long,
+  strided histories).
 
 ``'auto'`` picks for ``memory_budget`` (default ``DEFAULT_MEMORY_BUDGET``):
 the largest segments that fit (whole episodes, then 64, 32, ...
@@ -30,7 +35,8 @@ segment decodes, ``S`` = a decoded sample)::
   open_episodes = OPEN_EPISODE_COPIES * open_episodes * E  # read, cut
   pools         = POOL_COPIES * pool_episodes * F * D      # per_episode
                 = POOL_COPIES * pool_episodes * E          # after_sampling
-  batches       = (prefetch + DECODES_IN_FLIGHT) * batch_size * S
+  batches       = (prefetch + DECODES_IN_FLIGHT) * batch_size * S  # per_episode
+                = (prefetch + 2 * DECODES_IN_FLIGHT) * batch_size * S
   runtime       = RUNTIME_FRACTION * (the parts above) + RUNTIME_EPISODES * E
 
 Calibrated on RSS growth (``benchmarks/bench_images.py``'s dataset, ten
@@ -78,7 +84,10 @@ OPEN_EPISODE_COPIES = 1.5
 parsed fields and its cut segments' rows, with the allocator's slack
 (measured 1.5-1.8 on 48 open episodes)."""
 DECODES_IN_FLIGHT = 2
-"""Batches (or segments) being decoded at once (one per core here)."""
+"""Batches (or segments) being decoded or gathered at once (one per core
+here). ``'after_sampling'`` counts a batch being decoded twice: its frames
+decoded one by one, then stacked (measured: 438-610 MB for pools of 16-48
+camera episodes, which one copy underestimated by up to ~40%)."""
 RUNTIME_FRACTION = 0.25
 """Memory beside the parts that grows with them, as a fraction of them:
 tf.data iterators' buffers, allocator slack."""
@@ -223,7 +232,8 @@ def estimate(decode: str, segment_steps: Optional[int], pool_episodes: int,
     pools = POOL_COPIES * pool_episodes * frames * sizes.step_bytes
   else:
     pools = POOL_COPIES * pool_episodes * sizes.episode_bytes
-  batches = (prefetch + DECODES_IN_FLIGHT) * batch_size * sizes.sample_bytes
+  in_flight = DECODES_IN_FLIGHT * (1 if decode == 'per_episode' else 2)
+  batches = (prefetch + in_flight) * batch_size * sizes.sample_bytes
   opened = OPEN_EPISODE_COPIES * open_episodes * sizes.episode_bytes
   return RobotMemory(
       open_episodes=int(opened), pools=int(math.ceil(pools)),

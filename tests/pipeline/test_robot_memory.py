@@ -29,6 +29,7 @@ def test_estimate_formula():
   assert whole.pools == 2 * 48 * 120 * 250_000
   after = rm.estimate('after_sampling', None, 48, 1, SIZES, **KWARGS)
   assert after.pools == 2 * 48 * 3_000_000
+  assert after.batches == (2 + 2 * 2) * 64 * 500_000   # decoded, stacked
   goals = rm.estimate('per_episode', 16, 48, 48, SIZES,
                       **{**KWARGS, 'goal': 'future'})
   assert goals.pools == 2 * 48 * (17 + 16) * 250_000
@@ -36,7 +37,7 @@ def test_estimate_formula():
 
 # budget -> (decode, segment_steps, pool): the largest segments that fit,
 # each with the largest pool that fits (the default, 48, down to 3/4 of it,
-# 36), then decoding after sampling the same way.
+# 36). Decoding after sampling needs more here than segments of 2.
 @pytest.mark.parametrize('budget,expected', [
     (10**11, ('per_episode', None, 48)),
     (3.5 * 10**9, ('per_episode', None, 43)),
@@ -48,11 +49,10 @@ def test_estimate_formula():
     (7 * 10**8, ('per_episode', 4, 48)),
     (6.5 * 10**8, ('per_episode', 4, 39)),
     (6 * 10**8, ('per_episode', 2, 39)),
-    (5.5 * 10**8, ('after_sampling', None, 38)),
 ], ids=['whole', 'whole_smaller_pool', 'segments_64_smaller_pool',
         'segments_16', 'segments_16_smaller_pool', 'segments_8',
         'segments_8_smaller_pool', 'segments_4', 'segments_4_smaller_pool',
-        'segments_2_smaller_pool', 'after_sampling_smaller_pool'])
+        'segments_2_smaller_pool'])
 def test_pick_table(budget, expected):
   plan = rm.pick(budget, SIZES, **KWARGS)
   assert (plan.decode, plan.segment_steps, plan.pool_episodes) == expected
@@ -68,12 +68,18 @@ def test_pick_table(budget, expected):
 
 
 def test_pick_falls_back_to_after_sampling_then_errors():
-  sizes = SIZES._replace(episode_bytes=100_000)
-  plan = rm.pick(2 * 10**8, sizes, **KWARGS)
+  # A history reaching 90 steps back: every segment decodes ~90 frames more.
+  sizes = SIZES._replace(sample_bytes=1_000_000, frames_per_sample=4.0)
+  kwargs = {**KWARGS, 'history': 4, 'history_stride': 30}
+  assert rm.pick(3 * 10**9, sizes, **kwargs)[:3] == ('per_episode', 8, 37)
+  plan = rm.pick(10**9, sizes, **kwargs)
   assert plan[:3] == ('after_sampling', None, 48)
-  assert plan.memory.total <= 2 * 10**8
+  assert rm.pick(9 * 10**8, sizes, **kwargs)[:3] == ('after_sampling', None,
+                                                     42)
   with pytest.raises(ValueError, match='is too small for 36 pooled episodes'):
-    rm.pick(10**6, sizes, **KWARGS)
+    rm.pick(8 * 10**8, sizes, **kwargs)
+  with pytest.raises(ValueError, match='is too small'):
+    rm.pick(5.5 * 10**8, SIZES, **KWARGS)   # Below segments of 2.
 
 
 def test_given_choices_are_kept():
