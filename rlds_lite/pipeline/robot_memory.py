@@ -41,7 +41,7 @@ segment decodes, ``S`` = a decoded sample)::
 
 Calibrated on RSS growth (``benchmarks/bench_images.py``'s dataset, ten
 plans from segments of 2 of 2 episodes to whole episodes, in-graph and in a
-Python loop, two runs each): measured / estimated 0.80-1.32. TensorFlow's
+Python loop, two runs each): measured / estimated 0.81-1.31. TensorFlow's
 CPU allocator keeps the memory it has grown to and grows in doubling
 regions, so the same plan's peak varies by up to ~25% from run to run.
 
