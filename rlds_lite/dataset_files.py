@@ -29,10 +29,8 @@ where it is known.
   are fine and the error came from elsewhere).
 
 Example:
-  >>> import tempfile
-  >>> from rlds_lite import synthetic, tfds as rlds_tfds
-  >>> path = rlds_tfds.write_dataset(
-  ...     synthetic.episodes(3, seed=0), tempfile.mkdtemp(), 'toy')
+  >>> from rlds_lite import synthetic
+  >>> path = synthetic.dataset(3, seed=0)
   >>> shard = os.path.join(path, 'toy-train.tfrecord-00000')
   >>> with open(shard, 'r+b') as f:
   ...   _ = f.truncate(os.path.getsize(shard) - 100)
@@ -327,10 +325,8 @@ def features_mismatch(dataset_dir: PathLike) -> Optional[CorruptDatasetError]:
     of every reader (`metadata_problem`).
 
   Example:
-    >>> import tempfile
-    >>> from rlds_lite import synthetic, tfds as rlds_tfds
-    >>> path = rlds_tfds.write_dataset(
-    ...     synthetic.episodes(2, seed=0), tempfile.mkdtemp(), 'toy')
+    >>> from rlds_lite import synthetic
+    >>> path = synthetic.dataset(2, seed=0)
     >>> features_mismatch(path) is None
     True
     >>> os.remove(os.path.join(path, FEATURES_FILE))
@@ -447,10 +443,8 @@ def split_shards(builder: tfds.core.DatasetBuilder,
     The shards, in the order of the split (each file once).
 
   Example:
-    >>> import tempfile
-    >>> from rlds_lite import synthetic, tfds as rlds_tfds
-    >>> path = rlds_tfds.write_dataset(
-    ...     synthetic.episodes(3, seed=0), tempfile.mkdtemp(), 'toy')
+    >>> from rlds_lite import synthetic
+    >>> path = synthetic.dataset(3, seed=0)
     >>> [(os.path.basename(s.path), s.first, s.count)
     ...  for s in split_shards(open_builder(path), 'train[1:]')]
     [('toy-train.tfrecord-00000', 0, 3)]
@@ -547,10 +541,8 @@ def check_open(builder: tfds.core.DatasetBuilder, split: Any) -> None:
     CorruptDatasetError: naming the first damaged file.
 
   Example:
-    >>> import tempfile
-    >>> from rlds_lite import synthetic, tfds as rlds_tfds
-    >>> path = rlds_tfds.write_dataset(
-    ...     synthetic.episodes(3, seed=0), tempfile.mkdtemp(), 'toy')
+    >>> from rlds_lite import synthetic
+    >>> path = synthetic.dataset(3, seed=0)
     >>> os.remove(os.path.join(path, 'toy-train.tfrecord-00000'))
     >>> check_open(open_builder(path), 'train')  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -825,10 +817,8 @@ def find_damage(builder: tfds.core.DatasetBuilder, split: Any = None, *,
     The problems, in split order (an empty list if the files are whole).
 
   Example:
-    >>> import tempfile
-    >>> from rlds_lite import synthetic, tfds as rlds_tfds
-    >>> path = rlds_tfds.write_dataset(
-    ...     synthetic.episodes(2, seed=0), tempfile.mkdtemp(), 'toy')
+    >>> from rlds_lite import synthetic
+    >>> path = synthetic.dataset(2, seed=0)
     >>> find_damage(open_builder(path), records=True)
     []
   """

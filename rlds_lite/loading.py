@@ -233,9 +233,8 @@ def check_split(builder: tfds.core.DatasetBuilder, split: Any,
   """A ValueError naming the splits if ``split`` names an unknown one.
 
   Example:
-    >>> import tempfile, rlds_lite
-    >>> path = rlds_lite.tfds.write_dataset(
-    ...     rlds_lite.synthetic.episodes(2), tempfile.mkdtemp(), 'toy')
+    >>> import rlds_lite
+    >>> path = rlds_lite.synthetic.dataset(2)
     >>> check_split(rlds_builder(path)[0], 'test', 'toy')
     Traceback (most recent call last):
     ...
@@ -416,10 +415,8 @@ def as_dataset(builder: tfds.core.DatasetBuilder, **kwargs) -> tf.data.Dataset:
   former holds no features), instead of TFDS's ``NotImplementedError``.
 
   Example:
-    >>> import tempfile
-    >>> from rlds_lite import synthetic, tfds as rlds_tfds
-    >>> path = rlds_tfds.write_dataset(synthetic.episodes(2, seed=0),
-    ...                                tempfile.mkdtemp(), 'toy')
+    >>> from rlds_lite import synthetic
+    >>> path = synthetic.dataset(2, seed=0)
     >>> int(as_dataset(rlds_builder(path)[0], split='train').cardinality())
     2
   """
@@ -445,10 +442,8 @@ def episode_reader(builder: tfds.core.DatasetBuilder
   """``split -> dense episodes`` of a builder, as ``load(dense=True)`` reads them.
 
   Example:
-    >>> import tempfile
-    >>> from rlds_lite import synthetic, tfds as rlds_tfds
-    >>> path = rlds_tfds.write_dataset(synthetic.episodes(3, seed=0),
-    ...                                tempfile.mkdtemp(), 'toy')
+    >>> from rlds_lite import synthetic
+    >>> path = synthetic.dataset(3, seed=0)
     >>> read = episode_reader(rlds_builder(path)[0])
     >>> int(read('train[1:]').cardinality())
     2
@@ -477,10 +472,8 @@ def named_read_errors(builder: tfds.core.DatasetBuilder,
     split: the split being read.
 
   Example:
-    >>> import tempfile
-    >>> from rlds_lite import synthetic, tfds as rlds_tfds
-    >>> path = rlds_tfds.write_dataset(synthetic.episodes(3, seed=0),
-    ...                                tempfile.mkdtemp(), 'toy')
+    >>> from rlds_lite import synthetic
+    >>> path = synthetic.dataset(3, seed=0)
     >>> builder, _ = rlds_builder(path)
     >>> episodes = load(path, dense=True)
     >>> shard = os.path.join(path, 'toy-train.tfrecord-00000')

@@ -13,11 +13,8 @@
   episode), published atomically.
 
 Example:
-  >>> import tempfile
   >>> from rlds_lite import catalog, synthetic
-  >>> from rlds_lite.tfds import write_dataset
-  >>> path = write_dataset(synthetic.episodes(num_episodes=6, seed=0),
-  ...                      tempfile.mkdtemp(), 'toy')
+  >>> path = synthetic.dataset(num_episodes=6, seed=0)
   >>> table = catalog.episodes(path, progress=False)
   >>> table.select('length > 20').sort('return')['index'].tolist()
   [3, 1, 4, 2]

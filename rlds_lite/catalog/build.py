@@ -42,11 +42,8 @@ rewards out of ``return``, `episodes` says so once per call with a
 `rlds_lite.LastStepValuesWarning` (``last_reward`` keeps them).
 
 Example:
-  >>> import tempfile
   >>> from rlds_lite import synthetic
-  >>> from rlds_lite.tfds import write_dataset
-  >>> path = write_dataset(synthetic.episodes(num_episodes=4, seed=0),
-  ...                      tempfile.mkdtemp(), 'toy')
+  >>> path = synthetic.dataset(num_episodes=4, seed=0)
   >>> catalog = episodes(path, progress=False)
   >>> catalog.columns  # doctest: +NORMALIZE_WHITESPACE
   ('index', 'episode_id', 'length', 'return', 'last_reward', 'terminated',
@@ -358,11 +355,8 @@ def catalog_of_builder(builder: tfds.core.DatasetBuilder, split: str,
   call `warn_left_out`.
 
   Example:
-    >>> import tempfile
     >>> from rlds_lite import synthetic
-    >>> from rlds_lite.tfds import write_dataset
-    >>> path = write_dataset(synthetic.episodes(num_episodes=3, seed=0),
-    ...                      tempfile.mkdtemp(), 'toy')
+    >>> path = synthetic.dataset(num_episodes=3, seed=0)
     >>> builder, _ = loading.rlds_builder(path)
     >>> catalog_of_builder(builder, 'train', progress=False)['length'].tolist()
     [5, 46, 46]

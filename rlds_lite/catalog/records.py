@@ -20,11 +20,8 @@ scalar strings:
 - array_record shards: random access with ArrayRecord's reader.
 
 Example:
-  >>> import tempfile
   >>> from rlds_lite import loading, synthetic
-  >>> from rlds_lite.tfds import write_dataset
-  >>> path = write_dataset(synthetic.episodes(5, seed=0), tempfile.mkdtemp(),
-  ...                      'toy')
+  >>> path = synthetic.dataset(5, seed=0)
   >>> files = split_files(loading.rlds_builder(path)[0], 'train')
   >>> files.num_episodes, files.shard_names
   (5, ('toy-train.tfrecord-00000',))

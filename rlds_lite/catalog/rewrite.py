@@ -27,9 +27,7 @@ exist, and on any error nothing is left of it.
 Example:
   >>> import tempfile, os
   >>> from rlds_lite import synthetic
-  >>> from rlds_lite.tfds import write_dataset
-  >>> source = write_dataset(synthetic.episodes(num_episodes=10, seed=0),
-  ...                        tempfile.mkdtemp(), 'toy')
+  >>> source = synthetic.dataset(num_episodes=10, seed=0)
   >>> out = os.path.join(tempfile.mkdtemp(), 'long')
   >>> path = filter_dataset(source, out, 'length > 20', val_fraction=0.25,
   ...                       progress=False)
@@ -358,9 +356,7 @@ def filter_dataset(source: PathLike,
     >>> import tempfile, os
     >>> import rlds_lite
     >>> from rlds_lite import synthetic
-    >>> from rlds_lite.tfds import write_dataset
-    >>> source = write_dataset(synthetic.episodes(num_episodes=6, seed=0),
-    ...                        tempfile.mkdtemp(), 'toy')
+    >>> source = synthetic.dataset(num_episodes=6, seed=0)
     >>> path = filter_dataset(source, os.path.join(tempfile.mkdtemp(), 'out'),
     ...                       'terminated', progress=False)
     >>> [int(e['episode_id']) for e in rlds_lite.load(path)]
@@ -399,9 +395,7 @@ def split_dataset(source: PathLike,
   Example:
     >>> import tempfile, os
     >>> from rlds_lite import synthetic
-    >>> from rlds_lite.tfds import write_dataset
-    >>> source = write_dataset(synthetic.episodes(num_episodes=10, seed=0),
-    ...                        tempfile.mkdtemp(), 'toy')
+    >>> source = synthetic.dataset(num_episodes=10, seed=0)
     >>> path = split_dataset(source, os.path.join(tempfile.mkdtemp(), 'out'),
     ...                      0.2, seed=1, progress=False)
     >>> import rlds_lite
@@ -452,9 +446,7 @@ def merge_datasets(sources: Sequence[PathLike],
   Example:
     >>> import tempfile, os
     >>> from rlds_lite import synthetic
-    >>> from rlds_lite.tfds import write_dataset
-    >>> a = write_dataset(synthetic.episodes(3, seed=0), tempfile.mkdtemp(),
-    ...                   'toy')
+    >>> a = synthetic.dataset(3, seed=0)
     >>> path = merge_datasets([a, a], os.path.join(tempfile.mkdtemp(), 'm'),
     ...                       progress=False)
     >>> import rlds_lite

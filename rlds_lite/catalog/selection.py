@@ -16,12 +16,9 @@ Only the chosen episodes' records are read and decoded (see
 `rlds_lite.catalog.records`); ``dense`` works as in `rlds_lite.load`.
 
 Example:
-  >>> import tempfile
   >>> import rlds_lite
   >>> from rlds_lite import synthetic
-  >>> from rlds_lite.tfds import write_dataset
-  >>> path = write_dataset(synthetic.episodes(num_episodes=6, seed=0),
-  ...                      tempfile.mkdtemp(), 'toy')
+  >>> path = synthetic.dataset(num_episodes=6, seed=0)
   >>> chosen = rlds_lite.load(path, dense=True, episodes=[4, 1])
   >>> [int(e['episode_id']) for e in chosen]
   [4, 1]
@@ -92,11 +89,8 @@ def episode_indices(episodes: Episodes, builder: tfds.core.DatasetBuilder,
     ValueError: for a catalog of another dataset or split.
 
   Example:
-    >>> import tempfile
     >>> from rlds_lite import loading, synthetic
-    >>> from rlds_lite.tfds import write_dataset
-    >>> path = write_dataset(synthetic.episodes(num_episodes=6, seed=0),
-    ...                      tempfile.mkdtemp(), 'toy')
+    >>> path = synthetic.dataset(num_episodes=6, seed=0)
     >>> builder, _ = loading.rlds_builder(path)
     >>> episode_indices('length < 20', builder, 'train', progress=False)
     array([0, 5])
@@ -153,11 +147,8 @@ def load_episodes(builder: tfds.core.DatasetBuilder, split: str,
     A ``tf.data.Dataset`` of episodes (possibly empty).
 
   Example:
-    >>> import tempfile
     >>> from rlds_lite import loading, synthetic
-    >>> from rlds_lite.tfds import write_dataset
-    >>> path = write_dataset(synthetic.episodes(num_episodes=6, seed=0),
-    ...                      tempfile.mkdtemp(), 'toy')
+    >>> path = synthetic.dataset(num_episodes=6, seed=0)
     >>> builder, _ = loading.rlds_builder(path)
     >>> episodes = load_episodes(builder, 'train', [5, 0], dense=True)
     >>> [int(e['steps']['reward'].shape[0]) for e in episodes]

@@ -5,10 +5,8 @@ one pass that reads the episodes without decoding them (only the length of
 each episode's steps is taken), so images are never decoded.
 
 Example:
-  >>> import tempfile
-  >>> from rlds_lite import synthetic, tfds as rlds_tfds
-  >>> path = rlds_tfds.write_dataset(synthetic.episodes(num_episodes=3, seed=0),
-  ...                                tempfile.mkdtemp(), 'toy')
+  >>> from rlds_lite import synthetic
+  >>> path = synthetic.dataset(num_episodes=3, seed=0)
   >>> overview = describe(path)
   >>> overview.splits
   [SplitRow(name='train', episodes=3, steps=97, num_bytes=..., shards=1)]
@@ -192,10 +190,8 @@ def count_steps(builder: tfds.core.DatasetBuilder, split: str,
   array_record datasets.
 
   Example:
-    >>> import tempfile
-    >>> from rlds_lite import synthetic, tfds as rlds_tfds
-    >>> path = rlds_tfds.write_dataset(synthetic.episodes(2, seed=1),
-    ...                                tempfile.mkdtemp(), 'toy')
+    >>> from rlds_lite import synthetic
+    >>> path = synthetic.dataset(2, seed=1)
     >>> count_steps(tfds.builder_from_directory(path), 'train')
     54
   """

@@ -152,11 +152,8 @@ def dataset_size(name_or_dir: Union[str, os.PathLike],
     The count.
 
   Example:
-    >>> import tempfile
     >>> from rlds_lite import synthetic
-    >>> from rlds_lite.tfds import write_dataset
-    >>> path = write_dataset(synthetic.episodes(3, min_length=2, max_length=2),
-    ...                      tempfile.mkdtemp(), 'toy')
+    >>> path = synthetic.dataset(3, min_length=2, max_length=2)
     >>> dataset_size(path), dataset_size(path, unit='steps')
     (3, 6)
   """

@@ -42,10 +42,8 @@ x bytes of one decoded step, from the features; ``S`` = step bytes)::
   batches        = prefetch * batch_size * S + gather_size * S
 
 Example:
-  >>> import tempfile
-  >>> from rlds_lite import synthetic, tfds as rtfds
-  >>> path = rtfds.write_dataset(synthetic.episodes(6, seed=0),
-  ...                            tempfile.mkdtemp(), 'toy')
+  >>> from rlds_lite import synthetic
+  >>> path = synthetic.dataset(6, seed=0)
   >>> ds = shuffled_steps(path, batch_size=32, num_slices=3, seed=0,
   ...                     episode_fields='episode_id')
   >>> sum(int(b['reward'].shape[0]) for b in ds) == count_steps(path)  # once
@@ -274,10 +272,8 @@ def count_steps(name_or_dir: PathLike, split: str = 'train', *,
   dataset changes).
 
   Example:
-    >>> import tempfile
-    >>> from rlds_lite import synthetic, tfds as rtfds
-    >>> path = rtfds.write_dataset(synthetic.episodes(4, seed=0),
-    ...                            tempfile.mkdtemp(), 'toy')
+    >>> from rlds_lite import synthetic
+    >>> path = synthetic.dataset(4, seed=0)
     >>> count_steps(path)
     144
   """
@@ -469,9 +465,8 @@ def estimate_memory(name_or_dir: PathLike,
 
   Example:
     >>> import tempfile
-    >>> from rlds_lite import synthetic, tfds as rtfds
-    >>> path = rtfds.write_dataset(synthetic.episodes(40, seed=0),
-    ...                            tempfile.mkdtemp(), 'toy')
+    >>> from rlds_lite import synthetic
+    >>> path = synthetic.dataset(40, seed=0)
     >>> small = estimate_memory(path, batch_size=8, memory_budget='600KB')
     >>> large = estimate_memory(path, batch_size=8, memory_budget='20MB')
     >>> small.knobs.pool_episodes < large.knobs.pool_episodes
@@ -687,10 +682,8 @@ def shuffled_steps(name_or_dir: PathLike,
       ``drop_remainder``.
 
   Example:
-    >>> import tempfile
-    >>> from rlds_lite import synthetic, tfds as rtfds
-    >>> path = rtfds.write_dataset(synthetic.episodes(5, seed=0),
-    ...                            tempfile.mkdtemp(), 'toy')
+    >>> from rlds_lite import synthetic
+    >>> path = synthetic.dataset(5, seed=0)
     >>> ds = shuffled_steps(path, batch_size=100, seed=1, fields=['reward'],
     ...                     drop_remainder=True)
     >>> [b['reward'].shape.as_list() for b in ds]
@@ -771,10 +764,8 @@ def shuffled_episodes(name_or_dir: PathLike,
     A dataset of episodes whose ``steps`` are dicts of ``[T, ...]`` tensors.
 
   Example:
-    >>> import tempfile
-    >>> from rlds_lite import synthetic, tfds as rtfds
-    >>> path = rtfds.write_dataset(synthetic.episodes(8, seed=0),
-    ...                            tempfile.mkdtemp(), 'toy')
+    >>> from rlds_lite import synthetic
+    >>> path = synthetic.dataset(8, seed=0)
     >>> ids = [int(e['episode_id']) for e in shuffled_episodes(path, seed=0)]
     >>> sorted(ids), ids != sorted(ids)
     ([0, 1, 2, 3, 4, 5, 6, 7], True)

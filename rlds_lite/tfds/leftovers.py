@@ -81,11 +81,8 @@ def referenced_files(dataset_dir: str,
   """The shard file names (not paths) a ``dataset_info.json`` references.
 
   Example:
-    >>> import os, tempfile
     >>> from rlds_lite import synthetic
-    >>> from rlds_lite.tfds import write_dataset
-    >>> data_dir = tempfile.mkdtemp()
-    >>> path = write_dataset(synthetic.episodes(3, seed=0), data_dir, 'toy')
+    >>> path = synthetic.dataset(3, seed=0)
     >>> referenced_files(path, read_info_proto(path))
     {'toy-train.tfrecord-00000'}
   """
@@ -245,11 +242,9 @@ def remove_leftovers(dataset_dir: str, dataset_name: str,
 
   Example (a dead writer's temporary shard and an unreferenced shard go;
   files rlds_lite does not name stay):
-    >>> import os, tempfile
+    >>> import os
     >>> from rlds_lite import synthetic
-    >>> from rlds_lite.tfds import write_dataset
-    >>> data_dir = tempfile.mkdtemp()
-    >>> path = write_dataset(synthetic.episodes(3, seed=0), data_dir, 'toy')
+    >>> path = synthetic.dataset(3, seed=0)
     >>> for name in ('.shard-123-abc-00000', 'toy-train.tfrecord-00007', 'notes.txt'):
     ...   open(os.path.join(path, name), 'wb').close()
     >>> [os.path.basename(p) for p in remove_leftovers(path, 'toy', read_info_proto(path))]

@@ -231,9 +231,8 @@ def read_builder(dataset_dir: PathLike,
     The builder.
 
   Example:
-    >>> import tempfile, rlds_lite
-    >>> path = rlds_lite.tfds.write_dataset(
-    ...     rlds_lite.synthetic.episodes(2), tempfile.mkdtemp(), 'toy')
+    >>> import rlds_lite
+    >>> path = rlds_lite.synthetic.dataset(2)
     >>> read_builder(path).info.splits['train'].num_examples
     2
   """
@@ -302,9 +301,8 @@ def embed_features(dataset_dir: PathLike) -> bool:
     Whether the file was rewritten.
 
   Example (a ``dataset_info.json`` without features, as TFDS writes it):
-    >>> import json, os, tempfile, rlds_lite
-    >>> path = rlds_lite.tfds.write_dataset(
-    ...     rlds_lite.synthetic.episodes(2, seed=0), tempfile.mkdtemp(), 'toy')
+    >>> import json, os, rlds_lite
+    >>> path = rlds_lite.synthetic.dataset(2, seed=0)
     >>> info_file = os.path.join(path, 'dataset_info.json')
     >>> info = json.load(open(info_file))
     >>> del info['features']

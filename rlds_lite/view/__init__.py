@@ -13,11 +13,8 @@ page's JSON), `fields` (which fields are cameras, language, plots),
 `video_encoding` (cameras as MP4), `app` (the Flask routes), `server`.
 
 Example:
-  >>> import tempfile
   >>> from rlds_lite import synthetic
-  >>> from rlds_lite.tfds import write_dataset
-  >>> path = write_dataset(synthetic.episodes(2, seed=0), tempfile.mkdtemp(),
-  ...                      'toy')
+  >>> path = synthetic.dataset(2, seed=0)
   >>> server = start(path)
   >>> server.url.startswith('http://127.0.0.1:')
   True

@@ -20,12 +20,9 @@ bad query; 400 for a request not addressed to ``127.0.0.1`` or
 installed ``plotly`` package, nothing from the network.
 
 Example:
-  >>> import tempfile
   >>> from rlds_lite import synthetic
-  >>> from rlds_lite.tfds import write_dataset
   >>> from rlds_lite.view.dataset_view import DatasetView
-  >>> path = write_dataset(synthetic.episodes(3, seed=0), tempfile.mkdtemp(),
-  ...                      'toy')
+  >>> path = synthetic.dataset(3, seed=0)
   >>> client = create_app(DatasetView(path)).test_client()
   >>> client.get('/api/episodes/train?sort=length&order=desc').json['rows'][0][
   ...     'length']

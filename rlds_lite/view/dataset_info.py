@@ -4,11 +4,8 @@ Everything here comes from the dataset's ``dataset_info.json`` (the TFDS
 builder's ``info``): no episode is read.
 
 Example:
-  >>> import tempfile
   >>> from rlds_lite import loading, synthetic
-  >>> from rlds_lite.tfds import write_dataset
-  >>> path = write_dataset(synthetic.episodes(3, seed=0), tempfile.mkdtemp(),
-  ...                      'toy')
+  >>> path = synthetic.dataset(3, seed=0)
   >>> info = dataset_info(loading.rlds_builder(path)[0], path)
   >>> info['name'], info['splits']
   ('toy', [{'name': 'train', 'episodes': 3, 'shards': 1, 'bytes': ...}])

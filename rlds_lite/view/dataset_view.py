@@ -18,11 +18,8 @@ statistics' ``last_step_values``, the table's ``last_reward`` column), not
 as Python warnings.
 
 Example:
-  >>> import tempfile
   >>> from rlds_lite import synthetic
-  >>> from rlds_lite.tfds import write_dataset
-  >>> path = write_dataset(synthetic.episodes(3, seed=0), tempfile.mkdtemp(),
-  ...                      'toy')
+  >>> path = synthetic.dataset(3, seed=0)
   >>> view = DatasetView(path)
   >>> view.default_split, view.num_episodes('train')
   ('train', 3)

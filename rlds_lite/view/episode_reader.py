@@ -13,11 +13,8 @@ the order `read_order` gives to a full pass (TFDS interleaves the files of a
 dataset written without ``disable_shuffling`` unless told not to).
 
 Example:
-  >>> import tempfile
   >>> from rlds_lite import loading, synthetic
-  >>> from rlds_lite.tfds import write_dataset
-  >>> path = write_dataset(synthetic.episodes(3, seed=0), tempfile.mkdtemp(),
-  ...                      'toy')
+  >>> path = synthetic.dataset(3, seed=0)
   >>> reader = EpisodeReader(loading.rlds_builder(path)[0])
   >>> episode = reader.read('train', 2)
   >>> int(episode['episode_id']), episode['steps']['reward'].dtype

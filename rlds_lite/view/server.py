@@ -8,11 +8,9 @@ listens on the loopback interface: the viewer is for the user at this
 machine.
 
 Example:
-  >>> import tempfile, urllib.request
+  >>> import urllib.request
   >>> from rlds_lite import synthetic
-  >>> from rlds_lite.tfds import write_dataset
-  >>> path = write_dataset(synthetic.episodes(2, seed=0), tempfile.mkdtemp(),
-  ...                      'toy')
+  >>> path = synthetic.dataset(2, seed=0)
   >>> server = start(path, port=0)
   >>> server.url.startswith('http://127.0.0.1:')
   True
