@@ -15,20 +15,7 @@ Shard sets are immutable: a dataset overwritten in place gets a new
 (`generation_template`: ``name-train-g0002.tfrecord-00000``), so a reader
 that still holds the old ``dataset_info.json`` reads only old files.
 
-Example:
-  >>> import os, tempfile
-  >>> import tensorflow_datasets as tfds
-  >>> directory = tempfile.mkdtemp()
-  >>> template = tfds.core.ShardedFileTemplate(
-  ...     data_dir=directory, template=SHARD_TEMPLATE, dataset_name='toy',
-  ...     split='train', filetype_suffix='tfrecord')
-  >>> writer = ShardWriter(template, 'tfrecord', max_examples_per_shard=2)
-  >>> for record in [b'a', b'bb', b'ccc']:
-  ...   writer.write(record)
-  >>> writer.finalize()
-  ([2, 1], 6)
-  >>> sorted(os.listdir(directory))
-  ['toy-train.tfrecord-00000', 'toy-train.tfrecord-00001']
+Example: see `ShardWriter`.
 """
 
 import os
@@ -159,19 +146,29 @@ class ShardWriter:
     first_shard: the index of the first shard (to append after existing ones;
       only with a template without the shard count, like `SHARD_TEMPLATE`).
 
-  Example (appending a shard after 3 existing ones; hidden until finalized):
+  Example (shards of at most 2 examples; then a shard appended after them,
+  hidden until finalized):
     >>> import os, tempfile
     >>> import tensorflow_datasets as tfds
     >>> directory = tempfile.mkdtemp()
     >>> template = tfds.core.ShardedFileTemplate(
     ...     data_dir=directory, template=SHARD_TEMPLATE, dataset_name='toy',
     ...     split='train', filetype_suffix='tfrecord')
-    >>> writer = ShardWriter(template, 'tfrecord', first_shard=3)
+    >>> writer = ShardWriter(template, 'tfrecord', max_examples_per_shard=2)
+    >>> for record in [b'a', b'bb', b'ccc']:
+    ...   writer.write(record)
+    >>> writer.finalize()
+    ([2, 1], 6)
+    >>> sorted(os.listdir(directory))
+    ['toy-train.tfrecord-00000', 'toy-train.tfrecord-00001']
+    >>> writer = ShardWriter(template, 'tfrecord', first_shard=2)
     >>> writer.write(b'episode')
-    >>> os.listdir(directory)  # doctest: +ELLIPSIS
-    ['.shard-...-00000']
-    >>> writer.finalize(), os.listdir(directory)
-    (([1], 7), ['toy-train.tfrecord-00003'])
+    >>> sorted(os.listdir(directory))  # doctest: +ELLIPSIS
+    ['.shard-...-00000', 'toy-train.tfrecord-00000', 'toy-train.tfrecord-00001']
+    >>> writer.finalize(), sorted(os.listdir(directory))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    (([1], 7), ['toy-train.tfrecord-00000', 'toy-train.tfrecord-00001',
+                'toy-train.tfrecord-00002'])
     >>> [r.numpy() for r in tf.data.TFRecordDataset(writer.final_paths())]
     [b'episode']
   """
