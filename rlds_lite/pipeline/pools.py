@@ -88,6 +88,33 @@ class Sampler(NamedTuple):
                      Dict[str, Any]]
   steps_per_sample: int = 1
   gather_size: Optional[int] = None
+  link: Optional['PoolLink'] = None
+
+
+class PoolLink(NamedTuple):
+  """State handed from each pool to the next (``'samples'`` mode, shuffled).
+
+  ``robot_samples_dataset`` uses it to hand a segment's last decoded frames
+  to the next segment of its episode, which sits in a later pool.
+
+  Attributes:
+    extras: element -> a dict of tensors with a leading row axis, the same
+      number of rows in each; a pool's are concatenated along it, in
+      element order.
+    initial: the state before the first pool.
+    imports: ``(state, extras) -> (rows, pending)``: step rows appended
+      after the pool's own steps (in the same copy), and what ``finish``
+      needs of the state.
+    finish: ``(pending, steps, index, extras, num_steps, num_samples) ->
+      (state, index)``, called before the pool's samples are permuted:
+      ``steps`` are the pool's steps (its elements', then the rows),
+      ``index`` its samples' step indices shifted by their element's offset
+      (in element order), ``num_steps`` and ``num_samples`` ``[elements]``.
+  """
+  extras: Callable[[Dict[str, Any]], Dict[str, Any]]
+  initial: Any
+  imports: Callable[[Any, Dict[str, Any]], Tuple[Dict[str, Any], Any]]
+  finish: Callable[..., Tuple[Any, tf.Tensor]]
 
 
 POOLS = ('auto', 'samples', 'episodes')
@@ -109,6 +136,7 @@ _INDEX = 'index'
 _VALUES = 'values'
 _NUM_STEPS = 'num_steps'
 _NUM_SAMPLES = 'num_samples'
+_EXTRAS = 'extras'
 
 # The functions given to tf.data run as plain graph code: no autograph
 # conversion (they have no Python control flow on tensors).
@@ -207,16 +235,23 @@ def spread_order(num_samples: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
   return tf.gather(grouped, tf.argsort(key, stable=True))
 
 
-def _pool(plans: Dict[str, Any], seed: tf.Tensor,
-          spread: bool = False) -> Dict[str, Any]:
+def _pool(plans: Dict[str, Any], seed: tf.Tensor, spread: bool = False,
+          link: Optional[PoolLink] = None, carried: Any = ()
+          ) -> Tuple[Dict[str, Any], Any]:
   """One pool: the plans of a window of episodes, concatenated and permuted.
 
   The steps of the pool's episodes are concatenated (each step once, not
   once per sample), each episode's sample indices shifted by the episode's
-  offset in them, and the samples (indices and values) permuted together
-  (``spread``: in a ``spread_order``).
+  offset in them, ``link`` applied (with its state ``carried``), and the
+  samples (indices and values) permuted together (``spread``: in a
+  ``spread_order``). Returns the pool and the link's new state.
   """
-  steps = concat_rows(tf.data.Dataset.zip(plans[_STEPS]))
+  steps = tf.data.Dataset.zip(plans[_STEPS])
+  if link is not None:
+    extras = concat_rows(tf.data.Dataset.zip(plans[_EXTRAS]))
+    rows, carried = link.imports(carried, extras)
+    steps = steps.concatenate(tf.data.Dataset.from_tensors(rows))
+  steps = concat_rows(steps)
   index, values = concat_rows(
       tf.data.Dataset.zip((plans[_INDEX], plans[_VALUES])))
   num_steps, num_samples = tf.data.Dataset.zip(
@@ -224,31 +259,36 @@ def _pool(plans: Dict[str, Any], seed: tf.Tensor,
           _ALL_ROWS).get_single_element()
   shift = tf.repeat(tf.cumsum(num_steps, exclusive=True), num_samples)
   index += indexing.broadcast_mask(shift, index)
+  if link is not None:
+    carried, index = link.finish(carried, steps, index, extras, num_steps,
+                                 num_samples)
   if spread:
     order = spread_order(num_samples, seed)
   else:
     order = random_order(tf.shape(index)[0], seed)
   index, values = tf.nest.map_structure(lambda x: tf.gather(x, order),
                                         (index, values))
-  return {_STEPS: steps, _INDEX: index, _VALUES: values}
+  return {_STEPS: steps, _INDEX: index, _VALUES: values}, carried
 
 
-def _pooler(batch_size: int, spread: bool = False) -> Callable[..., Any]:
+def _pooler(batch_size: int, spread: bool = False,
+            link: Optional[PoolLink] = None) -> Callable[..., Any]:
   """``scan`` step: a window of plans -> its pool and the size of its head.
 
-  The state is the number of samples in the last, incomplete batch so far;
-  a pool's head (its first samples) completes it, so that the later parts
-  (multiples of ``batch_size``) fall on batch boundaries and ``rebatch``
-  passes them on as slices, without copies.
+  The state is the number of samples in the last, incomplete batch so far
+  (and the ``link``'s state); a pool's head (its first samples) completes
+  it, so that the later parts (multiples of ``batch_size``) fall on batch
+  boundaries and ``rebatch`` passes them on as slices, without copies.
   """
 
   @_graph_fn
-  def pool_step(pending: tf.Tensor, window: Tuple[Dict[str, Any], tf.Tensor]
-                ) -> Any:
-    pool = _pool(*window, spread=spread)
+  def pool_step(state: Tuple[tf.Tensor, Any],
+                window: Tuple[Dict[str, Any], tf.Tensor]) -> Any:
+    pending, carried = state
+    pool, carried = _pool(*window, spread=spread, link=link, carried=carried)
     num = tf.shape(pool[_INDEX], out_type=tf.int64)[0]
     head = tf.minimum((batch_size - pending) % batch_size, num)
-    return (pending + num) % batch_size, (pool, head)
+    return ((pending + num) % batch_size, carried), (pool, head)
 
   return pool_step
 
@@ -289,9 +329,12 @@ def _step_pools(episodes: tf.data.Dataset, sampler: Sampler,
   def plan(episode: Dict[str, Any]) -> Dict[str, Any]:
     steps, index, values = sampler.plan(episode)
     index = tf.cast(index, tf.int32)
-    return {_STEPS: steps, _INDEX: index, _VALUES: values,
+    plan = {_STEPS: steps, _INDEX: index, _VALUES: values,
             _NUM_STEPS: indexing.episode_length(steps),
             _NUM_SAMPLES: tf.shape(index)[0]}
+    if sampler.link is not None:
+      plan[_EXTRAS] = sampler.link.extras(episode)
+    return plan
 
   @_graph_fn
   def assemble(steps: Dict[str, Any], part: Tuple[tf.Tensor, Dict[str, Any]]
@@ -301,7 +344,9 @@ def _step_pools(episodes: tf.data.Dataset, sampler: Sampler,
   plans = episodes.map(plan, num_parallel_calls=num_parallel_calls,
                        deterministic=deterministic)
   windows = tf.data.Dataset.zip(plans.window(pool_episodes), pool_seeds(seed))
-  pools = windows.scan(tf.constant(0, tf.int64), _pooler(batch_size, spread))
+  link = sampler.link
+  initial = (tf.constant(0, tf.int64), link.initial if link else ())
+  pools = windows.scan(initial, _pooler(batch_size, spread, link))
   return pools.flat_map(_parts(gather)).map(
       assemble, num_parallel_calls=num_parallel_calls,
       deterministic=deterministic)
@@ -424,6 +469,9 @@ def pooled_batches(episodes: tf.data.Dataset,
     step_bytes = sample_bytes(episodes.element_spec[rlds_types.STEPS])
     big = step_bytes * sampler.steps_per_sample > AUTO_EPISODES_ABOVE
     pool = 'episodes' if big else 'samples'
+  if sampler.link is not None and (pool != 'samples' or not shuffle):
+    raise ValueError(f"{op}: a Sampler with a link needs pool='samples' and "
+                     'shuffle=True.')
   if shuffle and episode_shuffle_buffer > 0:
     episodes = episodes.shuffle(episode_shuffle_buffer, seed=seed,
                                 reshuffle_each_iteration=True)

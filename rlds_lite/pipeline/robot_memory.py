@@ -6,8 +6,13 @@ Two placements (``decode=``):
   other frames of its *segment* (``segment_steps`` consecutive samples of
   one episode; None: the whole episode), and the decoded segments of
   ``pool_episodes`` episodes are pooled and shuffled. Frames shared by two
-  segments (a history reaching back across the boundary) are decoded in
-  both: ``(history - 1) * history_stride / segment_steps`` extra decodes.
+  segments (a history reaching back across the boundary) are decoded once:
+  a shuffled episode's segments come out in a random rotation of their
+  time order and each takes them from the one before
+  (``rlds_lite.pipeline.robot_carry``); only the rotation's first segment,
+  or one whose predecessor is in the same pool, decodes them again.
+  Unshuffled, they are decoded in both segments: ``(history - 1) *
+  history_stride / segment_steps`` extra decodes per sample.
   Memory grows with ``pool_episodes * segment_steps`` decoded frames.
 * ``'after_sampling'``: encoded episodes are pooled and shuffled (an encoded
   frame is ~10x smaller than a decoded one) and each batch's frames are
@@ -70,9 +75,9 @@ MIN_POOL_FRACTION = 0.75
 default before it takes smaller segments. Measured
 (``benchmarks/bench_images.py``): a plan pooling 33 of 48 episodes
 (segments of 16) mixed 29 episodes per batch, fewer than the Octo recipe's
-32; 36 pooled mixed 35. Smaller segments decode more frames twice (history
-2: segments of 4 decode 1.25 frames per sample and camera, of 16 1.06),
-~90 us of CPU per sample more for 4 than 16, against ~600 us in all."""
+32; 36 pooled mixed 35. Smaller segments cost more CPU per sample (more
+``tf.data`` elements, frames carried between pools): segments of 4 ~575 us
+per sample in a steady state, whole episodes ~500."""
 SEGMENT_CHOICES = (64, 32, 16, 8, 4, 2)
 """Segment sizes ``'auto'`` tries after whole episodes, largest first."""
 POOL_COPIES = 2

@@ -13,7 +13,9 @@ decodes each frame as few times as the memory allows (see
   once into segments of consecutive samples (``cut_segments``: each
   segment's distinct frames); segments of ``open_episodes`` episodes are
   taken in turn, their frames gathered and decoded (a parallel ``map``, one
-  element per segment: both cores, one decode per frame and segment), then
+  element per segment: both cores; when shuffling, a frame the segment
+  shares with the one before in its episode is taken from that one's pool,
+  not decoded again: ``robot_carry``), then
   ``pool_episodes`` segments are pooled (their frames concatenated once)
   and their samples dealt out so that every batch mixes ``min(batch_size,
   pool_episodes)`` segments, gathered a batch at a time (one ``tf.gather``
@@ -57,6 +59,7 @@ from rlds_lite.images import decode as decode_lib
 from rlds_lite.images import fields as fields_lib
 from rlds_lite.pipeline import inputs
 from rlds_lite.pipeline import pools
+from rlds_lite.pipeline import robot_carry
 from rlds_lite.pipeline import robot_memory
 
 __all__ = ['plan_robot_samples', 'robot_samples_dataset']
@@ -226,6 +229,18 @@ class _Layout:
                                         tf.shape(index.anchors)[0]))
     return columns, frame_steps, values
 
+  @property
+  def reach(self) -> int:
+    """Steps a history reaches back: frames two segments may share."""
+    return (self.history - 1) * self.kwargs['history_stride']
+
+  def decode(self, encoded: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+    """``{path: [n] encoded}`` frames of the image fields, decoded."""
+    return {path: decode_lib.decode_frames(encoded[path], spec,
+                                           self.sizes[path],
+                                           method=self.method)
+            for path, spec in self.specs.items()}
+
   def decode_specs(self) -> Tuple[Specs, Dict[str, Any]]:
     """Specs and sizes of the frames in a batch of samples, by batch path."""
     specs, sizes = {}, {}
@@ -253,6 +268,7 @@ class _Layout:
 
 
 _NUM_FRAMES, _NUM_SAMPLES = 'num_frames', 'num_samples'
+_CARRY, _IMPORT_STEPS = 'carry', 'import_steps'
 
 
 def cut_segments(frame_steps: tf.Tensor, segment_steps: tf.Tensor,
@@ -312,20 +328,22 @@ def _padded_rows(rows: tf.Tensor, num: tf.Tensor, size: tf.Tensor
   return tf.reshape(tf.gather(rows, take), shape)
 
 
-def _segments(layout: _Layout, segment_steps: Optional[int], shuffle: bool
-              ) -> Any:
-  """episode, seed -> ``(frame columns, segment rows)``, cut at once.
+def _segments(layout: _Layout, segment_steps: Optional[int], shuffle: bool,
+              carry: bool) -> Any:
+  """episode, seed, number -> ``(frame columns, segment rows)``, cut at once.
 
   The columns are the episode's encoded frames ``{path: [T]}`` (kept whole:
   string tensors are copied by every gather and slice, so a segment's frames
-  are gathered only when it is decoded); the rows, one per segment (in a
-  random order with ``shuffle``), padded (``cut_segments``), hold each
-  segment's frame steps, positions and values. ``_decode_segment`` trims a
-  row back and decodes its frames.
+  are gathered only when it is decoded); the rows, one per segment, padded
+  (``cut_segments``), hold each segment's frame steps, positions and values.
+  With ``shuffle`` the segments come in a random order; with ``carry`` in a
+  random rotation, each importing the frames it shares with the one before
+  (``robot_carry.plan_carry``; ``number`` keys the episode's segments).
+  ``_decode_segment`` trims a row back and decodes its frames.
   """
 
   @_graph_fn
-  def segments(episode: Dict[str, Any], seed: tf.Tensor
+  def segments(episode: Dict[str, Any], seed: tf.Tensor, number: tf.Tensor
                ) -> Tuple[Dict[str, tf.Tensor], Dict[str, Any]]:
     plan_seed, order_seed = tf.unstack(
         tf.random.experimental.stateless_split(seed, 2))
@@ -336,11 +354,29 @@ def _segments(layout: _Layout, segment_steps: Optional[int], shuffle: bool
     num_steps = tf.shape(next(iter(columns.values())))[0]
     cut = cut_segments(frame_steps, size, num_steps)
     num = tf.shape(cut[_NUM_FRAMES])[0]
-    order = pools.random_order(num, order_seed) if shuffle else tf.range(num)
+    if carry:
+      order = robot_carry.rotation_order(num, order_seed)
+    elif shuffle:
+      order = pools.random_order(num, order_seed)
+    else:
+      order = tf.range(num)
     rows = {_STEPS: cut['steps'], _NUM_FRAMES: cut[_NUM_FRAMES],
             _INDEX: cut['positions'], _NUM_SAMPLES: cut[_NUM_SAMPLES],
             _VALUES: tf.nest.map_structure(
                 lambda v: _padded_rows(v, num, size), values)}
+    if carry:
+      plan = robot_carry.plan_carry(cut['steps'], cut[_NUM_FRAMES],
+                                    cut['positions'], order, layout.reach)
+      key, pred = robot_carry.segment_keys(number, num,
+                                           plan[robot_carry.NUM_IMPORTS])
+      rows.update({_STEPS: plan['own_steps'], _NUM_FRAMES: plan['num_own'],
+                   _INDEX: plan['positions']})
+      rows[_CARRY] = {
+          robot_carry.KEY: key, robot_carry.PRED: pred,
+          _IMPORT_STEPS: plan['import_steps'],
+          **{name: plan[name] for name in (
+              robot_carry.NUM_IMPORTS, robot_carry.EXPORTS,
+              robot_carry.NUM_EXPORTS)}}
     return columns, tf.nest.map_structure(lambda x: tf.gather(x, order), rows)
 
   return segments
@@ -359,11 +395,18 @@ def _trimmed(columns: Dict[str, tf.Tensor], row: Dict[str, Any]
   """A segment: its frames (still encoded), sample positions and values."""
   frames, samples = row[_NUM_FRAMES], row[_NUM_SAMPLES]
   steps = row[_STEPS][:frames]
-  return {
+  segment = {
       _STEPS: {p: tf.gather(c, steps) for p, c in columns.items()},
       _INDEX: row[_INDEX][:samples],
       _VALUES: tf.nest.map_structure(lambda v: v[:samples], row[_VALUES]),
   }
+  if _CARRY in row:   # One row each (pools concatenate them per pool).
+    carry = dict(row[_CARRY])
+    imports = carry.pop(_IMPORT_STEPS)
+    carry[robot_carry.IMPORTS] = {p: tf.gather(c, imports)
+                                  for p, c in columns.items()}
+    segment[_CARRY] = tf.nest.map_structure(lambda x: x[tf.newaxis], carry)
+  return segment
 
 
 def _decode_segment(layout: _Layout):
@@ -373,11 +416,7 @@ def _decode_segment(layout: _Layout):
   def decode(columns: Dict[str, tf.Tensor], row: Dict[str, Any]
              ) -> Dict[str, Any]:
     segment = _trimmed(columns, row)
-    frames = {
-        path: decode_lib.decode_frames(segment[_STEPS][path], spec,
-                                       layout.sizes[path],
-                                       method=layout.method)
-        for path, spec in layout.specs.items()}
+    frames = layout.decode(segment[_STEPS])
     if _NO_FRAMES in segment[_STEPS]:
       frames[_NO_FRAMES] = segment[_STEPS][_NO_FRAMES]
     return {**segment, _STEPS: frames}
@@ -671,7 +710,8 @@ def robot_samples_dataset(
 
 
 def _sampler(layout: _Layout, frames_per_sample: int,
-             gather_size: Optional[int] = None) -> pools.Sampler:
+             gather_size: Optional[int] = None,
+             link: Optional[pools.PoolLink] = None) -> pools.Sampler:
   """Pools' view of a segment (or an episode's plan): steps, index, values."""
 
   def plan(element: Dict[str, Any]) -> pools.Plan:
@@ -682,16 +722,19 @@ def _sampler(layout: _Layout, frames_per_sample: int,
 
   return pools.Sampler(samples, plan, layout.assemble,
                        steps_per_sample=frames_per_sample,
-                       gather_size=gather_size)
+                       gather_size=gather_size, link=link)
 
 
 def _per_episode(episodes, seeds, layout, plan, batch_size, shuffle, seed,
                  drop_last_batch, num_parallel_calls):
   """Segments decoded once each, pooled decoded (see the module docstring)."""
-  cut = tf.data.Dataset.zip(episodes, seeds).map(
-      _segments(layout, plan.segment_steps, shuffle),
+  interleaved = plan.open_episodes > 1 and shuffle
+  carry = (interleaved and plan.segment_steps is not None and
+           layout.reach > 0 and bool(layout.specs))
+  cut = tf.data.Dataset.zip(episodes, seeds, tf.data.Dataset.counter()).map(
+      _segments(layout, plan.segment_steps, shuffle, carry),
       num_parallel_calls=num_parallel_calls, deterministic=True)
-  if plan.open_episodes > 1 and shuffle:
+  if interleaved:
     segments = cut.interleave(_segment_rows, cycle_length=plan.open_episodes,
                               block_length=1)
   else:
@@ -699,11 +742,15 @@ def _per_episode(episodes, seeds, layout, plan, batch_size, shuffle, seed,
   decoded = segments.map(_decode_segment(layout),
                          num_parallel_calls=num_parallel_calls,
                          deterministic=True)
+  link = None
+  if carry:
+    link = robot_carry.pool_link(lambda element: element[_CARRY],
+                                 layout.decode, decoded.element_spec[_STEPS])
   frames = layout.history + (1 if layout.goal is not None else 0)
   return pools.pooled_batches(
-      decoded, _sampler(layout, frames), batch_size, shuffle=shuffle,
-      pool='samples', pool_episodes=plan.pool_episodes, seed=seed,
-      num_parallel_calls=num_parallel_calls, deterministic=True,
+      decoded, _sampler(layout, frames, link=link), batch_size,
+      shuffle=shuffle, pool='samples', pool_episodes=plan.pool_episodes,
+      seed=seed, num_parallel_calls=num_parallel_calls, deterministic=True,
       drop_last_batch=drop_last_batch, prefetch=0, spread_episodes=True,
       op='robot_samples_dataset')
 

@@ -38,3 +38,48 @@ def test_gather_size_bounds_the_samples_gathered_at_once():
   with pytest.raises(tf.errors.InvalidArgumentError,
                      match='gathered too many at once'):
     list(default)
+
+
+def _linked_sampler():
+  """Samples ``x[i]``; a link appends ``1000 + pool number`` to each pool's
+  steps and points each pool's first sample (in element order) at it."""
+
+  def imports(state, extras):
+    del extras
+    return {'x': 1000 + state[tf.newaxis]}, state
+
+  def finish(state, steps, index, extras, num_steps, num_samples):
+    del steps, extras, num_samples
+    index = tf.tensor_scatter_nd_update(index, [[0, 0]],
+                                        [tf.reduce_sum(num_steps)])
+    return state + 1, index
+
+  link = pools.PoolLink(extras=lambda e: {'tag': e['tag'][tf.newaxis]},
+                        initial=tf.constant(0), imports=imports,
+                        finish=finish)
+  return pools.Sampler(
+      samples=lambda e: {'x': e['steps']['x']},
+      plan=lambda e: (e['steps'], tf.range(10)[:, None], {}),
+      assemble=lambda steps, index, values: {
+          'x': tf.gather(steps['x'], index[:, 0])},
+      link=link)
+
+
+def test_a_link_appends_rows_and_threads_its_state_through_the_pools():
+  episodes = tf.data.Dataset.range(3).map(
+      lambda e: {'steps': {'x': tf.range(10) + 100 * tf.cast(e, tf.int32)},
+                 'tag': e})
+  ds = pools.pooled_batches(episodes, _linked_sampler(), 4, pool='samples',
+                            pool_episodes=1, seed=0)
+  got = sorted(np.concatenate([b['x'].numpy() for b in ds]).tolist())
+  expected = [100 * e + t for e in range(3) for t in range(1, 10)]
+  assert got == sorted(expected + [1000, 1001, 1002])
+
+
+def test_a_link_needs_shuffled_sample_pools():
+  episodes = tf.data.Dataset.from_tensors({'steps': {'x': tf.range(10)},
+                                           'tag': tf.constant(0, tf.int64)})
+  for kwargs in (dict(pool='episodes'), dict(pool='samples', shuffle=False)):
+    with pytest.raises(ValueError, match="a Sampler with a link needs "
+                       "pool='samples' and shuffle=True"):
+      pools.pooled_batches(episodes, _linked_sampler(), 4, **kwargs)

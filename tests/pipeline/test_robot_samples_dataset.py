@@ -362,3 +362,31 @@ def test_episodes_without_images(decode):
       expected[int(episode['episode_id']), int(t)] = tf.nest.map_structure(
           lambda x, row=row: x[row], out)
   assert_same_samples(actual, expected)
+
+
+@pytest.mark.parametrize('pool', [2, 6])
+def test_segments_decode_a_shared_frame_about_once(camera_path, monkeypatch,
+                                                   pool):
+  # History 2 in segments of 2: without the carry every segment but an
+  # episode's first decodes the frame before it again (37 frames per camera
+  # for 27 samples); with it, only where a segment's predecessor is not in
+  # an earlier pool (the rotation's start; a pool holding both).
+  decoded = []
+  decode_frames = images.decode.decode_frames
+
+  def counting(encoded, spec, size=None, **kwargs):
+    count = tf.py_function(lambda n: decoded.append(int(n)) or 0,
+                           [tf.shape(encoded)[0]], tf.int32)
+    with tf.control_dependencies([count]):
+      return tf.identity(decode_frames(encoded, spec, size, **kwargs))
+
+  monkeypatch.setattr(images.decode, 'decode_frames', counting)
+  ds = pipeline.robot_samples_dataset(
+      camera_path, batch_size=4, history=2, last_step='valid', seed=1,
+      decode='per_episode', segment_steps=2, pool_episodes=pool,
+      episode_fields='episode_id', index_key='t')
+  actual, _ = collect(ds)
+  assert_same_samples(actual, reference(camera_path, history=2,
+                                        last_step='valid'))
+  per_camera = sum(decoded) / 2
+  assert sum(LENGTHS) <= per_camera < 37   # Measured: 31 (pools of 2), 33 (6).
