@@ -453,7 +453,11 @@ def decodes_per_sample(name: str, plan: Any, steps: int) -> Optional[float]:
     return float(HISTORY)   # at most: identical frames of a batch once
   if plan.segment_steps is None:
     return 1.0
-  return (plan.segment_steps + HISTORY - 1) / plan.segment_steps
+  # Segments in a random rotation carry shared frames to the next one: an
+  # episode decodes its history's reach again where the rotation starts
+  # (unless it starts at the first segment), about (n - 1) / n times.
+  segments = -(-steps // plan.segment_steps)
+  return 1 + (HISTORY - 1) * (segments - 1) / segments / steps
 
 
 def rate(r: Dict[str, Any]) -> float:
