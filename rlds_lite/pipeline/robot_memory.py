@@ -20,9 +20,9 @@ Two placements (``decode=``):
   except that identical frames of a batch are decoded once. Small next to
   whole decoded episodes, but short segments are usually as small (measured
   on the image benchmark: segments of 2 from 48 episodes grew 423-586 MB,
-  decoding after sampling from 48 episodes 436-610 MB, both at 860-960 us
-  of CPU per sample): ``'auto'`` takes it where segments would decode many
-  frames twice (long, strided histories).
+  decoding after sampling from 48 episodes 436-610 MB) and cheaper (700-790
+  us of CPU per sample against 860-960): ``'auto'`` takes it only when no
+  segments fit.
 
 ``'auto'`` picks for ``memory_budget`` (default ``DEFAULT_MEMORY_BUDGET``):
 the largest segments that fit (whole episodes, then 64, 32, ...
