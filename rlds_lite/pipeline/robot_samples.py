@@ -729,8 +729,11 @@ def _per_episode(episodes, seeds, layout, plan, batch_size, shuffle, seed,
                  drop_last_batch, num_parallel_calls):
   """Segments decoded once each, pooled decoded (see the module docstring)."""
   interleaved = plan.open_episodes > 1 and shuffle
+  # Frames shared by segments are carried when that saves decodes: encoded
+  # frames, a history that reaches back, segments out in turn (rotation).
+  encoded = any(spec.encoding for spec in layout.specs.values())
   carry = (interleaved and plan.segment_steps is not None and
-           layout.reach > 0 and bool(layout.specs))
+           layout.reach > 0 and encoded)
   cut = tf.data.Dataset.zip(episodes, seeds, tf.data.Dataset.counter()).map(
       _segments(layout, plan.segment_steps, shuffle, carry),
       num_parallel_calls=num_parallel_calls, deterministic=True)
