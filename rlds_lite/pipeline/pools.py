@@ -81,6 +81,8 @@ class Sampler(NamedTuple):
       the batch size; None: about ``GATHER_BYTES`` of them, sized from the
       step spec, where a string counts 32 bytes). Give it when the spec
       says too little, e.g. for encoded images held as strings.
+    link: state handed from each pool to the next (``PoolLink``; shuffled
+      ``'samples'`` mode only), or None.
   """
   samples: Callable[[Dict[str, Any]], Dict[str, Any]]
   plan: Callable[[Dict[str, Any]], Plan]

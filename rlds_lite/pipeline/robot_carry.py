@@ -140,8 +140,8 @@ def segment_keys(episode_number: tf.Tensor, num: tf.Tensor,
 
   Example:
     >>> key, pred = segment_keys(tf.constant(1), 2, tf.constant([0, 1]))
-    >>> (key - (1 << 32)).numpy().tolist(), (pred - (1 << 32)).numpy().tolist()
-    ([0, 1], [-4294967297, 0])
+    >>> key.numpy().tolist(), pred.numpy().tolist()   # episode 1 << 32
+    ([4294967296, 4294967297], [-1, 4294967296])
   """
   key = tf.cast(episode_number, tf.int64) * (1 << _KEY_SHIFT) + tf.cast(
       tf.range(num), tf.int64)
