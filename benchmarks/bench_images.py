@@ -45,8 +45,10 @@ history and a 4-action chunk:
                   other fields, no planning.
 
 Each contender runs twice per turn, each run in a fresh process after one
-untimed pass over the data (tracing, graph rewrites, first reads):
-consumed in-graph (``Dataset.reduce`` counting samples) and by a Python loop (as a training loop would, keeping
+untimed pass over the data (tracing, graph rewrites, first reads), timed
+over ``--passes`` passes (3: an epoch of this dataset is ~2 s, and a
+single pass is dominated by start-up effects that training, many epochs
+long, pays once): consumed in-graph (``Dataset.reduce`` counting samples) and by a Python loop (as a training loop would, keeping
 the episode ids of every batch for the distinct-episodes count). Reported:
 samples/s both ways, CPU-seconds per sample (process CPU time of the
 in-graph run, all threads), distinct episodes per batch, peak RSS and RSS
@@ -56,8 +58,8 @@ decoded per sample, from the recipe / the plan), and each pipeline's
 fraction of the decode floor for the decodes it performs.
 
 Usage:
-  python benchmarks/bench_images.py [--quick] [--repeats N] [--only a,b]
-      [--image-size 128] [--write-results]
+  python benchmarks/bench_images.py [--quick] [--repeats N] [--passes N]
+      [--only a,b] [--image-size 128] [--write-results]
 """
 
 import argparse
@@ -395,6 +397,7 @@ def run_child(name: str, mode: str, path: str, args: Dict[str, Any]
   else:
     count_fn = lambda n, b: n + tf.shape(b['action'])[0]
   ds.reduce(tf.constant(0, tf.int32), count_fn)   # The untimed pass.
+  ds = ds.repeat(args['passes'])   # Timed passes: a steady state.
   start, cpu = time.perf_counter(), time.process_time()
   distinct = []
   if mode == 'graph' or floor:
@@ -538,6 +541,9 @@ def main() -> None:
                       help='resize the primary camera to this size (the wrist '
                       'camera to half of it); 0: stored sizes')
   parser.add_argument('--repeats', type=int, default=2)
+  parser.add_argument('--passes', type=int, default=3,
+                      help='timed passes over the data per run (after the '
+                      'untimed one)')
   parser.add_argument('--quick', action='store_true',
                       help='12 episodes x 40 steps, 1 repeat')
   parser.add_argument('--only', default='')
@@ -555,7 +561,7 @@ def main() -> None:
                                json.loads(args.child_args))))
     return
   if args.quick:
-    args.episodes, args.steps, args.repeats = 12, 40, 1
+    args.episodes, args.steps, args.repeats, args.passes = 12, 40, 1, 1
     args.shuffle_buffer = min(args.shuffle_buffer, 1000)
   info = bench_fast_path.machine_info()
   print(f'Machine: {info}', flush=True)
@@ -565,7 +571,7 @@ def main() -> None:
         flush=True)
   names = [n for n in CONTENDERS
            if not args.only or n in args.only.split(',')]
-  child = {'shuffle_buffer': args.shuffle_buffer,
+  child = {'shuffle_buffer': args.shuffle_buffer, 'passes': args.passes,
            'image_size': args.image_size or None, 'budget': args.budget or None}
   runs = {name: {'graph': [], 'loop': []} for name in names}
   errors = {}
@@ -622,7 +628,8 @@ def main() -> None:
       f'{child["budget"] or 0:,} bytes = the Octo recipe\'s RSS growth) '
       f'{plans.get("ours_budget")!r}; ours_budget_0.8x '
       f'{plans.get("ours_budget_0.8x")!r}.',
-      'Method: each run in its own process after one untimed pass, the '
+      'Method: each run in its own process after one untimed pass, timed '
+      f'over {args.passes} passes, the '
       f'contenders taking turns, run by run, {args.repeats} runs each. '
       'samples/s: the fastest run; CPU us/sample: the least process CPU '
       'time (all threads) per sample of the in-graph runs; RSS: the largest. '
