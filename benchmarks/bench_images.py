@@ -46,9 +46,9 @@ history and a 4-action chunk:
 
 Each contender runs twice per turn, each run in a fresh process after one
 untimed pass over the data (tracing, graph rewrites, first reads), timed
-over ``--passes`` passes (3: an epoch of this dataset is ~2 s, and a
-single pass is dominated by start-up effects that training, many epochs
-long, pays once): consumed in-graph (``Dataset.reduce`` counting samples) and by a Python loop (as a training loop would, keeping
+over ``--passes`` passes (3: an epoch of this dataset is ~2 s, and one
+pass also counts what a pipeline pays once per iterator, which training
+with ``repeat()`` pays once): consumed in-graph (``Dataset.reduce`` counting samples) and by a Python loop (as a training loop would, keeping
 the episode ids of every batch for the distinct-episodes count). Reported:
 samples/s both ways, CPU-seconds per sample (process CPU time of the
 in-graph run, all threads), distinct episodes per batch, peak RSS and RSS
