@@ -76,7 +76,7 @@ default before it takes smaller segments. Measured
 (``benchmarks/bench_images.py``): a plan pooling 33 of 48 episodes
 (segments of 16) mixed 29 episodes per batch, fewer than the Octo recipe's
 32; 36 pooled mixed 35. Smaller segments cost more CPU per sample (more
-``tf.data`` elements, frames carried between pools): segments of 4 ~575 us
+``tf.data`` elements, frames carried between pools): segments of 4 575-617 us
 per sample in a steady state, whole episodes ~500."""
 SEGMENT_CHOICES = (64, 32, 16, 8, 4, 2)
 """Segment sizes ``'auto'`` tries after whole episodes, largest first."""
