@@ -236,8 +236,7 @@ def pool_link(extras: Callable[[Dict[str, Any]], Dict[str, Any]],
       imported = tf.gather(source, tf.clip_by_value(first + code, 0, last))
       return tf.where(code >= 0, shifted, own_total + imported)
 
-    index = positions(index, tf.repeat(tf.range(tf.shape(num_samples)[0]),
-                                       num_samples))
+    index = positions(index, _rows_of(num_samples)[0])
     exporter, slot = _rows_of(extras[NUM_EXPORTS])
     codes = tf.gather_nd(extras[EXPORTS], tf.stack([exporter, slot], 1))
     at = positions(codes + tf.gather(own_start, exporter), exporter)

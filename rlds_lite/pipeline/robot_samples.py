@@ -354,17 +354,12 @@ def _segments(layout: _Layout, segment_steps: Optional[int], shuffle: bool,
     num_steps = tf.shape(next(iter(columns.values())))[0]
     cut = cut_segments(frame_steps, size, num_steps)
     num = tf.shape(cut[_NUM_FRAMES])[0]
-    if carry:
-      order = robot_carry.rotation_order(num, order_seed)
-    elif shuffle:
-      order = pools.random_order(num, order_seed)
-    else:
-      order = tf.range(num)
     rows = {_STEPS: cut['steps'], _NUM_FRAMES: cut[_NUM_FRAMES],
             _INDEX: cut['positions'], _NUM_SAMPLES: cut[_NUM_SAMPLES],
             _VALUES: tf.nest.map_structure(
                 lambda v: _padded_rows(v, num, size), values)}
     if carry:
+      order = robot_carry.rotation_order(num, order_seed)
       plan = robot_carry.plan_carry(cut['steps'], cut[_NUM_FRAMES],
                                     cut['positions'], order, layout.reach)
       key, pred = robot_carry.segment_keys(number, num,
@@ -377,6 +372,10 @@ def _segments(layout: _Layout, segment_steps: Optional[int], shuffle: bool,
           **{name: plan[name] for name in (
               robot_carry.NUM_IMPORTS, robot_carry.EXPORTS,
               robot_carry.NUM_EXPORTS)}}
+    elif shuffle:
+      order = pools.random_order(num, order_seed)
+    else:
+      order = tf.range(num)
     return columns, tf.nest.map_structure(lambda x: tf.gather(x, order), rows)
 
   return segments
@@ -776,9 +775,9 @@ def _after_sampling(episodes, seeds, layout, plan, batch_size, shuffle, seed,
   # pooled_batches counts as 32 bytes (it would gather a whole pool's
   # encoded frames at once: measured ~300 MB for 48 camera episodes).
   encoded = pools.pooled_batches(
-      plans, _sampler(layout, frames, gather_size=batch_size), batch_size, shuffle=shuffle,
-      pool='samples', pool_episodes=plan.pool_episodes, seed=seed,
-      num_parallel_calls=num_parallel_calls, deterministic=True,
+      plans, _sampler(layout, frames, gather_size=batch_size), batch_size,
+      shuffle=shuffle, pool='samples', pool_episodes=plan.pool_episodes,
+      seed=seed, num_parallel_calls=num_parallel_calls, deterministic=True,
       drop_last_batch=drop_last_batch, prefetch=0, spread_episodes=True,
       op='robot_samples_dataset')
   return encoded.map(_decode_batch(layout),
