@@ -24,11 +24,12 @@ Two placements (``decode=``):
   us of CPU per sample against 860-960): ``'auto'`` takes it only when no
   segments fit.
 
-``'auto'`` picks for ``memory_budget`` (default ``DEFAULT_MEMORY_BUDGET``):
-the largest segments that fit (whole episodes, then 64, 32, ...
-``MIN_SEGMENT_STEPS`` samples), else ``'after_sampling'``, each with the
-largest pool that fits from ``pool_episodes`` (default ``min(batch_size,
-MAX_POOL_EPISODES, episodes)``) down to 3/4 of it (see ``pick``).
+``'auto'`` picks for ``memory_budget`` (default ``DEFAULT_MEMORY_BUDGET``)
+the largest segments that fit with the whole pool (``pool_episodes``,
+default ``min(batch_size, MAX_POOL_EPISODES, episodes)``): whole episodes,
+then 64, 32, ... ``CHEAP_SEGMENT_STEPS`` samples; else those with a pool
+down to 3/4 of it; else segments of ``MIN_SEGMENT_STEPS``, then
+``'after_sampling'`` (see ``pick``).
 ``plan_robot_samples`` returns the choice as a ``DecodePlan`` whose
 ``repr`` shows it with its memory estimate (``RobotMemory``), and
 ``robot_samples_dataset`` logs it.
@@ -72,14 +73,23 @@ MIN_SEGMENT_STEPS = 2
 """``'auto'`` never decodes segments of fewer samples per episode."""
 MIN_POOL_FRACTION = 0.75
 """``'auto'`` shrinks the pool down to this fraction of ``pool_episodes``'
-default before it takes smaller segments. Measured
-(``benchmarks/bench_images.py``): a plan pooling 33 of 48 episodes
+default before it takes segments smaller than ``CHEAP_SEGMENT_STEPS``.
+Measured (``benchmarks/bench_images.py``): a plan pooling 33 of 48 episodes
 (segments of 16) mixed 29 episodes per batch, fewer than the Octo recipe's
-32; 36 pooled mixed 35. Smaller segments cost more CPU per sample (more
-``tf.data`` elements, frames carried between pools): segments of 4 575-617 us
-per sample in a steady state, whole episodes ~500."""
+32; 36 pooled mixed 35."""
 SEGMENT_CHOICES = (64, 32, 16, 8, 4, 2)
 """Segment sizes ``'auto'`` tries after whole episodes, largest first."""
+CHEAP_SEGMENT_STEPS = 4
+"""Segments of at least this many samples cost about the same CPU per
+sample, so ``'auto'`` takes them with the whole pool before it shrinks the
+pool; smaller ones cost more (more ``tf.data`` elements per sample), so it
+shrinks the pool first. Measured on ``benchmarks/bench_images.py``'s
+dataset, three passes after one, 48 or 37 pooled episodes, us of CPU per
+sample: segments of 16 541-579, of 8 560-628, of 4 594-650, of 2 714-768,
+decoding after sampling 855-871. A smaller pool of larger segments saved
+no CPU over the whole pool of the next smaller ones (8 of 37 episodes
+581-628, 4 of 48 594-616) and grew no less RSS (634-849 MB against
+635-660)."""
 POOL_COPIES = 2
 """Pools held at once: the one being served and the next one's segments
 (or, at a pool boundary, their concatenation). Measured: 1.2-2.7 times a
@@ -258,12 +268,18 @@ def pick(budget: Optional[int], sizes: Sizes, *, batch_size: int,
   """The plan for ``budget`` bytes (arguments given are kept).
 
   Rule: ``pool_episodes`` defaults to ``min(batch_size, MAX_POOL_EPISODES,
-  episodes)``. ``'per_episode'`` is tried with whole episodes, then
-  segments of ``SEGMENT_CHOICES`` samples (down to ``MIN_SEGMENT_STEPS``),
-  the largest that fits, then ``'after_sampling'``, each with the largest
-  pool that fits from the default down to ``MIN_POOL_FRACTION`` of it
-  (unless ``pool_episodes`` is given). A given ``decode`` or ``segment_steps`` is kept
-  (the estimate is then only reported).
+  episodes)``. The first plan that fits, in this order:
+
+  1. ``'per_episode'`` with whole episodes, then segments of
+     ``SEGMENT_CHOICES`` samples down to ``CHEAP_SEGMENT_STEPS``, with the
+     whole pool;
+  2. the same segments, largest first, each with the largest pool that
+     fits down to ``MIN_POOL_FRACTION`` of it;
+  3. smaller segments (down to ``MIN_SEGMENT_STEPS``), then
+     ``'after_sampling'``, each with the largest pool that fits.
+
+  A given ``pool_episodes`` is not shrunk. A given ``decode`` or
+  ``segment_steps`` is kept (the estimate is then only reported).
 
   Raises:
     ValueError: if nothing fits, naming the numbers.
@@ -276,8 +292,10 @@ def pick(budget: Optional[int], sizes: Sizes, *, batch_size: int,
     ...               goal=None)
     >>> pick(1 << 30, sizes, **kwargs)[:4]   # segments of 16 samples
     ('per_episode', 16, 48, 48)
-    >>> pick(700 << 20, sizes, **kwargs)[:4]   # of 8, 36 episodes pooled
-    ('per_episode', 8, 36, 45)
+    >>> pick(700 << 20, sizes, **kwargs)[:4]   # of 4, the whole pool
+    ('per_episode', 4, 48, 48)
+    >>> pick(640 << 20, sizes, **kwargs)[:4]   # of 4, a smaller pool
+    ('per_episode', 4, 40, 48)
   """
   default_pool = max(1, min(batch_size, MAX_POOL_EPISODES, sizes.num_episodes))
   pool = pool_episodes or default_pool
@@ -303,15 +321,20 @@ def pick(budget: Optional[int], sizes: Sizes, *, batch_size: int,
     budget = DEFAULT_MEMORY_BUDGET
   smallest = (pool if pool_episodes is not None else
               max(1, math.ceil(MIN_POOL_FRACTION * pool)))
+  pools = range(pool, smallest - 1, -1)   # Largest first.
   segment_sizes = [None] + [
       s for s in SEGMENT_CHOICES
       if MIN_SEGMENT_STEPS <= s < sizes.mean_episode_steps]
-  choices = [('per_episode', segments) for segments in segment_sizes]
-  for mode, segments in choices + [('after_sampling', None)]:
-    for candidate_pool in range(pool, smallest - 1, -1):
-      candidate = plan(mode, segments, candidate_pool)
-      if candidate.memory.total <= budget:   # The largest pool that fits.
-        return candidate
+  cheap = [s for s in segment_sizes if s is None or s >= CHEAP_SEGMENT_STEPS]
+  small = [s for s in segment_sizes if s not in cheap]
+  candidates = ([('per_episode', s, pool) for s in cheap] +
+                [('per_episode', s, p) for s in cheap for p in pools[1:]] +
+                [('per_episode', s, p) for s in small for p in pools] +
+                [('after_sampling', None, p) for p in pools])
+  for mode, segments, pool_size in candidates:
+    candidate = plan(mode, segments, pool_size)
+    if candidate.memory.total <= budget:
+      return candidate
   raise ValueError(
       f'{op}: memory_budget {human_bytes(budget)} ({budget} bytes) is too '
       f'small for {smallest} pooled episodes: decoding after sampling needs '
