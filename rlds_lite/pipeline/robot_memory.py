@@ -47,9 +47,12 @@ segment decodes, ``S`` = a decoded sample)::
 
 Calibrated on RSS growth (``benchmarks/bench_images.py``'s dataset, ten
 plans from segments of 2 of 2 episodes to whole episodes, in-graph and in a
-Python loop, two runs each): measured / estimated 0.81-1.31. TensorFlow's
-CPU allocator keeps the memory it has grown to and grows in doubling
-regions, so the same plan's peak varies by up to ~25% from run to run.
+Python loop, two runs each): measured / estimated 0.81-1.31. Checked over
+three passes after one on nine plans of 37-48 pooled episodes (segments of
+2 to 16, and after sampling): 0.83-1.25; 0.88-1.12 for those pooling all
+48 episodes. TensorFlow's CPU allocator keeps the memory it has grown to
+and grows in doubling regions, so the same plan's peak varies by up to
+~25% from run to run.
 
 Example:
   >>> plan = DecodePlan('per_episode', 16, 32, 40, None)
@@ -85,7 +88,7 @@ sample, so ``'auto'`` takes them with the whole pool before it shrinks the
 pool; smaller ones cost more (more ``tf.data`` elements per sample), so it
 shrinks the pool first. Measured on ``benchmarks/bench_images.py``'s
 dataset, three passes after one, 48 or 37 pooled episodes, us of CPU per
-sample: segments of 16 541-579, of 8 560-628, of 4 594-650, of 2 714-768,
+sample: segments of 16 541-579, of 8 560-628, of 4 594-650, of 2 713-768,
 decoding after sampling 855-871. A smaller pool of larger segments saved
 no CPU over the whole pool of the next smaller ones (8 of 37 episodes
 581-628, 4 of 48 594-616) and grew no less RSS (634-849 MB against
