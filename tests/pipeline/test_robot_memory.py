@@ -105,6 +105,39 @@ def test_reprs():
                          'episodes pooled)')
 
 
+@hypothesis.given(budget=st.integers(5 * 10**8, 4 * 10**9),
+                  history=st.integers(1, 4), stride=st.integers(1, 20))
+def test_pick_order_holds_for_any_budget(budget, history, stride):
+  # The rule of pick: the whole pool with segments of at least 4 (or whole
+  # episodes) before any smaller pool; those before segments of 2 or
+  # decoding after sampling; the plan taken always fits.
+  kwargs = {**KWARGS, 'history': history, 'history_stride': stride}
+  try:
+    plan = rm.pick(budget, SIZES, **kwargs)
+  except ValueError:
+    smallest = rm.estimate('per_episode', 2, 36, 45, SIZES, **kwargs)
+    after = rm.estimate('after_sampling', None, 36, 1, SIZES, **kwargs)
+    assert min(smallest.total, after.total) > budget
+    return
+  assert plan.memory.total <= budget
+
+  def fits(segments, pool):
+    open_episodes = min(48, -(-5 * pool // 4)) if segments else 1
+    return rm.estimate('per_episode', segments, pool, open_episodes, SIZES,
+                       **kwargs).total <= budget
+
+  cheap = [None, 64, 32, 16, 8, 4]
+  cheap_plan = plan.decode == 'per_episode' and plan.segment_steps in cheap
+  if not (cheap_plan and plan.pool_episodes == 48):
+    assert not any(fits(s, 48) for s in cheap)
+  if not cheap_plan:
+    assert not any(fits(s, 36) for s in cheap)
+  if cheap_plan:   # No larger segments with the same or a larger pool.
+    larger = cheap[:cheap.index(plan.segment_steps)]
+    assert not any(fits(s, p) for s in larger
+                   for p in range(plan.pool_episodes, 49))
+
+
 @hypothesis.given(counts=st.lists(st.integers(0, 6), min_size=1, max_size=7),
                   seed=st.integers(0, 1000))
 def test_spread_order_deals_episodes_round_robin(counts, seed):
