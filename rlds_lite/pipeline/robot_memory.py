@@ -87,7 +87,7 @@ CHEAP_SEGMENT_STEPS = 4
 sample, so ``'auto'`` takes them with the whole pool before it shrinks the
 pool; smaller ones cost more (more ``tf.data`` elements per sample), so it
 shrinks the pool first. Measured on ``benchmarks/bench_images.py``'s
-dataset, three passes after one, 48 or 37 pooled episodes, us of CPU per
+dataset, three passes after one, 36-48 pooled episodes, us of CPU per
 sample: segments of 16 541-579, of 8 560-628, of 4 594-650, of 2 713-768,
 decoding after sampling 855-871. A smaller pool of larger segments saved
 no CPU over the whole pool of the next smaller ones (8 of 37 episodes
