@@ -203,6 +203,23 @@ def concat_rows(rows: tf.data.Dataset) -> Any:
   return all_rows.get_single_element()
 
 
+def row_slots(counts: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+  """``(element, slot)`` of each row when element ``e`` has ``counts[e]`` rows.
+
+  The rows are consecutive per element; ``slot`` is a row's place in its
+  element's rows.
+
+  Example:
+    >>> element, slot = row_slots(tf.constant([2, 0, 3]))
+    >>> element.numpy().tolist(), slot.numpy().tolist()
+    ([0, 0, 2, 2, 2], [0, 1, 0, 1, 2])
+  """
+  counts = tf.cast(counts, tf.int32)
+  element = tf.repeat(tf.range(tf.shape(counts)[0]), counts)
+  start = tf.cumsum(counts, exclusive=True)
+  return element, tf.range(tf.shape(element)[0]) - tf.gather(start, element)
+
+
 def spread_order(num_samples: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
   """A random order of a pool's samples that deals them out episode by episode.
 
@@ -220,18 +237,16 @@ def spread_order(num_samples: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
     >>> len({episode[i] for i in order.numpy()[:3]})
     3
   """
-  num_samples = tf.cast(num_samples, tf.int32)
-  count = tf.reduce_sum(num_samples)
+  # The i-th sample of the grouped order (episodes kept in place, each
+  # shuffled within) has episode ``episode[i]`` and rank ``rank[i]`` in it.
+  episode, rank = row_slots(num_samples)
   episodes = tf.shape(num_samples)[0]
-  episode = tf.repeat(tf.range(episodes), num_samples)
   within_seed, episode_seed = tf.unstack(
       tf.random.experimental.stateless_split(seed, 2))
-  jitter = tf.random.stateless_uniform([count], within_seed, dtype=tf.float64)
+  jitter = tf.random.stateless_uniform(tf.shape(episode), within_seed,
+                                       dtype=tf.float64)
   grouped = tf.argsort(tf.cast(episode, tf.float64) + jitter, stable=True)
-  starts = tf.cumsum(num_samples, exclusive=True)
-  rank = tf.range(count) - tf.gather(starts, tf.gather(episode, grouped))
-  slot = tf.gather(random_order(episodes, episode_seed),
-                   tf.gather(episode, grouped))
+  slot = tf.gather(random_order(episodes, episode_seed), episode)
   key = tf.cast(rank, tf.int64) * tf.cast(episodes, tf.int64) + tf.cast(
       slot, tf.int64)
   return tf.gather(grouped, tf.argsort(key, stable=True))

@@ -167,14 +167,6 @@ def _first_true(mask: tf.Tensor) -> tf.Tensor:
   return tf.reduce_min(tf.where(mask, tf.range(size), size), -1)
 
 
-def _rows_of(counts: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
-  """``(element, slot)`` of each row of elements with ``counts`` rows each."""
-  counts = tf.cast(counts, tf.int32)
-  element = tf.repeat(tf.range(tf.shape(counts)[0]), counts)
-  start = tf.cumsum(counts, exclusive=True)
-  return element, tf.range(tf.shape(element)[0]) - tf.gather(start, element)
-
-
 def pool_link(extras: Callable[[Dict[str, Any]], Dict[str, Any]],
               decode: Callable[[Frames], Frames],
               frame_spec: Dict[str, tf.TensorSpec]) -> pools.PoolLink:
@@ -194,7 +186,7 @@ def pool_link(extras: Callable[[Dict[str, Any]], Dict[str, Any]],
   def imports(state: Dict[str, Any], extras: Dict[str, Any]
               ) -> Tuple[Frames, Dict[str, Any]]:
     """Rows appended to the pool: the state's frames, the missing decoded."""
-    importer, slot = _rows_of(extras[NUM_IMPORTS])
+    importer, slot = pools.row_slots(extras[NUM_IMPORTS])
     wanted = tf.gather(extras[PRED], importer)
     match = ((wanted[:, tf.newaxis] == state[KEY][tf.newaxis, :]) &
              (slot[:, tf.newaxis] == state[_SLOT][tf.newaxis, :]))
@@ -236,8 +228,8 @@ def pool_link(extras: Callable[[Dict[str, Any]], Dict[str, Any]],
       imported = tf.gather(source, tf.clip_by_value(first + code, 0, last))
       return tf.where(code >= 0, shifted, own_total + imported)
 
-    index = positions(index, _rows_of(num_samples)[0])
-    exporter, slot = _rows_of(extras[NUM_EXPORTS])
+    index = positions(index, pools.row_slots(num_samples)[0])
+    exporter, slot = pools.row_slots(extras[NUM_EXPORTS])
     codes = tf.gather_nd(extras[EXPORTS], tf.stack([exporter, slot], 1))
     at = positions(codes + tf.gather(own_start, exporter), exporter)
     key = tf.gather(extras[KEY], exporter)
