@@ -89,10 +89,13 @@ def assert_dataset_equals(ds: tf.data.Dataset, expected: Sequence[Any]) -> None:
     assert_structures_equal(a, e, f'element {i}')
 
 
-def _png_camera_dataset(root: Any, image_bytes: Optional[bytes]) -> str:
+def _png_camera_dataset(root: Any, image_bytes: Optional[bytes],
+                        only_at: Optional[Tuple[int, int]] = None) -> str:
   """3 episodes (4, 1, 6 steps) with a PNG camera, a state, an instruction.
 
-  With ``image_bytes`` the camera holds those bytes, stored as text.
+  With ``image_bytes`` the camera holds those bytes, stored as text: in
+  every frame, or only in the frame at ``only_at`` = ``(episode, step)``
+  (the others hold their PNG files).
   """
   from rlds_lite.tfds import EpisodeWriter  # pylint: disable=g-import-not-at-top
   image = tfds.features.Image(shape=(8, 8, 3), encoding_format='png')
@@ -106,10 +109,12 @@ def _png_camera_dataset(root: Any, image_bytes: Optional[bytes]) -> str:
       'language_instruction': tfds.features.Text()}}
   rng, camera_rng = np.random.default_rng(0), np.random.default_rng(1)
   with EpisodeWriter(str(root), 'cams', features) as writer:
-    for length in (4, 1, 6):
-      camera = (camera_rng.integers(0, 255, (length, 8, 8, 3), dtype=np.uint8)
-                if image_bytes is None else
-                np.array([image_bytes] * length, object))
+    for episode, length in enumerate((4, 1, 6)):
+      camera = camera_rng.integers(0, 255, (length, 8, 8, 3), dtype=np.uint8)
+      if image_bytes is not None:
+        camera = np.array([image_bytes if only_at in (None, (episode, step))
+                           else tf.io.encode_png(frame).numpy()
+                           for step, frame in enumerate(camera)], object)
       index = np.arange(length)
       writer.add_episode({'steps': {
           'observation': {'camera': camera,
@@ -123,15 +128,17 @@ def _png_camera_dataset(root: Any, image_bytes: Optional[bytes]) -> str:
   return writer.path
 
 
-def camera_datasets_good_and_undecodable(root: Any) -> Tuple[str, str]:
+def camera_datasets_good_and_undecodable(
+    root: Any, only_at: Optional[Tuple[int, int]] = None) -> Tuple[str, str]:
   """Two datasets alike but for their PNG camera's bytes: ``(good, bad)``.
 
-  Both declare the camera a PNG ``Image`` (8x8x3); ``bad`` stores
-  ``b'not a png'`` in every frame, so only decoding the camera fails: a
-  reader that does not decode it reads the same values from both.
+  Both declare the camera a PNG ``Image`` (8x8x3) of 3 episodes (4, 1, 6
+  steps); ``bad`` stores ``b'not a png'`` in every frame (or only in the
+  frame at ``only_at`` = ``(episode, step)``), so only decoding the camera
+  fails: a reader that does not decode it reads the same values from both.
   """
   good = _png_camera_dataset(os.path.join(root, 'good'), None)
-  bad = _png_camera_dataset(os.path.join(root, 'bad'), b'not a png')
+  bad = _png_camera_dataset(os.path.join(root, 'bad'), b'not a png', only_at)
   for name, key in (('dataset_info.json', 'features'),
                     ('features.json', 'featuresDict')):
     with open(os.path.join(good, name)) as f:

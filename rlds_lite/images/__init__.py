@@ -7,6 +7,8 @@ Per-frame operations (as dlimp keeps them apart from whole-trajectory ops):
   optionally resized, identical frames decoded once (``dedupe``);
 * ``image_specs`` / ``load_encoded``: the image fields of a TFDS RLDS
   dataset, and its dense episodes with frames left encoded;
+  ``first_bad_frame`` finds the field and step of a frame that does not
+  decode (``rlds_lite.validate`` names them with it);
 * ``augment_images`` / ``augment_batches``: random resized crops and
   brightness / contrast / saturation / hue jitter of whole batches,
   vectorised and seeded.
@@ -30,6 +32,8 @@ from rlds_lite.images.decode import decode_frames
 from rlds_lite.images.decode import decode_images
 from rlds_lite.images.decode import ImageSpec
 from rlds_lite.images.decode import output_shape
+from rlds_lite.images.fields import BadFrame
+from rlds_lite.images.fields import first_bad_frame
 from rlds_lite.images.fields import image_specs
 from rlds_lite.images.fields import load_encoded
 
@@ -38,10 +42,12 @@ __all__ = [
     'augment_batches',
     'augment_images',
     'AugmentParams',
+    'BadFrame',
     'dct_ratio',
     'decode_frames',
     'decode_images',
     'draw_params',
+    'first_bad_frame',
     'image_specs',
     'ImageSpec',
     'load_encoded',

@@ -17,16 +17,17 @@ Example:
 """
 
 import os
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, NamedTuple, Optional, Tuple, Union
 
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from rlds_lite import loading
+from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.images import decode
 
-__all__ = ['image_specs', 'load_encoded']
+__all__ = ['BadFrame', 'first_bad_frame', 'image_specs', 'load_encoded']
 
 PathLike = Union[str, os.PathLike]
 
@@ -132,3 +133,39 @@ def load_encoded(name_or_dir: PathLike,
 
   return episodes.map(decode_others, num_parallel_calls=tf.data.AUTOTUNE,
                       deterministic=True), specs
+
+
+class BadFrame(NamedTuple):
+  """A frame that does not decode: its field, step and first bytes."""
+  field: str
+  step: int
+  head: bytes
+
+
+def first_bad_frame(name_or_dir: PathLike, split: str, episode: int, *,
+                    data_dir: Optional[PathLike] = None) -> Optional[BadFrame]:
+  """The first frame of episode ``episode`` of ``split`` that does not decode.
+
+  Each image field's frames are decoded one by one, fields in
+  ``image_specs`` order, so the error names the field and step that TFDS's
+  own decode error leaves out (``rlds_lite.validate`` reports it). None
+  if every frame decodes.
+
+  Example:
+    >>> import tempfile
+    >>> from rlds_lite import synthetic
+    >>> path = synthetic.camera_dataset(tempfile.mkdtemp(), num_episodes=2,
+    ...                                 length=3)
+    >>> print(first_bad_frame(path, 'train', 1))
+    None
+  """
+  episodes, specs = load_encoded(name_or_dir, f'{split}[{episode}:{episode + 1}]',
+                                 data_dir=data_dir)
+  steps = next(iter(episodes))[rlds_types.STEPS]
+  for path, spec in specs.items():
+    for step, frame in enumerate(nest_paths.get_path(steps, path).numpy()):
+      try:
+        decode.decode_frames(tf.constant([frame]), spec)
+      except tf.errors.OpError:
+        return BadFrame(path, step, frame[:8])
+  return None

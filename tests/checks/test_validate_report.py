@@ -10,6 +10,7 @@ import tensorflow as tf
 
 import checks_testing
 import rlds_lite
+import rlds_testing
 from rlds_lite import checks
 from rlds_lite import dense
 from rlds_lite import synthetic
@@ -414,3 +415,19 @@ def test_declared_invalid_last_steps_are_problems_not_notices():
 def test_last_step_must_be_valid_or_invalid():
   with pytest.raises(ValueError, match="validate: last_step must be"):
     checks.validate(_episodes(), last_step='keep')
+
+
+def test_an_undecodable_frame_is_named_by_field_and_step(tmp_path):
+  # TFDS's decode error names no field; validate finds the frame.
+  _, bad = rlds_testing.camera_datasets_good_and_undecodable(
+      tmp_path, only_at=(2, 3))
+  report = rlds_lite.validate(bad)
+  assert not report.ok and not report.complete
+  [problem] = report.problems
+  assert (problem.episode, problem.step, problem.field, problem.kind) == (
+      2, 3, 'observation/camera', 'undecodable')
+  assert problem.message.endswith(
+      "The first frame that does not decode: step 3 (its bytes begin "
+      "b'not a pn').")
+  assert "episode 2 of split 'train', field 'observation/camera'" in (
+      problem.message)

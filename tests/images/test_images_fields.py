@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+import rlds_testing
 import rlds_lite
 from rlds_lite import images
 from rlds_lite import synthetic
@@ -52,3 +53,20 @@ def test_load_encoded_errors_as_load(tmp_path):
                                   cameras={'image': (8, 8)})
   with pytest.raises(ValueError, match="has no split 'test'"):
     images.load_encoded(path, 'test')
+
+
+@pytest.mark.parametrize('episode,step', [
+    pytest.param(0, 0, id='first_frame'),
+    pytest.param(2, 3, id='middle_of_an_episode'),
+    pytest.param(2, 5, id='last_step'),
+    pytest.param(1, 0, id='one_step_episode'),
+])
+def test_first_bad_frame_names_the_field_and_step(tmp_path, episode, step):
+  good, bad = rlds_testing.camera_datasets_good_and_undecodable(
+      tmp_path, only_at=(episode, step))
+  assert images.first_bad_frame(bad, 'train', episode) == images.BadFrame(
+      'observation/camera', step, b'not a pn')
+  others = [e for e in range(3) if e != episode]
+  assert [images.first_bad_frame(bad, 'train', e) for e in others] == [
+      None, None]
+  assert images.first_bad_frame(good, 'train', episode) is None
