@@ -651,6 +651,10 @@ def robot_samples_dataset(
   Raises:
     TypeError, ValueError: for bad arguments, images outside the
       observation, or a ``memory_budget`` too small for any plan.
+    tf.errors.InvalidArgumentError: while iterating, from TF's decoder, if
+      a frame a sample uses does not decode (it names no episode or
+      field): ``rlds_lite.validate(source)`` (``rlds-lite validate``)
+      names the file, episode, step and field.
 
   Example:
     >>> import tempfile
