@@ -371,6 +371,10 @@ def sample_batches(sources: Sources,
     NotChunkedError: for an RLDS dataset that was not converted (the
       message says how).
     ValueError, TypeError: for bad arguments, or a source without samples.
+    tf.errors.InvalidArgumentError: while iterating, from TF's decoder, if
+      a sampled camera frame does not decode (``convert`` copies frames
+      encoded): ``rlds_lite.validate`` of the source dataset names its
+      file, episode, step and field.
 
   Example:
     >>> from rlds_lite import synthetic
