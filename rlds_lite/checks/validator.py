@@ -139,12 +139,17 @@ def _bad_frame_problem(source: sources.Source,
 
   TFDS's decode error names neither (``Unknown image file format``); the
   episode's frames are decoded one by one to find them. None if the split
-  is sliced, or no frame of the episode fails alone.
+  is sliced, or no frame of the episode fails alone (or the episode's other
+  fields do not read either).
   """
   split = source.split
   if error.episode is None or not split or '[' in split:
     return None
-  bad = fields.first_bad_frame(source.builder.data_dir, split, error.episode)
+  try:
+    bad = fields.first_bad_frame(source.builder.data_dir, split,
+                                 error.episode)
+  except (tf.errors.OpError, ValueError, OSError):
+    return None
   if bad is None:
     return None
   located = dataset_files.CorruptDatasetError(

@@ -431,3 +431,20 @@ def test_an_undecodable_frame_is_named_by_field_and_step(tmp_path):
       "b'not a pn').")
   assert "episode 2 of split 'train', field 'observation/camera'" in (
       problem.message)
+
+
+def test_an_undecodable_episode_is_reported_when_its_frames_cannot_be_read(
+    tmp_path, monkeypatch):
+  # If reading the episode's frames apart fails too, TFDS's error stands.
+  _, bad = rlds_testing.camera_datasets_good_and_undecodable(
+      tmp_path, only_at=(2, 3))
+
+  def unreadable(*args, **kwargs):
+    raise tf.errors.InvalidArgumentError(None, None, 'cannot read')
+
+  monkeypatch.setattr(rlds_lite.images.fields, 'first_bad_frame', unreadable)
+  [problem] = rlds_lite.validate(bad).problems
+  assert (problem.episode, problem.step, problem.field, problem.kind) == (
+      2, None, None, 'undecodable')
+  assert "episode 2 of split 'train': its data" in problem.message
+  assert 'The first frame that does not decode' not in problem.message
