@@ -151,6 +151,9 @@ def first_bad_frame(name_or_dir: PathLike, split: str, episode: int, *,
   own decode error leaves out (``rlds_lite.validate`` reports it). None
   if every frame decodes.
 
+  Raises:
+    ValueError: if the split has no episode ``episode``.
+
   Example:
     >>> import tempfile
     >>> from rlds_lite import synthetic
@@ -159,8 +162,14 @@ def first_bad_frame(name_or_dir: PathLike, split: str, episode: int, *,
     >>> print(first_bad_frame(path, 'train', 1))
     None
   """
-  episodes, specs = load_encoded(name_or_dir, f'{split}[{episode}:{episode + 1}]',
-                                 data_dir=data_dir)
+  builder, label = loading.rlds_builder(name_or_dir, data_dir)
+  loading.check_split(builder, split, label)
+  count = builder.info.splits[split].num_examples
+  if not 0 <= episode < count:
+    raise ValueError(f'first_bad_frame: split {split!r} has no episode '
+                     f'{episode} (it has {count}).')
+  episodes, specs = load_encoded(name_or_dir, f'{split}[{episode}:'
+                                 f'{episode + 1}]', data_dir=data_dir)
   steps = next(iter(episodes))[rlds_types.STEPS]
   for path, spec in specs.items():
     for step, frame in enumerate(nest_paths.get_path(steps, path).numpy()):

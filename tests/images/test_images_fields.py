@@ -70,3 +70,11 @@ def test_first_bad_frame_names_the_field_and_step(tmp_path, episode, step):
   assert [images.first_bad_frame(bad, 'train', e) for e in others] == [
       None, None]
   assert images.first_bad_frame(good, 'train', episode) is None
+
+
+def test_first_bad_frame_of_an_episode_the_split_lacks(tmp_path):
+  good, _ = rlds_testing.camera_datasets_good_and_undecodable(tmp_path)
+  for episode in (3, -1):
+    with pytest.raises(ValueError, match=f"split 'train' has no episode "
+                       f"{episode}"):
+      images.first_bad_frame(good, 'train', episode)
