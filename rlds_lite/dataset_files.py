@@ -82,6 +82,8 @@ class CorruptDatasetError(ValueError):
     episode: the episode's index in ``split`` where known, else None.
     split: the split the episode belongs to, where known.
     field: the step or episode field (``'observation'``), where known.
+    step: the step where known (a camera frame that does not decode; the
+      message says it), else None.
 
   Example:
     >>> str(CorruptDatasetError('/d/x-train.tfrecord-00001', 'is empty.',
@@ -91,7 +93,7 @@ class CorruptDatasetError(ValueError):
 
   def __init__(self, path: str, message: str, *, episode: Optional[int] = None,
                split: Optional[str] = None, field: Optional[str] = None,
-               kind: str = CORRUPT_FILE):
+               kind: str = CORRUPT_FILE, step: Optional[int] = None):
     where = []
     if episode is not None:
       where.append(f'episode {episode}' +
@@ -106,6 +108,7 @@ class CorruptDatasetError(ValueError):
     self.episode = episode
     self.split = split
     self.field = field
+    self.step = step
 
   def __repr__(self) -> str:
     return f'CorruptDatasetError({str(self)!r})'

@@ -463,8 +463,10 @@ def named_read_errors(builder: tfds.core.DatasetBuilder,
   error) without naming the file; inside this block such a
   ``tf.errors.OpError`` is diagnosed (``rlds_lite.dataset_files.diagnose``:
   the split's files are checked, then its episodes decoded again) and
-  re-raised as a `CorruptDatasetError` naming the file, episode and field.
-  An error the files do not explain (out of memory, a failing user
+  re-raised as a `CorruptDatasetError` naming the file, episode and field
+  (for a camera frame that does not decode, which TFDS's error does not
+  name, also its step: ``rlds_lite.images.first_bad_frame``). An error the
+  files do not explain (out of memory, a failing user
   function) is re-raised unchanged.
 
   Args:
@@ -494,7 +496,35 @@ def named_read_errors(builder: tfds.core.DatasetBuilder,
                                      read=episode_reader(builder))
     if problem is None:
       raise
-    raise problem from None
+    raise _with_bad_frame(builder, split, problem) from None
+
+
+def _with_bad_frame(builder: tfds.core.DatasetBuilder, split: Any,
+                    problem: dataset_files.CorruptDatasetError
+                    ) -> dataset_files.CorruptDatasetError:
+  """``problem`` naming the camera frame that does not decode, if that is it.
+
+  TFDS's decode error names neither field nor step (``Unknown image file
+  format``); the episode's frames are decoded one by one to find them
+  (``rlds_lite.images.first_bad_frame``). ``problem`` unchanged if it names
+  a field already, the split is sliced, or no frame fails alone.
+  """
+  if (problem.kind != dataset_files.UNDECODABLE or problem.field is not None
+      or problem.episode is None or not isinstance(split, str)
+      or '[' in split):
+    return problem
+  from rlds_lite.images import fields  # pylint: disable=g-import-not-at-top
+  try:
+    bad = fields.first_bad_frame(builder.data_dir, split, problem.episode)
+  except (tf.errors.OpError, ValueError, OSError):
+    return problem
+  if bad is None:
+    return problem
+  return dataset_files.CorruptDatasetError(
+      problem.path, f'{problem.detail} The first frame that does not decode: '
+      f'step {bad.step} (its bytes begin {bad.head!r}).',
+      episode=problem.episode, split=split, field=bad.field, kind=problem.kind,
+      step=bad.step)
 
 
 def load(name_or_dir: PathLike,

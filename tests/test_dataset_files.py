@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 
 import rlds_lite
+import rlds_testing
 from rlds_lite import dataset_files
 from rlds_lite import loading
 from rlds_lite import stats
@@ -296,3 +297,23 @@ def test_short_tf_messages():
       'device_/job:localhost/replica:0/task:0/device:CPU:0}} corrupted record '
       'at 417 [Op:IteratorGetNext] name: ')
   assert dataset_files._short(error) == 'corrupted record at 417'  # pylint: disable=protected-access
+
+
+def test_named_read_errors_names_a_frame_that_does_not_decode(tmp_path):
+  # TFDS's error ("Unknown image file format") names no field or step.
+  _, bad = rlds_testing.camera_datasets_good_and_undecodable(
+      tmp_path, only_at=(2, 3))
+  builder, _ = loading.rlds_builder(bad)
+  with pytest.raises(dataset_files.CorruptDatasetError) as error:
+    with loading.named_read_errors(builder, 'train'):
+      for _ in rlds_lite.load(bad, dense=True):
+        pass
+  assert (error.value.episode, error.value.step, error.value.field,
+          error.value.kind) == (2, 3, 'observation/camera', 'undecodable')
+  assert str(error.value).startswith(
+      f"{bad}/dataset_info.json: episode 2 of split 'train', field "
+      "'observation/camera': its data (in cams-train.tfrecord-00000) does not "
+      'fit the features declared here: ')
+  assert str(error.value).endswith(
+      "The first frame that does not decode: step 3 (its bytes begin "
+      "b'not a pn').")

@@ -61,7 +61,6 @@ from rlds_lite import dense
 from rlds_lite import loading
 from rlds_lite import rlds_types
 from rlds_lite.dense import last_step as last_step_lib
-from rlds_lite.images import fields
 from rlds_lite.checks import problems as problems_lib
 from rlds_lite.checks import repair as repair_lib
 from rlds_lite.checks import rules
@@ -129,35 +128,7 @@ def _python_summaries(source: sources.Source, last_step_invalid: bool,
 def _file_problem(error: dataset_files.CorruptDatasetError) -> Problem:
   """The `Problem` of a damaged dataset file."""
   return Problem(error.episode, error.field, error.kind, str(error),
-                 file=error.path)
-
-
-def _bad_frame_problem(source: sources.Source,
-                       error: dataset_files.CorruptDatasetError
-                       ) -> Optional[Problem]:
-  """An undecodable episode's problem with the frame's field and step.
-
-  TFDS's decode error names neither (``Unknown image file format``); the
-  episode's frames are decoded one by one to find them. None if the split
-  is sliced, or no frame of the episode fails alone (or the episode's other
-  fields do not read either).
-  """
-  split = source.split
-  if error.episode is None or not split or '[' in split:
-    return None
-  try:
-    bad = fields.first_bad_frame(source.builder.data_dir, split,
-                                 error.episode)
-  except (tf.errors.OpError, ValueError, OSError):
-    return None
-  if bad is None:
-    return None
-  located = dataset_files.CorruptDatasetError(
-      error.path, f'{error.detail} The first frame that does not decode: '
-      f'step {bad.step} (its bytes begin {bad.head!r}).',
-      episode=error.episode, split=split, field=bad.field, kind=error.kind)
-  return Problem(error.episode, bad.field, error.kind, str(located),
-                 step=bad.step, file=error.path)
+                 step=error.step, file=error.path)
 
 
 def _files_problems(source: sources.Source) -> List[Problem]:
@@ -242,8 +213,6 @@ def _run_pass(source: sources.Source, last_step_invalid: bool,
           return found[:max_problems], episodes, steps, False, last_counts
   except dataset_files.CorruptDatasetError as error:
     problem = _file_problem(error)
-    if error.kind == dataset_files.UNDECODABLE and error.field is None:
-      problem = _bad_frame_problem(source, error) or problem
     if problem not in found:
       found.append(problem)
     return found, episodes, steps, False, last_counts

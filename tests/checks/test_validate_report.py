@@ -418,7 +418,7 @@ def test_last_step_must_be_valid_or_invalid():
 
 
 def test_an_undecodable_frame_is_named_by_field_and_step(tmp_path):
-  # TFDS's decode error names no field; validate finds the frame.
+  # TFDS's decode error names no field; the readers find the frame.
   _, bad = rlds_testing.camera_datasets_good_and_undecodable(
       tmp_path, only_at=(2, 3))
   report = rlds_lite.validate(bad)
