@@ -8,7 +8,8 @@ Per-frame operations (as dlimp keeps them apart from whole-trajectory ops):
 * ``image_specs`` / ``load_encoded``: the image fields of a TFDS RLDS
   dataset, and its dense episodes with frames left encoded;
   ``first_bad_frame`` finds the field and step of a frame that does not
-  decode (``rlds_lite.validate`` names them with it);
+  decode (the readers' damage errors name them with it:
+  ``rlds_lite.loading.named_read_errors``, behind ``rlds_lite.validate``);
 * ``augment_images`` / ``augment_batches``: random resized crops and
   brightness / contrast / saturation / hue jitter of whole batches,
   vectorised and seeded.

@@ -148,8 +148,15 @@ def first_bad_frame(name_or_dir: PathLike, split: str, episode: int, *,
 
   Each image field's frames are decoded one by one, fields in
   ``image_specs`` order, so the error names the field and step that TFDS's
-  own decode error leaves out (``rlds_lite.validate`` reports it). None
-  if every frame decodes.
+  own decode error leaves out (``rlds_lite.loading.named_read_errors``
+  adds them to the readers' errors, ``rlds_lite.validate``'s among them).
+  None if every frame decodes.
+
+  Args:
+    name_or_dir: a TFDS name or dataset directory (as ``rlds_lite.load``).
+    split: a split name (not a slice: ``episode`` counts from its start).
+    episode: the episode's index in ``split``.
+    data_dir: where TFDS finds prepared datasets (names only).
 
   Raises:
     ValueError: if the split has no episode ``episode``.
