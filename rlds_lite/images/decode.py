@@ -33,6 +33,7 @@ Example:
   (2, 1)
 """
 
+import re
 from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple
 
 import tensorflow as tf
@@ -152,7 +153,8 @@ def _decode_one(spec: ImageSpec, size: Size, method: str):
 
 
 def decode_frames(encoded: tf.Tensor, spec: ImageSpec, size: Size = None, *,
-                  method: str = 'bilinear') -> tf.Tensor:
+                  method: str = 'bilinear',
+                  field: Optional[str] = None) -> tf.Tensor:
   """Decodes ``[N]`` encoded frames (or resizes raw ``[N, h, w, c]`` ones).
 
   Args:
@@ -163,6 +165,9 @@ def decode_frames(encoded: tf.Tensor, spec: ImageSpec, size: Size = None, *,
       JPEG frames use DCT scaling when it gives the size (see
       ``dct_ratio``); other sizes are resized with ``method``.
     method: the ``tf.image.resize`` method (antialiased).
+    field: the frames' field path (e.g. ``'observation/image'``), given to
+      the decode ops' name scope: TF's error for a frame that does not
+      decode then names the field (``{{node observation/image/...}}``).
 
   Returns:
     ``[N, *output_shape(spec, size)]`` frames of ``spec.dtype``.
@@ -186,13 +191,26 @@ def decode_frames(encoded: tf.Tensor, spec: ImageSpec, size: Size = None, *,
       return frames
     return _resized(frames, out[:2], method, spec.dtype)
   encoded = tf.convert_to_tensor(encoded, tf.string)
-  return tf.map_fn(_decode_one(spec, size, method), encoded,
-                   fn_output_signature=tf.TensorSpec(out, spec.dtype),
-                   parallel_iterations=1)
+  with tf.name_scope(_scope_name(field or 'decode_frames')):
+    return tf.map_fn(_decode_one(spec, size, method), encoded,
+                     fn_output_signature=tf.TensorSpec(out, spec.dtype),
+                     parallel_iterations=1)
+
+
+def _scope_name(field: str) -> str:
+  """``field`` as a TF name scope: characters TF refuses become ``_``.
+
+  Example:
+    >>> _scope_name('observation/wrist image'), _scope_name('_cam/')
+    ('observation/wrist_image', 'cam')
+  """
+  name = re.sub(r'[^A-Za-z0-9_./-]', '_', field)
+  name = re.sub(r'^[^A-Za-z0-9.]+', '', name).rstrip('/')
+  return name or 'frames'
 
 
 def _decode_leaf(leaf: tf.Tensor, spec: ImageSpec, size: Size, method: str,
-                 dedupe: bool) -> tf.Tensor:
+                 dedupe: bool, field: str) -> tf.Tensor:
   """A string tensor of any shape ``[...]`` decoded to ``[..., h, w, c]``."""
   if spec.encoding is None:
     flat = tf.reshape(leaf, tf.concat([[-1], tf.shape(leaf)[-3:]], 0))
@@ -202,10 +220,11 @@ def _decode_leaf(leaf: tf.Tensor, spec: ImageSpec, size: Size, method: str,
     lead = tf.shape(leaf)
   if dedupe and spec.encoding is not None:
     unique, positions = tf.unique(flat)
-    frames = tf.gather(decode_frames(unique, spec, size, method=method),
-                       positions)
+    frames = tf.gather(
+        decode_frames(unique, spec, size, method=method, field=field),
+        positions)
   else:
-    frames = decode_frames(flat, spec, size, method=method)
+    frames = decode_frames(flat, spec, size, method=method, field=field)
   out = output_shape(spec, size)
   frames = tf.reshape(frames, tf.concat([lead, out], 0))
   rank = leaf.shape.rank - (3 if spec.encoding is None else 0)
@@ -246,7 +265,8 @@ def decode_images(values: Dict[str, Any], specs: Dict[str, ImageSpec],
     field_size = size.get(path) if isinstance(size, dict) else size
     field_size = _check_size(field_size, 'decode_images')
     parent, key = _parent(out, path)
-    parent[key] = _decode_leaf(parent[key], spec, field_size, method, dedupe)
+    parent[key] = _decode_leaf(parent[key], spec, field_size, method, dedupe,
+                               path)
   return out
 
 

@@ -238,7 +238,7 @@ class _Layout:
     """``{path: [n] encoded}`` frames of the image fields, decoded."""
     return {path: decode_lib.decode_frames(encoded[path], spec,
                                            self.sizes[path],
-                                           method=self.method)
+                                           method=self.method, field=path)
             for path, spec in self.specs.items()}
 
   def decode_specs(self) -> Tuple[Specs, Dict[str, Any]]:
@@ -652,9 +652,10 @@ def robot_samples_dataset(
     TypeError, ValueError: for bad arguments, images outside the
       observation, or a ``memory_budget`` too small for any plan.
     tf.errors.InvalidArgumentError: while iterating, from TF's decoder, if
-      a frame a sample uses does not decode (it names no episode or
-      field): ``rlds_lite.validate(source)`` (``rlds-lite validate``)
-      names the file, episode, step and field.
+      a frame a sample uses does not decode. It names the field through
+      its decode op (``{{node observation/image/map/while/DecodeJpeg}}``),
+      not the episode: ``rlds_lite.validate(source)`` (``rlds-lite
+      validate``) names the file, episode, step and field.
 
   Example:
     >>> import tempfile

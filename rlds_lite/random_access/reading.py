@@ -105,7 +105,8 @@ def _decode_image(leaf: layout_lib.Leaf, size: Optional[Tuple[int, int]]
   out = list(images.output_shape(spec, size))
 
   def decode(encoded: tf.Tensor) -> tf.Tensor:
-    frames = images.decode_frames(tf.reshape(encoded, [-1]), spec, size)
+    frames = images.decode_frames(tf.reshape(encoded, [-1]), spec, size,
+                                  field=leaf.path)
     return tf.reshape(frames, tf.concat([tf.shape(encoded), out], 0))
 
   return decode

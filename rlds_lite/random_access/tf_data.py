@@ -373,7 +373,9 @@ def sample_batches(sources: Sources,
     ValueError, TypeError: for bad arguments, or a source without samples.
     tf.errors.InvalidArgumentError: while iterating, from TF's decoder, if
       a sampled camera frame does not decode (``convert`` copies frames
-      encoded): ``rlds_lite.validate`` of the source dataset names its
+      encoded). It names the field through its decode op
+      (``{{node observation/image/map/while/DecodeJpeg}}``), not the
+      episode: ``rlds_lite.validate`` of the source dataset names its
       file, episode, step and field.
 
   Example:

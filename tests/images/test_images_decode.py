@@ -132,3 +132,16 @@ def test_output_shape_and_frame_bytes():
   assert images.output_shape(spec, (64, 32)) == (64, 32, 3)
   assert spec.frame_bytes == 196608
   assert images.ImageSpec((4, 4, 1), 'png', tf.uint16).frame_bytes == 32
+
+
+@pytest.mark.parametrize('field,node', [
+    ('observation/wrist image', 'observation/wrist_image/map/while/DecodePng'),
+    (None, 'decode_frames/map/while/DecodePng'),
+])
+def test_a_frame_that_does_not_decode_names_its_field(field, node):
+  spec = images.ImageSpec((4, 4, 3), 'png')
+  frames = tf.data.Dataset.from_tensors(tf.constant([b'not a png']))
+  ds = frames.map(lambda x: images.decode_frames(x, spec, field=field))
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match=r'\{\{node ' + node + r'\}\}'):
+    next(iter(ds))

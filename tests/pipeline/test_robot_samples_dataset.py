@@ -19,6 +19,7 @@ from rlds_lite import images
 from rlds_lite import pipeline
 from rlds_lite import synthetic
 from rlds_lite.tfds import EpisodeWriter
+import rlds_testing
 
 CAMERAS = {'image_primary': (32, 32), 'image_wrist': (16, 16)}
 LENGTHS = (1, 2, 7, 5, 9, 3)   # A one-step episode, short ones, longer ones.
@@ -390,3 +391,16 @@ def test_segments_decode_a_shared_frame_about_once(camera_path, monkeypatch,
                                         last_step='valid'))
   per_camera = sum(decoded) / 2
   assert sum(LENGTHS) <= per_camera < 37   # Measured: 31 (pools of 2), 33 (6).
+
+
+@pytest.mark.parametrize('decode', ['per_episode', 'after_sampling'])
+def test_undecodable_frame_error_names_its_field(tmp_path, decode):
+  _, bad = rlds_testing.camera_datasets_good_and_undecodable(
+      tmp_path, only_at=(2, 3))
+  ds = pipeline.robot_samples_dataset(bad, batch_size=4, history=2,
+                                      decode=decode, seed=0)
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match=r'Unknown image file format[^\n]*\n[^\n]*'
+                     r'\{\{node observation/camera/map/while/DecodePng\}\}'):
+    for _ in ds:
+      pass

@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from rlds_lite import pipeline
 from rlds_lite import random_access as ra
+import rlds_testing
 
 
 def _ids(ds):
@@ -109,3 +110,16 @@ def test_bad_input(vector_chunks, vectors):
       r"chunk dataset: convert it once with rlds_lite.random_access.convert"
       r".* or `rlds-lite chunk .*`")):
     ra.sample_batches(vectors, ra.Windows(2), 4)
+
+
+def test_undecodable_frame_error_names_its_field(tmp_path):
+  _, bad = rlds_testing.camera_datasets_good_and_undecodable(
+      tmp_path, only_at=(2, 3))
+  chunks = ra.convert(bad, tmp_path / 'chunks', progress=False)
+  ds = ra.sample_batches(chunks, ra.Windows(2), batch_size=4, seed=0,
+                         num_epochs=1)
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match=r'Unknown image file format[^\n]*\n[^\n]*'
+                     r'\{\{node observation/camera/map/while/DecodePng\}\}'):
+    for _ in ds:
+      pass
