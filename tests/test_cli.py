@@ -378,10 +378,14 @@ def test_convert_from_minari_reads_what_to_minari_wrote(cameras, tmp_path,
      'rlds-lite video: --scale must be at least 1, got 0.'),
     (['video', '{data}', '--out', '{tmp}/v.gif', '--fps', '0'],
      'rlds-lite video: --fps must be positive, got 0.'),
+    (['chunk', '{data}', '--out', '{data_dir}', '--overwrite'],
+     'rlds-lite chunk: {data_dir} holds the source {data}; overwriting it '
+     'would delete the source. Choose an output directory for the new chunk '
+     'dataset itself.'),
 ], ids=['demo-out-is-a-file', 'demo-out-under-a-file', 'validate-0-episodes',
         'validate-negative-episodes', 'd4rl-into-a-missing-directory',
         'alf-into-a-file', 'alf-from-a-text-file', 'minari-root-of-two',
-        'video-scale-0', 'video-fps-0'])
+        'video-scale-0', 'video-fps-0', 'chunk-over-the-data-dir'])
 def test_bad_input_is_one_line_and_exit_2(cameras, tmp_path, capsys, argv,
                                           message):
   a_file = tmp_path / 'a_file.txt'
@@ -390,9 +394,12 @@ def test_bad_input_is_one_line_and_exit_2(cameras, tmp_path, capsys, argv,
   for dataset in ('a-v0', 'b/c-v0'):
     (two / dataset / 'data').mkdir(parents=True)
     (two / dataset / 'data' / 'main_data.hdf5').write_bytes(b'')
+  data_dir = os.path.dirname(os.path.dirname(cameras[0]))
+  before = sorted(os.listdir(data_dir))
   fill = lambda s: s.format(data=cameras[0], tmp=tmp_path, file=a_file,
-                            two_datasets=two)
+                            two_datasets=two, data_dir=data_dir)
   assert cli.main([fill(a) for a in argv]) == 2
+  assert sorted(os.listdir(data_dir)) == before
   out, err = capsys.readouterr()
   assert (out, err) == ('', fill(message) + '\n')
   assert sorted(p.name for p in tmp_path.iterdir()) == ['a_file.txt', 'two']

@@ -75,6 +75,7 @@ from typing import (Any, Dict, Iterable, Iterator, List, NamedTuple, Optional,
 import numpy as np
 
 from rlds_lite import nest_paths
+from rlds_lite import overwriting
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
 from rlds_lite.convert import lerobot_layout as layout
@@ -603,6 +604,8 @@ def to_lerobot(episodes: episodes_lib.EpisodesLike,
                        "repo_id such as 'user/dataset'.")
     root = os.path.join(lerobot_home(), repo_id)
   root = os.path.abspath(os.fspath(root))
+  overwriting.check_replaceable(root, kind='LeRobot dataset',
+                                marker=layout.INFO_PATH, writer='to_lerobot')
   if os.path.exists(root) and if_exists == 'error':
     raise FileExistsError(f"to_lerobot: {root} exists; pass "
                           "if_exists='overwrite' to replace it.")

@@ -47,6 +47,7 @@ from typing import (Any, Dict, Iterable, Iterator, List, Optional, Sequence,
 import numpy as np
 
 from rlds_lite import nest_paths
+from rlds_lite import overwriting
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
 from rlds_lite.convert import strings
@@ -708,6 +709,9 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
   policy = transitions.last_step_policy(last_step, 'to_minari')
   dropped = transitions.LastStepValues('to_minari', extras=False)
   root = os.path.join(os.fspath(out_dir), dataset_id)
+  overwriting.check_replaceable(root, kind='Minari dataset',
+                                marker=os.path.join('data', MAIN_FILE),
+                                writer='to_minari')
   if os.path.exists(root) and if_exists == 'error':
     raise FileExistsError(f'to_minari: {root} exists; pass '
                           "if_exists='overwrite' to replace it.")

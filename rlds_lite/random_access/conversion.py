@@ -32,6 +32,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from rlds_lite import loading
+from rlds_lite import overwriting
 from rlds_lite import progress as progress_lib
 from rlds_lite import rlds_types
 from rlds_lite.catalog import records as records_lib
@@ -48,6 +49,7 @@ steps reads at most 2 records."""
 CHUNK_BYTES = 64 << 10
 """Default record size: ``chunk_steps`` is cut so a record holds about this."""
 _INFO_FILE = 'dataset_info.json'
+_METADATA_FILE = 'metadata.json'  # TFDS's file of `DatasetInfo.metadata`.
 
 
 def default_output(source: str) -> str:
@@ -62,6 +64,23 @@ def default_output(source: str) -> str:
   name_dir = os.path.dirname(source)
   return os.path.join(os.path.dirname(name_dir),
                       os.path.basename(name_dir) + '_chunks', version)
+
+
+def is_chunk_dataset(dataset_dir: str) -> bool:
+  """Whether ``dataset_dir`` holds a chunk dataset (its metadata says so).
+
+  Example:
+    >>> from rlds_lite import synthetic
+    >>> source = synthetic.dataset(3, 4, 6, seed=0)
+    >>> is_chunk_dataset(source), is_chunk_dataset(convert(source, progress=False))
+    (False, True)
+  """
+  path = os.path.join(dataset_dir, _METADATA_FILE)
+  try:
+    with tf.io.gfile.GFile(path) as f:
+      return layout_lib.LAYOUT_NAME in json.load(f)
+  except (tf.errors.OpError, OSError, ValueError, TypeError):
+    return False
 
 
 def episodes_file(dataset_dir: str, split: str) -> str:
@@ -227,6 +246,9 @@ def convert(source: PathLike,
       default_output(source_dir))
   if os.path.realpath(out) == os.path.realpath(source_dir):
     raise ValueError(f'convert: out {out!r} is the source dataset itself.')
+  overwriting.check_replaceable(out, kind='chunk dataset',
+                                marker=_METADATA_FILE, writer='convert',
+                                sources=[source_dir], is_kind=is_chunk_dataset)
   if tf.io.gfile.exists(out) and not overwrite:
     raise FileExistsError(f'convert: {out!r} already exists; pass '
                           'overwrite=True (--overwrite) to replace it.')

@@ -542,6 +542,13 @@ def test_a_bad_episode_midway_leaves_nothing(tmp_path):
     lerobot.to_lerobot(good, root, fps=FPS)
   lerobot.to_lerobot(good * 2, root, fps=FPS, if_exists='overwrite')
   assert len(list(lerobot.from_lerobot(root))) == 2
+  (tmp_path / 'mine' / 'notes.txt').parent.mkdir()
+  (tmp_path / 'mine' / 'notes.txt').write_text('keep me')
+  with pytest.raises(FileExistsError, match=r'is not a LeRobot dataset \(it '
+                     r'has no meta/info.json\)'):
+    lerobot.to_lerobot(good, tmp_path / 'mine', fps=FPS,
+                       if_exists='overwrite')
+  assert (tmp_path / 'mine' / 'notes.txt').read_text() == 'keep me'
 
 
 def test_root_defaults_to_lerobot_home(tmp_path, monkeypatch):

@@ -179,6 +179,12 @@ def test_dataset_id_and_if_exists(tmp_path):
                                         other)
   assert sorted(os.listdir(tmp_path / 'a' / 'b')) == [
       'c-v2', 'namespace_metadata.json']
+  (tmp_path / 'mine-v0').mkdir()
+  (tmp_path / 'mine-v0' / 'notes.txt').write_text('keep me')
+  with pytest.raises(FileExistsError, match=r'is not a Minari dataset \(it '
+                     r'has no data/main_data.hdf5\)'):
+    minari_lib.to_minari(other, tmp_path, 'mine-v0', if_exists='overwrite')
+  assert (tmp_path / 'mine-v0' / 'notes.txt').read_text() == 'keep me'
 
 
 def test_minari_to_tfds(tmp_path):

@@ -96,6 +96,25 @@ def test_out_of_range_and_existing_output(vector_chunks, vectors):
     ra.convert(vectors, vector_chunks, progress=False)
 
 
+def test_overwrite_replaces_only_a_chunk_dataset(vectors, tmp_path):
+  data_dir = os.path.dirname(os.path.dirname(vectors))
+  before = sorted(os.listdir(vectors))
+  with pytest.raises(ValueError, match=f'convert: {data_dir} holds the '
+                     f'source {vectors}; overwriting it would delete'):
+    ra.convert(vectors, data_dir, overwrite=True, progress=False)
+  other = tmp_path / 'other'
+  other.mkdir()
+  (other / 'notes.txt').write_text('keep me')
+  with pytest.raises(FileExistsError, match='is not a chunk dataset'):
+    ra.convert(vectors, other, overwrite=True, progress=False)
+  assert sorted(os.listdir(vectors)) == before
+  assert (other / 'notes.txt').read_text() == 'keep me'
+  chunks = ra.convert(vectors, tmp_path / 'chunks', chunk_steps=8,
+                      progress=False)
+  ra.convert(vectors, chunks, chunk_steps=4, overwrite=True, progress=False)
+  assert ra.ChunkStorage(chunks).chunk_steps == 4
+
+
 @pytest.mark.parametrize('name', ['vectors', 'cameras'])
 def test_pread_reads_what_the_maps_read(vector_chunks, tmp_path, name):
   # A split larger than mapped_budget is read with pread: the same values.

@@ -1,0 +1,111 @@
+"""What an ``overwrite`` may replace: `check_replaceable`.
+
+Writers that replace an existing output (``random_access.convert(...,
+overwrite=True)``, ``rlds-lite chunk --overwrite``, ``to_lerobot(...,
+if_exists='overwrite')``, ``to_minari(...)``) delete the old directory once
+the new one is complete. A wrong path must never delete data: they replace
+only a directory that is already a dataset of the kind they write (or an
+empty one), never one that holds the source they read.
+
+Example:
+  >>> import os, tempfile
+  >>> root = tempfile.mkdtemp()
+  >>> open(os.path.join(root, 'notes.txt'), 'w').close()
+  >>> try:
+  ...   check_replaceable(root, kind='LeRobot dataset', marker='meta/info.json',
+  ...                     writer='to_lerobot')
+  ... except FileExistsError as e:
+  ...   print(str(e).split(';')[0].replace(root, 'ROOT'))
+  to_lerobot: ROOT is not a LeRobot dataset (it has no meta/info.json)
+"""
+
+import os
+from typing import Callable, Optional, Sequence, Union
+
+__all__ = ['check_replaceable']
+
+PathLike = Union[str, os.PathLike]
+
+
+class _FileSystem:
+  """Local paths through ``os``; ``gs://...`` and the like through gfile."""
+
+  def __init__(self, path: str):
+    self._remote = '://' in path
+    if self._remote:
+      import tensorflow as tf  # pylint: disable=g-import-not-at-top
+      self._gfile = tf.io.gfile
+
+  def exists(self, path: str) -> bool:
+    if self._remote:
+      return self._gfile.exists(path)
+    return os.path.lexists(path)
+
+  def isdir(self, path: str) -> bool:
+    return self._gfile.isdir(path) if self._remote else os.path.isdir(path)
+
+  def listdir(self, path: str) -> Sequence[str]:
+    if self._remote:
+      return self._gfile.listdir(path)
+    return os.listdir(path)
+
+  def contains(self, directory: str, path: str) -> bool:
+    """Whether ``path`` is ``directory`` or lies under it."""
+    if self._remote or '://' in path:
+      directory, path = directory.rstrip('/'), path.rstrip('/')
+      return path == directory or path.startswith(directory + '/')
+    directory, path = os.path.realpath(directory), os.path.realpath(path)
+    return os.path.commonpath([directory, path]) == directory
+
+
+def check_replaceable(out: PathLike, *, kind: str, marker: str,
+                      writer: str, sources: Sequence[PathLike] = (),
+                      is_kind: Optional[Callable[[str], bool]] = None
+                      ) -> None:
+  """Raises unless ``out`` is absent, empty, or a ``kind`` to replace.
+
+  Args:
+    out: the directory a writer would replace.
+    kind: what the writer writes, for the message (``'chunk dataset'``).
+    marker: a file every ``kind`` holds, relative to ``out``.
+    writer: the operation, for the message.
+    sources: paths the writer reads: ``out`` may not be or hold any of them.
+    is_kind: a finer test of ``out`` (default: ``marker`` exists).
+
+  Raises:
+    ValueError: ``out`` is or holds a source.
+    FileExistsError: ``out`` is a file, or a non-empty directory that is not
+      a ``kind``.
+
+  Example:
+    >>> import tempfile
+    >>> source = tempfile.mkdtemp()
+    >>> try:
+    ...   check_replaceable(os.path.dirname(source), kind='chunk dataset',
+    ...                     marker='dataset_info.json', writer='convert',
+    ...                     sources=[source])
+    ... except ValueError as e:
+    ...   print('holds the source' in str(e))
+    True
+  """
+  out = os.fspath(out)
+  files = _FileSystem(out)
+  for source in sources:
+    if files.contains(out, os.fspath(source)):
+      raise ValueError(f'{writer}: {out} holds the source {source}; '
+                       'overwriting it would delete the source. Choose an '
+                       f'output directory for the new {kind} itself.')
+  if not files.exists(out):
+    return
+  if not files.isdir(out):
+    raise FileExistsError(f'{writer}: {out} is a file, not a {kind}; '
+                          'nothing was replaced.')
+  if not files.listdir(out):
+    return
+  is_kind = is_kind or (
+      lambda path: files.exists(os.path.join(path, marker)))
+  if not is_kind(out):
+    raise FileExistsError(
+        f'{writer}: {out} is not a {kind} (it has no {marker}); overwrite '
+        f'replaces only a {kind}, so nothing was replaced. Choose a new '
+        f'output directory (the {kind} itself, not its parent).')
