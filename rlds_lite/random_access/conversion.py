@@ -31,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import dataset_files
 from rlds_lite import loading
 from rlds_lite import overwriting
 from rlds_lite import progress as progress_lib
@@ -283,8 +284,10 @@ def convert(source: PathLike,
       lengths, terminated, ids = [], [], []
       total = builder.info.splits[split].num_examples
       try:
+        dataset_files.check_open(builder, split)
         with progress_lib.bar(progress, total=total, unit=' episodes',
-                              desc=f'chunk {split}', leave=False) as bar:
+                              desc=f'chunk {split}', leave=False) as bar, \
+            loading.named_read_errors(builder, split):
           for index, episode in enumerate(_episodes(builder, split, layout)):
             steps = episode['steps']
             length = len(steps[layout.leaves[0].path])
@@ -295,6 +298,7 @@ def convert(source: PathLike,
             if 'episode_id' in episode:
               ids.append(int(episode['episode_id']))
             bar.update(1)
+        _check_all_read(builder, split, len(lengths), total)
         shard_lengths, num_bytes = writer.finalize()
       except BaseException:
         writer.abort()
@@ -344,6 +348,20 @@ def convert(source: PathLike,
       tf.io.gfile.rmtree(work)
     raise
   return out
+
+
+def _check_all_read(builder: tfds.core.DatasetBuilder, split: str,
+                    read: int, total: int) -> None:
+  """Raises if the split's files held fewer episodes than it lists."""
+  if read == total:
+    return
+  damage = dataset_files.find_damage(builder, split)
+  if damage:
+    raise damage[0]
+  raise dataset_files.CorruptDatasetError(
+      os.path.join(os.fspath(builder.data_dir), _INFO_FILE),
+      f'lists {total} episodes in split {split!r} but its files hold '
+      f'{read}; nothing was converted.')
 
 
 def _publish(work: str, out: str, overwrite: bool) -> None:

@@ -1,5 +1,6 @@
 """Chunk storage: bad input and damaged data are clear errors."""
 
+import itertools
 import os
 import shutil
 
@@ -94,6 +95,50 @@ def test_out_of_range_and_existing_output(vector_chunks, vectors):
     storage.read_block([22])
   with pytest.raises(FileExistsError, match='already exists'):
     ra.convert(vectors, vector_chunks, progress=False)
+
+
+def _damage(path, how):
+  """Damages the first shard of the dataset at ``path`` (a copy)."""
+  shard = sorted(p for p in os.listdir(path) if '.tfrecord' in p)[0]
+  shard = os.path.join(path, shard)
+  data = bytearray(open(shard, 'rb').read())
+  if how == 'deleted':
+    os.remove(shard)
+  elif how == 'truncated':
+    open(shard, 'wb').write(data[:len(data) * 2 // 3])
+  elif how == 'byte_flipped':
+    data[len(data) // 2] ^= 0xFF
+    open(shard, 'wb').write(bytes(data))
+  return shard
+
+
+@pytest.mark.parametrize('how,match', [
+    ('deleted', r'{shard}: is missing; dataset_info.json lists it'),
+    ('truncated', r"{shard}: episode \d+ of split 'train': is truncated"),
+    ('byte_flipped', r"{shard}: episode \d+ of split 'train': record \d+ "
+     r'is corrupted'),
+])
+def test_convert_names_the_damaged_source_file(vectors, tmp_path, how, match):
+  copy = tmp_path / 'source' / 'vectors' / '1.0.0'
+  shutil.copytree(vectors, copy)
+  shard = _damage(copy, how)
+  with pytest.raises(ValueError, match='^' + match.format(shard=shard)):
+    ra.convert(copy, tmp_path / 'chunks', progress=False)
+  assert sorted(os.listdir(tmp_path)) == ['source']
+
+
+def test_convert_refuses_a_split_its_files_hold_less_of(vectors, tmp_path,
+                                                        monkeypatch):
+  # Files whose damage no check finds, yet that end early: nothing written.
+  from rlds_lite.random_access import conversion  # pylint: disable=g-import-not-at-top
+  read = conversion._episodes  # pylint: disable=protected-access
+  monkeypatch.setattr(conversion, '_episodes', lambda *args: itertools.islice(
+      read(*args), 3))
+  with pytest.raises(ValueError, match=r'/dataset_info.json: lists \d+ '
+                     r"episodes in split 'train' but its files hold 3; "
+                     'nothing was converted.'):
+    ra.convert(vectors, tmp_path / 'chunks', progress=False)
+  assert not os.listdir(tmp_path)
 
 
 def test_overwrite_replaces_only_a_chunk_dataset(vectors, tmp_path):
