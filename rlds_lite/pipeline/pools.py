@@ -203,6 +203,24 @@ def concat_rows(rows: tf.data.Dataset) -> Any:
   return all_rows.get_single_element()
 
 
+def own_rows(rows: tf.Tensor) -> tf.Tensor:
+  """``rows`` copied into a buffer of their own (a few bytes per sample).
+
+  A slice of a larger tensor along its first axis (an element of
+  ``from_tensor_slices``, a part of ``rebatch``, ``x[:n]``) shares that
+  tensor's buffer (a TF ``SubBuffer``); when ``rebatch`` meets one that it
+  would pass on whole, TF logs ``Tensor RefCount not reliable if buf_ points
+  to a SubBuffer`` at ERROR level, in the user's console (the camera
+  pipeline's segments did, several lines a segment: its samplers copy the
+  rows they pass on with this).
+
+  Example:
+    >>> own_rows(tf.constant([[1, 2], [3, 4]])[:1]).numpy().tolist()
+    [[1, 2]]
+  """
+  return tf.gather(rows, tf.range(tf.shape(rows)[0]))
+
+
 def row_slots(counts: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
   """``(element, slot)`` of each row when element ``e`` has ``counts[e]`` rows.
 

@@ -396,15 +396,19 @@ def _trimmed(columns: Dict[str, tf.Tensor], row: Dict[str, Any]
   steps = row[_STEPS][:frames]
   segment = {
       _STEPS: {p: tf.gather(c, steps) for p, c in columns.items()},
-      _INDEX: row[_INDEX][:samples],
-      _VALUES: tf.nest.map_structure(lambda v: v[:samples], row[_VALUES]),
+      # Rows of their own: slices of the row would reach the pools' rebatch
+      # as views of it (see pools.own_rows).
+      _INDEX: pools.own_rows(row[_INDEX][:samples]),
+      _VALUES: tf.nest.map_structure(lambda v: pools.own_rows(v[:samples]),
+                                     row[_VALUES]),
   }
   if _CARRY in row:   # One row each (pools concatenate them per pool).
     carry = dict(row[_CARRY])
     imports = carry.pop(_IMPORT_STEPS)
     carry[robot_carry.IMPORTS] = {p: tf.gather(c, imports)
                                   for p, c in columns.items()}
-    segment[_CARRY] = tf.nest.map_structure(lambda x: x[tf.newaxis], carry)
+    segment[_CARRY] = tf.nest.map_structure(
+        lambda x: pools.own_rows(x[tf.newaxis]), carry)
   return segment
 
 
@@ -724,7 +728,14 @@ def _sampler(layout: _Layout, frames_per_sample: int,
   def samples(element: Dict[str, Any]) -> Dict[str, Any]:
     return layout.assemble(*plan(element))
 
-  return pools.Sampler(samples, plan, layout.assemble,
+  def assemble(frames: Dict[str, tf.Tensor], index: tf.Tensor,
+               values: Dict[str, Any]) -> Dict[str, Any]:
+    # The pools' parts are views of a pool; values passed on unchanged get
+    # rows of their own before the last rebatch (see pools.own_rows).
+    return layout.assemble(frames, index,
+                           tf.nest.map_structure(pools.own_rows, values))
+
+  return pools.Sampler(samples, plan, assemble,
                        steps_per_sample=frames_per_sample,
                        gather_size=gather_size, link=link)
 
