@@ -18,6 +18,7 @@ Example:
 """
 
 import contextlib
+import logging
 import os
 from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -356,6 +357,37 @@ def _leaf_feature(feature: Any, path: str) -> Any:
   return feature
 
 
+class _TfdsDtypeWarnings(logging.Filter):
+  """Drops TFDS's warning about its own use of ``FeatureConnector.dtype``."""
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    return '.dtype` is deprecated' not in str(record.msg)
+
+
+def decode_batch_example(feature: tfds.features.FeatureConnector,
+                         value: Any) -> Any:
+  """``feature.decode_batch_example(value)``, without TFDS's own warning.
+
+  TFDS's ``decode_batch_example`` reads its deprecated ``dtype`` attribute
+  itself, and absl then warns the user (``FeatureConnector.dtype is
+  deprecated``) about code that is not theirs; that warning is dropped
+  while it runs (in graph code: while it is traced).
+
+  Example:
+    >>> feature = tfds.features.Image(shape=(2, 2, 1), encoding_format='png')
+    >>> png = tf.io.encode_png(tf.zeros([2, 2, 1], tf.uint8))
+    >>> decode_batch_example(feature, tf.stack([png, png])).shape
+    TensorShape([2, 2, 2, 1])
+  """
+  absl_logger = logging.getLogger('absl')
+  quiet = _TfdsDtypeWarnings()
+  absl_logger.addFilter(quiet)
+  try:
+    return feature.decode_batch_example(value)
+  finally:
+    absl_logger.removeFilter(quiet)
+
+
 def decode_dense_steps(episodes: tf.data.Dataset,
                        steps_feature: tfds.features.Dataset,
                        label: str = '',
@@ -395,11 +427,11 @@ def decode_dense_steps(episodes: tf.data.Dataset,
       flat = {}
       for path, leaf in kept.items():
         value = nest_paths.get_path(steps, path)
-        flat[path] = (leaf.decode_batch_example(value) if leaf_decoding[path]
-                      else value)
+        flat[path] = (decode_batch_example(leaf, value)
+                      if leaf_decoding[path] else value)
       steps = nest_paths.nest_from_paths(flat)
     elif needs_decoding:
-      steps = step_feature.decode_batch_example(steps)
+      steps = decode_batch_example(step_feature, steps)
     return {**episode, rlds_types.STEPS: steps}
 
   return episodes.map(decode, num_parallel_calls=tf.data.AUTOTUNE,

@@ -227,3 +227,24 @@ def test_found_by_name_without_features_json(tmp_path):
                      match='features.json: is missing, and dataset_info.json '
                            'does not describe the features either'):
     loading.load('legacy', data_dir=data_dir)
+
+
+_LOAD_CAMERAS = '''
+import tempfile, rlds_lite
+from rlds_lite import synthetic
+path = synthetic.camera_dataset(tempfile.mkdtemp(), num_episodes=2, length=4)
+episode = next(iter(rlds_lite.load(path, dense=True)))
+print(episode['steps']['language_instruction'].shape)
+'''
+
+
+def test_loading_images_and_strings_warns_nothing_about_tfds_internals():
+  # TFDS's decode_batch_example reads its own deprecated `dtype`, and absl
+  # warned "FeatureConnector.dtype is deprecated" in the user's console. A
+  # fresh process: absl prints that warning only the first 10 times.
+  import subprocess, sys  # pylint: disable=g-import-not-at-top,multiple-imports
+  run = subprocess.run([sys.executable, '-c', _LOAD_CAMERAS],
+                       capture_output=True, text=True, timeout=300,
+                       check=True)
+  assert run.stdout == '(4,)\n'
+  assert 'is deprecated' not in run.stderr

@@ -234,7 +234,7 @@ def _decoded(feature: Any, encoded: tf.Tensor) -> tf.Tensor:
   """
   if encoded.dtype == _dtype(feature):
     return encoded
-  return feature.decode_batch_example(encoded)
+  return loading.decode_batch_example(feature, encoded)
 
 
 def _leaves_of_values(values: Any, prefix: str = '') -> List[Tuple[str, Any]]:

@@ -80,7 +80,7 @@ def _decode_others(feature: Any, value: Any, specs: Dict[str, Any],
   if (encoded_spec.dtype == decoded_spec.dtype and
       encoded_spec.shape[1:].as_list() == decoded_spec.shape.as_list()):
     return value
-  return feature.decode_batch_example(value)
+  return loading.decode_batch_example(feature, value)
 
 
 def load_encoded(name_or_dir: PathLike,

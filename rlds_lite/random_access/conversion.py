@@ -113,7 +113,7 @@ def _decoder(step_feature: Any, layout: layout_lib.ChunkLayout):
       if leaf.kind == 'fixed':
         want = tf.as_dtype(leaf.dtype)
         if value.dtype != want or value.shape[1:] != leaf.shape[1:]:
-          value = features[leaf.path].decode_batch_example(value)
+          value = loading.decode_batch_example(features[leaf.path], value)
       flat[leaf.path] = value
     out = {'steps': flat}
     if 'episode_id' in episode and not isinstance(episode['episode_id'], dict):

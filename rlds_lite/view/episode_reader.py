@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, Optional
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import loading
 from rlds_lite import rlds_types
 
 
@@ -60,8 +61,10 @@ class EpisodeReader:
   def _decoder(self, encoded_spec: Any) -> Callable[[Any], Any]:
     with self._lock:
       if self._decode is None:
-        self._decode = tf.function(self._step_feature.decode_batch_example,
-                                   input_signature=[encoded_spec])
+        feature = self._step_feature
+        self._decode = tf.function(
+            lambda steps: loading.decode_batch_example(feature, steps),
+            input_signature=[encoded_spec])
       return self._decode
 
   def read(self, split: str, index: int) -> Dict[str, Any]:
