@@ -59,8 +59,11 @@ class AugmentParams(NamedTuple):
 
 
 def _seed(seed: Any) -> tf.Tensor:
-  if isinstance(seed, int):
+  if isinstance(seed, int) and not isinstance(seed, bool):
     return tf.constant([seed, 0], tf.int64)
+  if seed is None or isinstance(seed, (bool, str, bytes, float)):
+    raise TypeError('augment_images: seed must be an int or a shape-[2] int '
+                    f'tensor, got {seed!r}.')
   return tf.cast(tf.convert_to_tensor(seed), tf.int64)
 
 
@@ -75,8 +78,8 @@ def _check_range(value: Tuple[float, float], name: str) -> Tuple[float, float]:
 def _check_amount(value: float, name: str, upper: Optional[float]) -> float:
   value = float(value)
   if value < 0 or (upper is not None and value > upper):
-    bound = f'[0, {upper}]' if upper is not None else '>= 0'
-    raise ValueError(f'augment_images: {name} must be in {bound}, got {value}.')
+    bound = f'in [0, {upper}]' if upper is not None else '>= 0'
+    raise ValueError(f'augment_images: {name} must be {bound}, got {value}.')
   return value
 
 
@@ -233,6 +236,10 @@ def augment_images(images: tf.Tensor, seed: Any, *,
     True
   """
   images = tf.convert_to_tensor(images)
+  if images.shape.rank is not None and images.shape.rank < 4:
+    raise ValueError('augment_images: images must be a batch [B, ..., h, w, '
+                     f'c] (rank >= 4), got shape {images.shape}; for one '
+                     'frame pass frame[tf.newaxis].')
   params = draw_params(tf.shape(images)[0], seed, crop_scale=crop_scale,
                        crop_ratio=crop_ratio, brightness=brightness,
                        contrast=contrast, saturation=saturation, hue=hue)
@@ -259,7 +266,8 @@ def augment_batches(batches: tf.data.Dataset,
   Args:
     batches: a dataset of (nested) dicts of batched tensors.
     keys: paths of the image fields (``'observation/image_primary'``);
-      default: every uint8 field of rank >= 4 with 1, 3 or 4 channels.
+      default: every uint8 field of rank >= 4 with 1, 3 or 4 channels (a
+      ValueError if there is none: name float frames here).
     seed: the seed (None: random).
     num_parallel_calls: parallelism of the ``map``.
     **options: ``augment_images``' options (``crop_scale``, ``brightness``,
@@ -283,6 +291,12 @@ def augment_batches(batches: tf.data.Dataset,
     keys = [path for path, leaf in flat.items()
             if leaf.dtype == tf.uint8 and leaf.shape.rank is not None and
             leaf.shape.rank >= 4 and leaf.shape[-1] in (1, 3, 4)]
+    if not keys:
+      raise ValueError(
+          'augment_batches: the batches have no uint8 field of rank >= 4 '
+          'with 1, 3 or 4 channels (image batches) to augment; name the '
+          f'image fields with keys= (float frames in [0, 1] are augmented '
+          f'too). Fields: {sorted(flat)}.')
   keys = list(keys)
   for key in keys:
     if key not in flat:

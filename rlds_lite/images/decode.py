@@ -38,8 +38,8 @@ from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
-__all__ = ['DCT_RATIOS', 'ImageSpec', 'dct_ratio', 'decode_frames',
-           'decode_images', 'output_shape']
+__all__ = ['DCT_RATIOS', 'ImageSpec', 'RESIZE_METHODS', 'dct_ratio',
+           'decode_frames', 'decode_images', 'output_shape']
 
 DCT_RATIOS = (8, 4, 2)
 """The downscaling ratios ``tf.io.decode_jpeg(ratio=...)`` supports."""
@@ -85,6 +85,18 @@ def _check_size(size: Any, op: str) -> Size:
     raise ValueError(f'{op}: size must be None or (height, width) of positive '
                      f'ints, got {size!r}.')
   return int(size[0]), int(size[1])
+
+
+RESIZE_METHODS = ('bilinear', 'nearest', 'bicubic', 'area', 'lanczos3',
+                  'lanczos5', 'gaussian', 'mitchellcubic')
+"""The ``tf.image.resize`` methods (``tf.image.ResizeMethod``'s values)."""
+
+
+def _check_method(method: Any, op: str) -> str:
+  if method not in RESIZE_METHODS:
+    raise ValueError(f'{op}: resize_method must be one of {RESIZE_METHODS}, '
+                     f'got {method!r}.')
+  return method
 
 
 def dct_ratio(source: Sequence[int], target: Sequence[int]) -> int:

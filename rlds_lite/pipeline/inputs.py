@@ -6,7 +6,7 @@ Example:
   3
 """
 
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
 
@@ -44,6 +44,23 @@ def check_non_negative_int(value: Any, name: str, op: str) -> int:
   if value < 0:
     raise ValueError(f'{op}: {name} must be a non-negative int, got {value}.')
   return value
+
+
+def check_seed(seed: Any, op: str) -> Optional[int]:
+  """``seed`` as an int, or None (a fresh random seed).
+
+  Example:
+    >>> check_seed('x', 'robot_samples_dataset')
+    Traceback (most recent call last):
+    ...
+    TypeError: robot_samples_dataset: seed must be an int or None, got str.
+  """
+  if seed is None:
+    return None
+  if isinstance(seed, bool) or not hasattr(seed, '__index__'):
+    raise TypeError(f'{op}: seed must be an int or None, got '
+                    f'{type(seed).__name__}.')
+  return int(seed.__index__())
 
 
 def dense_episodes(episodes: tf.data.Dataset, op: str) -> tf.data.Dataset:

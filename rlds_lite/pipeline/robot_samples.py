@@ -100,6 +100,10 @@ def _source(source: Any, split: str, data_dir: Optional[PathLike],
   if not isinstance(source, (str, os.PathLike)):
     raise TypeError(f'{op}: source must be a TFDS name, a dataset directory or '
                     f'a tf.data.Dataset of episodes, got {type(source).__name__}.')
+  if specs:
+    raise ValueError(f'{op}: image_specs describes the image fields of a '
+                     'tf.data.Dataset source; a TFDS dataset declares its own '
+                     '(its Image features). Leave image_specs out.')
   from rlds_lite.pipeline import shuffling  # pylint: disable=g-import-not-at-top
   read_config = tfds_read_config(seed) if shuffle else None
   with shuffling._quiet_ordering_guard():  # pylint: disable=protected-access
@@ -178,7 +182,7 @@ class _Layout:
     self.kwargs = sample_kwargs
     self.history = sample_kwargs['history']
     self.goal = sample_kwargs['goal']
-    self.method = method
+    self.method = decode_lib._check_method(method, op)  # pylint: disable=protected-access
     self.sizes = {}
     for path in specs:
       size = image_size.get(path) if isinstance(image_size, dict) else image_size
@@ -618,15 +622,22 @@ def robot_samples_dataset(
     split: the split of a TFDS source.
     batch_size: samples per batch.
     history, action_chunk, last_step, history_stride, shift,
-    keep_actionless, max_samples, goal, goal_p: the samples (see
+    keep_actionless, max_samples: the samples (see
       ``rlds_lite.dense.robot_sample_indices``); per-episode random choices
       are seeded from ``seed`` and the episode's turn.
+    goal: a goal frame per sample from the same episode, at step (``T``
+      steps, anchor ``t``; see ``rlds_lite.dense.relabel_goals``):
+      ``'future'`` uniform over ``[t, T-1]``, ``'final'`` ``T-1``,
+      ``'uniform'`` uniform over ``[0, T-1]``, ``'geometric'`` ``min(t + K,
+      T-1)`` with ``P(K = k) = goal_p (1-goal_p)^(k-1)``; None: no goal.
+    goal_p: ``'geometric'``'s probability, in (0, 1]; only with it.
     image_size: the output ``(height, width)`` of every camera, or a dict
       ``{'observation/image_wrist': (h, w), ...}`` (None: stored size).
       JPEG frames are decoded at 1/2, 1/4 or 1/8 scale when that gives the
       size (DCT scaling), else decoded at the nearest larger such scale and
       resized with ``resize_method`` (antialiased).
-    resize_method: the ``tf.image.resize`` method.
+    resize_method: the ``tf.image.resize`` method (one of
+      ``rlds_lite.images.RESIZE_METHODS``).
     decode: ``'auto'``, ``'per_episode'`` or ``'after_sampling'``.
     segment_steps: ``'per_episode'``: samples of an episode decoded
       together (None: whole episodes, or ``'auto'``'s choice).
@@ -641,7 +652,7 @@ def robot_samples_dataset(
     index_key: if given, add each sample's anchor step index (``[B]``
       int32) under this key.
     shuffle: shuffle (files, segments and samples); else episode order.
-    seed: seed of all shuffling and sampling (None: random).
+    seed: an int, the seed of all shuffling and sampling (None: random).
     data_dir: where TFDS finds a named dataset.
     num_steps: the split's step count, if known (for the estimate).
     drop_last_batch: drop a last batch smaller than ``batch_size``.
@@ -679,6 +690,7 @@ def robot_samples_dataset(
                                          shift, max_samples, goal, goal_p, op)
   last_step = last_step_lib.as_last_step(last_step, op)
   prefetch = inputs.check_non_negative_int(prefetch, 'prefetch', op)
+  seed = inputs.check_seed(seed, op)
   episodes, specs = _source(source, split, data_dir, shuffle, seed,
                                image_specs, observation_key, op)
   step_fields = list(episodes.element_spec[rlds_types.STEPS])

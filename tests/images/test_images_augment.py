@@ -84,11 +84,33 @@ def test_crop_boxes_keep_the_area_and_ratio_asked():
     (dict(crop_scale=(0.9, 0.5)), 'crop_scale must be \\(low, high\\)'),
     (dict(contrast=2.0), 'contrast must be in \\[0, 1.0\\]'),
     (dict(hue=0.7), 'hue must be in \\[0, 0.5\\]'),
-    (dict(brightness=-0.1), 'brightness must be in >= 0'),
+    (dict(brightness=-0.1), 'brightness must be >= 0, got -0.1'),
 ], ids=['crop_above_one', 'crop_reversed', 'contrast', 'hue', 'brightness'])
 def test_bad_options(kwargs, match):
   with pytest.raises(ValueError, match=match):
     images.augment_images(batch(1, 1), 0, **kwargs)
+
+
+def test_bad_frames_and_seeds():
+  frames = batch(2, 1)
+  with pytest.raises(ValueError, match=r'^augment_images: images must be a '
+                     r'batch \[B, ..., h, w, c\] \(rank >= 4\), got shape '
+                     r'\(16, 12, 3\); for one frame pass frame\[tf.newaxis\].$'):
+    images.augment_images(frames[0, 0], 0, brightness=0.1)
+  for seed in (None, 'x', 1.5, True):
+    with pytest.raises(TypeError, match='^augment_images: seed must be an int '
+                       'or a shape-\\[2\\] int tensor, got '):
+      images.augment_images(frames, seed, brightness=0.1)
+
+
+def test_augment_batches_needs_image_fields():
+  floats = {'observation': {'image': np.zeros([2, 4, 4, 3], np.float32)}}
+  ds = tf.data.Dataset.from_tensors(floats)
+  with pytest.raises(ValueError, match=r'^augment_batches: the batches have '
+                     r'no uint8 field .* name the image fields with keys='):
+    images.augment_batches(ds, seed=0, brightness=0.1)
+  out = next(iter(images.augment_batches(ds, ['observation/image'], seed=0)))
+  np.testing.assert_array_equal(out['observation']['image'], 0)
 
 
 def test_augment_batches_seeds_per_batch_and_epoch_and_camera():

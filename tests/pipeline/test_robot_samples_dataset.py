@@ -298,8 +298,17 @@ def test_plan_repr_names_the_choice(camera_path):
     (dict(index_key='action'), ValueError, 'index_key .* is the name'),
     (dict(episode_fields='nope'), ValueError, 'not episode metadata'),
     (dict(memory_budget='lots'), ValueError, 'memory_budget must be'),
+    (dict(seed='x'), TypeError,
+     '^robot_samples_dataset: seed must be an int or None, got str.$'),
+    (dict(resize_method='cubicx'), ValueError,
+     r"^robot_samples_dataset: resize_method must be one of \('bilinear', "
+     r".*got 'cubicx'.$"),
+    (dict(image_specs={'observation/nope': images.ImageSpec((4, 4, 3))}),
+     ValueError, '^robot_samples_dataset: image_specs describes the image '
+     'fields of a tf.data.Dataset source; a TFDS dataset declares its own'),
 ], ids=['bad_decode', 'segments_after_sampling', 'zero_history',
-        'index_key_collision', 'unknown_episode_field', 'bad_budget'])
+        'index_key_collision', 'unknown_episode_field', 'bad_budget',
+        'string_seed', 'unknown_resize_method', 'image_specs_of_tfds'])
 def test_bad_arguments(camera_path, kwargs, error, match):
   with pytest.raises(error, match=match):
     pipeline.robot_samples_dataset(camera_path, batch_size=4, **kwargs)
