@@ -33,6 +33,7 @@ from rlds_lite.images.decode import decode_frames
 from rlds_lite.images.decode import decode_images
 from rlds_lite.images.decode import ImageSpec
 from rlds_lite.images.decode import output_shape
+from rlds_lite.images.decode import RESIZE_METHODS
 from rlds_lite.images.fields import BadFrame
 from rlds_lite.images.fields import first_bad_frame
 from rlds_lite.images.fields import image_specs
@@ -53,4 +54,5 @@ __all__ = [
     'ImageSpec',
     'load_encoded',
     'output_shape',
+    'RESIZE_METHODS',
 ]
