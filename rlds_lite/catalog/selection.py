@@ -27,6 +27,7 @@ Example:
   [0, 4]
 """
 
+import logging
 import os
 from typing import Any, Callable, Dict, Optional, Sequence, Union
 
@@ -39,6 +40,8 @@ from rlds_lite.catalog import build
 from rlds_lite.catalog import expression
 from rlds_lite.catalog import records as records_lib
 from rlds_lite.catalog import table
+
+_LOG = logging.getLogger('rlds_lite')
 from rlds_lite.dense import last_step as last_step_lib
 
 __all__ = ['Episodes', 'episode_indices', 'load_episodes', 'uses_return']
@@ -144,7 +147,8 @@ def load_episodes(builder: tfds.core.DatasetBuilder, split: str,
       terminal only).
 
   Returns:
-    A ``tf.data.Dataset`` of episodes (possibly empty).
+    A ``tf.data.Dataset`` of episodes (possibly empty: then a warning is
+    logged, logger ``'rlds_lite'``).
 
   Example:
     >>> from rlds_lite import loading, synthetic
@@ -157,6 +161,10 @@ def load_episodes(builder: tfds.core.DatasetBuilder, split: str,
   from rlds_lite import loading  # pylint: disable=g-import-not-at-top
   indices = episode_indices(episodes, builder, split, last_step=last_step,
                             progress=progress)
+  if not len(indices):  # pylint: disable=g-explicit-length-test
+    _LOG.warning('load: episodes=%r chose none of the %d episodes of split '
+                 '%r: the dataset is empty.', episodes,
+                 builder.info.splits[split].num_examples, split)
   files = records_lib.split_files(builder, split)
   features = builder.info.features
   serialized = records_lib.read_records(files, indices)

@@ -57,6 +57,20 @@ def test_dense_episodes_equal_those_of_a_full_read(robot, episodes, expected):
   _assert_same_episodes(list(chosen), [full[i] for i in expected])
 
 
+def test_a_selection_of_nothing_says_so(robot, caplog):
+  path, data = robot
+  with caplog.at_level('WARNING', logger='rlds_lite'):
+    chosen = rlds_lite.load(path, episodes='length > 1000')
+  assert int(chosen.cardinality()) == 0
+  assert caplog.messages == [
+      f"load: episodes='length > 1000' chose none of the {len(data)} "
+      "episodes of split 'train': the dataset is empty."]
+  caplog.clear()
+  with caplog.at_level('WARNING', logger='rlds_lite'):
+    rlds_lite.load(path, episodes=[3])
+  assert not caplog.messages
+
+
 def test_nested_steps_too(robot):
   path, _ = robot
   full = list(rlds_lite.load(path))
