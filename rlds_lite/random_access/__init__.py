@@ -42,12 +42,14 @@ from rlds_lite.random_access.samples import Windows
 from rlds_lite.random_access.state import SampleIterator
 from rlds_lite.random_access.state import StateMismatchError
 from rlds_lite.random_access.storage import ChunkStorage
+from rlds_lite.random_access.storage import DamagedChunksError
 from rlds_lite.random_access.storage import NotChunkedError
 from rlds_lite.random_access.tf_data import sample_batches
 
 __all__ = [
     'ChunkStorage',
     'convert',
+    'DamagedChunksError',
     'DEFAULT_CHUNK_STEPS',
     'grain_batches',
     'GrainSamples',
