@@ -108,6 +108,7 @@ class GrainSamples:
                split: str = 'train', decode_images: bool = True,
                image_size: Optional[Sequence[int]] = None,
                sample_info: bool = False):
+    kind = samples_lib.check_kind(kind)
     storage = storage_lib.open_storage(source, split)
     self._args = (storage, kind, decode_images, image_size, sample_info)
     self._reader = reading.SampleReader(

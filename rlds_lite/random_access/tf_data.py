@@ -28,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlds_lite.random_access import index as index_lib
+from rlds_lite.random_access import layout as layout_lib
 from rlds_lite.random_access import reading
 from rlds_lite.random_access import sampler as sampler_lib
 from rlds_lite.random_access import samples as samples_lib
@@ -165,6 +166,43 @@ def _weights(names: List[str], weights: Any) -> Optional[List[float]]:
   return [float(w) for w in weights]
 
 
+def _feature(leaf: layout_lib.Leaf, decoded_size: bool) -> str:
+  """What a step leaf gives a sample (``float32 (3,)``, ``png image ...``)."""
+  if leaf.kind == 'string':
+    return 'strings'
+  shape = '' if decoded_size else f' {tuple(leaf.shape[1:])}'
+  if leaf.kind == 'image':
+    return f'{leaf.encoding} images{shape}'
+  return f'{leaf.dtype}{shape}'
+
+
+def _check_same_features(names: List[str],
+                         storages: List[storage_lib.ChunkStorage],
+                         decode_images: bool,
+                         image_size: Optional[Tuple[int, int]]) -> None:
+  """Raises a one-line ValueError if mixed sources give different samples.
+
+  Frames decoded at ``image_size`` (or not decoded) may differ in size.
+  """
+  resized = image_size is not None or not decode_images
+  features = [{leaf.path: _feature(leaf, resized and leaf.kind == 'image')
+               for leaf in s.layout.leaves} for s in storages]
+  label = [f'{name!r} ({s.path})' for name, s in zip(names, storages)]
+  for i in range(1, len(storages)):
+    first, other = features[0], features[i]
+    only = [(label[0], sorted(set(first) - set(other))),
+            (label[i], sorted(set(other) - set(first)))]
+    parts = [f'only {who} has {", ".join(paths)}' for who, paths in only
+             if paths]
+    parts += [f'{path!r} is {first[path]} in {label[0]} but {other[path]} in '
+              f'{label[i]}' for path in sorted(set(first) & set(other))
+              if first[path] != other[path]][:1 if not parts else 0]
+    if parts:
+      raise ValueError('random access: the sources have different features, '
+                       f'so their samples do not mix: {"; ".join(parts)}. '
+                       'Mix sources with the same step features.')
+
+
 def plan(sources: Sources,
          kind: samples_lib.SampleKind,
          batch_size: int,
@@ -196,11 +234,14 @@ def plan(sources: Sources,
     ...
     ValueError: random access: source '0' (...) has no Windows(size=7, shift=1, stride=1, drop_remainder=True) sample: its 3 episodes are all shorter than a sample (longest: 6 steps).
   """
+  kind = samples_lib.check_kind(kind)
+  image_size = reading.check_image_size(image_size)
   names, values = _named(sources)
   if not values:
     raise ValueError('random access: no source.')
   storages = [storage_lib.open_storage(v, split, mapped_budget)
               for v in values]
+  _check_same_features(names, storages, decode_images, image_size)
   readers = []
   for name, storage in zip(names, storages):
     index = index_lib.SampleIndex.build(kind, storage)

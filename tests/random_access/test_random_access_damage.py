@@ -16,13 +16,6 @@ import random_access_testing as testing
 AGAIN = re.escape(storage_lib.CONVERT_AGAIN) + '$'
 
 
-@pytest.fixture(name='camera_chunks', scope='module')
-def _camera_chunks(tmp_path_factory):
-  source = testing.write_cameras(tmp_path_factory.mktemp('cams'))
-  return ra.convert(source, tmp_path_factory.mktemp('c') / 'cams_chunks',
-                    chunk_steps=2, progress=False)
-
-
 def _copy(chunks, tmp_path):
   copy = str(tmp_path / 'copy' / '1.0.0')
   shutil.copytree(chunks, copy)
