@@ -21,6 +21,8 @@ Example:
 """
 
 import functools
+import hashlib
+import json
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -80,7 +82,20 @@ class Plan:
 
   @property
   def fingerprint(self) -> str:
-    """Identifies the data, sample kinds, weights and global batch size."""
+    """Identifies what a position means: each source's samples (split, step
+    features, episode lengths and terminal flags, sample kind), and the
+    sampler's sizes, weights, order and global batch size.
+
+    The chunk layout (``chunk_steps``) is not part of it: it changes how
+    samples are read, not which sample a position gives, so a state restores
+    into the same source chunked again with other ``chunk_steps``.
+    """
+    parts = [_source_fingerprint(r) for r in self.readers]
+    return '-'.join(parts + [self.sampler.fingerprint()])
+
+  @property
+  def fingerprint_v1(self) -> str:
+    """The fingerprint of states of format 1 (chunk layout included)."""
     parts = [r.index.fingerprint for r in self.readers]
     return '-'.join(parts + [self.sampler.fingerprint()])
 
@@ -145,6 +160,18 @@ class Plan:
     if end is not None:
       positions = positions[:tf.reduce_sum(tf.cast(positions < end, tf.int32))]
     return positions
+
+
+def _source_fingerprint(reader: reading.SampleReader) -> str:
+  """What one source's sample ids mean (see `Plan.fingerprint`)."""
+  storage, index = reader.storage, reader.index
+  leaves = [[leaf.path, leaf.kind, leaf.dtype, list(leaf.shape[1:]),
+             leaf.encoding] for leaf in storage.layout.leaves]
+  digest = hashlib.sha256(
+      json.dumps([storage.split, repr(index.kind), leaves]).encode())
+  digest.update(np.ascontiguousarray(index.lengths, '<i8').tobytes())
+  digest.update(np.ascontiguousarray(index.terminated, bool).tobytes())
+  return digest.hexdigest()[:16]
 
 
 def _named(sources: Sources) -> Tuple[List[str], List[Source]]:
