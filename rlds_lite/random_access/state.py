@@ -82,7 +82,7 @@ class SampleIterator:
   Attributes:
     plan: the pipeline's `tf_data.Plan` (sources, indexes, sampler).
     checkpoint: a ``tf.train.Checkpoint`` of the state (seed, position,
-      fingerprint), to save with a model.
+      fingerprint; the format is the checkpoint's), to save with a model.
 
   Example:
     >>> from rlds_lite import synthetic

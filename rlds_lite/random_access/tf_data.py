@@ -2,7 +2,8 @@
 
 ``sample_batches(sources, kind, batch_size, seed=...)`` is the pipeline:
 ``Dataset.range`` of batch numbers -> this host's positions -> sample ids
-(`Sampler`: a stateless permutation per epoch, weighted mixing, hosts) ->
+(`Sampler`: a stateless permutation per epoch, spread over the dataset by
+default, weighted mixing, hosts) ->
 one batched read of the chunk records per source and batch, in a parallel
 ``map`` (`SampleReader`) -> prefetch. Memory holds the index (a few bytes per
 sample) and the batches in flight, whatever the dataset's size; a batch is a
@@ -423,9 +424,10 @@ def sample_batches(sources: Sources,
       only the frames a sample holds are decoded.
     sample_info: add ``episode_index`` and ``sample_id`` (and, mixing,
       ``dataset_index``) ``[B]`` int64 to every batch.
-    mapped_budget: bytes read through the shards' memory maps before they
-      drop their pages (None: `storage.DEFAULT_MAPPED_BUDGET`, 16 MiB; for
-      sources given as paths).
+    mapped_budget: a split whose shards hold at most this many bytes is
+      memory-mapped (fastest; the pages read stay in RSS as page cache), a
+      larger one read record by record with ``pread`` (None:
+      `storage.DEFAULT_MAPPED_BUDGET`, 64 MiB; for sources given as paths).
     num_parallel_calls: batches read in parallel.
     prefetch: batches to prefetch (0: none).
 
@@ -438,7 +440,17 @@ def sample_batches(sources: Sources,
     FileNotFoundError: for a missing dataset.
     NotChunkedError: for an RLDS dataset that was not converted (the
       message says how).
-    ValueError, TypeError: for bad arguments, or a source without samples.
+    DamagedChunksError: for a missing or damaged file of a chunk dataset
+      (the message names it and says to convert again).
+    ValueError, TypeError: for bad arguments (a kind that is not a sample
+      kind, an ``image_size`` that is not ``(height, width)``, a sliced
+      split, mixed sources with other step features), or a source without
+      samples.
+    tf.errors.InvalidArgumentError: while iterating, for a record found
+      damaged when first read (checksum, framing, episode or offset) or a
+      shard that ends early: ``assertion failed: [random access: <file>:
+      record ...; the chunk dataset is damaged: convert the source again
+      (...)]``, one line of the storage's, no Python traceback.
     tf.errors.InvalidArgumentError: while iterating, from TF's decoder, if
       a sampled camera frame does not decode (``convert`` copies frames
       encoded). It names the field through its decode op
