@@ -116,8 +116,9 @@ def _outputs_or_problem(read: Callable[[np.ndarray], List[np.ndarray]],
     try:
       return list(read(values)) + [np.array(b'', object)]
     except storage_lib.DamagedChunksError as error:
-      if len(problems) < 16:
-        problems[str(error)] = error
+      if len(problems) >= 16:   # Keep the latest few.
+        problems.pop(next(iter(problems)))
+      problems[str(error)] = error
       return list(empty) + [np.array(str(error).encode(), object)]
 
   return call
