@@ -8,15 +8,21 @@ pipeline's whole state is ``(seed, position)``.
 * `convert(path)` / ``rlds-lite chunk PATH``: writes the dataset's *chunk
   dataset* (a TFDS dataset whose records hold ``C`` consecutive steps of one
   episode, frames still encoded) once;
-* `ChunkStorage`: reads chunk records by id (memory-mapped, checked);
+* `ChunkStorage`: reads chunk records by id (memory-mapped or pread; each
+  record's checksum checked the first time it is read; `DamagedChunksError`
+  names a damaged file);
 * `Windows`, `Transitions`, `RobotSamples`: what a sample is (exactly
   `rlds_lite.dense`'s);
 * `SampleIndex`: the (episode, start) of every sample, from per-episode counts;
-* `Sampler`: position -> sample id, a stateless permutation per epoch
-  (``index_shuffle``), exact weighted mixing, hosts by position;
+* `Sampler`: position -> sample id, a stateless permutation per epoch:
+  ``order='spread'`` (the default of `sample_batches` and `SampleIterator`:
+  each batch spread over the dataset, holding samples of as many episodes as
+  the spacing allows) or ``order='uniform'`` (``index_shuffle``; the default
+  of `Sampler` itself); exact weighted mixing, hosts by position;
 * `sample_batches`: the ``tf.data.Dataset``; `SampleIterator`: save/restore
   ``(seed, position)``; `grain_batches` / `GrainSamples`: the same for
-  Grain (optional extra ``grain``).
+  Grain (optional extra ``grain``);
+* `checksums.masked_crc32c`: TFRecord checksums of many records, in NumPy.
 
 See docs/random_access.md.
 
@@ -42,12 +48,14 @@ from rlds_lite.random_access.samples import Windows
 from rlds_lite.random_access.state import SampleIterator
 from rlds_lite.random_access.state import StateMismatchError
 from rlds_lite.random_access.storage import ChunkStorage
+from rlds_lite.random_access.storage import DamagedChunksError
 from rlds_lite.random_access.storage import NotChunkedError
 from rlds_lite.random_access.tf_data import sample_batches
 
 __all__ = [
     'ChunkStorage',
     'convert',
+    'DamagedChunksError',
     'DEFAULT_CHUNK_STEPS',
     'grain_batches',
     'GrainSamples',

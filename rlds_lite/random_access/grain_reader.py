@@ -56,6 +56,23 @@ def _numpy(batch: Any) -> Any:
   return tf.nest.map_structure(lambda x: x.numpy(), batch)
 
 
+def _read(read: Any, positions: np.ndarray,
+          readers: List[reading.SampleReader]) -> Any:
+  """``read(positions)`` as NumPy; a damaged chunk dataset's error as is.
+
+  The readers' storage errors reach a ``tf.function`` as a failed
+  assertion (`reading.damage_of`): this raises the `DamagedChunksError`
+  itself, one line.
+  """
+  try:
+    return _numpy(read(tf.constant(positions, tf.int64)))
+  except tf.errors.InvalidArgumentError as error:
+    damage = reading.damage_of(error, readers)
+    if damage is None:
+      raise
+  raise damage
+
+
 def _unbatch(batch: Any, size: int) -> List[Any]:
   return [tf.nest.map_structure(lambda x, i=i: x[i], batch)
           for i in range(size)]
@@ -91,6 +108,7 @@ class GrainSamples:
                split: str = 'train', decode_images: bool = True,
                image_size: Optional[Sequence[int]] = None,
                sample_info: bool = False):
+    kind = samples_lib.check_kind(kind)
     storage = storage_lib.open_storage(source, split)
     self._args = (storage, kind, decode_images, image_size, sample_info)
     self._reader = reading.SampleReader(
@@ -111,7 +129,7 @@ class GrainSamples:
 
   def __getitems__(self, sample_ids: Sequence[int]) -> List[Dict[str, Any]]:
     ids = np.asarray(sample_ids, np.int64).reshape(-1)
-    batch = _numpy(self._reader_fn()(tf.constant(ids)))
+    batch = _read(self._reader_fn(), ids, [self._reader])
     return _unbatch(batch, len(ids))
 
   def __getitem__(self, sample_id: int) -> Dict[str, Any]:
@@ -149,7 +167,7 @@ class _BatchReader:
     end = self.plan.end
     if end is not None:
       positions = positions[positions < end]
-    return _numpy(self._read(tf.constant(positions)))
+    return _read(self._read, positions, self.plan.readers)
 
   def __getstate__(self) -> Dict[str, Any]:
     return {'plan': self.plan, 'position': self.position}

@@ -38,7 +38,7 @@ from rlds_lite.random_access import layout as layout_lib
 from rlds_lite.random_access import samples as samples_lib
 from rlds_lite.random_access import storage as storage_lib
 
-__all__ = ['SampleReader', 'EPISODE_INDEX', 'nest']
+__all__ = ['SampleReader', 'EPISODE_INDEX', 'nest', 'damage_of']
 
 EPISODE_INDEX = 'episode_index'
 """Key of each sample's episode (split index), with ``sample_info=True``."""
@@ -98,6 +98,56 @@ def _bitcast(raw: tf.Tensor, leaf: layout_lib.Leaf, lead: tf.Tensor
   return tf.bitcast(values, dtype)
 
 
+def _outputs_or_problem(read: Callable[[np.ndarray], List[np.ndarray]],
+                        empty: List[np.ndarray],
+                        problems: Dict[str, Exception]
+                        ) -> Callable[[np.ndarray], List[np.ndarray]]:
+  """``read`` whose outputs end with a problem: ``b''``, or the message of
+  the `DamagedChunksError` it raised (then with ``empty`` outputs).
+
+  Inside ``tf.data``, an exception raised by a ``numpy_function`` reaches
+  the user with its Python traceback pasted into TF's message; a problem
+  returned as a value and raised by ``tf.debugging.Assert`` reaches it as
+  the storage's one line. ``problems`` keeps the exceptions by message, for
+  the Grain readers to raise them (`damage_of`).
+  """
+
+  def call(values: np.ndarray) -> List[np.ndarray]:
+    try:
+      return list(read(values)) + [np.array(b'', object)]
+    except storage_lib.DamagedChunksError as error:
+      if len(problems) >= 16:   # Keep the latest few.
+        problems.pop(next(iter(problems)))
+      problems[str(error)] = error
+      return list(empty) + [np.array(str(error).encode(), object)]
+
+  return call
+
+
+def _raise_problem(outputs: List[tf.Tensor]) -> List[tf.Tensor]:
+  """``outputs[:-1]``, once their problem ``outputs[-1]`` is checked empty."""
+  problem = outputs[-1]
+  check = tf.debugging.Assert(tf.equal(problem, b''), [problem],
+                              name='random_access_read')
+  with tf.control_dependencies([check]):
+    return [tf.identity(value) for value in outputs[:-1]]
+
+
+def damage_of(error: tf.errors.OpError,
+              readers: List['SampleReader']) -> Optional[Exception]:
+  """The `DamagedChunksError` a failed read of ``readers`` carried, or None.
+
+  Example:
+    >>> damage_of(tf.errors.InvalidArgumentError(None, None, 'x'), []) is None
+    True
+  """
+  for reader in readers:
+    for message, problem in list(reader.problems.items()):
+      if message in error.message:
+        return problem
+  return None
+
+
 def _decode_image(leaf: layout_lib.Leaf, size: Optional[Tuple[int, int]]
                   ) -> Callable[[tf.Tensor], tf.Tensor]:
   spec = images.ImageSpec(tuple(leaf.shape[1:]), leaf.encoding,
@@ -110,6 +160,27 @@ def _decode_image(leaf: layout_lib.Leaf, size: Optional[Tuple[int, int]]
     return tf.reshape(frames, tf.concat([tf.shape(encoded), out], 0))
 
   return decode
+
+
+def check_image_size(size: Any) -> Optional[Tuple[int, int]]:
+  """``(height, width)`` of positive ints, or None; else a ValueError.
+
+  Example:
+    >>> check_image_size([64, 48])
+    (64, 48)
+    >>> check_image_size(128)
+    Traceback (most recent call last):
+    ...
+    ValueError: random access: image_size must be None or (height, width) of positive ints, got 128.
+  """
+  if size is None:
+    return None
+  if (isinstance(size, (str, bytes)) or not hasattr(size, '__len__') or
+      len(size) != 2 or any(isinstance(s, bool) or not hasattr(s, '__index__')
+                            or int(s) < 1 for s in size)):
+    raise ValueError('random access: image_size must be None or (height, '
+                     f'width) of positive ints, got {size!r}.')
+  return int(size[0]), int(size[1])
 
 
 class SampleReader:
@@ -156,13 +227,14 @@ class SampleReader:
     self.index = index
     self.kind = index.kind
     self.decode_images = decode_images
-    self.image_size = None if image_size is None else tuple(image_size)
+    self.image_size = check_image_size(image_size)
     self.sample_info = sample_info
     self._offsets = np.asarray(self.kind.offsets, np.int64)
     self.chunks_per_sample = chunks_per_sample(self._offsets,
                                                storage.chunk_steps)
     self._fixed = storage.layout.fixed
     self._slices = storage.payload_slices() if self._fixed else []
+    self.problems: Dict[str, Exception] = {}
 
   @property
   def sample_bytes(self) -> int:
@@ -223,14 +295,34 @@ class SampleReader:
     return [plan['ids'], plan['episode'], plan['start'], plan['length'],
             plan['terminated'], records.reshape(-1), plan['local']]
 
+  def _numpy_read(self, read: Callable[[np.ndarray], List[np.ndarray]],
+                  values: tf.Tensor, dtypes: List[tf.DType],
+                  empty: List[np.ndarray]) -> List[tf.Tensor]:
+    """``read`` in a ``tf.numpy_function``; its storage errors one line.
+
+    Eagerly (the Grain sources' first call, doctests) the
+    `DamagedChunksError` is raised as it is; in a graph (``tf.data``,
+    ``tf.function``) it is returned as a value and raised by an assertion.
+    """
+    if tf.executing_eagerly():
+      return tf.numpy_function(exit_guard.tracked(read), [values], dtypes,
+                               stateful=False)
+    outputs = tf.numpy_function(
+        exit_guard.tracked(_outputs_or_problem(read, empty, self.problems)),
+        [values], dtypes + [tf.string], stateful=False)
+    return _raise_problem(outputs)
+
   def _read_fixed(self, values: tf.Tensor, to_ids: ToIds
                   ) -> Tuple[Flat, List[tf.Tensor]]:
     leaves = [leaf for leaf, _, _ in self._slices]
-    outputs = tf.numpy_function(
-        exit_guard.tracked(lambda v: self.read_numpy(to_ids(v))), [values],
-        [tf.int64, tf.int64, tf.int64, tf.int64, tf.bool] +
-        [tf.as_dtype(np.dtype(leaf.dtype)) for leaf in leaves], stateful=False)
     k = len(self._offsets)
+    dtypes = ([tf.int64, tf.int64, tf.int64, tf.int64, tf.bool] +
+              [tf.as_dtype(np.dtype(leaf.dtype)) for leaf in leaves])
+    empty = ([np.zeros([0], np.int64)] * 4 + [np.zeros([0], bool)] +
+             [np.zeros((0, k) + leaf.shape[1:], leaf.dtype)
+              for leaf in leaves])
+    outputs = self._numpy_read(lambda v: self.read_numpy(to_ids(v)), values,
+                               dtypes, empty)
     steps = {}
     for leaf, value in zip(leaves, outputs[5:]):
       steps[leaf.path] = tf.ensure_shape(value, [None, k] + list(leaf.shape[1:]))
@@ -238,12 +330,16 @@ class SampleReader:
 
   def _read_parsed(self, values: tf.Tensor, to_ids: ToIds
                    ) -> Tuple[Flat, List[tf.Tensor]]:
-    outputs = tf.numpy_function(
-        exit_guard.tracked(lambda v: self._records_numpy(to_ids(v))), [values],
-        [tf.int64, tf.int64, tf.int64, tf.int64, tf.bool, tf.string, tf.int64],
-        stateful=False)
+    k = len(self._offsets)
+    empty = ([np.zeros([0], np.int64)] * 4 + [np.zeros([0], bool),
+                                              np.zeros([0], object),
+                                              np.zeros([0, k], np.int64)])
+    outputs = self._numpy_read(
+        lambda v: self._records_numpy(to_ids(v)), values,
+        [tf.int64, tf.int64, tf.int64, tf.int64, tf.bool, tf.string,
+         tf.int64], empty)
     records = tf.ensure_shape(outputs[5], [None])
-    local = tf.ensure_shape(outputs[6], [None, len(self._offsets)])
+    local = tf.ensure_shape(outputs[6], [None, k])
     parsed = tf.io.parse_example(records, self.storage.layout.parse_spec())
     lead = tf.shape(local)[:1]
     steps = {}

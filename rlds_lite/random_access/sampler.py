@@ -97,7 +97,9 @@ class Sampler:
     batch_size: samples per batch on each host.
     num_hosts: the number of hosts.
     host: this host, ``0 <= host < num_hosts``.
-    order: ``'spread'`` or ``'uniform'`` (see the module docstring).
+    order: ``'uniform'`` (default here) or ``'spread'`` (the default of
+      `sample_batches`, which passes ``episode_counts``; see the module
+      docstring).
     episode_counts: for ``'spread'``, each dataset's samples per episode
       (``[E]`` arrays, in index order).
 

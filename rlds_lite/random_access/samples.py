@@ -36,7 +36,7 @@ from rlds_lite.dense.transitions import transitions as dense_transitions
 from rlds_lite.dense.windows import MASK
 from rlds_lite.dense.windows import windows as dense_windows
 
-__all__ = ['Windows', 'Transitions', 'RobotSamples', 'SampleKind']
+__all__ = ['Windows', 'Transitions', 'RobotSamples', 'SampleKind', 'check_kind']
 
 Flat = Dict[str, tf.Tensor]
 Decode = Callable[[Flat], Flat]
@@ -361,3 +361,23 @@ class RobotSamples:
 
 
 SampleKind = Union[Windows, Transitions, RobotSamples]
+KINDS = (Windows, Transitions, RobotSamples)
+
+
+def check_kind(kind: Any) -> SampleKind:
+  """``kind`` if it is a sample kind (an instance), else a TypeError.
+
+  Example:
+    >>> check_kind(Windows)
+    Traceback (most recent call last):
+    ...
+    TypeError: random access: kind must be a sample kind: Windows(...), Transitions(...) or RobotSamples(...), got the class Windows; call it: Windows(...).
+  """
+  if isinstance(kind, KINDS):
+    return kind
+  if isinstance(kind, type) and issubclass(kind, KINDS):
+    got = f'the class {kind.__name__}; call it: {kind.__name__}(...)'
+  else:
+    got = repr(kind)
+  raise TypeError('random access: kind must be a sample kind: Windows(...), '
+                  f'Transitions(...) or RobotSamples(...), got {got}.')

@@ -1,11 +1,16 @@
 """Save and restore a random-access pipeline exactly: its state is two integers.
 
 `SampleIterator` iterates `sample_batches` and counts the global *position*
-(samples of all hosts taken so far). Its state is ``(seed, position)`` plus a
-fingerprint of what positions mean (the data, the sample kind, the weights
-and the global batch size). ``save(path)`` writes it as a small JSON file
-(atomically); ``restore(path)`` checks the fingerprint and continues at the
-batch that would have come next. ``checkpoint`` holds the same state as
+(samples of all hosts taken so far). Its state is ``{'format', 'seed',
+'position', 'fingerprint'}``: ``(seed, position)``, the state's format, and a
+fingerprint of what positions mean (each source's split, step features,
+episode lengths and sample kind; the weights, the order and the global batch
+size: `tf_data.Plan.fingerprint`; not the chunk layout, so a state restores
+into the source chunked again with other ``chunk_steps``, which gives the
+same batches). ``save(path)`` writes it as a small JSON file (atomically);
+``restore(path)`` checks the fingerprint and continues at the batch that
+would have come next (states of format 1, whose fingerprint held the chunk
+layout, restore into the chunk dataset that saved them). ``checkpoint`` holds the same state as
 ``tf.Variable``\\ s, to save with a model in a ``tf.train.Checkpoint``: after
 ``checkpoint.read(...)``, the next batch follows the restored state.
 
@@ -35,7 +40,7 @@ Example:
 import json
 import os
 import uuid
-from typing import Any, Dict, Iterator, Mapping, Optional, Union
+from typing import Any, Dict, Iterator, Mapping, Optional, Tuple, Union
 
 import tensorflow as tf
 
@@ -45,11 +50,15 @@ from rlds_lite.random_access import tf_data
 __all__ = ['SampleIterator', 'StateMismatchError']
 
 PathLike = Union[str, os.PathLike]
-STATE_FORMAT = 'rlds_lite.random_access.state/1'
+STATE_FORMAT = 'rlds_lite.random_access.state/2'
+"""The ``format`` of the states `SampleIterator.state` gives."""
+_FORMAT_V1 = 'rlds_lite.random_access.state/1'   # Still restored.
+_FORMATS = (STATE_FORMAT, _FORMAT_V1)
 
 
 class StateMismatchError(ValueError):
-  """A saved state belongs to another pipeline (data, kind, weights, batch).
+  """A saved state belongs to another pipeline (data, kind, weights, order,
+  batch).
 
   Example:
     >>> from rlds_lite import synthetic
@@ -73,7 +82,7 @@ class SampleIterator:
   Attributes:
     plan: the pipeline's `tf_data.Plan` (sources, indexes, sampler).
     checkpoint: a ``tf.train.Checkpoint`` of the state (seed, position,
-      fingerprint), to save with a model.
+      fingerprint; the format is the checkpoint's), to save with a model.
 
   Example:
     >>> from rlds_lite import synthetic
@@ -125,24 +134,29 @@ class SampleIterator:
     return self.plan.fingerprint
 
   def state(self) -> Dict[str, Any]:
-    """``{'seed', 'position', 'fingerprint'}`` (JSON-ready)."""
+    """``{'format', 'seed', 'position', 'fingerprint'}`` (JSON-ready)."""
     return {'format': STATE_FORMAT, 'seed': self.seed,
             'position': self.position, 'fingerprint': self.fingerprint}
 
-  def _check(self, fingerprint: str, where: str) -> None:
-    if fingerprint != self.plan.fingerprint:
+  def _check(self, fingerprint: str, where: str,
+             state_format: str = STATE_FORMAT) -> None:
+    wanted = (self.plan.fingerprint_v1 if state_format == _FORMAT_V1 else
+              self.plan.fingerprint)
+    if fingerprint not in (wanted, self.plan.fingerprint):
       raise StateMismatchError(
           f'random access: the state {where} was saved by another pipeline '
           f'(fingerprint {fingerprint!r}, this one {self.plan.fingerprint!r}): '
-          'another dataset or split, sample kind, weights or global batch '
-          'size. Restore it into the pipeline that saved it.')
+          'another dataset or split, sample kind, weights, order or global '
+          'batch size' + (', or (a state of format 1) another chunk_steps'
+                          if state_format == _FORMAT_V1 else '') +
+          '. Restore it into the pipeline that saved it.')
 
   def _sync(self) -> None:
     wanted = (self.seed, self.position)
     if self._live == wanted:
       return
     fingerprint = self._fingerprint.numpy().decode()
-    if fingerprint != self.plan.fingerprint:
+    if fingerprint not in (self.plan.fingerprint, self.plan.fingerprint_v1):
       self._check(fingerprint, 'restored from a tf.train.Checkpoint')
     if wanted[0] != self.plan.sampler.seed:
       self.plan = self.plan.with_seed(wanted[0])
@@ -186,25 +200,71 @@ class SampleIterator:
 
     Raises:
       FileNotFoundError: if there is no file at the path.
+      IsADirectoryError: if the path is a directory.
       StateMismatchError: if the state was saved by another pipeline.
-      ValueError: if the file is not a saved state.
+      ValueError: if the file or dict is not a saved state, or a value of it
+        is missing or not an int (the message names it).
+
+    Example:
+      >>> from rlds_lite import synthetic
+      >>> from rlds_lite import random_access as ra
+      >>> chunks = ra.convert(synthetic.dataset(3, 4, 6, seed=0),
+      ...                     progress=False)
+      >>> it = ra.SampleIterator(chunks, ra.Windows(size=2), 4)
+      >>> it.restore({**it.state(), 'position': 'ten'})
+      Traceback (most recent call last):
+      ...
+      ValueError: SampleIterator.restore: the state given has position 'ten'; it must be an int >= 0. Restore the state save() wrote (or a state() dict) as it was.
     """
     if isinstance(path_or_state, Mapping):
       state, where = dict(path_or_state), 'given'
+    elif not isinstance(path_or_state, (str, os.PathLike)):
+      raise TypeError('SampleIterator.restore: pass the path save() returned '
+                      f'or a state() dict, got {path_or_state!r}.')
     else:
-      path = os.fspath(path_or_state)
-      if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f'SampleIterator.restore: no state at '
-                                f'{path!r}; pass the path save() returned.')
-      with tf.io.gfile.GFile(path) as f:
-        try:
-          state = json.loads(f.read())
-        except json.JSONDecodeError:
-          state = None
-      where = f'in {path!r}'
-    if not isinstance(state, dict) or state.get('format') != STATE_FORMAT:
-      raise ValueError(f'SampleIterator.restore: the state {where} is not a '
-                       'saved random-access state.')
-    self._check(str(state['fingerprint']), where)
-    self._seed.assign(int(state['seed']))
-    self._position.assign(int(state['position']))
+      state, where = _read_state(os.fspath(path_or_state))
+    seed, position, fingerprint = _parse_state(state, where)
+    self._check(fingerprint, where, state['format'])
+    self._seed.assign(seed)
+    self._position.assign(position)
+
+
+def _read_state(path: str) -> Tuple[Any, str]:
+  """``(the JSON value at path or None, where)``; raises if nothing is there."""
+  if not tf.io.gfile.exists(path):
+    raise FileNotFoundError(f'SampleIterator.restore: no state at '
+                            f'{path!r}; pass the path save() returned.')
+  if tf.io.gfile.isdir(path):
+    raise IsADirectoryError(f'SampleIterator.restore: {path!r} is a '
+                            'directory; pass the path of the file save() '
+                            'wrote.')
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    try:
+      return json.loads(f.read().decode('utf-8')), f'in {path!r}'
+    except (UnicodeDecodeError, json.JSONDecodeError):
+      return None, f'in {path!r}'
+
+
+def _parse_state(state: Any, where: str) -> Tuple[int, int, str]:
+  """``(seed, position, fingerprint)`` of a saved state, or a ValueError."""
+  if not isinstance(state, dict) or state.get('format') not in _FORMATS:
+    raise ValueError(f'SampleIterator.restore: the state {where} is not a '
+                     'saved random-access state.')
+  again = 'Restore the state save() wrote (or a state() dict) as it was.'
+  missing = [key for key in ('seed', 'position', 'fingerprint')
+             if key not in state]
+  if missing:
+    raise ValueError(f'SampleIterator.restore: the state {where} has no '
+                     f'{", ".join(repr(k) for k in missing)}. {again}')
+  for key, minimum in (('seed', None), ('position', 0)):
+    value = state[key]
+    if (isinstance(value, bool) or not isinstance(value, int) or
+        (minimum is not None and value < minimum)):
+      bound = '' if minimum is None else f' >= {minimum}'
+      raise ValueError(f'SampleIterator.restore: the state {where} has '
+                       f'{key} {value!r}; it must be an int{bound}. {again}')
+  if not isinstance(state['fingerprint'], str):
+    raise ValueError(f'SampleIterator.restore: the state {where} has '
+                     f'fingerprint {state["fingerprint"]!r}; it must be a '
+                     f'string. {again}')
+  return state['seed'], state['position'], state['fingerprint']

@@ -22,6 +22,16 @@ memory does not grow with the dataset.
 * Other layouts (images, strings): `read_records` slices each record at its
   byte offset (from a scan of the record headers) for ``tf.io.parse_example``.
 
+Every record's checksums (the TFRecord masked CRC32C of its length and of
+its data) are checked the first time this process reads it, whole, with
+`checksums.masked_crc32c` (vectorised over the records of a read; one byte
+per record marks those checked): a record whose bytes changed is a
+`DamagedChunksError` naming the file, record, episode and steps, never
+silently wrong values. Later reads of a record take only the bytes they need.
+A damaged or missing file of the dataset (``dataset_info.json``,
+``metadata.json``, ``features.json``, ``episodes-<split>.npz``, a shard) is a
+`DamagedChunksError` naming it, when the storage opens or when it is read.
+
 Example:
   >>> from rlds_lite import synthetic
   >>> from rlds_lite.random_access import convert
@@ -36,6 +46,7 @@ Example:
   ((1, 2, 16, 4), [[0, 16]])
 """
 
+import json
 import mmap
 import os
 from typing import Any, Dict, List, Optional, Tuple, Union
@@ -44,12 +55,14 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import dataset_files
 from rlds_lite import rlds_types
 from rlds_lite.catalog import records as records_lib
+from rlds_lite.random_access import checksums
 from rlds_lite.random_access import conversion
 from rlds_lite.random_access import layout as layout_lib
 
-__all__ = ['ChunkStorage', 'NotChunkedError']
+__all__ = ['ChunkStorage', 'DamagedChunksError', 'NotChunkedError']
 
 PathLike = Union[str, os.PathLike]
 DEFAULT_MAPPED_BUDGET = 64 << 20
@@ -84,15 +97,114 @@ class NotChunkedError(ValueError):
   """
 
 
-def _builder(path: PathLike) -> tfds.core.DatasetBuilder:
-  path = os.path.expanduser(os.fspath(path))
+CONVERT_AGAIN = ('the chunk dataset is damaged: convert the source again '
+                 '(rlds_lite.random_access.convert(..., overwrite=True) or '
+                 'rlds-lite chunk --overwrite).')
+"""How every `DamagedChunksError` message ends."""
+
+
+class DamagedChunksError(dataset_files.CorruptDatasetError):
+  """A file of a chunk dataset is missing, damaged or not what it should be.
+
+  One line: ``random access: <file>: <what is wrong>; the chunk dataset is
+  damaged: convert the source again (...)``. ``path`` is the file.
+
+  Example:
+    >>> print(DamagedChunksError('/c/1.0.0/metadata.json', 'is empty'))
+    random access: /c/1.0.0/metadata.json: is empty; the chunk dataset is damaged: convert the source again (rlds_lite.random_access.convert(..., overwrite=True) or rlds-lite chunk --overwrite).
+  """
+
+  def __init__(self, path: str, detail: str):
+    detail = detail.rstrip().rstrip('.')
+    if not detail.endswith(CONVERT_AGAIN):
+      detail = f'{detail}; {CONVERT_AGAIN}'
+    super().__init__(path, detail)
+    self.args = (f'random access: {self.args[0]}',)
+
+  def __repr__(self) -> str:
+    return f'DamagedChunksError({str(self)!r})'
+
+  def __reduce__(self):   # Grain's workers send it to the main process.
+    return DamagedChunksError, (self.path, self.detail)
+
+
+def _builder(path: str) -> tfds.core.DatasetBuilder:
+  """The TFDS builder of the chunk dataset at ``path``, damage named."""
   if not tf.io.gfile.exists(os.path.join(path, 'dataset_info.json')):
     if not tf.io.gfile.exists(path):
       raise FileNotFoundError(f'random access: dataset directory {path!r} '
                               'does not exist.')
+    if not tf.io.gfile.isdir(path):
+      raise ValueError(f'random access: {path!r} is a file, not a dataset '
+                       'directory; pass the chunk dataset\'s directory '
+                       f'({os.path.dirname(path)!r}).')
     raise FileNotFoundError(f'random access: {path!r} is not a TFDS dataset '
                             'directory (no dataset_info.json).')
-  return tfds.builder_from_directory(path)
+  _check_metadata_json(path)
+  try:
+    return dataset_files.open_builder(path)
+  except dataset_files.CorruptDatasetError as error:
+    raise DamagedChunksError(error.path, error.detail) from None
+
+
+def _check_metadata_json(path: str) -> None:
+  """Raises `DamagedChunksError` if ``metadata.json`` is not JSON."""
+  metadata = os.path.join(path, 'metadata.json')
+  if not tf.io.gfile.exists(metadata):
+    return   # Not a chunk dataset: NotChunkedError says so.
+  with tf.io.gfile.GFile(metadata, 'rb') as f:
+    data = f.read()
+  try:
+    json.loads(data.decode('utf-8'))
+  except UnicodeDecodeError:
+    raise DamagedChunksError(metadata, 'is not text (not UTF-8); it should '
+                             'hold the chunk layout as JSON') from None
+  except json.JSONDecodeError as error:
+    raise DamagedChunksError(
+        metadata, f'is not valid JSON ({error.msg} at line {error.lineno} '
+        f'column {error.colno}); it should hold the chunk layout') from None
+
+
+def _first_line(error: BaseException) -> str:
+  """``Type: first line of the message``."""
+  lines = str(error).splitlines()
+  return f'{type(error).__name__}: {lines[0]}' if lines else type(error).__name__
+
+
+def _check_split_name(path: str, split: Any,
+                      builder: tfds.core.DatasetBuilder) -> None:
+  """Raises for a split that is not a plain name, or not in ``path``."""
+  splits = sorted(builder.info.splits.keys())
+  if not isinstance(split, str) or any(c in split for c in '[]+%:'):
+    raise ValueError(f'random access: split {split!r} is not a split name: '
+                     'random access reads whole splits; pass a plain split '
+                     f'name (no slicing; {path!r} has {splits}).')
+  if split not in splits and not tf.io.gfile.exists(
+      conversion.episodes_file(path, split)):
+    raise ValueError(f'random access: chunk dataset {path!r} has no split '
+                     f'{split!r} (its splits: {splits}).')
+
+
+def _read_table(path: str, split: str) -> Dict[str, np.ndarray]:
+  """The episode table of ``split`` (length, terminated, episode_id)."""
+  table_path = conversion.episodes_file(path, split)
+  what = f'the episode table (lengths) of split {split!r}'
+  try:
+    with tf.io.gfile.GFile(table_path, 'rb') as f:
+      table = np.load(f, allow_pickle=False)
+      table = {key: table[key] for key in table.files}
+  except tf.errors.NotFoundError:
+    raise DamagedChunksError(table_path, f'is missing; it holds {what}'
+                             ) from None
+  except Exception as error:  # pylint: disable=broad-except
+    raise DamagedChunksError(
+        table_path, f'cannot be read ({_first_line(error)}); it holds {what}'
+    ) from None
+  missing = sorted({'length', 'terminated'} - set(table))
+  if missing:
+    raise DamagedChunksError(table_path, f'has no {", ".join(missing)}; it '
+                             f'holds {what}')
+  return table
 
 
 def _not_chunked(path: str, builder: tfds.core.DatasetBuilder) -> str:
@@ -147,8 +259,12 @@ class ChunkStorage:
     FileNotFoundError: for a missing directory.
     NotChunkedError: for a dataset that is not a chunk dataset (an RLDS
       episode dataset: the message says how to convert it).
-    ValueError: for an unknown split, or an episode table that does not
-      match the records.
+    DamagedChunksError: for a missing or damaged file (the message names
+      it); reads raise it too, for a record whose checksum, framing, episode
+      or offset is wrong (naming the file and record).
+    ValueError: for a file given instead of the directory, an unknown
+      split, or a sliced one (``'train[:10]'``: random access reads whole
+      splits).
 
   Example:
     >>> from rlds_lite import synthetic
@@ -172,20 +288,18 @@ class ChunkStorage:
                        f'{metadata[layout_lib.LAYOUT_NAME]}; this rlds_lite '
                        f'reads version {layout_lib.LAYOUT_VERSION}. Convert '
                        'the source again.')
+    _check_split_name(path, split, builder)
     self.path = path
     self.split = split
-    self.layout = layout_lib.ChunkLayout.from_json(metadata['layout'])
-    self.fingerprint = str(metadata['fingerprint'])
+    try:
+      self.layout = layout_lib.ChunkLayout.from_json(metadata['layout'])
+      self.fingerprint = str(metadata['fingerprint'])
+    except (KeyError, TypeError, ValueError) as error:
+      raise DamagedChunksError(
+          os.path.join(path, 'metadata.json'), 'does not describe a chunk '
+          f'layout ({_first_line(error)})') from None
     self.source = dict(metadata.get('source', {}))
-    table_path = conversion.episodes_file(path, split)
-    if split not in builder.info.splits and not tf.io.gfile.exists(
-        table_path):
-      raise ValueError(f'random access: chunk dataset {path!r} has no split '
-                       f'{split!r} (its splits: '
-                       f'{sorted(builder.info.splits.keys())}).')
-    with tf.io.gfile.GFile(table_path, 'rb') as f:
-      table = np.load(f, allow_pickle=False)
-      table = {key: table[key] for key in table.files}
+    table = _read_table(path, split)
     self.lengths = table['length'].astype(np.int64)
     self.terminated = table['terminated'].astype(bool)
     self.episode_ids = table.get('episode_id')
@@ -198,11 +312,10 @@ class ChunkStorage:
     else:
       self._files = records_lib.SplitFiles((), (), 'tfrecord')
     if self._files.num_episodes != self.num_chunks:
-      raise ValueError(
-          f'random access: {path!r} split {split!r}: the episode table '
-          f'({table_path}) gives {self.num_chunks} chunks, the shards hold '
-          f'{self._files.num_episodes} records; the dataset is damaged. '
-          'Convert the source again.')
+      raise DamagedChunksError(
+          conversion.episodes_file(path, split),
+          f'gives {self.num_chunks} chunks, the shards of split {split!r} '
+          f'hold {self._files.num_episodes} records')
     self._fds: Dict[int, int] = {}
     self._maps: Dict[int, mmap.mmap] = {}
     self._views: Dict[int, np.ndarray] = {}
@@ -213,6 +326,9 @@ class ChunkStorage:
     self._template: Optional[np.ndarray] = None
     self._frame_columns: Optional[np.ndarray] = None
     self._payloads: Dict[str, Tuple[int, int]] = {}
+    # Which records' data checksums this process has checked (one byte a
+    # record): each record is checked the first time it is read.
+    self._verified = np.zeros(self.num_chunks, bool)
     # Small splits are memory-mapped (fastest; their pages count in RSS as
     # page cache); larger ones are read record by record with pread.
     self._mapped = self._total_bytes() <= self._mapped_budget
@@ -291,16 +407,27 @@ class ChunkStorage:
     fd = self._fd(shard)
     for i, row in enumerate(unique.tolist()):
       if os.preadv(fd, [flat[i * size:(i + 1) * size]], row * size) != size:
-        raise ValueError(f'random access: {self._shard_name(shard)}: record '
-                         f'{row} ends past the end of the file; the file is '
-                         'truncated.')
+        raise DamagedChunksError(self._shard_name(shard), f'record {row} ends '
+                                 'past the end of the file (it is truncated)')
     return block, inverse.reshape(rows.shape)
 
   def _total_bytes(self) -> int:
     """Bytes of the split's shards."""
     if self._shard_bytes is None:
-      self._shard_bytes = sum(os.stat(p).st_size for p in self._files.paths)
+      self._shard_bytes = sum(self._file_size(shard)
+                              for shard in range(len(self._files.paths)))
     return self._shard_bytes
+
+  def _file_size(self, shard: int) -> int:
+    """Bytes of shard ``shard``; `DamagedChunksError` if it is missing."""
+    path = self._files.paths[shard]
+    try:
+      return os.stat(path).st_size
+    except FileNotFoundError:
+      raise DamagedChunksError(
+          path, f'is missing; dataset_info.json lists it with '
+          f'{self._files.lengths[shard]} records of split {self.split!r}'
+      ) from None
 
   def close(self) -> None:
     """Closes the shard files and maps (they are reopened when read again)."""
@@ -330,22 +457,40 @@ class ChunkStorage:
     return self._files.paths[shard]
 
   def _first_record(self) -> bytes:
-    with open(self._files.paths[0], 'rb') as f:
+    """Record 0 of shard 0 with its framing, its checksums checked."""
+    path = self._files.paths[0]
+    self._file_size(0)
+    with open(path, 'rb') as f:
       header = f.read(_TFRECORD_HEADER)
-      size = int(np.frombuffer(header[:8], '<u8')[0])
-      return header + f.read(size + _TFRECORD_FOOTER)
+      size = (int(np.frombuffer(header[:8], '<u8')[0])
+              if len(header) == _TFRECORD_HEADER else -1)
+      if not 0 <= size <= self._file_size(0):
+        raise DamagedChunksError(path, 'record 0 has no valid length '
+                                 '(the file is truncated or damaged)')
+      record = header + f.read(size + _TFRECORD_FOOTER)
+    if len(record) != size + _TFRECORD_HEADER + _TFRECORD_FOOTER:
+      raise DamagedChunksError(path, 'record 0 ends past the end of the file '
+                               '(it is truncated)')
+    self._check_checksums(np.frombuffer(record, np.uint8)[np.newaxis],
+                          np.array([0]))
+    return record
 
   def _init_fixed(self) -> None:
     record = self._first_record()
     data = record[_TFRECORD_HEADER:-_TFRECORD_FOOTER]
-    payloads = self.layout.payloads(data)
+    try:
+      payloads = self.layout.payloads(data)
+    except (ValueError, IndexError) as error:
+      raise DamagedChunksError(
+          self._files.paths[0], f'record 0 is not a chunk record '
+          f'({_first_line(error)})') from None
     self._payloads = {key: (start + _TFRECORD_HEADER, size)
                       for key, (start, size) in payloads.items()}
     for leaf in self.layout.leaves:
       if self._payloads.get(leaf.key, (0, -1))[1] != leaf.nbytes:
-        raise ValueError(f'random access: {self._files.paths[0]}: record 0 '
-                         f'does not hold {leaf.key!r} as {leaf.nbytes} raw '
-                         'bytes; the dataset is damaged.')
+        raise DamagedChunksError(
+            self._files.paths[0], f'record 0 does not hold {leaf.key!r} as '
+            f'{leaf.nbytes} raw bytes')
     self._record_bytes = len(record)
     template = np.frombuffer(record, np.uint8).copy()
     inside = np.zeros(len(record), bool)
@@ -357,12 +502,12 @@ class ChunkStorage:
 
     for shard, (path, count) in enumerate(zip(self._files.paths,
                                               self._files.lengths)):
-      size = os.stat(path).st_size
+      size = self._file_size(shard)
       if size != count * self._record_bytes:
-        raise ValueError(
-            f'random access: {path}: {size} bytes, but {count} records of '
-            f'{self._record_bytes} bytes make {count * self._record_bytes}; '
-            'the file is truncated or damaged.')
+        raise DamagedChunksError(
+            path, f'holds {size} bytes, but its {count} records of '
+            f'{self._record_bytes} bytes make {count * self._record_bytes} '
+            '(it is truncated or was changed)')
 
   # Reads --------------------------------------------------------------------
 
@@ -398,6 +543,9 @@ class ChunkStorage:
         array, index = self._rows(int(shard), rows[chosen])
         out[chosen] = array[index]
       self._verify(out, flat)
+      unique, first = self._unverified(flat)
+      if unique.size:
+        self._check_checksums(out[first], unique)
     return out.reshape(ids.shape + (out.shape[-1],))
 
   def gather_steps(self, chunk_ids: Any, steps: Any) -> Dict[str, np.ndarray]:
@@ -433,6 +581,9 @@ class ChunkStorage:
       self._check_frames(_items(view, 0, _TFRECORD_HEADER)[shard_rows],
                          flat_ids[chosen], self._header_values(view,
                                                                shard_rows))
+      unique, first = self._unverified(flat_ids[chosen])
+      if unique.size:   # Records read for the first time: whole, once.
+        self._check_checksums(view[shard_rows[first]], unique)
       step = flat_steps[chosen]
       for leaf, start, size in self.payload_slices():
         # [records, C] items of one step's bytes over the map (a view): the
@@ -469,12 +620,60 @@ class ChunkStorage:
 
   def _raise_wrong(self, chunk: int, episode: int, held_episode: int,
                    held_offset: int) -> None:
+    path, row = self._place(chunk)
+    raise DamagedChunksError(
+        path, f'record {row} (chunk {chunk}) is not chunk '
+        f'{chunk - self.first_chunk[episode]} of episode {episode} as the '
+        f'episode table says (it holds episode {held_episode}, offset '
+        f'{held_offset}, or its bytes are damaged)')
+
+  def _place(self, chunk: int) -> Tuple[str, int]:
+    """``(file, record)`` of chunk ``chunk``."""
     shard, row = (int(v[0]) for v in self._files.locate([chunk]))
-    raise ValueError(
-        f'random access: {self._shard_name(shard)} record {row} (chunk '
-        f'{chunk}) is not chunk {chunk - self.first_chunk[episode]} of '
-        f'episode {episode} as the episode table says (it holds episode '
-        f'{held_episode}, offset {held_offset}, or its bytes are damaged).')
+    return self._shard_name(shard), row
+
+  def _check_checksums(self, records: Union[np.ndarray, List[bytes]],
+                       ids: np.ndarray) -> None:
+    """Checks whole records (framing included) of chunks ``ids``.
+
+    ``records``: ``[n, bytes]`` uint8 (records of one size) or ``bytes``.
+    Each record's length and data are checked against their masked CRC32C
+    (as TF's TFRecord reader does); the ids are then marked verified.
+    """
+    if isinstance(records, np.ndarray):
+      header = records[:, :_TFRECORD_HEADER]
+      data = records[:, _TFRECORD_HEADER:-_TFRECORD_FOOTER]
+      footer = records[:, -_TFRECORD_FOOTER:]
+    else:
+      header = np.frombuffer(b''.join(r[:_TFRECORD_HEADER] for r in records),
+                             np.uint8).reshape(-1, _TFRECORD_HEADER)
+      data = [r[_TFRECORD_HEADER:-_TFRECORD_FOOTER] for r in records]
+      footer = np.frombuffer(b''.join(r[-_TFRECORD_FOOTER:] for r in records),
+                             np.uint8).reshape(-1, _TFRECORD_FOOTER)
+    stored = np.ascontiguousarray(footer).view('<u4')[:, 0]
+    length_crc = np.ascontiguousarray(header[:, 8:]).view('<u4')[:, 0]
+    wrong = ((checksums.masked_crc32c(data) != stored) |
+             (checksums.masked_crc32c(header[:, :8]) != length_crc))
+    if wrong.any():
+      self._raise_checksum(int(ids[np.flatnonzero(wrong)[0]]))
+    self._verified[ids] = True
+
+  def _raise_checksum(self, chunk: int) -> None:
+    path, row = self._place(chunk)
+    episode = int(np.searchsorted(self.first_chunk, chunk, side='right') - 1)
+    offset = (chunk - int(self.first_chunk[episode])) * self.chunk_steps
+    raise DamagedChunksError(
+        path, f'record {row} (chunk {chunk}: episode {episode}, steps '
+        f'{offset}-{offset + self.chunk_steps - 1}) does not match its '
+        'checksum (its bytes were changed)')
+
+  def _unverified(self, ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """``(chunk ids, first index in ids)`` of the records not yet checked."""
+    new = np.flatnonzero(~self._verified[ids])
+    if not new.size:
+      return new, new
+    unique, first = np.unique(ids[new], return_index=True)
+    return unique, new[first]
 
   def _verify(self, block: np.ndarray, ids: np.ndarray) -> None:
     frames = block[:, self._frame_columns]
@@ -518,37 +717,59 @@ class ChunkStorage:
 
   def _record_offsets(self, shard: int) -> np.ndarray:
     if shard not in self._offsets:
-      self._offsets[shard] = records_lib.record_offsets(
-          self._files.paths[shard], self._files.lengths[shard])
+      path = self._files.paths[shard]
+      self._file_size(shard)
+      try:
+        self._offsets[shard] = records_lib.record_offsets(
+            path, self._files.lengths[shard])
+      except ValueError as error:
+        detail = str(error)
+        if detail.startswith(path + ': '):
+          detail = detail[len(path) + 2:]
+        raise DamagedChunksError(path, detail) from None
     return self._offsets[shard]
+
+  def _read_bytes(self, shard: int, start: int, end: int) -> bytes:
+    """Bytes ``[start, end)`` of shard ``shard`` (map or pread)."""
+    if self._mapped:
+      return self._map(shard)[start:end]
+    return os.pread(self._fd(shard), end - start, start)
 
   def read_records(self, chunk_ids: Any) -> List[bytes]:
     """The serialized records of ``chunk_ids`` (flattened), any layout.
 
+    A record read for the first time is read whole and its checksums
+    checked.
+
     Raises:
       IndexError: for a chunk id outside the split.
+      DamagedChunksError: for a record whose bytes are damaged, or a shard
+        that ends early (the message names the file and record).
     """
     ids = np.asarray(chunk_ids, np.int64).reshape(-1)
     self._check_ids(ids)
     out: List[bytes] = [b''] * ids.size
     if not ids.size:
       return out
+    unique, first = self._unverified(ids)
+    whole = np.zeros(ids.size, bool)
+    whole[first] = True
+    full: Dict[int, bytes] = {}
     shards, rows = self._files.locate(ids)
-    for shard in np.unique(shards):
-      offsets = self._record_offsets(int(shard))
+    for shard in np.unique(shards).tolist():
+      offsets = self._record_offsets(shard)
       chosen = np.flatnonzero(shards == shard)
-      starts = offsets[rows[chosen]] + _TFRECORD_HEADER
-      ends = offsets[rows[chosen] + 1] - _TFRECORD_FOOTER
-      if self._mapped:
-        mapping = self._map(int(shard))
-        for i, start, end in zip(chosen.tolist(), starts.tolist(),
-                                 ends.tolist()):
-          out[i] = mapping[start:end]
-      else:
-        fd = self._fd(int(shard))
-        for i, start, end in zip(chosen.tolist(), starts.tolist(),
-                                 ends.tolist()):
-          out[i] = os.pread(fd, end - start, start)
+      for i, start, end in zip(chosen.tolist(),
+                               offsets[rows[chosen]].tolist(),
+                               offsets[rows[chosen] + 1].tolist()):
+        if whole[i]:
+          full[i] = self._read_bytes(shard, start, end)
+          out[i] = full[i][_TFRECORD_HEADER:-_TFRECORD_FOOTER]
+        else:
+          out[i] = self._read_bytes(shard, start + _TFRECORD_HEADER,
+                                    end - _TFRECORD_FOOTER)
+    if unique.size:
+      self._check_checksums([full[i] for i in first.tolist()], unique)
     return out
 
 

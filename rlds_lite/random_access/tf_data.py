@@ -2,7 +2,8 @@
 
 ``sample_batches(sources, kind, batch_size, seed=...)`` is the pipeline:
 ``Dataset.range`` of batch numbers -> this host's positions -> sample ids
-(`Sampler`: a stateless permutation per epoch, weighted mixing, hosts) ->
+(`Sampler`: a stateless permutation per epoch, spread over the dataset by
+default, weighted mixing, hosts) ->
 one batched read of the chunk records per source and batch, in a parallel
 ``map`` (`SampleReader`) -> prefetch. Memory holds the index (a few bytes per
 sample) and the batches in flight, whatever the dataset's size; a batch is a
@@ -21,6 +22,8 @@ Example:
 """
 
 import functools
+import hashlib
+import json
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -28,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlds_lite.random_access import index as index_lib
+from rlds_lite.random_access import layout as layout_lib
 from rlds_lite.random_access import reading
 from rlds_lite.random_access import sampler as sampler_lib
 from rlds_lite.random_access import samples as samples_lib
@@ -79,7 +83,20 @@ class Plan:
 
   @property
   def fingerprint(self) -> str:
-    """Identifies the data, sample kinds, weights and global batch size."""
+    """Identifies what a position means: each source's samples (split, step
+    features, episode lengths and terminal flags, sample kind), and the
+    sampler's sizes, weights, order and global batch size.
+
+    The chunk layout (``chunk_steps``) is not part of it: it changes how
+    samples are read, not which sample a position gives, so a state restores
+    into the same source chunked again with other ``chunk_steps``.
+    """
+    parts = [_source_fingerprint(r) for r in self.readers]
+    return '-'.join(parts + [self.sampler.fingerprint()])
+
+  @property
+  def fingerprint_v1(self) -> str:
+    """The fingerprint of states of format 1 (chunk layout included)."""
     parts = [r.index.fingerprint for r in self.readers]
     return '-'.join(parts + [self.sampler.fingerprint()])
 
@@ -146,6 +163,18 @@ class Plan:
     return positions
 
 
+def _source_fingerprint(reader: reading.SampleReader) -> str:
+  """What one source's sample ids mean (see `Plan.fingerprint`)."""
+  storage, index = reader.storage, reader.index
+  leaves = [[leaf.path, leaf.kind, leaf.dtype, list(leaf.shape[1:]),
+             leaf.encoding] for leaf in storage.layout.leaves]
+  digest = hashlib.sha256(
+      json.dumps([storage.split, repr(index.kind), leaves]).encode())
+  digest.update(np.ascontiguousarray(index.lengths, '<i8').tobytes())
+  digest.update(np.ascontiguousarray(index.terminated, bool).tobytes())
+  return digest.hexdigest()[:16]
+
+
 def _named(sources: Sources) -> Tuple[List[str], List[Source]]:
   if isinstance(sources, Mapping):
     return [str(k) for k in sources], list(sources.values())
@@ -163,6 +192,43 @@ def _weights(names: List[str], weights: Any) -> Optional[List[float]]:
                        f'it needs exactly the sources {sorted(names)}.')
     return [float(weights[name]) for name in names]
   return [float(w) for w in weights]
+
+
+def _feature(leaf: layout_lib.Leaf, decoded_size: bool) -> str:
+  """What a step leaf gives a sample (``float32 (3,)``, ``png image ...``)."""
+  if leaf.kind == 'string':
+    return 'strings'
+  shape = '' if decoded_size else f' {tuple(leaf.shape[1:])}'
+  if leaf.kind == 'image':
+    return f'{leaf.encoding} images{shape}'
+  return f'{leaf.dtype}{shape}'
+
+
+def _check_same_features(names: List[str],
+                         storages: List[storage_lib.ChunkStorage],
+                         decode_images: bool,
+                         image_size: Optional[Tuple[int, int]]) -> None:
+  """Raises a one-line ValueError if mixed sources give different samples.
+
+  Frames decoded at ``image_size`` (or not decoded) may differ in size.
+  """
+  resized = image_size is not None or not decode_images
+  features = [{leaf.path: _feature(leaf, resized and leaf.kind == 'image')
+               for leaf in s.layout.leaves} for s in storages]
+  label = [f'{name!r} ({s.path})' for name, s in zip(names, storages)]
+  for i in range(1, len(storages)):
+    first, other = features[0], features[i]
+    only = [(label[0], sorted(set(first) - set(other))),
+            (label[i], sorted(set(other) - set(first)))]
+    parts = [f'only {who} has {", ".join(paths)}' for who, paths in only
+             if paths]
+    parts += [f'{path!r} is {first[path]} in {label[0]} but {other[path]} in '
+              f'{label[i]}' for path in sorted(set(first) & set(other))
+              if first[path] != other[path]][:1 if not parts else 0]
+    if parts:
+      raise ValueError('random access: the sources have different features, '
+                       f'so their samples do not mix: {"; ".join(parts)}. '
+                       'Mix sources with the same step features.')
 
 
 def plan(sources: Sources,
@@ -196,11 +262,14 @@ def plan(sources: Sources,
     ...
     ValueError: random access: source '0' (...) has no Windows(size=7, shift=1, stride=1, drop_remainder=True) sample: its 3 episodes are all shorter than a sample (longest: 6 steps).
   """
+  kind = samples_lib.check_kind(kind)
+  image_size = reading.check_image_size(image_size)
   names, values = _named(sources)
   if not values:
     raise ValueError('random access: no source.')
   storages = [storage_lib.open_storage(v, split, mapped_budget)
               for v in values]
+  _check_same_features(names, storages, decode_images, image_size)
   readers = []
   for name, storage in zip(names, storages):
     index = index_lib.SampleIndex.build(kind, storage)
@@ -355,9 +424,10 @@ def sample_batches(sources: Sources,
       only the frames a sample holds are decoded.
     sample_info: add ``episode_index`` and ``sample_id`` (and, mixing,
       ``dataset_index``) ``[B]`` int64 to every batch.
-    mapped_budget: bytes read through the shards' memory maps before they
-      drop their pages (None: `storage.DEFAULT_MAPPED_BUDGET`, 16 MiB; for
-      sources given as paths).
+    mapped_budget: a split whose shards hold at most this many bytes is
+      memory-mapped (fastest; the pages read stay in RSS as page cache), a
+      larger one read record by record with ``pread`` (None:
+      `storage.DEFAULT_MAPPED_BUDGET`, 64 MiB; for sources given as paths).
     num_parallel_calls: batches read in parallel.
     prefetch: batches to prefetch (0: none).
 
@@ -370,7 +440,17 @@ def sample_batches(sources: Sources,
     FileNotFoundError: for a missing dataset.
     NotChunkedError: for an RLDS dataset that was not converted (the
       message says how).
-    ValueError, TypeError: for bad arguments, or a source without samples.
+    DamagedChunksError: for a missing or damaged file of a chunk dataset
+      (the message names it and says to convert again).
+    ValueError, TypeError: for bad arguments (a kind that is not a sample
+      kind, an ``image_size`` that is not ``(height, width)``, a sliced
+      split, mixed sources with other step features), or a source without
+      samples.
+    tf.errors.InvalidArgumentError: while iterating, for a record found
+      damaged when first read (checksum, framing, episode or offset) or a
+      shard that ends early: ``assertion failed: [random access: <file>:
+      record ...; the chunk dataset is damaged: convert the source again
+      (...)]``, one line of the storage's, no Python traceback.
     tf.errors.InvalidArgumentError: while iterating, from TF's decoder, if
       a sampled camera frame does not decode (``convert`` copies frames
       encoded). It names the field through its decode op

@@ -24,3 +24,11 @@ def _other_chunks(tmp_path_factory):
   source = testing.write_vectors(tmp_path_factory.mktemp('other'), 'other',
                                  lengths=(12, 5, 30), offset=1000)
   return ra.convert(source, chunk_steps=4, progress=False)
+
+
+@pytest.fixture(name='camera_chunks', scope='package')
+def _camera_chunks(tmp_path_factory):
+  """Images (png), vectors and strings: a parsed layout."""
+  source = testing.write_cameras(tmp_path_factory.mktemp('cams'))
+  return ra.convert(source, tmp_path_factory.mktemp('c') / 'cams_chunks',
+                    chunk_steps=2, progress=False)

@@ -1,6 +1,7 @@
 """(seed, position): the batch after a restore is the batch that would have come."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -73,7 +74,9 @@ def test_restore_from_another_dataset_is_an_error(vector_chunks, other_chunks,
   it = _iterator(vector_chunks)
   with pytest.raises(ra.StateMismatchError,
                      match=r"the state in '.*other.json' was saved by another "
-                     r'pipeline \(fingerprint .*\): another dataset or split'):
+                     r'pipeline \(fingerprint .*\): another dataset or split, '
+                     r'sample kind, weights, order or global batch size. '
+                     r'Restore it into the pipeline that saved it.$'):
     it.restore(path)
   other = _iterator(vector_chunks, batch_size=8)   # Another global batch.
   with pytest.raises(ra.StateMismatchError):
@@ -87,3 +90,96 @@ def test_restore_bad_files(vector_chunks, tmp_path):
   (tmp_path / 'bad.json').write_text('{"seed": 1}')
   with pytest.raises(ValueError, match='is not a saved random-access state'):
     it.restore(tmp_path / 'bad.json')
+
+
+@pytest.mark.parametrize('other', [dict(batch_size=8), dict(order='uniform'),
+                                   dict(kind=ra.Windows(3))],
+                         ids=['batch size', 'order', 'kind'])
+def test_restore_into_another_pipeline_is_an_error(vector_chunks, other):
+  state = _iterator(vector_chunks).state()
+  kind = other.pop('kind', ra.Windows(4))
+  it = ra.SampleIterator(vector_chunks, kind, **{'batch_size': 16, **other})
+  with pytest.raises(ra.StateMismatchError, match='order or global batch'):
+    it.restore(state)
+
+
+def test_restore_into_the_source_chunked_again(vectors, vector_chunks,
+                                               tmp_path):
+  # chunk_steps changes how samples are read, not which: same batches.
+  it = _iterator(vector_chunks)
+  next(it)
+  state = it.state()
+  rechunked = ra.convert(vectors, tmp_path / 'c8', chunk_steps=8,
+                         progress=False)
+  again = _iterator(rechunked, seed=0)
+  again.restore(state)
+  tf.nest.map_structure(np.testing.assert_array_equal, next(again), next(it))
+
+
+def test_a_state_of_format_1_still_restores(vector_chunks, vectors, tmp_path):
+  it = _iterator(vector_chunks)
+  state = {**it.state(), 'format': 'rlds_lite.random_access.state/1',
+           'fingerprint': it.plan.fingerprint_v1}   # As rlds_lite saved it.
+  again = _iterator(vector_chunks, seed=0)
+  again.restore(state)
+  assert again.seed == 4
+  rechunked = _iterator(ra.convert(vectors, tmp_path / 'c8', chunk_steps=8,
+                                   progress=False))
+  with pytest.raises(ra.StateMismatchError, match=r'or \(a state of format '
+                     r'1\) another chunk_steps. Restore it'):
+    rechunked.restore(state)
+
+
+AGAIN = 'Restore the state save() wrote (or a state() dict) as it was.'
+BAD_STATES = {
+    'no position': (lambda s: s.pop('position'), ValueError,
+                    "SampleIterator.restore: the state given has no "
+                    f"'position'. {AGAIN}"),
+    'no seed nor fingerprint': (
+        lambda s: [s.pop('seed'), s.pop('fingerprint')], ValueError,
+        "SampleIterator.restore: the state given has no 'seed', "
+        f"'fingerprint'. {AGAIN}"),
+    'position a string': (
+        lambda s: s.update(position='ten'), ValueError,
+        "SampleIterator.restore: the state given has position 'ten'; it "
+        f'must be an int >= 0. {AGAIN}'),
+    'position negative': (
+        lambda s: s.update(position=-16), ValueError,
+        'SampleIterator.restore: the state given has position -16; it must '
+        f'be an int >= 0. {AGAIN}'),
+    'position a float': (
+        lambda s: s.update(position=16.0), ValueError,
+        'SampleIterator.restore: the state given has position 16.0; it must '
+        f'be an int >= 0. {AGAIN}'),
+    'seed None': (
+        lambda s: s.update(seed=None), ValueError,
+        'SampleIterator.restore: the state given has seed None; it must be '
+        f'an int. {AGAIN}'),
+    'fingerprint a number': (
+        lambda s: s.update(fingerprint=7), ValueError,
+        'SampleIterator.restore: the state given has fingerprint 7; it must '
+        f'be a string. {AGAIN}'),
+}
+
+
+@pytest.mark.parametrize('name', BAD_STATES)
+def test_restore_a_hand_edited_state(vector_chunks, name):
+  edit, error, message = BAD_STATES[name]
+  it = _iterator(vector_chunks)
+  state = it.state()
+  edit(state)
+  with pytest.raises(error, match='^' + re.escape(message) + '$'):
+    it.restore(state)
+  assert (it.seed, it.position) == (4, 0)
+
+
+def test_restore_neither_a_file_nor_a_state(vector_chunks, tmp_path):
+  it = _iterator(vector_chunks)
+  with pytest.raises(IsADirectoryError, match=re.escape(
+      f"SampleIterator.restore: '{tmp_path}' is a directory; pass the path "
+      'of the file save() wrote.')):
+    it.restore(tmp_path)
+  with pytest.raises(TypeError, match=re.escape(
+      'SampleIterator.restore: pass the path save() returned or a state() '
+      'dict, got None.')):
+    it.restore(None)

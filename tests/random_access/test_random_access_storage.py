@@ -2,6 +2,7 @@
 
 import itertools
 import os
+import re
 import shutil
 
 import numpy as np
@@ -9,7 +10,10 @@ import pytest
 import tensorflow as tf
 
 from rlds_lite import random_access as ra
+from rlds_lite.random_access import storage as storage_lib
 import random_access_testing as testing
+
+AGAIN = re.escape(storage_lib.CONVERT_AGAIN) + '$'
 
 
 def test_missing_and_not_chunked(vectors, tmp_path):
@@ -48,8 +52,10 @@ def test_a_damaged_record_is_named(vector_chunks, tmp_path):
     storage = ra.ChunkStorage(copy, mapped_budget=budget)
     for read in (lambda ids: storage.read_block(ids),
                  lambda ids: storage.gather_steps(ids, np.zeros_like(ids))):
-      with pytest.raises(ValueError, match=r'-00000 record 2 \(chunk 2\) is '
-                         r'not chunk 1 of episode 1 as the episode table says'):
+      with pytest.raises(ra.DamagedChunksError, match=(
+          r'^random access: .*-00000: record 2 \(chunk 2\) is not chunk 1 '
+          r'of episode 1 as the episode table says \(it holds episode 9, '
+          r'offset 4, or its bytes are damaged\); ' + AGAIN)):
         read(np.array([0, 2]))
       read(np.array([0, 1, 3]))   # The others are fine.
 
@@ -64,9 +70,9 @@ def test_a_damaged_record_frame_is_named(vector_chunks, tmp_path):
     f.write(bytes([byte[0] ^ 0xFF]))
   for budget in (1 << 30, 0):   # Memory-mapped, and read with pread.
     storage = ra.ChunkStorage(copy, mapped_budget=budget)
-    with pytest.raises(ValueError, match=r'-00000 record 2 \(chunk 2\) is '
-                       r'not chunk 1 of episode 1 .* or its bytes are '
-                       r'damaged'):
+    with pytest.raises(ra.DamagedChunksError, match=(
+        r'-00000: record 2 \(chunk 2\) is not chunk 1 of episode 1 .* or '
+        r'its bytes are damaged\); ' + AGAIN)):
       storage.gather_steps(np.array([0, 2]), np.array([0, 3]))
     storage.gather_steps(np.array([0, 1, 3]), np.array([0, 3, 1]))
 
@@ -75,8 +81,9 @@ def test_a_truncated_shard_is_named(vector_chunks, tmp_path):
   copy, paths = _copy(vector_chunks, tmp_path)
   with open(paths[1], 'r+b') as f:
     f.truncate(os.path.getsize(paths[1]) - 10)
-  with pytest.raises(ValueError, match=r'-00001: \d+ bytes, but \d+ records '
-                     r'of \d+ bytes make \d+; the file is truncated or damaged'):
+  with pytest.raises(ra.DamagedChunksError, match=(
+      r'-00001: holds \d+ bytes, but its \d+ records of \d+ bytes make \d+ '
+      r'\(it is truncated or was changed\); ' + AGAIN)):
     ra.ChunkStorage(copy)
 
 
@@ -84,8 +91,9 @@ def test_an_episode_table_that_does_not_match(vector_chunks, tmp_path):
   copy, _ = _copy(vector_chunks, tmp_path)
   table = os.path.join(copy, 'episodes-train.npz')
   np.savez(table, length=np.array([3, 4]), terminated=np.array([True, False]))
-  with pytest.raises(ValueError, match=r'the episode table .* gives 2 chunks, '
-                     r'the shards hold 22 records; the dataset is damaged'):
+  with pytest.raises(ra.DamagedChunksError, match=(
+      r'episodes-train.npz: gives 2 chunks, the shards of split .train. hold '
+      r'22 records; ' + AGAIN)):
     ra.ChunkStorage(copy)
 
 

@@ -1,11 +1,15 @@
 """sample_batches: uniform batches, epochs, hosts, weighted mixing."""
 
+import os
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from rlds_lite import pipeline
 from rlds_lite import random_access as ra
+import random_access_testing as testing
 import rlds_testing
 
 
@@ -110,6 +114,64 @@ def test_bad_input(vector_chunks, vectors):
       r"chunk dataset: convert it once with rlds_lite.random_access.convert"
       r".* or `rlds-lite chunk .*`")):
     ra.sample_batches(vectors, ra.Windows(2), 4)
+
+
+ARGUMENT_ERRORS = {
+    'kind is the class': (
+        lambda v, c: ra.sample_batches(v, ra.Windows, 4), TypeError,
+        'random access: kind must be a sample kind: Windows(...), '
+        'Transitions(...) or RobotSamples(...), got the class Windows; call '
+        'it: Windows(...).'),
+    'kind is a string': (
+        lambda v, c: ra.sample_batches(v, 'windows', 4), TypeError,
+        'random access: kind must be a sample kind: Windows(...), '
+        "Transitions(...) or RobotSamples(...), got 'windows'."),
+    'Grain kind is the class': (
+        lambda v, c: ra.GrainSamples(v, ra.Transitions), TypeError,
+        'random access: kind must be a sample kind: Windows(...), '
+        'Transitions(...) or RobotSamples(...), got the class Transitions; '
+        'call it: Transitions(...).'),
+    'image_size is an int': (
+        lambda v, c: ra.sample_batches(c, ra.Windows(2), 4, image_size=128),
+        ValueError, 'random access: image_size must be None or (height, '
+        'width) of positive ints, got 128.'),
+    'split is sliced': (
+        lambda v, c: ra.sample_batches(v, ra.Windows(2), 4, split='train[:2]'),
+        ValueError, "random access: split 'train[:2]' is not a split name: "
+        'random access reads whole splits; pass a plain split name (no '
+        "slicing; '{v}' has ['train'])."),
+    'a file, not the directory': (
+        lambda v, c: ra.ChunkStorage(os.path.join(v, 'dataset_info.json')),
+        ValueError, "random access: '{v}/dataset_info.json' is a file, not a "
+        "dataset directory; pass the chunk dataset's directory ('{v}')."),
+    'mixed sources with other features': (
+        lambda v, c: ra.sample_batches([c, v], ra.Windows(2), 4,
+                                       weights=[0.5, 0.5]), ValueError,
+        'random access: the sources have different features, so their '
+        "samples do not mix: only '0' ({c}) has language_instruction, "
+        "observation/image, observation/state; only '1' ({v}) has "
+        'discount, observation, step. Mix sources with the same step '
+        'features.'),
+}
+
+
+@pytest.mark.parametrize('name', ARGUMENT_ERRORS)
+def test_argument_errors(vector_chunks, camera_chunks, name):
+  call, error, message = ARGUMENT_ERRORS[name]
+  message = message.format(v=os.fspath(vector_chunks),
+                           c=os.fspath(camera_chunks))
+  with pytest.raises(error, match='^' + re.escape(message) + '$'):
+    call(os.fspath(vector_chunks), os.fspath(camera_chunks))
+
+
+def test_sources_chunked_differently_mix(camera_chunks, tmp_path):
+  # The same step features in records of 2 and of 3 steps.
+  other = ra.convert(testing.write_cameras(tmp_path), tmp_path / 'other',
+                     chunk_steps=3, progress=False)
+  batch = next(iter(ra.sample_batches([camera_chunks, other], ra.Windows(2),
+                                      4, weights=[0.5, 0.5],
+                                      image_size=(4, 4))))
+  assert batch['observation']['image'].shape == (4, 2, 4, 4, 3)
 
 
 def test_undecodable_frame_error_names_its_field(tmp_path):
