@@ -717,6 +717,8 @@ def robot_samples_dataset(
                   pool_episodes, memory_budget, prefetch, data_dir, num_steps,
                   _value_bytes(episodes.element_spec[rlds_types.STEPS],
                                specs, history, action_chunk), op)
+  if drop_last_batch and not isinstance(source, tf.data.Dataset):
+    _check_a_full_batch(source, split, data_dir, num_steps, batch_size, op)
   _LOG.info('%s: %r', op, plan)
   seeds = pools.pool_seeds(seed)
   if plan.decode == 'per_episode':
@@ -727,6 +729,25 @@ def robot_samples_dataset(
                               shuffle, seed, drop_last_batch,
                               num_parallel_calls)
   return batches.prefetch(prefetch) if prefetch else batches
+
+
+def _check_a_full_batch(source: Any, split: str, data_dir: Optional[PathLike],
+                        num_steps: Optional[int], batch_size: int,
+                        op: str) -> None:
+  """Raises if ``drop_last_batch`` would leave no batch: fewer steps than one.
+
+  A sample is anchored at a step, so a split of ``N`` steps has at most
+  ``N`` samples (a pass would end without a batch, and a ``repeat()`` of it
+  would never give one).
+  """
+  from rlds_lite.pipeline import shuffling  # pylint: disable=g-import-not-at-top
+  if num_steps is None:
+    num_steps = shuffling.count_steps(source, split, data_dir=data_dir)
+  if num_steps < batch_size:
+    raise ValueError(
+        f'{op}: drop_last_batch=True gives no batch: split {split!r} has '
+        f'{num_steps} steps, so fewer samples than batch_size {batch_size}. '
+        'Use a smaller batch_size or drop_last_batch=False.')
 
 
 def _sampler(layout: _Layout, frames_per_sample: int,

@@ -296,6 +296,14 @@ def plan(sources: Sources,
       [len(r.index) for r in readers], _weights(names, weights), seed=seed,
       batch_size=batch_size, num_hosts=num_hosts, host=host, order=order,
       episode_counts=[r.index.counts for r in readers])
+  if drop_remainder and num_epochs is not None:
+    total = int(num_epochs) * len(readers[0].index)
+    if total < sampler.global_batch_size:
+      raise ValueError(
+          f'random access: drop_remainder=True gives no batch: {num_epochs} '
+          f'epoch(s) hold {total} samples, fewer than the global batch of '
+          f'{sampler.global_batch_size}. Use a smaller batch, more epochs or '
+          'drop_remainder=False.')
   return Plan(names, readers, sampler,
               None if num_epochs is None else int(num_epochs),
               bool(drop_remainder), sample_info)

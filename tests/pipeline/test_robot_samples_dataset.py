@@ -314,6 +314,18 @@ def test_bad_arguments(camera_path, kwargs, error, match):
     pipeline.robot_samples_dataset(camera_path, batch_size=4, **kwargs)
 
 
+def test_a_batch_larger_than_the_split_with_drop_last_batch(camera_path):
+  steps = sum(LENGTHS)
+  with pytest.raises(ValueError, match=(
+      r"^robot_samples_dataset: drop_last_batch=True gives no batch: split "
+      rf"'train' has {steps} steps, so fewer samples than batch_size "
+      rf'{steps + 1}.')):
+    pipeline.robot_samples_dataset(camera_path, batch_size=steps + 1,
+                                   drop_last_batch=True)
+  ds = pipeline.robot_samples_dataset(camera_path, batch_size=steps + 1)
+  assert [len(b['action']) for b in ds] == [steps - len(LENGTHS)]
+
+
 def test_dataset_source_errors():
   ds, specs = corrupt_last_frame_episodes()
   with pytest.raises(ValueError, match='memory_budget needs a TFDS dataset'):

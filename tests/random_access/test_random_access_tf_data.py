@@ -59,6 +59,14 @@ def test_drop_remainder(vector_chunks):
   ds = ra.sample_batches(vector_chunks, ra.Windows(4), batch_size=16,
                          num_epochs=1, drop_remainder=True)
   assert [int(b['step'].shape[0]) for b in ds] == [16, 16, 16]
+  with pytest.raises(ValueError, match=r'^random access: drop_remainder=True '
+                     r'gives no batch: 1 epoch\(s\) hold 60 samples, fewer '
+                     'than the global batch of 64.'):
+    ra.sample_batches(vector_chunks, ra.Windows(4), batch_size=64,
+                      num_epochs=1, drop_remainder=True)
+  two = ra.sample_batches(vector_chunks, ra.Windows(4), batch_size=64,
+                          num_epochs=2, drop_remainder=True)
+  assert [int(b['step'].shape[0]) for b in two] == [64]
 
 
 def test_batches_mix_nearly_every_episode(vectors, tmp_path):
