@@ -158,6 +158,64 @@ def _builder_from_name(name: str,
     ) from None
 
 
+_CHUNK_LAYOUT = 'rlds_lite_chunks'
+"""The metadata key of a chunk dataset (``random_access.layout.LAYOUT_NAME``)."""
+_MAX_KEYS_NAMED = 8
+
+
+def _chunk_source(builder: tfds.core.DatasetBuilder) -> Optional[str]:
+  """The source path of a chunk dataset (``rlds_lite.random_access``), else None.
+
+  A chunk dataset's ``metadata.json`` holds the layout key; its source is
+  ``'?'`` if the metadata does not name it.
+  """
+  try:
+    metadata = builder.info.metadata
+    if not metadata or _CHUNK_LAYOUT not in metadata:
+      return None
+    source = metadata.get('source')
+  except Exception:  # pylint: disable=broad-except
+    return None  # Unreadable metadata: not a chunk dataset we can name.
+  path = source.get('path') if isinstance(source, dict) else None
+  return str(path) if path else '?'
+
+
+def _features_text(features: Any) -> str:
+  """The top-level feature keys, with the kind of each (a few, then ``...``).
+
+  Example:
+    >>> _features_text(tfds.features.FeaturesDict({
+    ...     'steps': {'x': tf.float32}, 'offset': tf.int64}))
+    'offset (Tensor), steps (FeaturesDict)'
+  """
+  if not isinstance(features, tfds.features.FeaturesDict):
+    return f'a {type(features).__name__}, not a FeaturesDict'
+  keys = sorted(features.keys())
+  named = [f'{key} ({type(features[key]).__name__})'
+           for key in keys[:_MAX_KEYS_NAMED]]
+  more = len(keys) - len(named)
+  return ', '.join(named) + (f' and {more} more' if more > 0 else '')
+
+
+def _not_rlds_error(builder: tfds.core.DatasetBuilder, name: str
+                    ) -> ValueError:
+  """The ValueError of a dataset without RLDS ``steps``: short, one line.
+
+  A chunk dataset (``rlds_lite.random_access.convert``'s output) is named as
+  one, with its source; other datasets name their top-level features.
+  """
+  source = _chunk_source(builder)
+  if source is not None:
+    return ValueError(
+        f'load: {name} is a chunk dataset (rlds_lite.random_access, converted '
+        f'from {source}); pass its source, or read it with '
+        'rlds_lite.random_access.')
+  return ValueError(
+      f'load: dataset {name!r} is not an RLDS dataset: it has no '
+      f"{rlds_types.STEPS!r} feature of type tfds.features.Dataset (its "
+      f'top-level features: {_features_text(builder.info.features)}).')
+
+
 def _steps_feature(builder: tfds.core.DatasetBuilder,
                    name: str) -> tfds.features.Dataset:
   """The ``steps`` feature of an RLDS dataset; a ValueError if there is none."""
@@ -167,10 +225,7 @@ def _steps_feature(builder: tfds.core.DatasetBuilder,
       rlds_types.STEPS in features.keys()):
     steps = features[rlds_types.STEPS]
   if not isinstance(steps, tfds.features.Dataset):
-    raise ValueError(
-        f'load: dataset {name!r} is not an RLDS dataset: it has no '
-        f"{rlds_types.STEPS!r} feature of type tfds.features.Dataset "
-        f'(its features: {features!r}).')
+    raise _not_rlds_error(builder, name)
   return steps
 
 

@@ -435,3 +435,33 @@ def test_bad_input_is_one_line_and_exit_2(cameras, tmp_path, capsys, argv,
   out, err = capsys.readouterr()
   assert (out, err) == ('', fill(message) + '\n')
   assert sorted(p.name for p in tmp_path.iterdir()) == ['a_file.txt', 'two']
+
+
+@pytest.fixture(name='chunks', scope='module')
+def _chunks(cameras, tmp_path_factory):
+  """The chunk dataset (rlds_lite.random_access) of ``cameras``: its path."""
+  from rlds_lite import random_access  # pylint: disable=g-import-not-at-top
+  return random_access.convert(
+      cameras[0], str(tmp_path_factory.mktemp('chunks') / 'cameras_chunks'),
+      progress=False)
+
+
+@pytest.mark.parametrize('argv', [
+    ['episodes', '{chunks}', '--no-cache'],
+    ['view', '{chunks}'],
+    ['chunk', '{chunks}', '--out', '{tmp}/again'],
+    ['inspect', '{chunks}'],
+    ['validate', '{chunks}'],
+    ['video', '{chunks}', '--out', '{tmp}/v.gif'],
+], ids=['episodes', 'view', 'chunk', 'inspect', 'validate', 'video'])
+def test_a_chunk_dataset_is_named_as_one(cameras, chunks, tmp_path, capsys,
+                                         argv):
+  # It was "is not an RLDS dataset ..." with the whole FeaturesDict: one
+  # line of 684 characters.
+  fill = lambda s: s.format(chunks=chunks, tmp=tmp_path)
+  assert cli.main([fill(a) for a in argv] + ['--no-progress']) == 2
+  assert capsys.readouterr() == ('', (
+      f'rlds-lite {argv[0]}: {chunks} is a chunk dataset '
+      f'(rlds_lite.random_access, converted from {cameras[0]}); pass its '
+      'source, or read it with rlds_lite.random_access.\n'))
+  assert os.listdir(tmp_path) == []
