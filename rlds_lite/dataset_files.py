@@ -906,6 +906,18 @@ def _short(error: BaseException) -> str:
   return text
 
 
+def short_message(error: BaseException) -> str:
+  """A TF or OS error's message on one line, without TF's plumbing.
+
+  Example:
+    >>> short_message(tf.errors.DataLossError(None, None,
+    ...     '{{function_node __wrapped__IteratorGetNext}} truncated record at '
+    ...     '26012 [Op:IteratorGetNext] name: '))
+    'truncated record at 26012'
+  """
+  return _short(error)
+
+
 def _first_sentence(text: str) -> str:
   text = ' '.join(text.split())
   if len(text) > _MAX_TF_MESSAGE:
