@@ -8,6 +8,10 @@ are hidden).
 
 Global flags: ``--version``, ``--verbose`` (also accepted after the command).
 
+A command line argparse cannot use (a missing argument, a bad number, an
+unknown flag) is one line on stderr naming the command, and exit status 2
+(`OneLineParser`); ``--help`` is argparse's own.
+
 Example:
   >>> main(['version'])
   rlds_lite 0.1.0
@@ -33,8 +37,59 @@ def _command_module(name: str):
   return importlib.import_module(f'rlds_lite.commands.{name}')
 
 
+class OneLineParser(argparse.ArgumentParser):
+  """An ``ArgumentParser`` whose errors are one line, then exit status 2.
+
+  argparse prints its usage block before the error (2-7 lines); this prints
+  ``PROG: message (see PROG --help)``, as the commands report bad input.
+  Subcommand parsers are of this class too (argparse makes them so), so
+  their errors name the command.
+
+  Example:
+    >>> import contextlib, io
+    >>> parser = OneLineParser(prog='rlds-lite video')
+    >>> _ = parser.add_argument('--episode', type=int)
+    >>> err = io.StringIO()
+    >>> with contextlib.redirect_stderr(err):
+    ...   try:
+    ...     parser.parse_args(['--episode', 'two'])
+    ...   except SystemExit as e:
+    ...     print(e.code)
+    2
+    >>> print(err.getvalue(), end='')
+    rlds-lite video: argument --episode: invalid int value: 'two' (see rlds-lite video --help)
+  """
+
+  def error(self, message: str):  # pylint: disable=missing-function-docstring
+    text = ' '.join(message.split())
+    self.exit(2, f'{self.prog}: {text} (see {self.prog} --help)\n')
+
+
+def _subparser(parser: argparse.ArgumentParser,
+               command: str) -> argparse.ArgumentParser:
+  """The parser of ``command`` (a subcommand of ``parser``)."""
+  for action in parser._actions:  # pylint: disable=protected-access
+    if isinstance(action, argparse._SubParsersAction):  # pylint: disable=protected-access
+      return action.choices[command]
+  raise KeyError(command)
+
+
+def _parse(argv: Optional[List[str]]) -> argparse.Namespace:
+  """The parsed command line; one line and SystemExit(2) if unusable.
+
+  Arguments no parser knows are reported by the command's parser (``rlds-lite
+  inspect: unrecognized arguments: --bogus``), not the top-level one.
+  """
+  parser = _parser()
+  args, unknown = parser.parse_known_args(argv)
+  if unknown:
+    _subparser(parser, args.command).error(
+        f'unrecognized arguments: {" ".join(unknown)}')
+  return args
+
+
 def _parser() -> argparse.ArgumentParser:
-  parser = argparse.ArgumentParser(
+  parser = OneLineParser(
       prog='rlds-lite',
       description='Fast, dependable RLDS episodic data on tf.data.')
   parser.add_argument('--version', action='version',
@@ -53,7 +108,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
   """Runs the command line; returns the exit status."""
-  args = _parser().parse_args(argv)
+  args = _parse(argv)
   quiet.configure(verbose=args.verbose)
   return _command_module(args.command).run(args)
 

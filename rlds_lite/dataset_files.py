@@ -84,6 +84,8 @@ class CorruptDatasetError(ValueError):
     field: the step or episode field (``'observation'``), where known.
     step: the step where known (a camera frame that does not decode; the
       message says it), else None.
+    cause: TensorFlow's own message (one line), for data that does not
+      decode, else None.
 
   Example:
     >>> str(CorruptDatasetError('/d/x-train.tfrecord-00001', 'is empty.',
@@ -93,7 +95,8 @@ class CorruptDatasetError(ValueError):
 
   def __init__(self, path: str, message: str, *, episode: Optional[int] = None,
                split: Optional[str] = None, field: Optional[str] = None,
-               kind: str = CORRUPT_FILE, step: Optional[int] = None):
+               kind: str = CORRUPT_FILE, step: Optional[int] = None,
+               cause: Optional[str] = None):
     where = []
     if episode is not None:
       where.append(f'episode {episode}' +
@@ -109,6 +112,7 @@ class CorruptDatasetError(ValueError):
     self.split = split
     self.field = field
     self.step = step
+    self.cause = cause
 
   def __repr__(self) -> str:
     return f'CorruptDatasetError({str(self)!r})'
@@ -772,15 +776,48 @@ def _undecodable(shard: Shard, read: Reader) -> Optional[CorruptDatasetError]:
     for _ in episodes:
       done += 1
   except tf.errors.OpError as e:
-    message = _short(e)
-    if "' does not have one entry per step" in message:
-      message = message.split(':')[0]  # The rest repeats the dataset.
-    return CorruptDatasetError(
-        features_file(os.path.dirname(shard.path)),
-        f'its data (in {os.path.basename(shard.path)}) does not fit the '
-        f'features declared here: {message}',
-        episode=shard.first + done, split=shard.split,
-        field=_field_of(message), kind=UNDECODABLE)
+    return undecodable_error(shard, shard.first + done, e)
+  return None
+
+
+def undecodable_error(shard: Shard, episode: int,
+                      error: BaseException) -> CorruptDatasetError:
+  """The error of an episode whose data does not decode with the declared features.
+
+  It names the file the features come from (`features_file`), the episode,
+  the field TF's message names, and the shard holding the data; ``cause``
+  is TF's message.
+
+  Example:
+    >>> shard = Shard('/d/toy-train.tfrecord-00000', 'train', 0, 3, 'tfrecord')
+    >>> print(undecodable_error(shard, 2, ValueError(
+    ...     'Key: steps/observation. Cannot parse serialized Example.')))
+    /d/features.json: episode 2 of split 'train', field 'observation': its data (in toy-train.tfrecord-00000) does not fit the features declared here: Key: steps/observation. Cannot parse serialized Example.
+  """
+  message = _short(error)
+  if "' does not have one entry per step" in message:
+    message = message.split(':')[0]  # The rest repeats the dataset.
+  return CorruptDatasetError(
+      features_file(os.path.dirname(shard.path)),
+      f'its data (in {os.path.basename(shard.path)}) does not fit the '
+      f'features declared here: {message}',
+      episode=episode, split=shard.split, field=_field_of(message),
+      kind=UNDECODABLE, cause=message)
+
+
+def shard_of(builder: tfds.core.DatasetBuilder, split: str,
+             episode: int) -> Optional[Shard]:
+  """The shard holding episode ``episode`` of a plain split, or None.
+
+  Example:
+    >>> from rlds_lite import synthetic
+    >>> path = synthetic.dataset(3, seed=0)
+    >>> shard_of(open_builder(path), 'train', 2).episodes_text()
+    'episodes 0-2'
+  """
+  for shard in split_shards(builder, split):
+    if shard.split == split and shard.first <= episode < shard.first + shard.count:
+      return shard
   return None
 
 
@@ -904,6 +941,18 @@ def _short(error: BaseException) -> str:
   if len(text) > _MAX_TF_MESSAGE:
     text = text[:_MAX_TF_MESSAGE - 3] + '...'
   return text
+
+
+def short_message(error: BaseException) -> str:
+  """A TF or OS error's message on one line, without TF's plumbing.
+
+  Example:
+    >>> short_message(tf.errors.DataLossError(None, None,
+    ...     '{{function_node __wrapped__IteratorGetNext}} truncated record at '
+    ...     '26012 [Op:IteratorGetNext] name: '))
+    'truncated record at 26012'
+  """
+  return _short(error)
 
 
 def _first_sentence(text: str) -> str:

@@ -159,6 +159,64 @@ def _builder_from_name(name: str,
     ) from None
 
 
+_CHUNK_LAYOUT = 'rlds_lite_chunks'
+"""The metadata key of a chunk dataset (``random_access.layout.LAYOUT_NAME``)."""
+_MAX_KEYS_NAMED = 8
+
+
+def _chunk_source(builder: tfds.core.DatasetBuilder) -> Optional[str]:
+  """The source path of a chunk dataset (``rlds_lite.random_access``), else None.
+
+  A chunk dataset's ``metadata.json`` holds the layout key; its source is
+  ``'?'`` if the metadata does not name it.
+  """
+  try:
+    metadata = builder.info.metadata
+    if not metadata or _CHUNK_LAYOUT not in metadata:
+      return None
+    source = metadata.get('source')
+  except Exception:  # pylint: disable=broad-except
+    return None  # Unreadable metadata: not a chunk dataset we can name.
+  path = source.get('path') if isinstance(source, dict) else None
+  return str(path) if path else '?'
+
+
+def _features_text(features: Any) -> str:
+  """The top-level feature keys, with the kind of each (a few, then ``...``).
+
+  Example:
+    >>> _features_text(tfds.features.FeaturesDict({
+    ...     'steps': {'x': tf.float32}, 'offset': tf.int64}))
+    'offset (Tensor), steps (FeaturesDict)'
+  """
+  if not isinstance(features, tfds.features.FeaturesDict):
+    return f'a {type(features).__name__}, not a FeaturesDict'
+  keys = sorted(features.keys())
+  named = [f'{key} ({type(features[key]).__name__})'
+           for key in keys[:_MAX_KEYS_NAMED]]
+  more = len(keys) - len(named)
+  return ', '.join(named) + (f' and {more} more' if more > 0 else '')
+
+
+def _not_rlds_error(builder: tfds.core.DatasetBuilder, name: str
+                    ) -> ValueError:
+  """The ValueError of a dataset without RLDS ``steps``: short, one line.
+
+  A chunk dataset (``rlds_lite.random_access.convert``'s output) is named as
+  one, with its source; other datasets name their top-level features.
+  """
+  source = _chunk_source(builder)
+  if source is not None:
+    return ValueError(
+        f'load: {name} is a chunk dataset (rlds_lite.random_access, converted '
+        f'from {source}); pass its source, or read it with '
+        'rlds_lite.random_access.')
+  return ValueError(
+      f'load: dataset {name!r} is not an RLDS dataset: it has no '
+      f"{rlds_types.STEPS!r} feature of type tfds.features.Dataset (its "
+      f'top-level features: {_features_text(builder.info.features)}).')
+
+
 def _steps_feature(builder: tfds.core.DatasetBuilder,
                    name: str) -> tfds.features.Dataset:
   """The ``steps`` feature of an RLDS dataset; a ValueError if there is none."""
@@ -168,10 +226,7 @@ def _steps_feature(builder: tfds.core.DatasetBuilder,
       rlds_types.STEPS in features.keys()):
     steps = features[rlds_types.STEPS]
   if not isinstance(steps, tfds.features.Dataset):
-    raise ValueError(
-        f'load: dataset {name!r} is not an RLDS dataset: it has no '
-        f"{rlds_types.STEPS!r} feature of type tfds.features.Dataset "
-        f'(its features: {features!r}).')
+    raise _not_rlds_error(builder, name)
   return steps
 
 
@@ -534,29 +589,102 @@ def named_read_errors(builder: tfds.core.DatasetBuilder,
 def _with_bad_frame(builder: tfds.core.DatasetBuilder, split: Any,
                     problem: dataset_files.CorruptDatasetError
                     ) -> dataset_files.CorruptDatasetError:
-  """``problem`` naming the camera frame that does not decode, if that is it.
+  """``problem`` as the camera frame that does not decode, if that is it.
 
   TFDS's decode error names neither field nor step (``Unknown image file
   format``); the episode's frames are decoded one by one to find them
-  (``rlds_lite.images.first_bad_frame``). ``problem`` unchanged if it names
-  a field already, the split is sliced, or no frame fails alone.
+  (`frame_error`). ``problem`` unchanged if it names a field already, the
+  split is sliced, or no frame fails alone.
   """
   if (problem.kind != dataset_files.UNDECODABLE or problem.field is not None
       or problem.episode is None or not isinstance(split, str)
       or '[' in split):
     return problem
+  return frame_error(builder, split, problem.episode, problem.cause) or problem
+
+
+def frame_error(builder: tfds.core.DatasetBuilder, split: str, episode: int,
+                cause: Optional[str] = None
+                ) -> Optional[dataset_files.CorruptDatasetError]:
+  """The error naming the first camera frame of an episode that does not decode.
+
+  The frames are decoded one by one (``rlds_lite.images.first_bad_frame``);
+  the error names the shard holding the episode, the episode, field and
+  step, and the frame's first bytes (kind ``'undecodable'``).
+
+  Args:
+    builder: the dataset's builder.
+    split: a plain split name (``episode`` counts from its start).
+    episode: the episode's index in ``split``.
+    cause: TF's message for the failed decode, quoted in the error.
+
+  Returns:
+    The error, or None if every frame decodes alone (or they cannot be read).
+
+  Example:
+    >>> from rlds_lite import synthetic
+    >>> import tempfile
+    >>> path = synthetic.camera_dataset(tempfile.mkdtemp(), num_episodes=2,
+    ...                                 length=3)
+    >>> print(frame_error(rlds_builder(path)[0], 'train', 1))
+    None
+  """
   from rlds_lite.images import fields  # pylint: disable=g-import-not-at-top
   try:
-    bad = fields.first_bad_frame(builder.data_dir, split, problem.episode)
+    bad = fields.first_bad_frame(builder.data_dir, split, episode)
   except (tf.errors.OpError, ValueError, OSError):
-    return problem
-  if bad is None:
-    return problem
+    return None
+  shard = dataset_files.shard_of(builder, split, episode)
+  if bad is None or shard is None:
+    return None
+  declared = os.path.basename(
+      dataset_files.features_file(os.fspath(builder.data_dir)))
+  why = f' ({cause.rstrip(".")})' if cause else ''
   return dataset_files.CorruptDatasetError(
-      problem.path, f'{problem.detail} The first frame that does not decode: '
-      f'step {bad.step} (its bytes begin {bad.head!r}).',
-      episode=problem.episode, split=split, field=bad.field, kind=problem.kind,
-      step=bad.step)
+      shard.path, f'step {bad.step} does not decode as the image its feature '
+      f'declares in {declared}{why}; its bytes begin {bad.head!r}.',
+      episode=episode, split=split, field=bad.field,
+      kind=dataset_files.UNDECODABLE, step=bad.step, cause=cause)
+
+
+def episode_error(builder: tfds.core.DatasetBuilder, split: str,
+                  episode: int, error: BaseException
+                  ) -> Optional[dataset_files.CorruptDatasetError]:
+  """What kept one episode of a plain split from reading, named; or None.
+
+  For a reader of that one episode (``rlds-lite video --episode N``):
+  `named_read_errors` would look at the whole split and could name another
+  episode. Checked in turn: the framing (and, after lost data, the record
+  checksums) of the shard holding it; a camera frame that does not decode
+  (`frame_error`); the episode decoded again with the declared features.
+
+  Args:
+    builder: the dataset's builder.
+    split: a plain split name.
+    episode: the episode's index in ``split``.
+    error: the ``tf.errors.OpError`` its read raised.
+
+  Returns:
+    A `CorruptDatasetError` naming the file and episode, or None if the
+    episode reads back whole (the error came from elsewhere).
+  """
+  one = f'{split}[{episode}:{episode + 1}]'
+  data_loss = isinstance(error, (tf.errors.DataLossError,
+                                 tf.errors.UnknownError))
+  problems = dataset_files.find_damage(builder, one, records=data_loss)
+  if problems:
+    return problems[0]
+  cause = dataset_files.short_message(error)
+  problem = frame_error(builder, split, episode, cause)
+  shard = dataset_files.shard_of(builder, split, episode)
+  if problem is not None or shard is None:
+    return problem
+  try:
+    for _ in episode_reader(builder)(one):
+      pass
+  except tf.errors.OpError as again:
+    return dataset_files.undecodable_error(shard, episode, again)
+  return None
 
 
 def load(name_or_dir: PathLike,

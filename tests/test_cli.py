@@ -296,16 +296,42 @@ def test_bad_demo_arguments_exit_non_zero_with_a_message(tmp_path, capsys,
   assert not (tmp_path / 'out').exists()
 
 
-@pytest.mark.parametrize('args, message', [
-    (['no-such-command'], "invalid choice: 'no-such-command'"),
-    (['demo', '--env', 'reach'], "invalid choice: 'reach'"),
-    (['demo', '--episodes', 'many'], "invalid int value: 'many'"),
-], ids=['unknown-command', 'unknown-environment', 'non-integer-episodes'])
-def test_unusable_command_lines_exit_with_status_2(capsys, args, message):
+_COMMANDS_CHOICE = ', '.join(repr(name) for name in commands.COMMANDS)
+
+
+@pytest.mark.parametrize('args, line', [
+    (['no-such-command'], "rlds-lite: argument COMMAND: invalid choice: "
+     f"'no-such-command' (choose from {_COMMANDS_CHOICE}) (see rlds-lite "
+     '--help)'),
+    ([], 'rlds-lite: the following arguments are required: COMMAND (see '
+     'rlds-lite --help)'),
+    (['demo', '--env', 'reach'], "rlds-lite demo: argument --env: invalid "
+     "choice: 'reach' (choose from 'catch', 'catch_pixels') (see rlds-lite demo "
+     '--help)'),
+    (['demo', '--episodes', 'many'], 'rlds-lite demo: argument --episodes: '
+     "invalid int value: 'many' (see rlds-lite demo --help)"),
+    (['video', 'p', '--episode', 'two', '--out', 'v.gif'],
+     "rlds-lite video: argument --episode: invalid int value: 'two' (see "
+     'rlds-lite video --help)'),
+    (['video', 'p'], 'rlds-lite video: the following arguments are required: '
+     '--out (see rlds-lite video --help)'),
+    (['inspect'], 'rlds-lite inspect: the following arguments are required: '
+     'PATH (see rlds-lite inspect --help)'),
+    (['inspect', 'p', '--bogus'], 'rlds-lite inspect: unrecognized arguments: '
+     '--bogus (see rlds-lite inspect --help)'),
+    (['validate', 'p', '--last-step', 'maybe'], 'rlds-lite validate: argument '
+     "--last-step: invalid choice: 'maybe' (choose from 'invalid', 'valid') "
+     '(see rlds-lite validate --help)'),
+], ids=['unknown-command', 'no-command', 'unknown-environment',
+        'non-integer-episodes', 'non-integer-episode', 'missing-out',
+        'missing-path', 'unknown-flag', 'unknown-last-step'])
+def test_unusable_command_lines_are_one_line_and_exit_2(capsys, args, line):
+  # argparse printed its usage block first (2-7 lines) and named the
+  # top-level parser for an unknown flag of a command.
   with pytest.raises(SystemExit) as exit_info:
     cli.main(args)
   assert exit_info.value.code == 2
-  assert message in capsys.readouterr().err
+  assert capsys.readouterr() == ('', line + '\n')
 
 
 def test_bad_arguments_exit_non_zero_as_a_subprocess(tmp_path):
@@ -318,6 +344,12 @@ def test_bad_arguments_exit_non_zero_as_a_subprocess(tmp_path):
   assert result.stderr == (
       f"rlds-lite demo: --out '{a_file}' is a file; give a directory\n")
   assert a_file.read_text() == ''
+  start = time.perf_counter()
+  result = _run('episodes', str(tmp_path), '--limit', 'ten')
+  assert time.perf_counter() - start < 2  # argparse: no TensorFlow.
+  assert (result.returncode, result.stdout, result.stderr) == (
+      2, '', "rlds-lite episodes: argument --limit: invalid int value: 'ten' "
+      '(see rlds-lite episodes --help)\n')
 
 
 def _minari_round_trip(tmp, source):
@@ -403,3 +435,33 @@ def test_bad_input_is_one_line_and_exit_2(cameras, tmp_path, capsys, argv,
   out, err = capsys.readouterr()
   assert (out, err) == ('', fill(message) + '\n')
   assert sorted(p.name for p in tmp_path.iterdir()) == ['a_file.txt', 'two']
+
+
+@pytest.fixture(name='chunks', scope='module')
+def _chunks(cameras, tmp_path_factory):
+  """The chunk dataset (rlds_lite.random_access) of ``cameras``: its path."""
+  from rlds_lite import random_access  # pylint: disable=g-import-not-at-top
+  return random_access.convert(
+      cameras[0], str(tmp_path_factory.mktemp('chunks') / 'cameras_chunks'),
+      progress=False)
+
+
+@pytest.mark.parametrize('argv', [
+    ['episodes', '{chunks}', '--no-cache'],
+    ['view', '{chunks}'],
+    ['chunk', '{chunks}', '--out', '{tmp}/again'],
+    ['inspect', '{chunks}'],
+    ['validate', '{chunks}'],
+    ['video', '{chunks}', '--out', '{tmp}/v.gif'],
+], ids=['episodes', 'view', 'chunk', 'inspect', 'validate', 'video'])
+def test_a_chunk_dataset_is_named_as_one(cameras, chunks, tmp_path, capsys,
+                                         argv):
+  # It was "is not an RLDS dataset ..." with the whole FeaturesDict: one
+  # line of 684 characters.
+  fill = lambda s: s.format(chunks=chunks, tmp=tmp_path)
+  assert cli.main([fill(a) for a in argv] + ['--no-progress']) == 2
+  assert capsys.readouterr() == ('', (
+      f'rlds-lite {argv[0]}: {chunks} is a chunk dataset '
+      f'(rlds_lite.random_access, converted from {cameras[0]}); pass its '
+      'source, or read it with rlds_lite.random_access.\n'))
+  assert os.listdir(tmp_path) == []

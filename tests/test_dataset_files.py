@@ -310,10 +310,11 @@ def test_named_read_errors_names_a_frame_that_does_not_decode(tmp_path):
         pass
   assert (error.value.episode, error.value.step, error.value.field,
           error.value.kind) == (2, 3, 'observation/camera', 'undecodable')
-  assert str(error.value).startswith(
-      f"{bad}/dataset_info.json: episode 2 of split 'train', field "
-      "'observation/camera': its data (in cams-train.tfrecord-00000) does not "
-      'fit the features declared here: ')
-  assert str(error.value).endswith(
-      "The first frame that does not decode: step 3 (its bytes begin "
-      "b'not a pn').")
+  # The file is the shard holding the frame (it was dataset_info.json, "does
+  # not fit the features declared here").
+  assert error.value.path == f'{bad}/cams-train.tfrecord-00000'
+  assert str(error.value) == (
+      f"{bad}/cams-train.tfrecord-00000: episode 2 of split 'train', field "
+      "'observation/camera': step 3 does not decode as the image its feature "
+      'declares in dataset_info.json (Unknown image file format. One of JPEG, '
+      "JPEG XL, PNG, GIF, BMP, WebP required); its bytes begin b'not a pn'.")

@@ -191,14 +191,53 @@ def test_errors(data_dir, tmp_path):
   with pytest.raises(ValueError, match="no TFDS dataset named 'nope_rlds'"):
     loading.load('nope_rlds', data_dir=data_dir)
   not_rlds = os.path.join(data_dir, 'not_rlds', '1.0.0')
-  with pytest.raises(ValueError, match=f"'{not_rlds}' is not an RLDS dataset"):
+  with pytest.raises(ValueError) as error:
     loading.load(not_rlds)
+  assert str(error.value) == (
+      f"load: dataset '{not_rlds}' is not an RLDS dataset: it has no 'steps' "
+      'feature of type tfds.features.Dataset (its top-level features: x '
+      '(Tensor)).')
   with pytest.raises(ValueError, match="'not_rlds' is not an RLDS dataset"):
     loading.load('not_rlds', data_dir=data_dir, dense=True)
   with pytest.raises(ValueError, match=r"no split 'validation' \(its splits: \['test', 'train'\]"):
     loading.load('toy_rlds', 'validation', data_dir=data_dir)
   with pytest.raises(TypeError, match='name_or_dir must be a TFDS name'):
     loading.load(3)
+
+
+def test_a_chunk_dataset_is_named_as_one(data_dir, tmp_path):
+  # It used to be "is not an RLDS dataset" with the whole FeaturesDict
+  # (684 characters on one line).
+  from rlds_lite import random_access  # pylint: disable=g-import-not-at-top
+  from rlds_lite.random_access import layout  # pylint: disable=g-import-not-at-top
+  assert loading._CHUNK_LAYOUT == layout.LAYOUT_NAME  # pylint: disable=protected-access
+  source = os.path.join(data_dir, 'toy_vectors', '1.0.0')
+  chunks = random_access.convert(source, str(tmp_path / 'chunks'),
+                                 progress=False)
+  for read in (loading.load, loading.rlds_builder):
+    with pytest.raises(ValueError) as error:
+      read(chunks)
+    assert str(error.value) == (
+        f'load: {chunks} is a chunk dataset (rlds_lite.random_access, '
+        f'converted from {source}); pass its source, or read it with '
+        'rlds_lite.random_access.')
+
+
+def test_a_dataset_without_steps_names_its_top_level_features(tmp_path):
+  # Not the whole FeaturesDict: at most 8 keys, each with its kind.
+  features = {f'k{i:02d}': np.int32 for i in range(10)}
+  features['steps'] = {'x': np.float32}  # Not a tfds.features.Dataset.
+  path = tfds_fixtures.write_dataset(
+      str(tmp_path), 'wide', tfds.features.FeaturesDict(features),
+      {'train': [{**{k: 1 for k in features if k != 'steps'},
+                  'steps': {'x': 0.5}}]})
+  with pytest.raises(ValueError) as error:
+    loading.rlds_builder(path)
+  assert str(error.value) == (
+      f"load: dataset '{path}' is not an RLDS dataset: it has no 'steps' "
+      'feature of type tfds.features.Dataset (its top-level features: k00 '
+      '(Tensor), k01 (Tensor), k02 (Tensor), k03 (Tensor), k04 (Tensor), k05 '
+      '(Tensor), k06 (Tensor), k07 (Tensor) and 3 more).')
 
 
 def test_found_by_name_without_features_json(tmp_path):

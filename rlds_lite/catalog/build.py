@@ -62,6 +62,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import dataset_files
 from rlds_lite import loading
 from rlds_lite import nest_paths
 from rlds_lite import progress as progress_lib
@@ -273,8 +274,12 @@ def _column(parts: List[Any], feature: Any) -> np.ndarray:
 
 def _pass(plan: _Plan, files: records_lib.SplitFiles,
           policy: last_step_lib.LastStep, progress: Optional[bool]
-          ) -> Dict[str, Any]:
-  """The one streaming pass: per-episode values, concatenated in order."""
+          ) -> Tuple[Dict[str, Any], int]:
+  """The one streaming pass: per-episode values, concatenated in order.
+
+  Returns the parts and the number of episodes read. TF's read errors pass
+  through (`_named_pass` names the file).
+  """
   rows = records_lib.read_records(files).map(
       _row_fn(plan, policy), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   batches = rows.ragged_batch(_BATCH).prefetch(2)
@@ -282,23 +287,40 @@ def _pass(plan: _Plan, files: records_lib.SplitFiles,
   done = 0
   with progress_lib.bar(progress, total=files.num_episodes, unit=' episodes',
                         desc='catalog', leave=False) as bar:
-    iterator = iter(batches)
-    while True:
-      try:
-        batch = next(iterator)
-      except StopIteration:
-        break
-      except tf.errors.OpError as e:
-        raise ValueError(
-            f'catalog: cannot read episodes {done}..'
-            f'{min(done + _BATCH, files.num_episodes) - 1} of {files.label}: '
-            f'{e.message.splitlines()[0] if e.message else e}') from None
+    for batch in batches:
       batch = _numpy_batch(batch)
       for key, value in batch.items():
         parts.setdefault(key, []).append(value)
       count = len(batch['length'])
       done += count
       bar.update(count)
+  return parts, done
+
+
+def _named_pass(builder: tfds.core.DatasetBuilder, split: str, plan: _Plan,
+                files: records_lib.SplitFiles, policy: last_step_lib.LastStep,
+                progress: Optional[bool]) -> Dict[str, Any]:
+  """`_pass`, with a damaged file named as the other readers name it.
+
+  A read error becomes the `rlds_lite.loading.CorruptDatasetError` of
+  ``loading.named_read_errors`` (file, episode); one the files do not
+  explain, a ValueError naming the dataset and split. Fewer records than
+  ``dataset_info.json`` says (a shard whose ``shardLengths`` were raised)
+  are named too.
+  """
+  try:
+    with loading.named_read_errors(builder, split):
+      parts, done = _pass(plan, files, policy, progress)
+  except tf.errors.OpError as e:
+    raise ValueError(
+        f'catalog: cannot read the episodes of {files.label}: '
+        f'{dataset_files.short_message(e)}') from None
+  if done != files.num_episodes:
+    for problem in dataset_files.find_damage(builder, split):
+      raise problem
+    raise ValueError(
+        f'catalog: {files.label} holds {done} episodes, but '
+        f'{dataset_files.INFO_FILE} says {files.num_episodes}.')
   return parts
 
 
@@ -363,6 +385,7 @@ def catalog_of_builder(builder: tfds.core.DatasetBuilder, split: str,
   """
   policy = last_step_lib.as_last_step(last_step, 'catalog')
   files = records_lib.split_files(builder, split)
+  dataset_files.check_open(builder, split)  # Named, as rlds_lite.load does.
   dataset_dir = os.fspath(builder.data_dir)
   key = storage.catalog_key(dataset_dir, split, policy.value) if cache else None
   if key is not None:
@@ -370,7 +393,7 @@ def catalog_of_builder(builder: tfds.core.DatasetBuilder, split: str,
     if cached is not None:
       return cached
   plan = _plan(builder.info.features)
-  parts = _pass(plan, files, policy, progress)
+  parts = _named_pass(builder, split, plan, files, policy, progress)
   columns = _assemble(plan, files, parts)
   info = {
       'dataset': dataset_dir, 'split': split,
@@ -461,8 +484,11 @@ def episodes(name_or_dir: PathLike,
   Raises:
     FileNotFoundError, ValueError: for a missing directory, an unknown name,
       a dataset that is not RLDS, an unknown or sliced split, a bad
-      ``last_step``, or a record that cannot be read (the message names the
-      dataset, split and episodes).
+      ``last_step``.
+    CorruptDatasetError: (a ValueError) naming the file and episode, for a
+      damaged file (a missing, empty, truncated or corrupted shard, a shard
+      holding fewer records than ``dataset_info.json`` says), as
+      `rlds_lite.load` and ``rlds-lite inspect`` name it.
 
   Example:
     >>> episodes('/no/such/dataset')

@@ -39,15 +39,18 @@ Example:
   [[0, 6, 1], [0, 8, 1]]
 """
 
+import contextlib
 import dataclasses
 import os
 import shutil
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import (Any, Dict, Iterator, List, Optional, Sequence, Tuple,
+                    Union)
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import dataset_files
 from rlds_lite import loading
 from rlds_lite import progress as progress_lib
 from rlds_lite import rlds_types
@@ -94,6 +97,7 @@ def _open(source: PathLike, split: Optional[str],
   split = split or sources.default_split(builder)
   loading.check_split(builder, split, label)
   files = records_lib.split_files(builder, split)
+  dataset_files.check_open(builder, split)  # Damaged shards named up front.
   return _Source(label, builder, split, files,
                  np.arange(files.num_episodes, dtype=np.int64))
 
@@ -256,6 +260,25 @@ def _with_episode_id(record: bytes, field: str, value: Any) -> bytes:
   return example.SerializeToString()
 
 
+@contextlib.contextmanager
+def _damage_named(source: _Source) -> Iterator[None]:
+  """Read errors of ``source`` as the `CorruptDatasetError` naming its file.
+
+  TF's errors go through ``loading.named_read_errors``; a shard whose
+  records do not match ``dataset_info.json`` (``records.record_offsets``'s
+  ValueError) is named as ``rlds_lite.load`` names it, with its episode.
+  """
+  try:
+    with loading.named_read_errors(source.builder, source.split):
+      yield
+  except dataset_files.CorruptDatasetError:
+    raise
+  except ValueError:
+    for problem in dataset_files.find_damage(source.builder, source.split):
+      raise problem from None
+    raise
+
+
 def _write(operation: str, sources: Sequence[_Source], out_dir: str,
            *, where: Optional[str], val_fraction: Optional[float], seed: int,
            name: Optional[str], ids: _Ids,
@@ -299,14 +322,15 @@ def _write(operation: str, sources: Sequence[_Source], out_dir: str,
       with progress_lib.bar(progress, total=total, unit=' episodes',
                             desc=operation) as bar:
         for source in sources:
-          for record in records_lib.iterate_records(source.files,
-                                                    source.indices):
-            if ids.new_ids is not None:
-              record = _with_episode_id(record, ids.field,
-                                        ids.new_ids[position])
-            writer.add_serialized_episode(record, split_of(position))
-            position += 1
-            bar.update(1)
+          with _damage_named(source):
+            for record in records_lib.iterate_records(source.files,
+                                                      source.indices):
+              if ids.new_ids is not None:
+                record = _with_episode_id(record, ids.field,
+                                          ids.new_ids[position])
+              writer.add_serialized_episode(record, split_of(position))
+              position += 1
+              bar.update(1)
   except BaseException:
     tf.io.gfile.rmtree(out_dir)
     raise

@@ -128,6 +128,20 @@ def last_step_notices(counts: Dict[str, int], num_episodes: int
           for field, count in sorted(counts.items()) if count]
 
 
+_STOPPING_KINDS = (CORRUPT_FILE, UNDECODABLE)
+"""Problems of files that stop a validation pass where they are read."""
+
+
+def _counted(count: int, noun: str) -> str:
+  """``'1 episode'``, ``'3 episodes'``.
+
+  Example:
+    >>> _counted(1, 'step'), _counted(0, 'step')
+    ('1 step', '0 steps')
+  """
+  return f'{count} {noun}' + ('' if count == 1 else 's')
+
+
 def _text_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
   """Left-aligned columns under a dashed rule."""
   cells = [[str(c) for c in header]] + [
@@ -178,13 +192,19 @@ class ValidationReport:
     return counts
 
   def headline(self) -> str:
-    """One line: source, problem count, episodes and steps checked."""
-    plural = '' if len(self.problems) == 1 else 's'
-    count = f'{len(self.problems)} problem{plural}' if self.problems else 'OK'
-    text = (f'{self.source}: {count} in {self.num_episodes} episodes '
-            f'({self.num_steps} steps)')
+    """One line: source, problem count, episodes and steps checked.
+
+    Example:
+      >>> ValidationReport([], 1, 1, 'toy').headline()
+      'toy: OK in 1 episode (1 step)'
+    """
+    count = (_counted(len(self.problems), 'problem') if self.problems
+             else 'OK')
+    text = (f'{self.source}: {count} in '
+            f'{_counted(self.num_episodes, "episode")} '
+            f'({_counted(self.num_steps, "step")})')
     if not self.complete:
-      damaged = bool(self.problems) and self.problems[-1].file is not None
+      damaged = any(p.kind in _STOPPING_KINDS for p in self.problems)
       text += ('; stopped early (a damaged file)' if damaged
                else '; stopped early (max_problems reached)')
     if self.repairs:

@@ -144,20 +144,65 @@ def _files_problems(source: sources.Source) -> List[Problem]:
 
 
 def _corrupt_report(dataset: Any, split: Optional[str],
-                    data_dir: Optional[str],
-                    error: dataset_files.CorruptDatasetError
+                    errors: List[dataset_files.CorruptDatasetError]
                     ) -> problems_lib.ValidationReport:
-  """The report of a dataset that cannot be opened: every damaged file."""
-  errors = [error]
-  try:
-    builder, _ = loading.rlds_builder(dataset, data_dir)
-    split = split or sources.default_split(builder)
-    errors = dataset_files.find_damage(builder, split) or errors
-  except (ValueError, OSError):
-    pass  # Its metadata is damaged: `error` names the file.
+  """The report of a dataset none of whose episodes can be read."""
   label = os.fspath(dataset) + (f' [{split}]' if split else '')
   return problems_lib.ValidationReport(
       [_file_problem(e) for e in errors], 0, 0, label, complete=False)
+
+
+def _first_lost(builder: Any, split: str,
+                errors: List[dataset_files.CorruptDatasetError]
+                ) -> Optional[int]:
+  """The first episode of ``split`` the damaged files lose, or None (all).
+
+  A damaged metadata file loses every episode; a shard, its first damaged
+  episode where the error names one, else its first.
+  """
+  shards = {s.path: s for s in dataset_files.split_shards(builder, split)}
+  lost = []
+  for error in errors:
+    if error.episode is not None and error.split == split:
+      lost.append(error.episode)
+    elif error.path in shards:
+      lost.append(shards[error.path].first)
+    else:
+      return None
+  return min(lost) if lost else None
+
+
+def _before_damage(dataset: Any, split: Optional[str],
+                   data_dir: Optional[str],
+                   error: dataset_files.CorruptDatasetError
+                   ) -> Tuple[Optional[sources.Source], Optional[str],
+                              List[dataset_files.CorruptDatasetError]]:
+  """The whole episodes before the first damaged one, as a `Source`.
+
+  A split whose shards are damaged cannot be opened (``rlds_lite.load``
+  checks them), yet the episodes before the damage read whole: they are
+  checked too, so the report's counts are those of the episodes checked.
+
+  Returns:
+    ``(source, split, errors)``: the source of the episodes ``0..k-1`` of a
+    plain split (None if there is none: damaged metadata, the first episode
+    lost, an array_record dataset), the split, and every damaged file.
+  """
+  try:
+    builder, label = loading.rlds_builder(dataset, data_dir)
+    split = split or sources.default_split(builder)
+    errors = dataset_files.find_damage(builder, split) or [error]
+  except (ValueError, OSError):
+    return None, split, [error]  # Its metadata is damaged: `error` names it.
+  if (split not in builder.info.splits.keys() or
+      dataset_files.file_format(builder) != 'tfrecord'):
+    return None, split, errors
+  first = _first_lost(builder, split, errors)
+  if not first:
+    return None, split, errors
+  episodes = loading.episode_reader(builder)(f'{split}[:{first}]')
+  return (sources.Source(label, episodes, sources.DENSE, first, builder,
+                         split), split, errors)
 
 
 def _progress_bar(total: Optional[int], progress: Optional[bool],
@@ -275,15 +320,21 @@ def validate(dataset: Any,
   names = repair_lib.repair_names(repair)
   policy = last_step_lib.as_last_step(last_step, 'validate')
   last_values = policy is last_step_lib.LastStep.INVALID
+  damaged: List[dataset_files.CorruptDatasetError] = []
   try:
     source = sources.open_source(dataset, split, data_dir, random_access=True)
   except dataset_files.CorruptDatasetError as error:
-    return _corrupt_report(dataset, split, data_dir, error)
+    source, split, damaged = _before_damage(dataset, split, data_dir, error)
+    if source is None:
+      return _corrupt_report(dataset, split, damaged)
   found, episodes, steps, complete, last_counts = _run_pass(
       source, last_step_invalid, last_values, max_problems, num_episodes,
       progress)
+  if damaged:  # The pass read the episodes before the damage only.
+    found += [p for p in map(_file_problem, damaged) if p not in found]
+    complete = False
   repaired = None
-  if names:
+  if names and not damaged:
     if source.kind == sources.PYTHON:
       repaired = repair_lib.repair_python_episodes(source.episodes, names)
     else:

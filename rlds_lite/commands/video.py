@@ -7,6 +7,7 @@ given with ``--key``; frames lower than 128 pixels are enlarged by default
 
 import argparse
 import json
+from typing import Tuple
 
 from rlds_lite.commands import dataset_options
 
@@ -35,15 +36,59 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
 
 
 def _episode(args: argparse.Namespace):
-  """The requested episode (dense steps); IndexError if out of range."""
-  from rlds_lite.checks import sources  # pylint: disable=g-import-not-at-top
-  source = sources.open_source(args.path, args.split, args.data_dir)
+  """The requested episode (dense steps); IndexError if out of range.
+
+  Only that episode is decoded: it is read as the slice ``name[i:i+1]`` of
+  its plain split (`_in_plain_split`; the records before it in its shard are
+  skipped, not decoded), so a damaged earlier episode does not stop it. A
+  read error names the file, episode, step and field
+  (`rlds_lite.loading.episode_error`).
+  """
+  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
+  from rlds_lite import loading
+  from rlds_lite.checks import sources
+  builder, label = loading.rlds_builder(args.path, args.data_dir)
+  split = args.split or sources.default_split(builder)
+  loading.check_split(builder, split, label)
   if args.episode < 0:
     raise IndexError(f'--episode must be >= 0, got {args.episode}.')
-  for episode in source.episodes.skip(args.episode).take(1):
-    return episode
-  raise IndexError(f'episode {args.episode} is out of range: split '
-                   f'{source.split!r} has {source.total} episodes.')
+  total = builder.info.splits[split].num_examples  # Slices too.
+  if args.episode >= total:
+    raise IndexError(f'episode {args.episode} is out of range: split '
+                     f'{split!r} has {total} episodes.')
+  name, index = _in_plain_split(builder, split, args.episode)
+  episodes = loading.load(args.path, f'{name}[{index}:{index + 1}]',
+                          data_dir=args.data_dir, dense=True)
+  try:
+    for episode in episodes:
+      return episode
+  except tf.errors.OpError as error:
+    problem = loading.episode_error(builder, name, index, error)
+    if problem is None:
+      raise
+    raise problem from None
+  raise IndexError(f'split {split!r} yielded no episode {args.episode}.')
+
+
+def _in_plain_split(builder, split: str, episode: int) -> Tuple[str, int]:
+  """``(name, index)`` of episode ``episode`` of ``split`` in its plain split.
+
+  ``split`` may be a slice or slices joined by ``+`` (``'train[10:]'``,
+  ``'train+test'``); TFDS resolves them (``tfds.core.ReadInstruction``).
+  """
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  splits = builder.info.splits
+  if split in splits.keys():
+    return split, episode
+  parts = tfds.core.ReadInstruction.from_spec(split).to_absolute(splits)
+  for part in parts:
+    start = part.from_ or 0
+    stop = splits[part.splitname].num_examples if part.to is None else part.to
+    if episode < stop - start:
+      return part.splitname, start + episode
+    episode -= max(0, stop - start)
+  raise IndexError(f'split {split!r} has no episode {episode}.')
 
 
 def _keys(args: argparse.Namespace, episode) -> list:

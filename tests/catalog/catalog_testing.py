@@ -8,8 +8,10 @@ last step of some episodes, to check that ``return`` leaves it out and
 Episode 0 has one step; episode 3 has none.
 """
 
+import json
 import os
-from typing import Any, Dict, List, Optional, Sequence
+import shutil
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow_datasets as tfds
@@ -128,3 +130,58 @@ def reference(data: Sequence[Dict[str, Any]]) -> Dict[str, List[Any]]:
 def shard_files(path: str) -> List[str]:
   return sorted(f for f in os.listdir(path) if '.tfrecord-' in f or
                 '.array_record-' in f)
+
+
+DAMAGE = {
+    'missing': "{shard}: is missing; dataset_info.json lists it with episodes "
+               "2-3 of split 'train'.",
+    'truncated': "{shard}: episode 3 of split 'train': is truncated: it ends "
+                 'inside record 1 (1820 bytes; the record needs 1920); the '
+                 'file holds episodes 2-3.',
+    'corrupted': "{shard}: episode 2 of split 'train': record 0 is corrupted "
+                 '(corrupted record at 12); the file holds episodes 2-3.',
+    'shard_lengths_edited': "{shard}: episode 4 of split 'train': holds 2 "
+                            'records, but dataset_info.json says 5 (episodes '
+                            '2-6): this episode and those after it in the '
+                            'file are missing.',
+    # numBytes of whole files: the open-time check cannot see it; the pass
+    # reads fewer episodes than the info says.
+    'shard_lengths_and_num_bytes_edited': "{shard}: episode 4 of split "
+                                          "'train': holds 2 records, but "
+                                          'dataset_info.json says 5 '
+                                          '(episodes 2-6): this episode and '
+                                          'those after it in the file are '
+                                          'missing.',
+}
+"""Damage to the second shard of `damaged` -> the error naming it."""
+
+
+def damaged(source: str, out: str, case: str) -> Tuple[str, str]:
+  """A copy of ``source`` (6 episodes, 2 per shard) with its second shard damaged.
+
+  Returns the copy's directory and the damaged shard (see `DAMAGE`).
+  """
+  shutil.copytree(source, out)
+  shard = os.path.join(out, shard_files(out)[1])
+  info_path = os.path.join(out, 'dataset_info.json')
+  with open(shard, 'rb') as f:
+    raw = bytearray(f.read())
+  if case == 'missing':
+    os.remove(shard)
+  elif case == 'truncated':
+    with open(shard, 'wb') as f:
+      f.write(bytes(raw[:-100]))
+  elif case == 'corrupted':
+    raw[40] ^= 0xFF  # Inside the first record's data: its checksum fails.
+    with open(shard, 'wb') as f:
+      f.write(bytes(raw))
+  else:
+    with open(info_path) as f:
+      info = json.load(f)
+    info['splits'][0]['shardLengths'][1] = '5'  # It holds 2.
+    if case == 'shard_lengths_and_num_bytes_edited':
+      info['splits'][0]['numBytes'] = str(sum(
+          os.path.getsize(os.path.join(out, f)) for f in shard_files(out)))
+    with open(info_path, 'w') as f:
+      json.dump(info, f)
+  return out, shard

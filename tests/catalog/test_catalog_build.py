@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from rlds_lite import catalog as catalog_lib
@@ -207,14 +208,32 @@ def test_array_record_datasets(tmp_path):
       'robot-train.array_record-00001'] * 2
 
 
-def test_a_corrupt_record_is_one_error_naming_dataset_split_and_episodes(
-    tmp_path):
-  path = catalog_testing.write(str(tmp_path),
-                               data=catalog_testing.episodes(num_episodes=3))
-  shard = os.path.join(path, catalog_testing.shard_files(path)[0])
-  raw = bytearray(open(shard, 'rb').read())
-  raw[40] ^= 0xFF  # Inside the first record's data: its checksum fails.
-  open(shard, 'wb').write(bytes(raw))
-  with pytest.raises(ValueError, match=r"catalog: cannot read episodes 0..2 "
-                     rf"of '{path}' split 'train': .*corrupted record"):
-    catalog_lib.episodes(path, progress=False)
+@pytest.fixture(name='six', scope='module')
+def _six(tmp_path_factory):
+  """6 episodes, 2 per shard (3 shards)."""
+  return catalog_testing.write(str(tmp_path_factory.mktemp('six')),
+                               data=catalog_testing.episodes(num_episodes=6),
+                               per_file=2)
+
+
+@pytest.mark.parametrize('case', sorted(catalog_testing.DAMAGE))
+def test_a_damaged_shard_is_named_as_the_other_readers_name_it(six, tmp_path,
+                                                               case):
+  # It was TF's own text ("{{function_node __wrapped__IteratorGetNext...}}
+  # truncated record at 1538"), naming no file or episode, or for edited
+  # shardLengths "could not broadcast input array from shape (6,) into
+  # shape (9,)".
+  path, shard = catalog_testing.damaged(six, str(tmp_path / 'd'), case)
+  with pytest.raises(build.dataset_files.CorruptDatasetError) as error:
+    catalog_lib.episodes(path, cache=False, progress=False)
+  assert str(error.value) == catalog_testing.DAMAGE[case].format(shard=shard)
+
+
+def test_a_read_error_the_files_do_not_explain_names_the_dataset(
+    six, monkeypatch):
+  # Whole files, yet TF fails (here: records that are not Examples).
+  monkeypatch.setattr(build.records_lib, 'read_records',
+                      lambda files: tf.data.Dataset.from_tensors(b'x'))
+  with pytest.raises(ValueError, match=rf"^catalog: cannot read the episodes "
+                     rf"of '{six}' split 'train': .*Could not parse example"):
+    catalog_lib.episodes(six, cache=False, progress=False)

@@ -200,3 +200,32 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(robot, capsys,
   assert err.count('\n') == 1
   assert err.startswith(message.format(root=robot['root']))
   assert not out_dir.exists()
+
+
+@pytest.fixture(name='six', scope='module')
+def _six(tmp_path_factory):
+  """6 episodes, 2 per shard (3 shards)."""
+  return catalog_testing.write(str(tmp_path_factory.mktemp('six')),
+                               data=catalog_testing.episodes(num_episodes=6),
+                               per_file=2)
+
+
+@pytest.mark.parametrize('command', [
+    ['episodes', '{damaged}', '--no-cache'],
+    ['filter', '{damaged}', '--where', 'length > 0', '--out', '{tmp}/out'],
+    ['filter', '{damaged}', '--out', '{tmp}/out'],
+    ['merge', '{six}', '{damaged}', '--out', '{tmp}/out'],
+], ids=['episodes', 'filter-where', 'filter-all', 'merge'])
+@pytest.mark.parametrize('case', sorted(catalog_testing.DAMAGE))
+def test_a_damaged_shard_is_one_line_naming_it(six, capsys, tmp_path, case,
+                                               command):
+  # The catalog gave TF's own text ("{{function_node
+  # __wrapped__IteratorGetNext...}} truncated record at 1538"), naming no
+  # file or episode; edited shardLengths gave "could not broadcast ...".
+  damaged, shard = catalog_testing.damaged(six, str(tmp_path / 'd'), case)
+  args = [a.format(damaged=damaged, six=six, tmp=tmp_path) for a in command]
+  code, out, err = _main(capsys, *args)
+  assert (code, out) == (2, '')
+  assert err == (f'rlds-lite {command[0]}: '
+                 f'{catalog_testing.DAMAGE[case].format(shard=shard)}\n')
+  assert not (tmp_path / 'out').exists()

@@ -1,11 +1,14 @@
 """``rlds-lite validate``: exit 0 on a good dataset, 1 listing problems."""
 
 import json
+import os
 
+import numpy as np
 import pytest
 
 import checks_testing
 from rlds_lite import cli
+from rlds_lite import tfds as rlds_tfds
 
 
 @pytest.fixture(scope='module')
@@ -103,3 +106,76 @@ def test_last_step_valid_has_no_notice_and_invalid_fails(success_reward,
       f'{success_reward} [train]: OK in 2 episodes (20 steps)\n')
   assert cli.main(['validate', success_reward, '--last-step-invalid']) == 1
   assert 'last_step_value' in capsys.readouterr().out
+
+
+def _five_in_three_shards(data_dir, broken_is_last=None):
+  """5 Catch episodes of 10 steps in shards of 2, 2 and 1 episodes."""
+  episodes = checks_testing.catch_episodes(5)
+  if broken_is_last is not None:
+    episodes[broken_is_last]['is_last'][-1] = False
+  features = {'steps': {
+      'observation': {'image': episodes[0]['observation']['image'][0]},
+      'action': np.int64(0), 'reward': np.float32(0), 'is_terminal': True}}
+  with rlds_tfds.EpisodeWriter(data_dir, 'catch', features,
+                               max_episodes_per_file=2) as writer:
+    for episode in episodes:
+      writer.add_episode({'steps': episode})
+  return writer.path
+
+
+def _truncate(path, shard):
+  name = os.path.join(path, f'catch-train.tfrecord-{shard:05d}')
+  os.truncate(name, os.path.getsize(name) - 100)
+
+
+def _raise_shard_length(path, shard, length):
+  info_path = os.path.join(path, 'dataset_info.json')
+  with open(info_path) as f:
+    info = json.load(f)
+  info['splits'][0]['shardLengths'][shard] = str(length)
+  with open(info_path, 'w') as f:
+    json.dump(info, f)
+
+
+@pytest.mark.parametrize('damage, broken, headline', [
+    (lambda p: _truncate(p, 2), None,
+     '1 problem in 4 episodes (40 steps); stopped early (a damaged file)'),
+    (lambda p: _truncate(p, 1), None,
+     '1 problem in 3 episodes (30 steps); stopped early (a damaged file)'),
+    (lambda p: _raise_shard_length(p, 2, 3), None,
+     '1 problem in 5 episodes (50 steps); stopped early (a damaged file)'),
+    (lambda p: os.remove(os.path.join(p, 'catch-train.tfrecord-00000')), None,
+     '1 problem in 0 episodes (0 steps); stopped early (a damaged file)'),
+    (lambda p: _truncate(p, 2), 1,
+     '2 problems in 4 episodes (40 steps); stopped early (a damaged file)'),
+    (lambda p: None, None, 'OK in 5 episodes (50 steps)'),
+], ids=['last-shard-truncated', 'middle-shard-truncated',
+        'shard-lengths-raised', 'first-shard-missing',
+        'a-problem-before-a-truncated-shard', 'whole'])
+def test_episodes_before_a_damaged_shard_are_checked_and_counted(
+    tmp_path, capsys, damage, broken, headline):
+  # A damaged shard stopped the pass before it started: "1 problem in 0
+  # episodes (0 steps)" though the episodes before the damage are whole.
+  path = _five_in_three_shards(str(tmp_path), broken)
+  damage(path)
+  code = cli.main(['validate', path, '--no-progress'])
+  lines = capsys.readouterr().out.splitlines()
+  assert lines[0] == f'{path} [train]: {headline}'
+  assert code == (0 if headline.startswith('OK') else 1)
+  if broken is not None:  # Files first (found before the pass), then steps.
+    assert [line.split()[:4] for line in lines[3:]] == [
+        ['4', '-', '-', 'corrupt_file'], ['1', '9', 'is_last',
+                                          'is_last_missing']]
+
+
+@pytest.mark.parametrize('episodes, headline', [
+    (1, 'OK in 1 episode (10 steps)'),
+    (2, 'OK in 2 episodes (20 steps)'),
+], ids=['one', 'two'])
+def test_the_headline_counts_in_the_singular_and_plural(tmp_path, capsys,
+                                                        episodes, headline):
+  # It said "in 1 episodes".
+  path = checks_testing.write_catch(
+      str(tmp_path), checks_testing.catch_episodes(episodes))
+  assert cli.main(['validate', path]) == 0
+  assert capsys.readouterr().out == f'{path} [train]: {headline}\n'

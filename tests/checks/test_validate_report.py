@@ -426,11 +426,13 @@ def test_an_undecodable_frame_is_named_by_field_and_step(tmp_path):
   [problem] = report.problems
   assert (problem.episode, problem.step, problem.field, problem.kind) == (
       2, 3, 'observation/camera', 'undecodable')
-  assert problem.message.endswith(
-      "The first frame that does not decode: step 3 (its bytes begin "
-      "b'not a pn').")
-  assert "episode 2 of split 'train', field 'observation/camera'" in (
-      problem.message)
+  # The shard holding the frame (it was dataset_info.json).
+  assert problem.file == f'{bad}/cams-train.tfrecord-00000'
+  assert problem.message == (
+      f"{bad}/cams-train.tfrecord-00000: episode 2 of split 'train', field "
+      "'observation/camera': step 3 does not decode as the image its feature "
+      'declares in dataset_info.json (Unknown image file format. One of JPEG, '
+      "JPEG XL, PNG, GIF, BMP, WebP required); its bytes begin b'not a pn'.")
 
 
 def test_an_undecodable_episode_is_reported_when_its_frames_cannot_be_read(
@@ -447,4 +449,5 @@ def test_an_undecodable_episode_is_reported_when_its_frames_cannot_be_read(
   assert (problem.episode, problem.step, problem.field, problem.kind) == (
       2, None, None, 'undecodable')
   assert "episode 2 of split 'train': its data" in problem.message
-  assert 'The first frame that does not decode' not in problem.message
+  assert 'does not decode as the image' not in problem.message
+  assert problem.file == f'{bad}/dataset_info.json'

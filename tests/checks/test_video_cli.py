@@ -2,12 +2,15 @@
 
 import io
 import json
+import os
+import shutil
 
 import numpy as np
 from PIL import Image
 import pytest
 
 import checks_testing
+import rlds_testing
 from rlds_lite import cli
 from rlds_lite.convert import files
 
@@ -144,3 +147,81 @@ def test_unwritable_out_path_is_one_line_and_exit_2(catch, tmp_path, capsys):
                    '--out', out]) == 2
   assert capsys.readouterr().err == (
       f"rlds-lite video: [Errno 20] Not a directory: '{out}'\n")
+
+
+@pytest.fixture(name='damaged', scope='module')
+def _damaged(tmp_path_factory):
+  """Camera datasets of 3 episodes (4, 1, 6 steps), each damaged once.
+
+  ``frame``: the frame of episode 0, step 2 is not a PNG; ``record``:
+  episode 2's record has a flipped byte (its checksum fails).
+  """
+  root = tmp_path_factory.mktemp('damaged')
+  good, frame = rlds_testing.camera_datasets_good_and_undecodable(
+      root / 'frame', only_at=(0, 2))
+  record = str(root / 'record')
+  shutil.copytree(good, record)
+  shard = os.path.join(record, 'cams-train.tfrecord-00000')
+  data = bytearray(open(shard, 'rb').read())
+  data[-30] ^= 0xFF  # Inside the last record (episode 2).
+  with open(shard, 'wb') as f:
+    f.write(bytes(data))
+  return {'good': good, 'frame': frame, 'record': record}
+
+
+_FRAME_ERROR = (
+    "rlds-lite video: {path}/cams-train.tfrecord-00000: episode 0 of split "
+    "'train', field 'observation/camera': step 2 does not decode as the image "
+    'its feature declares in dataset_info.json (Unknown image file format. '
+    'One of JPEG, JPEG XL, PNG, GIF, BMP, WebP required); its bytes begin '
+    "b'not a pn'.\n")
+_RECORD_ERROR = (
+    "rlds-lite video: {path}/cams-train.tfrecord-00000: episode 2 of split "
+    "'train': record 2 is corrupted (corrupted record at 2010); the file holds "
+    'episodes 0-2.\n')
+
+
+@pytest.mark.parametrize('dataset, args, error', [
+    ('frame', ['--episode', '0'], _FRAME_ERROR),
+    ('frame', ['--episode', '0', '--split', 'train[:2]'], _FRAME_ERROR),
+    ('record', ['--episode', '2'], _RECORD_ERROR),
+    ('record', ['--episode', '1', '--split', 'train[1:]'], _RECORD_ERROR),
+], ids=['frame', 'frame-in-a-slice', 'record', 'record-in-a-slice'])
+def test_a_damaged_episode_is_one_line_naming_it(damaged, tmp_path, capsys,
+                                                 dataset, args, error):
+  # It was TF's traceback (25 lines, exit 1).
+  path = damaged[dataset]
+  out = tmp_path / 'v.gif'
+  assert cli.main(['video', path, '--out', str(out), *args]) == 2
+  assert capsys.readouterr() == ('', error.format(path=path))
+  assert not out.exists()
+
+
+@pytest.mark.parametrize('dataset, args, frames', [
+    ('frame', ['--episode', '1'], 1),
+    ('frame', ['--episode', '2'], 6),
+    ('frame', ['--episode', '1', '--split', 'train[1:]'], 6),
+    ('record', ['--episode', '0'], 4),
+    ('record', ['--episode', '1'], 1),
+], ids=['frame-then-1', 'frame-then-2', 'frame-then-2-of-a-slice',
+        'record-before-0', 'record-before-1'])
+def test_another_damaged_episode_does_not_stop_the_one_asked_for(
+    damaged, tmp_path, capsys, dataset, args, frames):
+  # --episode N decoded every episode before N (skip after decoding), so a
+  # damaged earlier episode stopped it; now only episode N is decoded.
+  got, expected = tmp_path / 'got.gif', tmp_path / 'expected.gif'
+  assert cli.main(['video', damaged[dataset], '--out', str(got), *args]) == 0
+  assert cli.main(['video', damaged['good'], '--out', str(expected),
+                   *args]) == 0
+  assert capsys.readouterr().err == ''
+  assert _gif_frames(got) == (frames, (128, 128))
+  assert got.read_bytes() == expected.read_bytes()
+
+
+def test_a_frame_that_does_not_decode_as_a_user_runs_it(damaged, tmp_path):
+  path = damaged['frame']
+  run = checks_testing.run_cli('video', path, '--out', str(tmp_path / 'v.gif'))
+  assert run.returncode == 2, run.stderr[-2000:]
+  assert checks_testing.own_stderr_lines(run.stderr) == [
+      _FRAME_ERROR.format(path=path).rstrip('\n')]
+  assert run.stdout == ''
