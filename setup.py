@@ -29,6 +29,9 @@ setuptools.setup(
         'matplotlib>=3.8',  # The demo's plots.
         'envlogger==1.2',  # 1.3 wheels need glibc >= 2.38; see rlds_lite/envlogger/compat.py.
         'h5py>=3.10',  # Minari, D4RL and TorchRL TED files (rlds_lite.convert).
+        # Random access checks each record's TFRecord checksum (CRC32C) at
+        # its first read: hardware CRC32C, an 80 KB wheel without dependencies.
+        'google-crc32c>=1.5',
     ],
     extras_require={
         'test': [

@@ -22,7 +22,7 @@ pipeline's whole state is ``(seed, position)``.
 * `sample_batches`: the ``tf.data.Dataset``; `SampleIterator`: save/restore
   ``(seed, position)``; `grain_batches` / `GrainSamples`: the same for
   Grain (optional extra ``grain``);
-* `checksums.masked_crc32c`: TFRecord checksums of many records, in NumPy.
+* `checksums.masked_crc32c`: TFRecord checksums of many records (google-crc32c).
 
 See docs/random_access.md.
 

@@ -24,8 +24,8 @@ memory does not grow with the dataset.
 
 Every record's checksums (the TFRecord masked CRC32C of its length and of
 its data) are checked the first time this process reads it, whole, with
-`checksums.masked_crc32c` (vectorised over the records of a read; one byte
-per record marks those checked): a record whose bytes changed is a
+`checksums.masked_crc32c` (hardware CRC32C; one byte per record marks
+those checked): a record whose bytes changed is a
 `DamagedChunksError` naming the file, record, episode and steps, never
 silently wrong values. Later reads of a record take only the bytes they need.
 A damaged or missing file of the dataset (``dataset_info.json``,

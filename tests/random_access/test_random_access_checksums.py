@@ -21,10 +21,10 @@ def _stored(path):
 
 @pytest.mark.parametrize('lengths', [
     pytest.param([0, 1, 2, 3], id='under-4-bytes'),
-    pytest.param([4, 5, 63, 64, 65], id='around-a-segment'),
+    pytest.param([4, 5, 63, 64, 65], id='a-few-bytes'),
     pytest.param([100, 2000, 70000], id='mixed-lengths'),
-    pytest.param([16384] * 3, id='many-segments'),
-    pytest.param([300000], id='larger-segments'),
+    pytest.param([16384] * 3, id='one-length'),
+    pytest.param([300000], id='a-large-record'),
 ])
 def test_the_checksums_tf_writes(tmp_path, lengths):
   rng = np.random.default_rng(len(lengths))
