@@ -30,6 +30,7 @@ Example:
   [([7, 8, 0], True), ([9, 0], False)]
 """
 
+import warnings
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -214,7 +215,10 @@ def to_alf(episodes: episodes_lib.EpisodesLike, *,
   Fields: ``step_type`` (int32), ``observation``, ``prev_action``,
   ``reward`` (float32 zeros if the episodes have none), ``discount``
   (float32; RLDS's own discount moved one step later, so 0 at the ``LAST``
-  of a terminated episode), ``env_id`` (int32 zeros) and ``env_info`` (the
+  of a terminated episode; an episode whose discount says the other ending
+  than ``is_terminal``, e.g. 1 up to a terminal step as Open X-Embodiment
+  data has, gets its ``LAST`` discount from ``is_terminal``, with one
+  warning), ``env_id`` (int32 zeros) and ``env_info`` (the
   other step fields). `from_alf` gives the episodes back exactly, apart from
   episode metadata and the last step's action, reward and discount (invalid
   in RLDS; read back as zeros); episodes without a discount get the derived
@@ -246,6 +250,7 @@ def to_alf(episodes: episodes_lib.EpisodesLike, *,
   dropped = transitions.LastStepValues('to_alf', extras=False)
   source = '<episodes>'
   parts: Dict[str, List[Any]] = {}
+  disagreeing = 0
   for index, episode in enumerate(transitions.prepared_for_writing(
       episodes_lib.checked_episodes(episodes, source=source), policy,
       dropped)):
@@ -271,6 +276,9 @@ def to_alf(episodes: episodes_lib.EpisodesLike, *,
       discount = transitions.derived_discount(length, terminated)
     discount = _delayed(discount)
     discount[0] = 1
+    if _end_discount_disagrees(discount[-1], terminated):
+      disagreeing += 1
+      discount[-1] = 0 if terminated else 1
     add = lambda key, value: parts.setdefault(key, []).append(value)
     add('step_type', step_type)
     add('observation', steps[rlds_types.OBSERVATION])
@@ -285,5 +293,19 @@ def to_alf(episodes: episodes_lib.EpisodesLike, *,
   out = {k: _concat(v) for k, v in parts.items()}
   out['env_id'] = np.zeros(len(out['step_type']), np.int32)
   dropped.warn()
+  if disagreeing:
+    warnings.warn(
+        f'to_alf: {disagreeing} episode(s) end with a discount that disagrees '
+        'with is_terminal (1 before a terminal step, as Open X-Embodiment '
+        'data has, or 0 before a truncated one). ALF tells a terminated '
+        'episode by discount 0 at LAST, so that discount was written from '
+        'is_terminal: the endings are kept, the discount of those final '
+        'transitions changed.', UserWarning, stacklevel=2)
   return out
+
+
+def _end_discount_disagrees(discount: Any, terminated: bool) -> bool:
+  """Whether a LAST step's discount says the other ending than the flag."""
+  ends_game = bool(np.all(np.asarray(discount) == 0))
+  return ends_game != terminated
 

@@ -64,6 +64,22 @@ def test_named_cases_layout_and_round_trip(name):
                                         metadata=False)
 
 
+@pytest.mark.parametrize('terminated,last_discount', [
+    (True, 1.0),    # Open X-Embodiment: discount 1 up to a terminal step.
+    (False, 0.0),   # 0 before a step cut by a time limit.
+], ids=['terminal-with-discount-1', 'truncated-with-discount-0'])
+def test_the_ending_is_kept_when_the_discount_disagrees(terminated,
+                                                        last_discount):
+  episode = convert_testing.make_episode(4, terminated)
+  episode['steps']['discount'][-2] = last_discount
+  with pytest.warns(UserWarning, match=r'^to_alf: 1 episode\(s\) end with a '
+                    'discount that disagrees with is_terminal'):
+    time_steps = alf.to_alf([episode])
+  assert time_steps['discount'][-1] == (0.0 if terminated else 1.0)
+  back = list(alf.from_alf(time_steps))[0]['steps']
+  assert back['is_terminal'].tolist() == [False] * 3 + [terminated]
+
+
 def test_empty_and_one_step_cases():
   with pytest.raises(ValueError, match='no episodes with two or more steps'):
     alf.to_alf(convert_testing.NAMED_EPISODES['empty'])
