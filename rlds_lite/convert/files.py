@@ -342,18 +342,27 @@ def write_episodes(fmt: str, episodes: episodes_lib.EpisodesLike,
 
 
 class Counted(NamedTuple):
-  """What went through a conversion."""
+  """What went through a conversion: episodes and steps written, and the
+  one-step episodes left out (``one_step='skip'``)."""
   episodes: int
   steps: int
+  skipped_one_step: int = 0
 
 
 def counting(episodes: Iterable[episodes_lib.Episode], counts: list,
-             progress: Optional[Any] = None) -> Iterator[episodes_lib.Episode]:
-  """Passes ``episodes`` through, adding ``[episodes, steps]`` to ``counts``."""
+             progress: Optional[Any] = None, *,
+             skip_one_step: bool = False) -> Iterator[episodes_lib.Episode]:
+  """Passes ``episodes`` through, adding ``[episodes, steps, skipped]`` to
+  ``counts`` (with ``skip_one_step``, a one-step episode, which the writer
+  leaves out, counts as skipped, not written)."""
   for episode in episodes:
     leaves = nest_paths.flatten_with_paths(episode['steps'])
-    counts[0] += 1
-    counts[1] += len(leaves[0][1]) if leaves else 0
+    length = len(leaves[0][1]) if leaves else 0
+    if skip_one_step and length == 1:
+      counts[2] += 1
+    else:
+      counts[0] += 1
+      counts[1] += length
     if progress is not None:
       progress.update(1)
     yield episode
@@ -382,7 +391,7 @@ def convert(source: PathLike, target: PathLike, *, from_format: str,
     >>> ted_file = write_episodes('ted', episodes, os.path.join(work, 'b.h5'))
     >>> convert(ted_file, os.path.join(work, 'alf.npz'), from_format='ted',
     ...         to_format='alf')
-    Counted(episodes=3, steps=97)
+    Counted(episodes=3, steps=97, skipped_one_step=0)
   """
   last_step = options.pop('last_step', None)
   reads = _format(from_format).read_options | _READ_OPTIONS
@@ -396,9 +405,11 @@ def convert(source: PathLike, target: PathLike, *, from_format: str,
   if 'split' in read_options and to_format == 'rlds':
     write_options['split'] = read_options['split']
   episodes = read_episodes(from_format, source, **read_options)
-  counts = [0, 0]
+  counts = [0, 0, 0]
+  skip = write_options.get('one_step') == 'skip'
   with progress_lib.bar(progress, desc=f'{from_format} -> {to_format}',
                         unit=' episodes') as bar:
-    write_episodes(to_format, counting(episodes, counts, bar), target,
+    write_episodes(to_format, counting(episodes, counts, bar,
+                                       skip_one_step=skip), target,
                    **write_options)
   return Counted(*counts)

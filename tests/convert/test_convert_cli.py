@@ -134,3 +134,24 @@ def test_convert_runs_as_a_command(tmp_path):
       f'-> rlds {tmp_path / "converted"}\n')
   loaded = list(rlds_lite.load(str(tmp_path / 'converted'), dense=True))
   assert [int(e['steps']['reward'].shape[0]) for e in loaded] == lengths
+
+
+def test_skipped_one_step_episodes_are_not_counted_as_converted(tmp_path,
+                                                                capsys):
+  mixed = convert_testing.NAMED_EPISODES['mixed-ends']
+  one_step = sum(len(e['steps']['is_last']) == 1 for e in mixed)
+  kept = [e for e in mixed if len(e['steps']['is_last']) > 1]
+  assert one_step and kept
+  source = files.write_episodes('rlds', mixed, tmp_path / 'source')
+  steps = sum(len(e['steps']['is_last']) for e in kept)
+  assert cli.main(['convert', '--from', 'rlds', '--to', 'd4rl', source,
+                   str(tmp_path / 'd4rl.h5'), '--skip-one-step',
+                   '--no-progress']) == 0
+  assert capsys.readouterr().out == (
+      f'converted {len(kept)} episodes ({steps} steps): rlds {source} -> d4rl '
+      f"{tmp_path / 'd4rl.h5'}; left out {one_step} one-step episodes\n")
+  assert len(list(files.read_episodes('d4rl', tmp_path / 'd4rl.h5'))) == len(
+      kept)
+  counted = files.convert(source, tmp_path / 'alf.npz', from_format='rlds',
+                          to_format='alf', one_step='skip')
+  assert counted == files.Counted(len(kept), steps, one_step)
