@@ -16,7 +16,10 @@ Example:
 import collections
 import importlib
 import types
+import warnings
 from typing import Any, Iterable, Iterator, Optional
+
+import numpy as np
 
 from rlds_lite import nest_paths
 
@@ -50,14 +53,45 @@ def _numpy_batches(ds: Any) -> Iterator[Any]:
                     f'batches, got {type(ds).__name__}.') from None
 
 
-def _check_leaves(batch: Any) -> None:
-  """Raises a TypeError naming a field JAX cannot hold (strings, objects)."""
+def _check_leaves(batch: Any, x64: bool = True) -> None:
+  """Raises naming a field JAX cannot hold: strings and objects (TypeError);
+  without x64, 64-bit integers outside the 32-bit range (ValueError)."""
   for path, leaf in nest_paths.flatten_with_paths(batch):
-    kind = getattr(getattr(leaf, 'dtype', None), 'kind', None)
-    if kind in ('O', 'S', 'U'):
+    name = path or '<batch>'
+    dtype = getattr(leaf, 'dtype', None)
+    kind = getattr(dtype, 'kind', None)
+    if kind in ('O', 'S', 'U') or (dtype is None and
+                                   isinstance(leaf, (str, bytes))):
       raise TypeError(
-          f'{_OP}: field {path or "<batch>"!r} has dtype {leaf.dtype}, which '
-          'JAX arrays cannot hold; drop it (or encode it as numbers) first.')
+          f'{_OP}: field {name!r} has dtype {dtype or type(leaf).__name__}, '
+          'which JAX arrays cannot hold; drop it (or encode it as numbers) '
+          'first.')
+    if (not x64 and kind in ('i', 'u') and dtype.itemsize == 8 and
+        np.size(leaf) and not _fits_32_bits(leaf)):
+      raise ValueError(
+          f'{_OP}: field {name!r} holds {dtype} values outside the 32-bit '
+          'range, which JAX truncates when jax_enable_x64 is off (its '
+          "default); enable it (jax.config.update('jax_enable_x64', True)) "
+          'or drop the field.')
+
+
+def _fits_32_bits(values: np.ndarray) -> bool:
+  info = np.iinfo(np.int32 if values.dtype.kind == 'i' else np.uint32)
+  return bool(values.min() >= info.min and values.max() <= info.max)
+
+
+def _warn_64_bit_fields(batch: Any) -> None:
+  """Says once which fields JAX (x64 off) turns into 32-bit arrays."""
+  wide = [path or '<batch>' for path, leaf in
+          nest_paths.flatten_with_paths(batch)
+          if getattr(getattr(leaf, 'dtype', None), 'itemsize', 0) == 8 and
+          leaf.dtype.kind in 'iuf']
+  if wide:
+    warnings.warn(
+        f'{_OP}: fields {wide} are 64-bit; JAX holds them as 32-bit arrays '
+        '(int32, float32) because jax_enable_x64 is off (its default). '
+        'Integers outside the 32-bit range are refused; enable x64 to keep '
+        'every bit.', UserWarning, stacklevel=3)
 
 
 def as_jax_iterator(ds: Iterable[Any],
@@ -90,6 +124,9 @@ def as_jax_iterator(ds: Iterable[Any],
   Raises:
     ValueError: if ``prefetch`` is not a positive int.
     TypeError: if a field holds strings or objects (named).
+    ValueError: with ``jax_enable_x64`` off (JAX's default), if an integer
+      field holds 64-bit values outside the 32-bit range (named); 64-bit
+      fields are named once in a warning, as JAX holds them in 32 bits.
     ImportError: if JAX is not installed (naming the extra to install).
 
   Example:
@@ -108,8 +145,11 @@ def as_jax_iterator(ds: Iterable[Any],
   jax = import_jax()
   batches = _numpy_batches(ds)
 
+  x64 = bool(jax.config.jax_enable_x64)
+
   def generate() -> Iterator[Any]:
     queue = collections.deque()
+    warned = []
 
     def enqueue(n: int) -> None:
       for _ in range(n):
@@ -117,7 +157,10 @@ def as_jax_iterator(ds: Iterable[Any],
           batch = next(batches)
         except StopIteration:
           return
-        _check_leaves(batch)
+        _check_leaves(batch, x64)
+        if not x64 and not warned:
+          _warn_64_bit_fields(batch)
+          warned.append(True)
         queue.append(jax.device_put(batch, sharding))
 
     enqueue(prefetch)

@@ -85,6 +85,25 @@ def test_string_field_named():
     next(as_jax_iterator(ds))
 
 
+def test_64_bit_fields_without_x64():
+  assert not jax.config.jax_enable_x64   # JAX's default.
+  big = [{'id': np.array([2**40 + 1, 2**33], np.int64)}]
+  with pytest.raises(ValueError, match="^as_jax_iterator: field 'id' holds "
+                     'int64 values outside the 32-bit range, which JAX '
+                     'truncates when jax_enable_x64 is off'):
+    next(as_jax_iterator(big))
+  small = [{'id': np.array([3, -4], np.int64),
+            'x': np.array([0.5, 1.5], np.float64),
+            'y': np.array([1, 2], np.int32)}] * 2
+  with pytest.warns(UserWarning, match=r"^as_jax_iterator: fields \['id', "
+                    r"'x'\] are 64-bit; JAX holds them as 32-bit arrays") as w:
+    out = list(as_jax_iterator(small))
+  assert len(w) == 1
+  assert out[1]['id'].tolist() == [3, -4] and out[1]['id'].dtype == jnp.int32
+  with pytest.raises(TypeError, match="field 'a' has dtype str"):
+    list(as_jax_iterator([{'a': np.ones(2, np.float32)}, {'a': 'x'}]))
+
+
 def test_not_iterable():
   with pytest.raises(TypeError, match='ds must be a tf.data.Dataset or an '
                      'iterable of batches, got int'):
