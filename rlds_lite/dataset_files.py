@@ -887,6 +887,35 @@ def find_damage(builder: tfds.core.DatasetBuilder, split: Any = None, *,
   return found
 
 
+def check_all_read(builder: tfds.core.DatasetBuilder, split: str,
+                   read: int, consequence: str = '') -> None:
+  """Raises if a pass over ``split`` read fewer episodes than it lists.
+
+  The first damaged shard (`find_damage`) is raised if there is one, else a
+  `CorruptDatasetError` naming ``dataset_info.json``, with ``consequence``
+  (e.g. ``'nothing was converted.'``) after it.
+
+  Example:
+    >>> from rlds_lite import synthetic
+    >>> path = synthetic.dataset(2, seed=0)
+    >>> check_all_read(open_builder(path), 'train', 2)
+    >>> check_all_read(open_builder(path), 'train', 1)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    rlds_lite.dataset_files.CorruptDatasetError: .../dataset_info.json: lists 2 episodes in split 'train' but its files hold 1.
+  """
+  listed = builder.info.splits[split].num_examples
+  if read == listed:
+    return
+  for problem in find_damage(builder, split):
+    raise problem
+  ending = f'; {consequence}' if consequence else '.'
+  raise CorruptDatasetError(
+      os.path.join(os.fspath(builder.data_dir), INFO_FILE),
+      f'lists {listed} episodes in split {split!r} but its files hold '
+      f'{read}{ending}')
+
+
 def diagnose(builder: tfds.core.DatasetBuilder, split: Any,
              error: BaseException,
              read: Optional[Reader] = None) -> Optional[CorruptDatasetError]:

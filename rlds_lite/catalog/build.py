@@ -306,7 +306,7 @@ def _named_pass(builder: tfds.core.DatasetBuilder, split: str, plan: _Plan,
   ``loading.named_read_errors`` (file, episode); one the files do not
   explain, a ValueError naming the dataset and split. Fewer records than
   ``dataset_info.json`` says (a shard whose ``shardLengths`` were raised)
-  are named too.
+  are named too (``dataset_files.check_all_read``).
   """
   try:
     with loading.named_read_errors(builder, split):
@@ -315,12 +315,7 @@ def _named_pass(builder: tfds.core.DatasetBuilder, split: str, plan: _Plan,
     raise ValueError(
         f'catalog: cannot read the episodes of {files.label}: '
         f'{dataset_files.short_message(e)}') from None
-  if done != files.num_episodes:
-    for problem in dataset_files.find_damage(builder, split):
-      raise problem
-    raise ValueError(
-        f'catalog: {files.label} holds {done} episodes, but '
-        f'{dataset_files.INFO_FILE} says {files.num_episodes}.')
+  dataset_files.check_all_read(builder, split, done)
   return parts
 
 

@@ -298,7 +298,8 @@ def convert(source: PathLike,
             if 'episode_id' in episode:
               ids.append(int(episode['episode_id']))
             bar.update(1)
-        _check_all_read(builder, split, len(lengths), total)
+        dataset_files.check_all_read(builder, split, len(lengths),
+                                     'nothing was converted.')
         shard_lengths, num_bytes = writer.finalize()
       except BaseException:
         writer.abort()
@@ -348,20 +349,6 @@ def convert(source: PathLike,
       tf.io.gfile.rmtree(work)
     raise
   return out
-
-
-def _check_all_read(builder: tfds.core.DatasetBuilder, split: str,
-                    read: int, total: int) -> None:
-  """Raises if the split's files held fewer episodes than it lists."""
-  if read == total:
-    return
-  damage = dataset_files.find_damage(builder, split)
-  if damage:
-    raise damage[0]
-  raise dataset_files.CorruptDatasetError(
-      os.path.join(os.fspath(builder.data_dir), _INFO_FILE),
-      f'lists {total} episodes in split {split!r} but its files hold '
-      f'{read}; nothing was converted.')
 
 
 def _publish(work: str, out: str, overwrite: bool) -> None:
