@@ -162,13 +162,16 @@ class ValidationReport:
     num_episodes: episodes checked.
     num_steps: steps checked.
     source: what was checked (a path, a name or ``'<dataset>'``).
-    complete: False if the pass stopped early (``max_problems`` reached, or
-      a damaged file, then the last problem).
+    complete: False if the pass did not read every episode: it stopped
+      early (``max_problems`` reached, or a damaged file, then the last
+      problem), or damaged files kept `unread` episodes from it.
     repairs: the repairs asked for (``('is_last',)``), applied to `repaired`.
     repaired: the repaired episodes (a ``tf.data.Dataset``) when repairs
       were asked for, else None. Problems describe the data before repair.
     notices: findings that leave the data valid (`Notice`): they do not
       make `ok` False.
+    unread: episodes the damaged files kept from a pass that read every
+      other episode (0 when none, or when the pass stopped early).
   """
   problems: List[Problem]
   num_episodes: int
@@ -178,6 +181,7 @@ class ValidationReport:
   repairs: Tuple[str, ...] = ()
   repaired: Any = None
   notices: List[Notice] = dataclasses.field(default_factory=list)
+  unread: int = 0
 
   @property
   def ok(self) -> bool:
@@ -204,9 +208,13 @@ class ValidationReport:
             f'{_counted(self.num_episodes, "episode")} '
             f'({_counted(self.num_steps, "step")})')
     if not self.complete:
-      damaged = any(p.kind in _STOPPING_KINDS for p in self.problems)
-      text += ('; stopped early (a damaged file)' if damaged
-               else '; stopped early (max_problems reached)')
+      damaged = sum(p.kind in _STOPPING_KINDS for p in self.problems)
+      files = 'a damaged file' if damaged == 1 else f'{damaged} damaged files'
+      if self.unread:
+        text += f'; {_counted(self.unread, "episode")} not read ({files})'
+      else:
+        text += (f'; stopped early ({files})' if damaged
+                 else '; stopped early (max_problems reached)')
     if self.repairs:
       text += f'; repaired: {", ".join(self.repairs)}'
     if self.notices:
@@ -233,6 +241,7 @@ class ValidationReport:
         'complete': self.complete,
         'episodes': self.num_episodes,
         'steps': self.num_steps,
+        'unread': self.unread,
         'repairs': list(self.repairs),
         'problems': [p.to_dict() for p in self.problems],
         'notices': [dataclasses.asdict(n) for n in self.notices],

@@ -15,7 +15,7 @@ Example:
 
 import dataclasses
 import os
-from typing import Any, Iterable, Mapping, Optional, Tuple, Union
+from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -44,6 +44,9 @@ class Source:
     total: the number of episodes if known (for progress bars).
     builder: the TFDS builder for a path or name, else None.
     split: the split read, for a path or name.
+    numbers: the split index of each episode read, when the episodes read
+      are not episodes ``0, 1, 2...`` (those around damaged files); None
+      when they are.
   """
   label: str
   episodes: Any
@@ -51,6 +54,11 @@ class Source:
   total: Optional[int] = None
   builder: Optional[tfds.core.DatasetBuilder] = None
   split: Optional[str] = None
+  numbers: Optional[Sequence[int]] = None
+
+  def number(self, position: int) -> int:
+    """The split index of the episode read at ``position``."""
+    return position if self.numbers is None else self.numbers[position]
 
 
 def open_builder(name_or_dir: PathLike, data_dir: Optional[PathLike] = None
@@ -136,20 +144,24 @@ class RandomAccessEpisodes:
   episodes whose ``steps`` are dense NumPy arrays (encoded features, such as
   PNG images, are left encoded). A damaged file raises a
   ``rlds_lite.dataset_files.CorruptDatasetError`` naming it (the array_record
-  reader's own errors name no episode, some no file).
+  reader's own errors name no episode, some no file). ``indices`` reads
+  only those episodes (the ones around damaged files).
   """
 
-  def __init__(self, builder: tfds.core.DatasetBuilder, split: str):
+  def __init__(self, builder: tfds.core.DatasetBuilder, split: str,
+               indices: Optional[Sequence[int]] = None):
     self.builder = builder
     self.split = split
     self._source = builder.as_data_source(
         split, decoders={rlds_types.STEPS: tfds.decode.SkipDecoding()})
+    self._indices = (range(len(self._source)) if indices is None
+                     else indices)
 
   def __len__(self) -> int:
-    return len(self._source)
+    return len(self._indices)
 
   def __iter__(self):
-    for index in range(len(self._source)):
+    for index in self._indices:
       try:
         episode = self._source[index]
       except Exception:  # pylint: disable=broad-except

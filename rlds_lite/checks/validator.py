@@ -26,9 +26,12 @@ field's shape or dtype edited), and, when ``dataset_info.json`` holds the
 features (TFDS then decodes with those), a ``features.json`` that is
 missing, unreadable or disagrees with them (``features_mismatch``: the data
 reads right, tools that read ``features.json`` do not). Each such problem
-names the file (``Problem.file``) and, where known, the episode and field; a
-damaged file stops the pass where it is read (the report is then not
-complete).
+names the file (``Problem.file``) and, where known, the episode and field.
+The pass reads every episode the damaged files leave (the other shards', a
+damaged shard's before its damage) and the report counts those it could
+not read (``unread``); damage found only while reading (a tfrecord checksum
+that fails, a frame that does not decode) stops the pass there. Either way
+the report is not complete.
 
 And noticed (`Notice`, listed in the report without making it fail): non-zero
 ``action``/``reward``/``discount`` values on final steps, per field with the
@@ -118,7 +121,8 @@ def _python_summaries(source: sources.Source, last_step_invalid: bool,
       if spec_problems:
         return
     else:
-      found.extend(rules.check_structure(index, dtypes, reference))
+      found.extend(rules.check_structure(source.number(index), dtypes,
+                                         reference))
     plan = summaries.make_plan(spec, dense=True, all_shapes=True,
                                last_step_invalid=last_step_invalid,
                                last_values=last_values)
@@ -131,12 +135,20 @@ def _file_problem(error: dataset_files.CorruptDatasetError) -> Problem:
                  step=error.step, file=error.path)
 
 
-def _files_problems(source: sources.Source) -> List[Problem]:
-  """Damaged files of a dataset on disk (cheap: record headers only)."""
+def _files_damage(builder: Any, split: str
+                  ) -> List[dataset_files.CorruptDatasetError]:
+  """Damaged files of a split on disk (cheap: record headers only)."""
   # Record checksums too for array_record: its reader's errors say little.
-  errors = dataset_files.find_damage(
-      source.builder, source.split,
-      records=dataset_files.file_format(source.builder) == 'array_record')
+  return dataset_files.find_damage(
+      builder, split,
+      records=dataset_files.file_format(builder) == 'array_record')
+
+
+def _files_problems(source: sources.Source,
+                    damaged: List[dataset_files.CorruptDatasetError]
+                    ) -> List[Problem]:
+  """The damaged files, and a ``features.json`` that disagrees."""
+  errors = list(damaged)
   mismatch = dataset_files.features_mismatch(source.builder.data_dir)
   if mismatch is not None:
     errors.append(mismatch)
@@ -144,65 +156,102 @@ def _files_problems(source: sources.Source) -> List[Problem]:
 
 
 def _corrupt_report(dataset: Any, split: Optional[str],
-                    errors: List[dataset_files.CorruptDatasetError]
-                    ) -> problems_lib.ValidationReport:
+                    errors: List[dataset_files.CorruptDatasetError],
+                    unread: int) -> problems_lib.ValidationReport:
   """The report of a dataset none of whose episodes can be read."""
   label = os.fspath(dataset) + (f' [{split}]' if split else '')
   return problems_lib.ValidationReport(
-      [_file_problem(e) for e in errors], 0, 0, label, complete=False)
+      [_file_problem(e) for e in errors], 0, 0, label, complete=False,
+      unread=unread)
 
 
-def _first_lost(builder: Any, split: str,
-                errors: List[dataset_files.CorruptDatasetError]
-                ) -> Optional[int]:
-  """The first episode of ``split`` the damaged files lose, or None (all).
 
-  A damaged metadata file loses every episode; a shard, its first damaged
-  episode where the error names one, else its first.
+def _lost(builder: Any, split: str,
+          errors: List[dataset_files.CorruptDatasetError]
+          ) -> Optional[List[range]]:
+  """The episodes of ``split`` the damaged files lose, or None (all).
+
+  A damaged metadata file loses every episode; a damaged shard, its episodes
+  from the first damaged one (where the error names it) to its end.
   """
-  shards = {s.path: s for s in dataset_files.split_shards(builder, split)}
+  shards = dataset_files.split_shards(builder, split)
+  by_path = {s.path: s for s in shards}
   lost = []
   for error in errors:
-    if error.episode is not None and error.split == split:
-      lost.append(error.episode)
-    elif error.path in shards:
-      lost.append(shards[error.path].first)
-    else:
+    shard = by_path.get(error.path)
+    if shard is None and error.episode is not None and error.split == split:
+      shard = dataset_files.shard_of(builder, split, error.episode)
+    if shard is None:
       return None
-  return min(lost) if lost else None
+    first = shard.first
+    if error.episode is not None and error.split == split:
+      first = max(first, error.episode)
+    lost.append(range(first, shard.first + shard.count))
+  return lost
 
 
-def _before_damage(dataset: Any, split: Optional[str],
+def _readable(total: int, lost: List[range]) -> List[range]:
+  """The ranges of ``range(total)`` outside every ``lost`` range.
+
+  Example:
+    >>> _readable(7, [range(2, 4), range(6, 7)])
+    [range(0, 2), range(4, 6)]
+  """
+  kept, start = [], 0
+  for gone in sorted(lost, key=lambda r: r.start):
+    if gone.start > start:
+      kept.append(range(start, gone.start))
+    start = max(start, gone.stop)
+  if start < total:
+    kept.append(range(start, total))
+  return kept
+
+
+def _around_damage(dataset: Any, split: Optional[str],
                    data_dir: Optional[str],
-                   error: dataset_files.CorruptDatasetError
-                   ) -> Tuple[Optional[sources.Source], Optional[str],
-                              List[dataset_files.CorruptDatasetError]]:
-  """The whole episodes before the first damaged one, as a `Source`.
+                   errors: List[dataset_files.CorruptDatasetError],
+                   rescan: bool) -> Tuple[Optional[sources.Source], Optional[str],
+                              List[dataset_files.CorruptDatasetError], int]:
+  """The whole episodes the damaged files leave, as a `Source`.
 
   A split whose shards are damaged cannot be opened (``rlds_lite.load``
-  checks them), yet the episodes before the damage read whole: they are
+  checks them) or read to its end, yet the episodes of its other shards,
+  and those of a damaged shard before its damage, read whole: they are
   checked too, so the report's counts are those of the episodes checked.
+  ``rescan``: ``errors`` is the first damaged file only (the one that
+  stopped the split from opening); look for the others.
 
   Returns:
-    ``(source, split, errors)``: the source of the episodes ``0..k-1`` of a
-    plain split (None if there is none: damaged metadata, the first episode
-    lost, an array_record dataset), the split, and every damaged file.
+    ``(source, split, errors, unread)``: the source of the readable episodes
+    of a plain split (None if there is none: damaged metadata, every
+    episode lost), the split, every damaged file, and how many episodes
+    they keep from the pass.
   """
   try:
     builder, label = loading.rlds_builder(dataset, data_dir)
     split = split or sources.default_split(builder)
-    errors = dataset_files.find_damage(builder, split) or [error]
+    if rescan:  # ``errors`` holds the first damaged file only.
+      errors = _files_damage(builder, split) or errors
   except (ValueError, OSError):
-    return None, split, [error]  # Its metadata is damaged: `error` names it.
-  if (split not in builder.info.splits.keys() or
-      dataset_files.file_format(builder) != 'tfrecord'):
-    return None, split, errors
-  first = _first_lost(builder, split, errors)
-  if not first:
-    return None, split, errors
-  episodes = loading.episode_reader(builder)(f'{split}[:{first}]')
-  return (sources.Source(label, episodes, sources.DENSE, first, builder,
-                         split), split, errors)
+    return None, split, errors, 0  # Its metadata is damaged: `errors` say so.
+  total = sources.split_size(builder, split)
+  lost = _lost(builder, split, errors) if total is not None else None
+  if lost is None:
+    return None, split, errors, 0
+  kept = _readable(total, lost)
+  numbers = [number for part in kept for number in part]
+  unread = total - len(numbers)
+  if not numbers:
+    return None, split, errors, unread
+  if dataset_files.file_format(builder) == 'array_record':
+    episodes = sources.RandomAccessEpisodes(builder, split, numbers)
+    kind = sources.PYTHON
+  else:
+    episodes = loading.episode_reader(builder)(
+        '+'.join(f'{split}[{r.start}:{r.stop}]' for r in kept))
+    kind = sources.DENSE
+  return (sources.Source(label, episodes, kind, len(numbers), builder, split,
+                         numbers), split, errors, unread)
 
 
 def _progress_bar(total: Optional[int], progress: Optional[bool],
@@ -213,15 +262,16 @@ def _progress_bar(total: Optional[int], progress: Optional[bool],
                    disable=None if progress is None else not progress)
 
 
-def _run_pass(source: sources.Source, last_step_invalid: bool,
-              last_values: bool, max_problems: Optional[int],
+def _run_pass(source: sources.Source,
+              damaged: List[dataset_files.CorruptDatasetError],
+              last_step_invalid: bool, last_values: bool, max_problems: Optional[int],
               num_episodes: Optional[int], progress: Optional[bool]
               ) -> Tuple[List[Problem], int, int, bool, Dict[str, int]]:
   """(problems, episodes, steps, complete, non-zero last values per field)."""
   found: List[Problem] = []
   last_counts: Dict[str, int] = {}
   if source.builder is not None:
-    found.extend(_files_problems(source))
+    found.extend(_files_problems(source, damaged))
   if source.kind == sources.PYTHON:
     stream = _python_summaries(source, last_step_invalid, last_values, found)
   else:
@@ -248,7 +298,8 @@ def _run_pass(source: sources.Source, last_step_invalid: bool,
       for index, summary in enumerate(stream):
         if num_episodes is not None and index >= num_episodes:
           break
-        found.extend(rules.check_episode(index, summary, reference_shapes))
+        found.extend(rules.check_episode(source.number(index), summary,
+                                         reference_shapes))
         for path in rules.nonzero_last_values(summary):
           last_counts[path] = last_counts.get(path, 0) + 1
         episodes += 1
@@ -324,14 +375,22 @@ def validate(dataset: Any,
   try:
     source = sources.open_source(dataset, split, data_dir, random_access=True)
   except dataset_files.CorruptDatasetError as error:
-    source, split, damaged = _before_damage(dataset, split, data_dir, error)
+    source, damaged = None, [error]
+  else:
+    if source.builder is not None:
+      damaged = _files_damage(source.builder, source.split)
+  unread = 0
+  if damaged:
+    source, split, damaged, unread = _around_damage(
+        dataset, split, data_dir, damaged, rescan=source is None)
     if source is None:
-      return _corrupt_report(dataset, split, damaged)
+      return _corrupt_report(dataset, split, damaged, unread)
   found, episodes, steps, complete, last_counts = _run_pass(
-      source, last_step_invalid, last_values, max_problems, num_episodes,
-      progress)
-  if damaged:  # The pass read the episodes before the damage only.
-    found += [p for p in map(_file_problem, damaged) if p not in found]
+      source, damaged, last_step_invalid, last_values, max_problems,
+      num_episodes, progress)
+  if damaged:  # The pass read the episodes around the damage only.
+    if not complete:
+      unread = 0  # Stopped early: how many went unread is not known.
     complete = False
   repaired = None
   if names and not damaged:
@@ -348,4 +407,4 @@ def validate(dataset: Any,
     label = f'{label} [{source.split}]'
   return problems_lib.ValidationReport(
       found, episodes, steps, label, complete, names, repaired,
-      problems_lib.last_step_notices(last_counts, episodes))
+      problems_lib.last_step_notices(last_counts, episodes), unread)

@@ -137,35 +137,66 @@ def _raise_shard_length(path, shard, length):
     json.dump(info, f)
 
 
-@pytest.mark.parametrize('damage, broken, headline', [
+def _remove(path, *shards):
+  for shard in shards:
+    os.remove(os.path.join(path, f'catch-train.tfrecord-{shard:05d}'))
+
+
+_FILE = ['-', '-', '-', 'corrupt_file']
+
+
+@pytest.mark.parametrize('damage, broken, headline, rows', [
     (lambda p: _truncate(p, 2), None,
-     '1 problem in 4 episodes (40 steps); stopped early (a damaged file)'),
+     '1 problem in 4 episodes (40 steps); 1 episode not read (a damaged file)',
+     [['4', '-', '-', 'corrupt_file']]),
     (lambda p: _truncate(p, 1), None,
-     '1 problem in 3 episodes (30 steps); stopped early (a damaged file)'),
+     '1 problem in 4 episodes (40 steps); 1 episode not read (a damaged file)',
+     [['3', '-', '-', 'corrupt_file']]),
     (lambda p: _raise_shard_length(p, 2, 3), None,
-     '1 problem in 5 episodes (50 steps); stopped early (a damaged file)'),
-    (lambda p: os.remove(os.path.join(p, 'catch-train.tfrecord-00000')), None,
-     '1 problem in 0 episodes (0 steps); stopped early (a damaged file)'),
+     '1 problem in 5 episodes (50 steps); 2 episodes not read '
+     '(a damaged file)', [['5', '-', '-', 'corrupt_file']]),
+    (lambda p: _remove(p, 0), None,
+     '1 problem in 3 episodes (30 steps); 2 episodes not read '
+     '(a damaged file)', [_FILE]),
     (lambda p: _truncate(p, 2), 1,
-     '2 problems in 4 episodes (40 steps); stopped early (a damaged file)'),
-    (lambda p: None, None, 'OK in 5 episodes (50 steps)'),
+     '2 problems in 4 episodes (40 steps); 1 episode not read (a damaged file)',
+     [['4', '-', '-', 'corrupt_file'], ['1', '9', 'is_last',
+                                        'is_last_missing']]),
+    (lambda p: _remove(p, 1), 4,
+     '2 problems in 3 episodes (30 steps); 2 episodes not read '
+     '(a damaged file)', [_FILE, ['4', '9', 'is_last', 'is_last_missing']]),
+    (lambda p: _remove(p, 0, 1, 2), None,
+     '3 problems in 0 episodes (0 steps); 5 episodes not read '
+     '(3 damaged files)', [_FILE] * 3),
+    (lambda p: None, None, 'OK in 5 episodes (50 steps)', []),
 ], ids=['last-shard-truncated', 'middle-shard-truncated',
         'shard-lengths-raised', 'first-shard-missing',
-        'a-problem-before-a-truncated-shard', 'whole'])
-def test_episodes_before_a_damaged_shard_are_checked_and_counted(
-    tmp_path, capsys, damage, broken, headline):
-  # A damaged shard stopped the pass before it started: "1 problem in 0
-  # episodes (0 steps)" though the episodes before the damage are whole.
+        'a-problem-before-a-truncated-shard',
+        'a-problem-after-a-missing-shard', 'every-shard-missing', 'whole'])
+def test_episodes_around_damaged_shards_are_checked_and_counted(
+    tmp_path, capsys, damage, broken, headline, rows):
+  # A damaged shard stopped the pass where it was read, or before it started
+  # ("1 problem in 0 episodes (0 steps)" for a missing first shard), though
+  # the episodes of the other shards are whole. Problems after the gap name
+  # their own episode (4, not the 3rd episode read).
   path = _five_in_three_shards(str(tmp_path), broken)
   damage(path)
   code = cli.main(['validate', path, '--no-progress'])
   lines = capsys.readouterr().out.splitlines()
   assert lines[0] == f'{path} [train]: {headline}'
   assert code == (0 if headline.startswith('OK') else 1)
-  if broken is not None:  # Files first (found before the pass), then steps.
-    assert [line.split()[:4] for line in lines[3:]] == [
-        ['4', '-', '-', 'corrupt_file'], ['1', '9', 'is_last',
-                                          'is_last_missing']]
+  # Files first (found before the pass), then steps.
+  assert [line.split()[:4] for line in lines[3:]] == rows
+
+
+def test_json_counts_the_episodes_damaged_files_keep_from_the_pass(
+    tmp_path, capsys):
+  path = _five_in_three_shards(str(tmp_path))
+  _remove(path, 1)
+  assert cli.main(['validate', path, '--json', '--no-progress']) == 1
+  report = json.loads(capsys.readouterr().out)
+  assert (report['complete'], report['episodes'], report['unread']) == (
+      False, 3, 2)
 
 
 @pytest.mark.parametrize('episodes, headline', [

@@ -333,6 +333,11 @@ def test_array_record_validate_and_inspect_name_the_file(
                if p.get('file') == os.path.join(path, expect.file)]
   assert problem['episode'] == expect.episode
   assert_names(problem['message'], path, expect)
+  # Shard 1 holds episodes 2-3: it loses them from the damaged one on, and
+  # every other episode is checked.
+  unread = 4 - (2 if expect.episode is None else expect.episode)
+  assert (report['episodes'], report['unread'], report['complete']) == (
+      corrupt_files.NUM_EPISODES - unread, unread, False)
   assert cli.main(['inspect', path, '--no-progress']) == 2
   [line] = capsys.readouterr().err.splitlines()
   assert_names(line[len('rlds-lite inspect: '):], path, expect)
