@@ -22,7 +22,9 @@ values have been seen nothing is compacted and quantiles are exact
 Non-finite values (NaN, +-inf) are counted per dimension (``nonfinite``) and
 held as NaN, which sorts after every number: quantiles are those of the
 finite values of each dimension (NaN where a dimension has none), with the
-same guarantee, ``count`` replaced by the dimension's finite count.
+same guarantee, ``count`` replaced by the dimension's finite count. A
+compaction never drops a dimension's last finite value (it takes offset 0
+there instead, which keeps the bound).
 
 Example:
   >>> import numpy as np
@@ -171,8 +173,13 @@ class QuantileSketch:
         start = _offset(self.seed, self.compactions)
         self.compactions += 1
         self.rank_error += 2**h
+        picked = level[:, start:even:2]
+        if start:  # NaN sort last: a lone finite value is at index 0.
+          lone = np.isfinite(level[:, 0]) & np.isnan(level[:, 1])
+          if lone.any():  # Keep it (offset 0 there; the same bound).
+            picked = np.where(lone[:, None], level[:, 0:even:2], picked)
         self._levels[h] = level[:, even:].copy()  # Not a view of it all.
-        self._add(h + 1, level[:, start:even:2])
+        self._add(h + 1, picked)
       h += 1
 
   def samples(self) -> Tuple[np.ndarray, np.ndarray]:
