@@ -19,7 +19,7 @@ Example:
 import argparse
 import contextlib
 import sys
-from typing import Iterator
+from typing import Iterator, Tuple
 import warnings
 
 BAD_INPUT = 2
@@ -93,13 +93,14 @@ def add_last_step_argument(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 @contextlib.contextmanager
-def last_step_warnings(command: str) -> Iterator[None]:
+def last_step_warnings(command: str, also: Tuple[type, ...] = ()
+                       ) -> Iterator[None]:
   """Prints each `LastStepValuesWarning` as one line on stderr.
 
   ``rlds-lite COMMAND: warning: ...`` instead of Python's two-line warning,
-  once the block has succeeded (a failed command says only why); other
-  warnings pass through to the usual filters. Enter it after `quiet_logs`
-  (it imports TensorFlow).
+  once the block has succeeded (a failed command says only why); so are
+  warnings of the categories in ``also``; other warnings pass through to the
+  usual filters. Enter it after `quiet_logs` (it imports TensorFlow).
   """
   from rlds_lite.dense import last_step  # pylint: disable=g-import-not-at-top
   caught = []
@@ -114,7 +115,8 @@ def last_step_warnings(command: str) -> Iterator[None]:
         caught.extend(recorded)
   finally:
     for warning in caught:
-      if issubclass(warning.category, last_step.LastStepValuesWarning):
+      if issubclass(warning.category,
+                    (last_step.LastStepValuesWarning,) + tuple(also)):
         if succeeded:
           text = str(warning.message).removeprefix(f'{command}: ')
           print(f'rlds-lite {command}: warning: {text}', file=sys.stderr)

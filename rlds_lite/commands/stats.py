@@ -76,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
   source = path if os.path.exists(path) else args.path
   try:
     split = args.split or _default_split(source, args.data_dir)
-    with dataset_options.last_step_warnings('stats'):
+    with dataset_options.last_step_warnings(
+        'stats', also=(stats_lib.NonFiniteValuesWarning,)):
       stats = stats_lib.compute(
           source, split=split, keys=keys, last_step=args.last_step,
           cache=not args.no_cache, progress=not args.no_progress,
@@ -86,11 +87,13 @@ def run(args: argparse.Namespace) -> int:
   written = None
   if args.plot:
     try:
-      written = stats_lib.plot_stats(stats, args.plot)
+      with dataset_options.last_step_warnings(
+          'stats', also=(stats_lib.PlotWarning,)):
+        written = stats_lib.plot_stats(stats, args.plot)
     except OSError as e:  # An unwritable path.
       return _fail(f'cannot write the plot {args.plot!r}: {_one_line(e)}')
-  if args.json:
-    print(json.dumps(stats.summary(), indent=2))
+  if args.json:  # Strict JSON: NaN is null, an overflow "inf" (types).
+    print(json.dumps(stats.summary(), indent=2, allow_nan=False))
   else:
     print(stats.table())
   if written:

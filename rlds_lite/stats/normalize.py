@@ -13,7 +13,11 @@ tensors) and of nested episodes (``steps`` a dataset). Each selected field
   ``bounds='minmax'`` takes the exact min and max (nothing is clipped then).
 
 A dimension whose scale is ``<= eps`` (a constant) gets ``scale = 1``, so it
-is only centred. ``mask`` (per key, a boolean per element) leaves the
+is only centred. The statistics leave NaN and inf values out (see
+``FieldStats``), so a field holding some is normalised with the statistics of
+its finite values (its NaN stay NaN); an element holding only non-finite
+values, or statistics of another shape than the data's, is a ValueError
+when ``normalize`` is called, naming the field. ``mask`` (per key, a boolean per element) leaves the
 dimensions where it is False untouched (e.g. a gripper action). Integer
 fields become float32; float fields keep their dtype. ``denormalize`` is the
 exact inverse (up to float rounding) except on clipped values.
@@ -48,16 +52,71 @@ _DEFAULT_ROOTS = (rlds_types.ACTION, rlds_types.OBSERVATION)
 
 def _center_and_scale(field: types.FieldStats, mode: str, bounds: str,
                       eps: float) -> Tuple[np.ndarray, np.ndarray]:
-  if mode == 'gaussian':
-    center, scale = field.mean, field.std
-  elif bounds == 'quantiles':
-    low, high = field.p01, field.p99
-    center, scale = (low + high) / 2, (high - low) / 2
+  with np.errstate(over='ignore', invalid='ignore'):
+    if mode == 'gaussian':
+      center, scale = field.mean, field.std
+    elif bounds == 'quantiles':
+      low, high = field.p01, field.p99
+      center, scale = (low + high) / 2, (high - low) / 2
+    else:
+      center, scale = (field.min + field.max) / 2, (field.max - field.min) / 2
+  return np.asarray(center, np.float64), np.asarray(scale, np.float64)
+
+
+def _check_finite(field: types.FieldStats, center: np.ndarray,
+                  scale: np.ndarray, keep: np.ndarray) -> None:
+  """A ValueError naming the element whose statistics are not numbers."""
+  bad = keep & ~(np.isfinite(center) & np.isfinite(scale))
+  if not bad.any():
+    return
+  if not field.count:
+    raise ValueError(f'normalize: field {field.path!r} has no valid values '
+                     '(its statistics count none).')
+  index = np.unravel_index(int(np.argmax(bad.reshape(-1))), field.shape)
+  element = field.path + (
+      '[' + ', '.join(str(int(i)) for i in index) + ']' if field.shape else '')
+  nans, infs = int(field.nan_count[index]), int(field.inf_count[index])
+  if nans + infs == field.count:
+    why = (f'it holds only non-finite values ({nans} NaN, {infs} inf of '
+           f'{field.count})')
   else:
-    center, scale = (field.min + field.max) / 2, (field.max - field.min) / 2
-  if np.any(np.isnan(center)):
-    raise ValueError(f'normalize: field {field.path!r} has no valid values.')
-  return center, np.where(scale > eps, scale, 1.0)
+    why = ('its statistics are not finite (center '
+           f'{float(center[index])}, scale {float(scale[index])})')
+  others = int(bad.sum()) - 1
+  raise ValueError(
+      f'normalize: cannot normalise field {field.path!r}: element {element}: '
+      f'{why}' + (f' (and {others} more elements)' if others else '') +
+      '; leave it out with keys= or mask=.')
+
+
+def _check_shape(path: str, field: types.FieldStats, spec: Any,
+                 leading: Optional[int]) -> None:
+  """A ValueError unless the data's elements have the statistics' shape.
+
+  ``leading``: how many dimensions come before a step's (1 for dense
+  episodes' time axis, 0 for single steps), or None when unknown (steps,
+  perhaps batched): then the data's last dimensions must match.
+  """
+  shape = getattr(spec, 'shape', None)
+  if shape is None or shape.rank is None:
+    return
+  dims = shape.as_list()
+  if leading is None:
+    if len(dims) < len(field.shape):
+      inner = None
+    else:
+      inner = dims[len(dims) - len(field.shape):]
+  else:
+    inner = dims[leading:] if len(dims) >= leading else None
+  if inner is not None and len(inner) == len(field.shape) and all(
+      d is None or d == s for d, s in zip(inner, field.shape)):
+    return
+  step = tuple(inner) if inner is not None and leading is not None else (
+      tuple(dims))
+  raise ValueError(
+      f'normalize: field {path!r} has statistics of shape {field.shape} but '
+      f'the data holds shape {step} (element_spec {tuple(dims)}): statistics '
+      'of another dataset?')
 
 
 def _keys(stats: types.DatasetStats, keys: Optional[Sequence[str]],
@@ -79,20 +138,24 @@ def _keys(stats: types.DatasetStats, keys: Optional[Sequence[str]],
 def _step_fn(step_spec: Any, stats: types.DatasetStats, mode: str,
              keys: Optional[Sequence[str]], mask: Optional[Mapping[str, Any]],
              bounds: str, eps: float, clip: bool,
-             inverse: bool) -> Callable[[Any], Any]:
-  """The per-step (or batch of steps) function."""
+             inverse: bool, leading: Optional[int]) -> Callable[[Any], Any]:
+  """The per-step (or batch of steps) function (``leading``: `_check_shape`)."""
   if mode not in MODES:
     raise ValueError(f'normalize: mode must be one of {MODES}, got {mode!r}.')
   if bounds not in BOUNDS:
     raise ValueError(
         f'normalize: bounds must be one of {BOUNDS}, got {bounds!r}.')
-  paths = [p for p, _ in nest_paths.flatten_with_paths(step_spec)]
+  specs = dict(nest_paths.flatten_with_paths(step_spec))
   params = {}
-  for key in _keys(stats, keys, paths):
-    center, scale = _center_and_scale(stats.fields[key], mode, bounds, eps)
+  for key in _keys(stats, keys, list(specs)):
+    field = stats.fields[key]
+    _check_shape(key, field, specs[key], leading)
+    center, scale = _center_and_scale(field, mode, bounds, eps)
     keep = np.ones(center.shape, bool)
     if mask is not None and key in mask:
       keep = np.broadcast_to(np.asarray(mask[key], bool), center.shape)
+    _check_finite(field, center, scale, keep)
+    scale = np.where(scale > eps, scale, 1.0)
     params[key] = (np.where(keep, center, 0.0), np.where(keep, scale, 1.0),
                    keep)
   if mask is not None:
@@ -123,19 +186,24 @@ def _step_fn(step_spec: Any, stats: types.DatasetStats, mode: str,
   return fn
 
 
-def _apply(dataset: tf.data.Dataset, make_fn: Callable[[Any], Any]
-           ) -> tf.data.Dataset:
+def _apply(dataset: tf.data.Dataset,
+           make_fn: Callable[[Any, Optional[int]], Any]) -> tf.data.Dataset:
+  """Maps the step function over steps, dense or nested episodes.
+
+  ``make_fn(spec, leading)`` runs here, at call time: its errors (bad keys,
+  shapes, statistics) come before any iteration.
+  """
   spec = dataset.element_spec
   if isinstance(spec, Mapping) and rlds_types.STEPS in spec:
     steps_spec = spec[rlds_types.STEPS]
     if isinstance(steps_spec, tf.data.DatasetSpec):
-      fn = make_fn(steps_spec.element_spec)
+      fn = make_fn(steps_spec.element_spec, 0)
       return dataset.map(lambda e: {**e, rlds_types.STEPS:
                                     e[rlds_types.STEPS].map(fn)})
-    fn = make_fn(steps_spec)
+    fn = make_fn(steps_spec, 1)
     return dataset.map(lambda e: {**e, rlds_types.STEPS: fn(e[rlds_types.STEPS])},
                        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-  return dataset.map(make_fn(spec), num_parallel_calls=tf.data.AUTOTUNE,
+  return dataset.map(make_fn(spec, None), num_parallel_calls=tf.data.AUTOTUNE,
                      deterministic=True)
 
 
@@ -161,9 +229,12 @@ def normalize(dataset: tf.data.Dataset, stats: types.DatasetStats,
   Returns:
     The dataset with the fields normalised.
 
-  Raises:
+  Raises (when called, before any iteration):
     KeyError: a key without statistics or not in the steps.
-    ValueError: unknown mode/bounds, or a field without valid values.
+    ValueError: unknown mode/bounds; a field whose statistics have another
+      shape than the data's (statistics of another dataset), naming both;
+      a field (element) without finite statistics: no valid values, or only
+      NaN/inf ones (NaN and inf values in the data otherwise stay NaN/inf).
 
   Example:
     >>> from rlds_lite import stats as stats_lib, synthetic
@@ -174,8 +245,9 @@ def normalize(dataset: tf.data.Dataset, stats: types.DatasetStats,
     >>> bool(a.min() >= -1 and a.max() <= 1)
     True
   """
-  return _apply(dataset, lambda spec: _step_fn(
-      spec, stats, mode, keys, mask, bounds, eps, clip, inverse=False))
+  return _apply(dataset, lambda spec, leading: _step_fn(
+      spec, stats, mode, keys, mask, bounds, eps, clip, inverse=False,
+      leading=leading))
 
 
 def denormalize(dataset: tf.data.Dataset, stats: types.DatasetStats,
@@ -195,5 +267,6 @@ def denormalize(dataset: tf.data.Dataset, stats: types.DatasetStats,
     >>> [float(x['action']) for x in denormalize(ds, s)]
     [2.0]
   """
-  return _apply(dataset, lambda spec: _step_fn(
-      spec, stats, mode, keys, mask, bounds, eps, False, inverse=True))
+  return _apply(dataset, lambda spec, leading: _step_fn(
+      spec, stats, mode, keys, mask, bounds, eps, False, inverse=True,
+      leading=leading))

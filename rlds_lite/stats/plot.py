@@ -12,6 +12,12 @@ The panels are drawn from the quantile sketches kept in the statistics
 (weighted samples), so a plot needs no second pass over the data and works on
 merged or cached statistics.
 
+NaN and infinite values are not drawn: a panel draws the finite values and
+its title says how many it leaves out (``action[0] (n=7)`` over ``2 NaN not
+drawn``); a dimension without a finite value says so in its panel. A panel
+that cannot be drawn for another reason says why in its panel and in one
+`PlotWarning`; the other panels are drawn.
+
 Example:
   >>> import tempfile
   >>> from rlds_lite import stats, synthetic
@@ -24,7 +30,9 @@ Example:
 import dataclasses
 import math
 import os
+import textwrap
 from typing import List, Optional, Tuple, Union
+import warnings
 
 import numpy as np
 
@@ -36,6 +44,10 @@ MAX_BARS = 24
 _COLUMNS = 4
 _COLOR = '#1f77b4'
 _RANGES_KEY = '(bar p01-p99, line min-max, dot median)'
+
+
+class PlotWarning(UserWarning):
+  """A panel of `plot_stats` could not be drawn (the others were)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,13 +77,30 @@ def _distinct_values(field: types.FieldStats, dim: int
   """``(values, counts)`` of a discrete dimension with few values, or None."""
   if not _is_discrete(field):
     return None
-  values, weights = field.sketch.samples()
+  values, weights = _finite_samples(field, dim)
   if not values.shape[0]:
     return None
-  unique, inverse = np.unique(values[:, dim], return_inverse=True)
+  unique, inverse = np.unique(values, return_inverse=True)
   if len(unique) > MAX_BARS:
     return None
   return unique, np.bincount(inverse, weights=weights)
+
+
+def _finite_samples(field: types.FieldStats, dim: int
+                    ) -> Tuple[np.ndarray, np.ndarray]:
+  """The sketch's finite values of dimension ``dim`` and their weights."""
+  values, weights = field.sketch.samples()
+  column = values[:, dim]
+  finite = np.isfinite(column)
+  return column[finite], weights[finite]
+
+
+def _left_out(panel: 'Panel') -> str:
+  """``'2 NaN, 1 inf'``: the panel's values that are not drawn ('' if none)."""
+  nans = int(panel.field.nan_count.reshape(-1)[list(panel.dims)].sum())
+  infs = int(panel.field.inf_count.reshape(-1)[list(panel.dims)].sum())
+  return ', '.join(f'{n} {what}' for n, what in ((nans, 'NaN'), (infs, 'inf'))
+                   if n)
 
 
 def _index_name(shape: Tuple[int, ...], flat: int) -> str:
@@ -117,9 +146,15 @@ def panels(stats: types.DatasetStats, *, max_fields: int = 12,
   return out
 
 
-def _no_values(axes) -> None:
-  axes.text(0.5, 0.5, 'no values', ha='center', va='center',
-            transform=axes.transAxes)
+def _no_values(axes, text: str = 'no values') -> None:
+  axes.text(0.5, 0.5, textwrap.fill(text, 32), ha='center', va='center',
+            transform=axes.transAxes, fontsize=8)
+
+
+def _no_finite_values(axes, panel: Panel) -> None:
+  left_out = _left_out(panel)
+  _no_values(axes, f'no finite values ({left_out})' if left_out else
+             'no values')
 
 
 def _draw_bars(axes, panel: Panel) -> None:
@@ -139,12 +174,11 @@ def _draw_bars(axes, panel: Panel) -> None:
 
 
 def _draw_histogram(axes, panel: Panel, bins: int) -> None:
-  values, weights = panel.field.sketch.samples()
+  values, weights = _finite_samples(panel.field, panel.dims[0])
   if not values.shape[0]:
-    _no_values(axes)
+    _no_finite_values(axes, panel)
     return
-  axes.hist(values[:, panel.dims[0]], bins=bins, weights=weights,
-            color=_COLOR, alpha=0.85)
+  axes.hist(values, bins=bins, weights=weights, color=_COLOR, alpha=0.85)
   axes.set_ylabel('count', fontsize=7)
 
 
@@ -153,12 +187,39 @@ def _draw_ranges(axes, panel: Panel) -> None:
   flat = lambda a: np.asarray(a, np.float64).reshape(-1)[dims]
   low, high = flat(field.min), flat(field.max)
   p01, p50, p99 = flat(field.p01), flat(field.p50), flat(field.p99)
-  x = np.asarray(dims)
+  drawn = np.isfinite(low) & np.isfinite(high)  # Dimensions with values.
+  if not drawn.any():
+    _no_finite_values(axes, panel)
+    return
+  x = np.asarray(dims)[drawn]
+  low, high, p01, p50, p99 = (a[drawn] for a in (low, high, p01, p50, p99))
   width = float(np.clip(100 / len(dims), 1, 4))  # Points; thinner when many.
   axes.vlines(x, low, high, color='0.55', linewidth=0.7)
   axes.vlines(x, p01, p99, color=_COLOR, linewidth=width)
   axes.plot(x, p50, 'o', color='black', markersize=min(width, 2.5))
   axes.set_ylabel('value', fontsize=7)
+
+
+def _draw_panel(axes, panel: Panel, bins: int) -> None:
+  """Draws one panel; one that fails says why (panel and `PlotWarning`)."""
+  try:
+    with np.errstate(all='ignore'), warnings.catch_warnings():
+      warnings.simplefilter('ignore', RuntimeWarning)  # NumPy's, in Matplotlib.
+      kind = panel.kind
+      if kind == 'bars':
+        _draw_bars(axes, panel)
+      elif kind == 'histogram':
+        _draw_histogram(axes, panel, bins)
+      else:
+        _draw_ranges(axes, panel)
+  except (ValueError, OverflowError, MemoryError) as e:
+    reason = ' '.join(str(e).split()) or type(e).__name__
+    title = axes.get_title()
+    axes.cla()
+    axes.set_title(title, fontsize=9)
+    _no_values(axes, f'not drawn: {reason}')
+    warnings.warn(f'plot_stats: panel {panel.title!r} not drawn: {reason}',
+                  PlotWarning, stacklevel=4)
 
 
 def stats_figure(stats: types.DatasetStats, *, max_fields: int = 12,
@@ -184,17 +245,13 @@ def stats_figure(stats: types.DatasetStats, *, max_fields: int = 12,
   backend_agg.FigureCanvasAgg(fig)
   for i, panel in enumerate(chosen):
     axes = fig.add_subplot(rows, columns, i + 1)
-    axes.set_title(f'{panel.title} (n={panel.field.count})', fontsize=9)
+    left_out = _left_out(panel)
+    axes.set_title(f'{panel.title} (n={panel.field.count})' + (
+        f'\n{left_out} not drawn' if left_out else ''), fontsize=9)
     axes.set_xlabel(panel.xlabel, fontsize=7 if len(panel.xlabel) < 40 else 6)
     axes.tick_params(labelsize=7)
     axes.xaxis.set_major_locator(ticker.MaxNLocator(nbins=6))
-    kind = panel.kind
-    if kind == 'bars':
-      _draw_bars(axes, panel)
-    elif kind == 'histogram':
-      _draw_histogram(axes, panel, bins)
-    else:
-      _draw_ranges(axes, panel)
+    _draw_panel(axes, panel, bins)
   fig.suptitle(f'{stats.num_episodes} episodes, {stats.num_steps} steps '
                f'({stats.num_terminated} terminated, {stats.num_truncated} '
                'truncated)', fontsize=10)

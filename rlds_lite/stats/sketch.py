@@ -19,6 +19,13 @@ values have been seen nothing is compacted and quantiles are exact
 (``np.quantile(..., method='inverted_cdf')``). Memory is at most
 ``levels * 2 * k`` values per dimension, ``levels ~ log2(count / k)``.
 
+Non-finite values (NaN, +-inf) are counted per dimension (``nonfinite``) and
+held as NaN, which sorts after every number: quantiles are those of the
+finite values of each dimension (NaN where a dimension has none), with the
+same guarantee, ``count`` replaced by the dimension's finite count. A
+compaction never drops a dimension's last finite value (it takes offset 0
+there instead, which keeps the bound).
+
 Example:
   >>> import numpy as np
   >>> sketch = QuantileSketch(k=64)
@@ -97,6 +104,7 @@ class QuantileSketch:
       raise ValueError(
           f'QuantileSketch: dtype must be float32 or float64, got {dtype}.')
     self.count = 0
+    self.nonfinite = np.zeros(self.dim, np.int64)  # Per dimension.
     self.rank_error = 0
     self.compactions = 0
     self._levels = []  # Level h: [dim, n_h] (each dimension contiguous).
@@ -112,7 +120,7 @@ class QuantileSketch:
     return sum(level.shape[1] for level in self._levels)
 
   def update(self, values: Any) -> None:
-    """Adds ``[n, *shape]`` rows (NaN rows are not expected)."""
+    """Adds ``[n, *shape]`` rows (non-finite values: see the module doc)."""
     rows = np.asarray(values, self.dtype)
     if rows.shape[1:] != self.shape:
       raise ValueError(
@@ -121,6 +129,10 @@ class QuantileSketch:
     columns = rows.reshape(-1, self.dim).T
     if not columns.shape[1]:
       return
+    finite = np.isfinite(columns)
+    if not finite.all():
+      columns = np.where(finite, columns, np.nan).astype(self.dtype)
+      self.nonfinite += (~finite).sum(axis=1)
     self._add(0, columns)
     self.count += columns.shape[1]
     self._compress()
@@ -134,6 +146,7 @@ class QuantileSketch:
     for h, level in enumerate(other._levels):  # pylint: disable=protected-access
       self._add(h, level)
     self.count += other.count
+    self.nonfinite = self.nonfinite + other.nonfinite
     self.rank_error += other.rank_error
     self.compactions += other.compactions
     self._compress()
@@ -160,12 +173,20 @@ class QuantileSketch:
         start = _offset(self.seed, self.compactions)
         self.compactions += 1
         self.rank_error += 2**h
+        picked = level[:, start:even:2]
+        if start:  # NaN sort last: a lone finite value is at index 0.
+          lone = np.isfinite(level[:, 0]) & np.isnan(level[:, 1])
+          if lone.any():  # Keep it (offset 0 there; the same bound).
+            picked = np.where(lone[:, None], level[:, 0:even:2], picked)
         self._levels[h] = level[:, even:].copy()  # Not a view of it all.
-        self._add(h + 1, level[:, start:even:2])
+        self._add(h + 1, picked)
       h += 1
 
   def samples(self) -> Tuple[np.ndarray, np.ndarray]:
-    """The held values ``[m, dim]`` and their weights ``[m]``."""
+    """The held values ``[m, dim]`` and their weights ``[m]``.
+
+    Non-finite values are held as NaN (see the module doc).
+    """
     if not self._levels:
       return np.zeros((0, self.dim)), np.zeros((0,))
     values = np.concatenate(self._levels, axis=1).T.astype(np.float64)
@@ -176,23 +197,27 @@ class QuantileSketch:
   def quantile(self, q: Union[float, Sequence[float]]) -> np.ndarray:
     """Quantiles ``[len(q), *shape]`` (or ``shape`` for a scalar ``q``).
 
-    The smallest held value whose estimated rank reaches ``q * count`` (the
-    ``inverted_cdf`` definition); NaN when the sketch is empty.
+    The smallest held value whose estimated rank reaches ``q * n`` (the
+    ``inverted_cdf`` definition), ``n`` the dimension's finite count; NaN
+    where a dimension has no finite value (or the sketch is empty).
     """
     qs = np.atleast_1d(np.asarray(q, np.float64))
     if np.any((qs < 0) | (qs > 1)):
       raise ValueError(f'QuantileSketch.quantile: q must be in [0, 1], got {q}.')
-    if not self.count:
+    finite_count = self.count - self.nonfinite  # [dim]
+    if not finite_count.any():
       out = np.full((len(qs), self.dim), np.nan)
     else:
       values, weights = self.samples()
-      order = np.argsort(values, axis=0, kind='stable')
+      order = np.argsort(values, axis=0, kind='stable')  # NaN last.
       ranks = np.cumsum(weights[order], axis=0)  # [m, dim]
       sorted_values = np.take_along_axis(values, order, axis=0)
-      targets = qs * self.count
-      index = (ranks[None, :, :] < targets[:, None, None]).sum(axis=1)
-      index = np.minimum(index, values.shape[0] - 1)
+      targets = qs[:, None] * finite_count[None, :]  # [q, dim]
+      index = (ranks[None, :, :] < targets[:, None, :]).sum(axis=1)
+      held = (~np.isnan(values)).sum(axis=0)  # Finite values held, [dim].
+      index = np.minimum(index, np.maximum(held - 1, 0))
       out = np.take_along_axis(sorted_values, index, axis=0)
+      out[:, held == 0] = np.nan
     out = out.reshape((len(qs),) + self.shape)
     return out if np.ndim(q) else out[0]
 
@@ -200,7 +225,8 @@ class QuantileSketch:
     """A JSON-serialisable dict (values as base64 little-endian float64)."""
     return {'shape': list(self.shape), 'k': self.k, 'seed': self.seed,
             'dtype': self.dtype.name,
-            'count': self.count, 'rank_error': self.rank_error,
+            'count': self.count, 'nonfinite': self.nonfinite.tolist(),
+            'rank_error': self.rank_error,
             'compactions': self.compactions,
             'levels': [_encode(level) for level in self._levels]}
 
@@ -217,6 +243,8 @@ class QuantileSketch:
     sketch = cls(data['shape'], data['k'], data['seed'],
                  data.get('dtype', 'float64'))
     sketch.count = int(data['count'])
+    sketch.nonfinite = np.asarray(
+        data.get('nonfinite', [0] * sketch.dim), np.int64).reshape(sketch.dim)
     sketch.rank_error = int(data['rank_error'])
     sketch.compactions = int(data['compactions'])
     sketch._levels = [_decode(t, sketch.dim).astype(sketch.dtype)
@@ -226,4 +254,6 @@ class QuantileSketch:
   def __repr__(self) -> str:
     return (f'QuantileSketch(shape={self.shape}, k={self.k}, '
             f'count={self.count}, levels={self.levels}, '
-            f'rank_error={self.rank_error})')
+            f'rank_error={self.rank_error}'
+            + (f', nonfinite={int(self.nonfinite.sum())}'
+               if self.nonfinite.any() else '') + ')')

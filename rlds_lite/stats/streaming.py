@@ -24,6 +24,13 @@ the most frequent ones (`rlds_lite.stats.strings.StringStats`). Images
 varies are skipped (listed in ``DatasetStats.skipped``); naming one in
 ``keys`` is an error. Episodes without steps are not counted.
 
+NaN and infinite values are counted per field element (``FieldStats.nan_count``
+and ``inf_count``) and left out of the other statistics (mean, std, min, max,
+quantiles: those of the finite values); a
+`rlds_lite.stats.NonFiniteValuesWarning` names the fields holding any, once
+per call (also when the result comes from the cache). A NaN reward makes its
+episode's return NaN (counted in ``episode_return.nan_count``).
+
 Example:
   >>> from rlds_lite import synthetic
   >>> stats = compute(synthetic.episodes(num_episodes=3, seed=0),
@@ -309,7 +316,9 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
     mask_last_step: deprecated: ``False`` is ``last_step='valid'``.
 
   Returns:
-    A ``DatasetStats``.
+    A ``DatasetStats``. NaN and infinite values are counted per element
+    (``nan_count``, ``inf_count``) and left out of the other statistics;
+    one ``NonFiniteValuesWarning`` names the fields holding any.
 
   Raises:
     FileNotFoundError: if the directory does not exist.
@@ -367,6 +376,7 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
     cached = cache_lib.read(dataset_dir, key)
     if cached is not None:
       _warn_left_out(cached, mask)
+      _warn_nonfinite(cached)
       return cached
   if read_selected:
     steps_spec = _decoded_steps_spec(builder)
@@ -384,6 +394,7 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
     except OSError as e:  # The statistics are still good: warn, go on.
       logging.warning('stats: not cached: %s', e)
   _warn_left_out(stats, mask)
+  _warn_nonfinite(stats)
   return stats
 
 
@@ -392,3 +403,11 @@ def _warn_left_out(stats: types.DatasetStats, masked: bool) -> None:
   if masked:
     last_step_lib.warn_last_step_values('stats', stats.last_step_values,
                                         stats.num_episodes, stacklevel=4)
+
+
+def _warn_nonfinite(stats: types.DatasetStats) -> None:
+  """The one `NonFiniteValuesWarning` of a call, naming the fields."""
+  message = stats.nonfinite_message()
+  if message:
+    warnings.warn(f'stats: {message}', types.NonFiniteValuesWarning,
+                  stacklevel=3)

@@ -8,6 +8,10 @@ with ``to_json``/``from_json``; ``merge`` combines statistics of disjoint
 datasets exactly for counts, min and max, to float64 precision for mean and
 std, and within the sketches' rank error for quantiles.
 
+Non-finite values (NaN, +-inf) are counted per element (``nan_count``,
+``inf_count``) and left out of everything else: mean, std, min, max and the
+quantiles are those of the finite values (NaN for an element without any).
+
 Example:
   >>> import numpy as np
   >>> a = FieldStats.from_values('x', np.array([1.0, 2.0]))
@@ -21,7 +25,7 @@ Example:
 
 import dataclasses
 import json
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -31,34 +35,66 @@ from rlds_lite.stats import strings as strings_lib
 QUANTILES = (0.01, 0.5, 0.99)
 """The quantiles reported as ``p01``, ``p50`` and ``p99``."""
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """Version of the JSON layout (part of cache keys); 2 added string fields
-and last-step values (version 1 files are still read)."""
+and last-step values, 3 the counts of non-finite values (``nan_count``,
+``inf_count``; older files are still read, with counts of zero)."""
+
+
+class NonFiniteValuesWarning(UserWarning):
+  """Fields hold NaN or infinite values (left out of their statistics)."""
 
 
 def _to_list(array: np.ndarray) -> Any:
-  """JSON-ready values: NaN becomes None, 0-d arrays plain numbers."""
+  """Strict-JSON values: NaN becomes None, +-inf ``'inf'``/``'-inf'``.
+
+  Example:
+    >>> _to_list(np.array([1.0, np.nan, -np.inf]))
+    [1.0, None, '-inf']
+  """
   values = np.asarray(array, np.float64)
   if values.ndim == 0:
-    return None if np.isnan(values) else float(values)
+    if np.isnan(values):
+      return None
+    return float(values) if np.isfinite(values) else (
+        'inf' if values > 0 else '-inf')
   return [_to_list(v) for v in values]
 
 
 def _from_list(values: Any, shape: Sequence[int]) -> np.ndarray:
   def fill(v):
-    return [fill(x) for x in v] if isinstance(v, list) else (
-        np.nan if v is None else v)
+    if isinstance(v, list):
+      return [fill(x) for x in v]
+    return np.nan if v is None else float(v)  # float('inf') reads 'inf'.
   return np.asarray(fill(values), np.float64).reshape(shape)
+
+
+def _counts(values: Any, shape: Sequence[int]) -> np.ndarray:
+  """An int64 array of ``shape`` (zeros for None: an older file)."""
+  if values is None:
+    return np.zeros(shape, np.int64)
+  return np.asarray(values, np.int64).reshape(shape)
 
 
 @dataclasses.dataclass(eq=False)
 class FieldStats:
   """Statistics of one field, per element of its ``shape``.
 
-  ``count`` is the number of valid values (rows); ``std`` is the population
-  standard deviation (``np.std``, ``ddof=0``); ``p01``/``p50``/``p99`` come
-  from ``sketch`` (``inverted_cdf`` quantiles, within ``rank_error``). All
-  arrays have ``shape``; statistics of a field never valid are NaN.
+  ``count`` is the number of valid values (rows); ``nan_count`` and
+  ``inf_count`` count, per element, the NaN and infinite ones among them,
+  which every other statistic leaves out: ``mean``, ``std`` (the population
+  standard deviation, ``np.std``, ``ddof=0``), ``min``, ``max`` and
+  ``p01``/``p50``/``p99`` (from ``sketch``: ``inverted_cdf`` quantiles,
+  within ``rank_error``) are those of the ``finite_count`` finite values.
+  All arrays have ``shape``; statistics of an element without a finite value
+  are NaN.
+
+  Example:
+    >>> s = FieldStats.from_values('x', [[1.0, np.nan], [3.0, np.inf]])
+    >>> s.count, s.nan_count.tolist(), s.inf_count.tolist()
+    (2, [0, 1], [0, 1])
+    >>> s.finite_count.tolist(), s.mean.tolist()
+    ([2, 0], [2.0, nan])
   """
 
   path: str
@@ -70,6 +106,12 @@ class FieldStats:
   min: np.ndarray
   max: np.ndarray
   sketch: sketch_lib.QuantileSketch = dataclasses.field(repr=False)
+  nan_count: Optional[np.ndarray] = None  # int64 per element; None: zeros.
+  inf_count: Optional[np.ndarray] = None
+
+  def __post_init__(self):
+    self.nan_count = _counts(self.nan_count, self.shape)
+    self.inf_count = _counts(self.inf_count, self.shape)
 
   @classmethod
   def empty(cls, path: str, shape: Sequence[int] = (), dtype: str = 'float64',
@@ -98,30 +140,62 @@ class FieldStats:
     return stats
 
   def update(self, values: Any) -> None:
-    """Adds ``[n, *shape]`` values (in place)."""
+    """Adds ``[n, *shape]`` values (in place); see the class doc for NaN."""
     rows = np.asarray(values, np.float64)
     n = rows.shape[0]
     if not n:
       return
-    mean = rows.mean(axis=0)
-    m2 = np.square(rows - mean).sum(axis=0)
-    self._merge_moments(n, mean, m2, rows.min(axis=0), rows.max(axis=0))
+    finite = np.isfinite(rows)
+    if finite.all():
+      with np.errstate(over='ignore'):  # Beyond float64: inf, as NumPy.
+        mean = rows.mean(axis=0)
+        m2 = np.square(rows - mean).sum(axis=0)
+      self._merge_moments(np.full(self.shape, n, np.int64), mean, m2,
+                          rows.min(axis=0), rows.max(axis=0))
+    else:
+      counts = finite.sum(axis=0)
+      zeroed = np.where(finite, rows, 0.0)
+      with np.errstate(over='ignore', invalid='ignore', divide='ignore'):
+        mean = zeroed.sum(axis=0) / counts  # NaN where no finite value.
+        m2 = np.where(finite, np.square(zeroed - np.nan_to_num(mean)),
+                      0.0).sum(axis=0)
+      low = np.where(finite, rows, np.inf).min(axis=0)
+      high = np.where(finite, rows, -np.inf).max(axis=0)
+      none = counts == 0
+      self._merge_moments(counts, mean, m2, np.where(none, np.nan, low),
+                          np.where(none, np.nan, high))
+      nan = np.isnan(rows)  # The moments first: they read finite_count.
+      self.nan_count = self.nan_count + nan.sum(axis=0)
+      self.inf_count = self.inf_count + (~finite & ~nan).sum(axis=0)
+    self.count += n
     self.sketch.update(rows)
 
+  @property
+  def finite_count(self) -> np.ndarray:
+    """Per element, the values the statistics are of (``count`` less NaN and
+    infinite ones)."""
+    return self.count - self.nan_count - self.inf_count
+
+  @property
+  def nonfinite_count(self) -> int:
+    """NaN and infinite values, all elements together."""
+    return int(self.nan_count.sum() + self.inf_count.sum())
+
   def _merge_moments(self, n, mean, m2, low, high) -> None:
-    """Chan et al.'s parallel merge of count, mean and M2; min and max."""
-    total = self.count + n
-    if self.count:
+    """Chan et al.'s parallel merge of mean and M2 per element (``n`` finite
+    values there); min and max (NaN where neither side has a value)."""
+    have = self.finite_count
+    mean, m2 = np.asarray(mean, np.float64), np.asarray(m2, np.float64)
+    with np.errstate(over='ignore', invalid='ignore', divide='ignore'):
+      total = have + n
       delta = mean - self.mean
-      self.mean = self.mean + delta * (n / total)
-      self.m2 = self.m2 + m2 + np.square(delta) * (self.count * n / total)
-      self.min = np.minimum(self.min, low)
-      self.max = np.maximum(self.max, high)
-    else:
-      self.mean, self.m2 = np.asarray(mean, np.float64), np.asarray(m2)
-      self.min, self.max = np.asarray(low, np.float64), np.asarray(high,
-                                                                   np.float64)
-    self.count = total
+      merged_mean = self.mean + delta * (n / total)
+      merged_m2 = self.m2 + m2 + np.square(delta) * (have * n / total)
+    both, mine = (have > 0) & (n > 0), have > 0
+    self.mean = np.where(both, merged_mean, np.where(mine, self.mean, mean))
+    self.m2 = np.where(both, merged_m2, np.where(mine, self.m2, m2))
+    self.min = np.fmin(self.min, np.asarray(low, np.float64))
+    self.max = np.fmax(self.max, np.asarray(high, np.float64))
 
   def merge(self, other: 'FieldStats') -> 'FieldStats':
     """Statistics of the values of both (a new object)."""
@@ -129,23 +203,26 @@ class FieldStats:
       raise ValueError(f'FieldStats.merge: field {self.path!r} has shape '
                        f'{self.shape} and {other.shape}.')
     merged = self.copy()
-    if other.count:
-      merged._merge_moments(other.count, other.mean, other.m2, other.min,  # pylint: disable=protected-access
-                            other.max)
+    merged._merge_moments(other.finite_count, other.mean, other.m2, other.min,  # pylint: disable=protected-access
+                          other.max)
+    merged.count += other.count
+    merged.nan_count = merged.nan_count + other.nan_count
+    merged.inf_count = merged.inf_count + other.inf_count
     merged.sketch.merge(other.sketch)
     return merged
 
   def copy(self) -> 'FieldStats':
     return dataclasses.replace(
         self, mean=self.mean.copy(), m2=self.m2.copy(), min=self.min.copy(),
-        max=self.max.copy(), sketch=self.sketch.copy())
+        max=self.max.copy(), sketch=self.sketch.copy(),
+        nan_count=self.nan_count.copy(), inf_count=self.inf_count.copy())
 
   @property
   def std(self) -> np.ndarray:
-    """Population standard deviation (``ddof=0``)."""
-    if not self.count:
-      return np.full(self.shape, np.nan)
-    return np.sqrt(self.m2 / self.count)
+    """Population standard deviation (``ddof=0``) of the finite values."""
+    count = self.finite_count
+    with np.errstate(invalid='ignore', divide='ignore'):
+      return np.where(count > 0, np.sqrt(self.m2 / count), np.nan)
 
   def quantile(self, q: Any) -> np.ndarray:
     """Approximate quantile(s) from the sketch (see ``QuantileSketch``)."""
@@ -172,7 +249,8 @@ class FieldStats:
     """The readable statistics (no sketch), JSON-ready."""
     quantiles = self.quantile(QUANTILES)
     return {'path': self.path, 'dtype': self.dtype, 'shape': list(self.shape),
-            'count': self.count, 'mean': _to_list(self.mean),
+            'count': self.count, 'nan_count': self.nan_count.tolist(),
+            'inf_count': self.inf_count.tolist(), 'mean': _to_list(self.mean),
             'std': _to_list(self.std), 'min': _to_list(self.min),
             'max': _to_list(self.max), 'p01': _to_list(quantiles[0]),
             'p50': _to_list(quantiles[1]), 'p99': _to_list(quantiles[2]),
@@ -188,10 +266,11 @@ class FieldStats:
     return cls(data['path'], data['dtype'], shape, int(data['count']),
                _from_list(data['mean'], shape), _from_list(data['m2'], shape),
                _from_list(data['min'], shape), _from_list(data['max'], shape),
-               sketch_lib.QuantileSketch.from_dict(data['sketch']))
+               sketch_lib.QuantileSketch.from_dict(data['sketch']),
+               data.get('nan_count'), data.get('inf_count'))
 
   def to_json(self) -> str:
-    return json.dumps(self.to_dict())
+    return json.dumps(self.to_dict(), allow_nan=False)
 
   @classmethod
   def from_json(cls, text: str) -> 'FieldStats':
@@ -249,7 +328,9 @@ class DatasetStats:
     episode_return: statistics of the returns (sum of the valid rewards), or
       None without a ``reward`` field.
     fields: statistics of each numeric step field, by path
-      (``'observation/pos'``).
+      (``'observation/pos'``); NaN and infinite values are counted
+      (``nan_count``, ``inf_count``, see ``nonfinite``) and left out of the
+      other statistics.
     skipped: step fields left out, with the reason (images, varying shapes).
     source: what was summarised (dataset, split, transform, ``last_step``),
       free-form.
@@ -287,6 +368,38 @@ class DatasetStats:
     """Statistics of this dataset and ``others`` together (see ``merge``)."""
     return merge(self, *others)
 
+  @property
+  def nonfinite(self) -> Dict[str, Tuple[int, int]]:
+    """``{path: (NaN values, infinite values)}`` of the fields holding any.
+
+    ``episode_return`` and ``episode_length`` are named so too (a NaN reward
+    makes its episode's return NaN).
+
+    Example:
+      >>> s = DatasetStats(1, 2, 1, 0, FieldStats.from_values('length', [2]),
+      ...     None, {'a': FieldStats.from_values('a', [np.nan, np.inf])})
+      >>> s.nonfinite
+      {'a': (1, 1)}
+    """
+    named = {'episode_length': self.episode_length,
+             'episode_return': self.episode_return, **self.fields}
+    return {path: (int(field.nan_count.sum()), int(field.inf_count.sum()))
+            for path, field in named.items()
+            if field is not None and field.nonfinite_count}
+
+  def nonfinite_message(self) -> Optional[str]:
+    """One line naming the fields with NaN or infinite values, or None."""
+    if not self.nonfinite:
+      return None
+    def counts(nan, inf):
+      return ', '.join(f'{n} {what}' for n, what in ((nan, 'NaN'), (inf, 'inf'))
+                       if n)
+    listed = ', '.join(f'{path} ({counts(*n)})'
+                       for path, n in self.nonfinite.items())
+    return (f'non-finite values in {listed}: left out of mean, std, min, max '
+            'and quantiles, which are of the finite values (counted in '
+            'nan_count and inf_count).')
+
   def _as_dict(self, field_dict: Callable[[FieldStats], Dict[str, Any]],
                string_dict: Callable[[strings_lib.StringStats],
                                      Dict[str, Any]]) -> Dict[str, Any]:
@@ -310,7 +423,7 @@ class DatasetStats:
 
   @classmethod
   def from_dict(cls, data: Dict[str, Any]) -> 'DatasetStats':
-    if data.get('format_version') not in (1, FORMAT_VERSION):
+    if data.get('format_version') not in (1, 2, FORMAT_VERSION):
       raise ValueError('DatasetStats: unsupported format_version '
                        f'{data.get("format_version")!r}.')
     ret = data['episode_return']
@@ -325,8 +438,12 @@ class DatasetStats:
                dict(data.get('last_step_values', {})))
 
   def to_json(self, indent: Optional[int] = None) -> str:
-    """JSON text; ``from_json`` reads it back (sketches included)."""
-    return json.dumps(self.to_dict(), indent=indent)
+    """Strict JSON text; ``from_json`` reads it back (sketches included).
+
+    A NaN statistic (no finite value) is ``null``; an infinite one (float64
+    overflow only: infinite values are left out) ``"inf"`` or ``"-inf"``.
+    """
+    return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
   @classmethod
   def from_json(cls, text: str) -> 'DatasetStats':
@@ -337,28 +454,41 @@ class DatasetStats:
     return self._as_dict(FieldStats.summary, strings_lib.StringStats.summary)
 
   def table(self, max_dims: int = 8) -> str:
-    """A readable text table, one row per field element (``max_dims`` shown)."""
+    """A readable text table, one row per field element (``max_dims`` shown).
+
+    Columns ``nan`` and ``inf`` (after ``count``) appear when some field
+    holds such values.
+    """
     lines = [f'{self.num_episodes} episodes, {self.num_steps} steps: '
              f'{self.num_terminated} terminated, {self.num_truncated} '
              'truncated']
-    header = ('field', 'count', 'mean', 'std', 'min', 'p01', 'p50', 'p99',
-              'max')
-    rows = []
     named = [('episode length', self.episode_length)]
     if self.episode_return is not None:
       named.append(('episode return', self.episode_return))
     named.extend(self.fields.items())
+    # NaN and inf columns only when some field holds such values.
+    counted = any(field.nonfinite_count for _, field in named)
+    statistics = ('mean', 'std', 'min', 'p01', 'p50', 'p99', 'max')
+    header = ('field', 'count') + (('nan', 'inf') if counted else ()) + (
+        statistics)
+    rows = []
     for name, field in named:
       summary = field.summary()
       columns = [np.asarray(_from_list(summary[c], field.shape)).reshape(-1)
-                 for c in header[2:]]
+                 for c in statistics]
+      nans, infs = field.nan_count.reshape(-1), field.inf_count.reshape(-1)
       size = columns[0].size
       for i in range(min(size, max_dims)):
         label = name if not field.shape else f'{name}[{i}]'
-        rows.append([label, str(field.count)] + [
-            _format(None if np.isnan(c[i]) else float(c[i])) for c in columns])
-      if size > max_dims:
-        rows.append([f'{name}[{max_dims}:{size}]', '...'] + [''] * 7)
+        rows.append([label, str(field.count)] + (
+            [str(nans[i]), str(infs[i])] if counted else []) + [
+                _format(None if np.isnan(c[i]) else float(c[i]))
+                for c in columns])
+      if size > max_dims:  # The rest: their NaN and inf, added up.
+        rest = ([str(nans[max_dims:].sum()), str(infs[max_dims:].sum())]
+                if counted else [])
+        rows.append([f'{name}[{max_dims}:{size}]', '...'] + rest +
+                    [''] * len(statistics))
     widths = [max(len(r[i]) for r in [list(header)] + rows)
               for i in range(len(header))]
     def line(cells):
@@ -377,6 +507,10 @@ class DatasetStats:
       lines += ['  '.join([r[0].ljust(widths[0]), r[1].rjust(widths[1]),
                            r[2].rjust(widths[2]), r[3]]).rstrip()
                 for r in rows]
+    if counted:
+      lines.append('nan, inf: values left out of mean, std, min, p01-p99 and '
+                   'max (they are of the finite values; count includes '
+                   'them).')
     if self.last_step_values:
       kept = self.source.get('last_step') == 'valid'
       listed = ', '.join(f'{k} in {v} of {self.num_episodes} episodes'

@@ -108,3 +108,43 @@ def check_rank(values: np.ndarray, q: float, got: np.ndarray,
   at_most = (values <= got).sum(axis=0)
   assert np.all(below <= q * n + error + 1e-9), (q, below, q * n, error)
   assert np.all(at_most >= q * n - error - 1e-9), (q, at_most, q * n, error)
+
+
+def nonfinite_episodes() -> List[Dict[str, Any]]:
+  """Two episodes holding NaN and +-inf on valid steps (none on last steps).
+
+  observation: NaN at [0][1, 0], inf at [0][2, 1], -inf at [1][0, 1]; action:
+  NaN at [0][0, 0]; reward: NaN at [0][1] (episode 0's return is NaN).
+  """
+  first, second = episode(4, True, 20), episode(3, False, 21)
+  first['observation'][1, 0] = np.nan
+  first['observation'][2, 1] = np.inf
+  second['observation'][0, 1] = -np.inf
+  first['action'][0, 0] = np.nan
+  first['reward'][1] = np.nan
+  return [first, second]
+
+
+def check_finite_field(stats_field, values: np.ndarray) -> None:
+  """Compares a FieldStats with NumPy on the finite ``values`` per element
+  (exact quantiles: few values); NaN/inf counted, not summarised."""
+  assert stats_field.count == len(values)
+  np.testing.assert_array_equal(stats_field.nan_count,
+                                np.isnan(values).sum(axis=0))
+  np.testing.assert_array_equal(stats_field.inf_count,
+                                np.isinf(values).sum(axis=0))
+  columns = values.reshape(len(values), -1)
+  for name in ('mean', 'std', 'min', 'max', 'p01', 'p50', 'p99'):
+    got = np.asarray(getattr(stats_field, name)).reshape(-1)
+    for i in range(columns.shape[1]):
+      finite = columns[:, i][np.isfinite(columns[:, i])]
+      if not len(finite):
+        assert np.isnan(got[i]), (name, i)
+        continue
+      expected = {'mean': np.mean, 'std': np.std, 'min': np.min,
+                  'max': np.max,
+                  'p01': lambda x: np.quantile(x, 0.01, method='inverted_cdf'),
+                  'p50': lambda x: np.quantile(x, 0.5, method='inverted_cdf'),
+                  'p99': lambda x: np.quantile(x, 0.99, method='inverted_cdf'),
+                  }[name](finite)
+      np.testing.assert_allclose(got[i], expected, rtol=1e-9, err_msg=name)

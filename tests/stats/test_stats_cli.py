@@ -17,6 +17,7 @@ import tensorflow_datasets as tfds
 from rlds_lite import cli
 from rlds_lite import synthetic
 from rlds_lite.tfds import write_dataset
+import stats_testing
 import tfds_fixtures
 
 PREFIX = 'rlds-lite stats: '
@@ -30,11 +31,16 @@ def _runs(tmp_path_factory):
   not_rlds = tfds_fixtures.write_dataset(
       str(root / 'other'), 'flat', tfds.features.FeaturesDict({'x': np.float32}),
       {'train': [{'x': np.float32(1.0)}]})
+  nonfinite = write_dataset(stats_testing.to_dataset(
+      stats_testing.nonfinite_episodes()), str(root / 'nonfinite'), 'nan_inf')
   plot = str(root / 'out' / 'stats.png')
+  nonfinite_plot = str(root / 'out' / 'nonfinite.png')
   commands = {
       'json': [path, '--json', '--keys', 'action,reward', '--no-cache',
                '--plot', plot],
       'missing': [str(root / 'nowhere')],
+      'nonfinite': [nonfinite, '--json', '--no-cache', '--plot',
+                    nonfinite_plot],
   }
   env = {**os.environ, 'TF_CPP_MIN_LOG_LEVEL': '3'}
   procs = {name: subprocess.Popen(
@@ -46,7 +52,8 @@ def _runs(tmp_path_factory):
     out, err = proc.communicate(timeout=600)
     results[name] = (proc.returncode, out, err)
   return {'results': results, 'plot': plot, 'path': path,
-          'not_rlds': not_rlds, 'root': root}
+          'not_rlds': not_rlds, 'root': root, 'nonfinite': nonfinite,
+          'nonfinite_plot': nonfinite_plot}
 
 
 def test_table(runs, capsys):
@@ -186,3 +193,51 @@ def test_last_step_valid_counts_them_quietly(success_reward_path, capsys,
   assert summary['episode_return']['mean'] == 1.0
   assert summary['last_step_values'] == {'reward': 2}
   assert summary['source']['last_step'] == 'valid'
+
+
+NONFINITE_WARNING = (
+    f'{PREFIX}warning: non-finite values in episode_return (1 NaN), action '
+    '(1 NaN), observation (1 NaN, 2 inf), reward (1 NaN): left out of mean, '
+    'std, min, max and quantiles, which are of the finite values (counted in '
+    'nan_count and inf_count).')
+
+
+def _strict_json(text):
+  def refuse(constant):
+    raise ValueError(f'not strict JSON: {constant}')
+  return json.loads(text, parse_constant=refuse)
+
+
+def test_nonfinite_values_json_is_strict_and_the_plot_is_drawn(runs):
+  code, out, err = runs['results']['nonfinite']
+  assert code == 0, err[-2000:]
+  assert err.splitlines() == [NONFINITE_WARNING,
+                              f'plot: {runs["nonfinite_plot"]}'], err[-3000:]
+  with open(runs['nonfinite_plot'], 'rb') as f:
+    assert f.read(8) == b'\x89PNG\r\n\x1a\n'
+  summary = _strict_json(out)
+  observation = summary['fields']['observation']
+  assert (observation['count'], observation['nan_count'],
+          observation['inf_count']) == (7, [1, 0, 0, 0], [0, 2, 0, 0])
+  values = np.concatenate([e['observation'] for e in
+                           stats_testing.nonfinite_episodes()])
+  finite = values[np.isfinite(values[:, 1]), 1]
+  assert observation['mean'][1] == pytest.approx(finite.mean(), rel=1e-12)
+  assert observation['max'][1] == finite.max()
+  assert summary['episode_return']['nan_count'] == 1
+  assert summary['episode_return']['mean'] is not None  # The other episode.
+
+
+def test_nonfinite_values_table_counts_them(runs, capsys):
+  assert cli.main(['stats', runs['nonfinite'], '--no-progress',
+                   '--no-cache']) == 0
+  out, err = capsys.readouterr()
+  assert err == NONFINITE_WARNING + '\n'
+  lines = out.splitlines()
+  assert lines[1].split() == ['field', 'count', 'nan', 'inf', 'mean', 'std',
+                              'min', 'p01', 'p50', 'p99', 'max']
+  rows = {line.split()[0]: line.split() for line in lines[3:] if line}
+  assert rows['observation[0]'][1:4] == ['7', '1', '0']
+  assert rows['observation[1]'][1:4] == ['7', '0', '2']
+  assert rows['reward'][1:4] == ['5', '1', '0']
+  assert 'nan, inf: values left out of mean, std, min, p01-p99 and max' in out

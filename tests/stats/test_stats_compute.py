@@ -396,3 +396,69 @@ def test_a_path_decodes_only_the_fields_it_summarises(tmp_path):
     stats.compute(bad, keys=['observation/state'], cache=False, progress=False)
   assert [p for p, _ in nest_paths.flatten_with_paths(captured[0])] == [
       'is_last', 'is_terminal', 'observation/state']
+
+
+def _compute_quietly(dataset_or_path, **kwargs):
+  """compute, raw NumPy RuntimeWarnings as errors; the warnings it gave."""
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    warnings.simplefilter('error', RuntimeWarning)
+    result = stats.compute(dataset_or_path, progress=False, **kwargs)
+  return result, [w for w in caught
+                  if issubclass(w.category, stats.NonFiniteValuesWarning)]
+
+
+@pytest.mark.parametrize('nested_steps', [False, True], ids=['dense', 'nested'])
+def test_nonfinite_values_are_counted_left_out_and_named_once(nested_steps):
+  episodes = stats_testing.nonfinite_episodes()
+  result, caught = _compute_quietly(
+      stats_testing.to_dataset(episodes, nested_steps))
+  ref = stats_testing.reference(episodes)
+  for path, values in ref['fields'].items():
+    stats_testing.check_finite_field(result[path], values)
+  stats_testing.check_finite_field(result.episode_return, ref['returns'])
+  assert result['observation'].nan_count.tolist() == [1, 0, 0, 0]
+  assert result['observation'].inf_count.tolist() == [0, 2, 0, 0]
+  assert result.nonfinite == {'episode_return': (1, 0), 'action': (1, 0),
+                              'observation': (1, 2), 'reward': (1, 0)}
+  assert [str(w.message) for w in caught] == [
+      'stats: non-finite values in episode_return (1 NaN), action (1 NaN), '
+      'observation (1 NaN, 2 inf), reward (1 NaN): left out of mean, std, '
+      'min, max and quantiles, which are of the finite values (counted in '
+      'nan_count and inf_count).']
+  assert result.table().splitlines()[1].split()[:4] == [
+      'field', 'count', 'nan', 'inf']
+
+
+def test_merge_of_nonfinite_statistics_equals_one_pass():
+  episodes = stats_testing.nonfinite_episodes() + [E(4, False, 30)]
+  whole, _ = _compute_quietly(stats_testing.to_dataset(episodes))
+  parts = [_compute_quietly(stats_testing.to_dataset(episodes[i:j]))[0]
+           for i, j in ((0, 1), (1, 3))]
+  merged = stats.merge(*parts)
+  for path, field in whole.fields.items():
+    m = merged[path]
+    assert m.count == field.count
+    np.testing.assert_array_equal(m.nan_count, field.nan_count)
+    np.testing.assert_array_equal(m.inf_count, field.inf_count)
+    np.testing.assert_array_equal(m.min, field.min)
+    np.testing.assert_array_equal(m.max, field.max)
+    np.testing.assert_allclose(m.mean, field.mean, rtol=1e-12)
+    np.testing.assert_array_equal(m.p50, field.p50)
+  assert merged.nonfinite == whole.nonfinite
+
+
+def test_nonfinite_warning_also_on_a_cache_hit(tmp_path):
+  path = write_dataset(stats_testing.to_dataset(
+      stats_testing.nonfinite_episodes()), str(tmp_path), 'nonfinite')
+  first, caught = _compute_quietly(path)
+  again, caught_again = _compute_quietly(path)
+  assert again == first and again['observation'].inf_count.tolist() == [
+      0, 2, 0, 0]
+  assert len(caught) == len(caught_again) == 1
+  assert str(caught_again[0].message) == str(caught[0].message)
+  (name,) = os.listdir(os.path.join(path, cache_lib.CACHE_SUBDIR))
+  with open(os.path.join(path, cache_lib.CACHE_SUBDIR, name)) as f:
+    text = f.read()
+  assert 'NaN' not in text and 'Infinity' not in text  # Strict JSON.
+  assert json.loads(text)['format_version'] == 3

@@ -142,3 +142,88 @@ def test_field_without_values():
   s.fields['action'] = types.FieldStats.empty('action', (3,))
   with pytest.raises(ValueError, match="field 'action' has no valid values"):
     stats.normalize(_steps(), s)
+
+
+def _other_shapes():
+  """Statistics whose action has 4 elements (the data's have 3)."""
+  s = _stats()
+  s.fields['action'] = types.FieldStats.from_values('action', np.ones((2, 4)))
+  return s
+
+
+@pytest.mark.parametrize('kind, data_shape', [
+    ('steps', r'\(3,\) \(element_spec \(3,\)\)'),
+    ('batched-steps', r'\(None, 3\) \(element_spec \(None, 3\)\)'),
+    ('dense', r'\(3,\) \(element_spec \(4, 3\)\)'),
+    ('nested', r'\(3,\) \(element_spec \(3,\)\)'),
+])
+def test_statistics_of_another_shape_fail_when_called(kind, data_shape):
+  steps = _steps()
+  datasets = {
+      'steps': steps, 'batched-steps': steps.batch(2),
+      'dense': tf.data.Dataset.from_tensors({'steps': {
+          'action': ACTIONS.astype(np.float32)}}),
+      'nested': tf.data.Dataset.from_tensors(0).map(
+          lambda _: {'steps': tf.data.Dataset.from_tensor_slices(
+              {'action': ACTIONS.astype(np.float32)})})}
+  message = (r"normalize: field 'action' has statistics of shape \(4,\) but "
+             rf'the data holds shape {data_shape}: statistics of another '
+             r'dataset\?')
+  for fn in (stats.normalize, stats.denormalize):
+    with pytest.raises(ValueError, match=message):
+      fn(datasets[kind], _other_shapes(), keys=['action'])
+
+
+def test_statistics_of_a_scalar_do_not_broadcast_over_a_vector():
+  s = _stats()
+  s.fields['action'] = types.FieldStats.from_values('action', [1.0, 2.0])
+  episodes = tf.data.Dataset.from_tensors({'steps': {
+      'action': ACTIONS.astype(np.float32)}})
+  with pytest.raises(ValueError, match=r"statistics of shape \(\) but the "
+                     r'data holds shape \(3,\)'):
+    stats.normalize(episodes, s, keys=['action'])
+
+
+def test_an_element_holding_only_nonfinite_values_is_named():
+  s = _stats()
+  values = np.array([[1.0, np.nan, 2.0], [3.0, np.inf, 4.0],
+                     [5.0, np.nan, 6.0]])
+  s.fields['action'] = types.FieldStats.from_values('action', values)
+  for mode in ('gaussian', 'bounds'):
+    with pytest.raises(ValueError, match=(
+        r"cannot normalise field 'action': element action\[1\]: it holds only "
+        r'non-finite values \(2 NaN, 1 inf of 3\); leave it out with keys= '
+        r'or mask=\.')):
+      stats.normalize(_steps(), s, mode, keys=['action'])
+  out = _collect(stats.normalize(_steps(), s, keys=['action'],
+                                 mask={'action': [True, False, True]}),
+                 'action')  # Masked out: passes through.
+  np.testing.assert_array_equal(out[:, 1], ACTIONS[:, 1])
+  np.testing.assert_allclose(out[:, 0], (ACTIONS[:, 0] - 3.0) / np.std(
+      [1.0, 3.0, 5.0]), rtol=1e-6)
+
+
+def test_statistics_that_are_not_numbers_are_named():
+  s = _stats()
+  old = types.FieldStats.from_values('action', ACTIONS)
+  old.mean = np.array([np.nan, 5.0, 27.0])  # As a file before counts had.
+  s.fields['action'] = old
+  with pytest.raises(ValueError, match=(
+      r"element action\[0\]: its statistics are not finite \(center nan, "
+      r'scale 1\.4')):
+    stats.normalize(_steps(), s, keys=['action'])
+
+
+def test_data_with_nonfinite_values_uses_the_finite_statistics():
+  values = ACTIONS.copy()
+  values[1, 0] = np.nan
+  values[2, 2] = np.inf
+  s = _stats()
+  s.fields['action'] = types.FieldStats.from_values('action', values)
+  steps = tf.data.Dataset.from_tensor_slices({'action': values})
+  out = _collect(stats.normalize(steps, s, keys=['action']), 'action')
+  finite = [values[np.isfinite(values[:, i]), i] for i in range(3)]
+  for i in range(3):
+    std = finite[i].std()
+    expected = (values[:, i] - finite[i].mean()) / (std if std > 1e-8 else 1)
+    np.testing.assert_allclose(out[:, i], expected, rtol=1e-6)  # NaN stays.

@@ -1,7 +1,11 @@
 """plot_stats: small multiples, one titled panel per dimension; bars for
 discrete values; wide fields grouped into per-dimension ranges."""
 
+import dataclasses
+import warnings
+
 import numpy as np
+import pytest
 
 from rlds_lite import stats
 from rlds_lite.stats import plot as plot_lib
@@ -117,3 +121,43 @@ def test_a_field_without_values_says_so():
                                                               'histogram']
   axes = plot_lib.stats_figure(_stats(empty)).axes[1]
   assert [t.get_text() for t in axes.texts] == ['no values']
+
+
+def test_nonfinite_values_are_left_out_and_titled(tmp_path):
+  values = np.array([[1.0, np.nan], [2.0, np.nan], [np.inf, np.nan],
+                     [np.nan, -np.inf]])
+  field = types.FieldStats.from_values('x', values)
+  wide = types.FieldStats.from_values(
+      'wide', np.where(np.arange(20) < 3, np.nan, np.ones((5, 20))))
+  ret = types.FieldStats.from_values('return', [1.0, np.nan])
+  s = dataclasses.replace(_stats(field, wide), episode_return=ret)
+  with warnings.catch_warnings():
+    warnings.simplefilter('error')  # Neither NumPy's nor a PlotWarning.
+    fig = plot_lib.stats_figure(s, max_dims=4)
+    path = stats.plot_stats(s, tmp_path / 'nonfinite.png', max_dims=4)
+  assert [a.get_title() for a in fig.axes] == [
+      'episode return (n=2)\n1 NaN not drawn', 'episode length (n=2)',
+      'x[0] (n=4)\n1 NaN, 1 inf not drawn', 'x[1] (n=4)\n3 NaN, 1 inf not drawn',
+      'wide[0:20] (n=5)\n15 NaN not drawn']
+  assert sum(p.get_height() for p in fig.axes[2].patches) == 2  # 1.0, 2.0.
+  assert [t.get_text() for t in fig.axes[3].texts] == [
+      'no finite values (3 NaN, 1 inf)']
+  assert len(fig.axes[4].collections[0].get_segments()) == 17  # Drawn dims.
+  with open(path, 'rb') as f:
+    assert f.read(4) == b'\x89PNG'
+
+
+def test_a_panel_that_cannot_be_drawn_says_so_and_the_others_are(tmp_path):
+  huge = types.FieldStats.from_values('huge', [1.7e308, -1.7e308, 0.0])
+  fine = types.FieldStats.from_values('fine', [1.0, 2.0])
+  with pytest.warns(stats.PlotWarning) as caught:
+    fig = plot_lib.stats_figure(_stats(fine, huge))
+  assert [str(w.message) for w in caught] == [
+      "plot_stats: panel 'huge' not drawn: Too many bins for data range. "
+      'Cannot create 40 finite-sized bins.']
+  fine_axes, huge_axes = fig.axes[1], fig.axes[2]
+  assert huge_axes.get_title() == 'huge (n=3)'
+  assert [t.get_text().replace('\n', ' ') for t in huge_axes.texts] == [
+      'not drawn: Too many bins for data range. Cannot create 40 '
+      'finite-sized bins.']
+  assert sum(p.get_height() for p in fine_axes.patches) == 2

@@ -129,3 +129,47 @@ def test_float32_holding_is_exact_for_float32_data():
   np.testing.assert_array_equal(again.quantile(QS), got)
   with pytest.raises(ValueError, match='dtype must be float32 or float64'):
     sketch_lib.QuantileSketch(dtype=np.int32)
+
+
+@pytest.mark.parametrize('dtype', [np.float32, np.float64])
+def test_nonfinite_values_are_counted_and_left_out_of_quantiles(dtype):
+  rng = np.random.default_rng(6)
+  values = rng.normal(size=(100, 3))
+  values[rng.random(values.shape) < 0.2] = np.nan
+  values[:7, 1] = np.inf
+  values[7:9, 1] = -np.inf
+  values[:, 2] = np.nan
+  sketch = sketch_lib.QuantileSketch((3,), k=64, dtype=dtype)
+  sketch.update(values[:40])
+  sketch.update(values[40:])
+  assert sketch.count == 100
+  assert sketch.nonfinite.tolist() == (~np.isfinite(values)).sum(0).tolist()
+  got = sketch.quantile(QS)  # Exact: fewer than 2k values.
+  for d in range(2):
+    finite = values[np.isfinite(values[:, d]), d].astype(dtype)
+    np.testing.assert_array_equal(
+        got[:, d], np.quantile(finite.astype(np.float64), QS,
+                               method='inverted_cdf'))
+  assert np.isnan(got[:, 2]).all()
+  again = sketch_lib.QuantileSketch.from_dict(sketch.to_dict())
+  assert again.nonfinite.tolist() == sketch.nonfinite.tolist()
+  np.testing.assert_array_equal(again.quantile(QS), got)
+  old = sketch.to_dict()
+  del old['nonfinite']  # Files before the counts: zeros.
+  assert sketch_lib.QuantileSketch.from_dict(old).nonfinite.tolist() == [0] * 3
+
+
+@pytest.mark.parametrize('seed', range(4))
+def test_a_lone_finite_value_survives_compaction_within_the_bound(seed):
+  values = np.full((1000, 2), np.nan)
+  values[500, 0] = 3.0  # One finite value among NaN, compacted many times.
+  values[::3, 1] = np.arange(334.0)
+  sketch = sketch_lib.QuantileSketch((2,), k=4, seed=seed)
+  for part in np.array_split(values, 7):
+    sketch.update(part)
+  assert sketch.rank_error > 0
+  assert sketch.quantile([0.0, 0.5, 1.0])[:, 0].tolist() == [3.0] * 3
+  finite = values[::3, 1]
+  for q in QS:
+    stats_testing.check_rank(finite, q, sketch.quantile(q)[1],
+                             sketch.rank_error)
