@@ -80,13 +80,15 @@ class DatasetView:
                cache: bool = True, episodes_kept: int = 4,
                videos_kept: int = 32):
     self.last_step = last_step_lib.as_last_step(last_step, 'view').value
-    # The pages show what last_step='invalid' leaves out; the statistics' own
-    # warning (attributed to this module, which calls stats.compute) would
-    # only reach the server's console. (filterwarnings replaces an equal
-    # filter: views made again do not pile them up.)
-    warnings.filterwarnings(
-        'ignore', category=last_step_lib.LastStepValuesWarning,
-        module=re.escape(__name__))
+    # The pages show what last_step='invalid' leaves out, and the fields
+    # holding NaN/inf; the statistics' own warnings (attributed to this
+    # module, which calls stats.compute) would only reach the server's
+    # console. (filterwarnings replaces an equal filter: views made again
+    # do not pile them up.)
+    for shown in (last_step_lib.LastStepValuesWarning,
+                  stats_lib.NonFiniteValuesWarning):
+      warnings.filterwarnings('ignore', category=shown,
+                              module=re.escape(__name__))
     builder, label = loading.rlds_builder(name_or_dir, data_dir)
     if not builder.info.splits:
       raise ValueError(f'dataset {label!r} has no splits: is it prepared? '

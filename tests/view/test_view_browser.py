@@ -21,6 +21,7 @@ import pytest
 from playwright import sync_api
 
 from rlds_lite import synthetic
+from rlds_lite.tfds import EpisodeWriter
 from rlds_lite.tfds import write_dataset
 from rlds_lite.view import server as server_lib
 import view_testing
@@ -317,5 +318,30 @@ def test_episode_without_cameras_plays_on_a_clock(page, tmp_path):
     assert int(page.evaluate('document.body.dataset.step')) == step  # Paused.
     page.keyboard.press('ArrowLeft')
     page.wait_for_function(f"document.body.dataset.step === '{step - 1}'")
+  finally:
+    server.stop()
+
+
+def test_statistics_name_the_fields_holding_nan_and_inf(page, tmp_path):
+  """Statistics leave NaN/inf out of mean, min...: the page says which."""
+  features = {'steps': {'observation': np.zeros(2, np.float32),
+                        'reward': np.float32(0), 'is_terminal': True}}
+  with EpisodeWriter(str(tmp_path), 'nans', features) as writer:
+    for nan in (False, True):
+      observation = np.ones((4, 2), np.float32)
+      reward = np.zeros(4, np.float32)
+      if nan:
+        observation[1:3, 0] = np.nan
+        reward[0] = np.inf
+      writer.add_episode({'steps': {'observation': observation,
+                                    'reward': reward,
+                                    'is_terminal': [False] * 3 + [True]}})
+  server = server_lib.start(writer.path, fps=FPS)
+  try:
+    page.goto(server.url)
+    page.wait_for_selector('#stats-nonfinite:not([hidden])')
+    assert page.text_content('#stats-nonfinite') == (
+        'Not finite: observation (2 NaN), reward (1 inf). The statistics '
+        'above are those of the finite values (count counts them all).')
   finally:
     server.stop()

@@ -50,6 +50,21 @@ function statsRows(name, field) {
   return rows;
 }
 
+function sum(values) {
+  return flatten(values).reduce((total, value) => total + value, 0);
+}
+
+// "observation (3 NaN, 1 inf)" per field holding non-finite values.
+function nonFinite(fields) {
+  const parts = [];
+  for (const [path, field] of Object.entries(fields)) {
+    const counts = [[sum(field.nan_count || 0), 'NaN'], [sum(field.inf_count || 0), 'inf']]
+        .filter(([n]) => n > 0).map(([n, what]) => `${n} ${what}`);
+    if (counts.length) parts.push(`${path} (${counts.join(', ')})`);
+  }
+  return parts;
+}
+
 async function loadStats() {
   const status = document.getElementById('stats-status');
   try {
@@ -70,6 +85,13 @@ async function loadStats() {
       const note = document.getElementById('stats-last-step');
       note.textContent = `Left out: non-zero last-step values of ${leftOut.join(', ')}. RLDS says a last ` +
           "step's action, reward and discount are invalid; rlds-lite view --last-step valid counts them.";
+      note.hidden = false;
+    }
+    const notFinite = nonFinite(stats.fields);
+    if (notFinite.length) {
+      const note = document.getElementById('stats-nonfinite');
+      note.textContent = `Not finite: ${notFinite.join(', ')}. The statistics above are those ` +
+          'of the finite values (count counts them all).';
       note.hidden = false;
     }
   } catch (error) {
