@@ -17,10 +17,11 @@ is only centred. The statistics leave NaN and inf values out (see
 ``FieldStats``), so a field holding some is normalised with the statistics of
 its finite values (its NaN stay NaN); an element holding only non-finite
 values, or statistics of another shape than the data's, is a ValueError
-when ``normalize`` is called, naming the field. ``mask`` (per key, a boolean per element) leaves the
-dimensions where it is False untouched (e.g. a gripper action). Integer
-fields become float32; float fields keep their dtype. ``denormalize`` is the
-exact inverse (up to float rounding) except on clipped values.
+when ``normalize`` is called, naming the field. ``mask`` (per key, a boolean
+per element) leaves the dimensions where it is False untouched (e.g. a
+gripper action). Integer fields become float32; float fields keep their
+dtype. ``denormalize`` is the exact inverse (up to float rounding) except on
+clipped values.
 
 Example:
   >>> import numpy as np, tensorflow as tf
