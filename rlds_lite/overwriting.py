@@ -1,11 +1,13 @@
-"""What an ``overwrite`` may replace: `check_replaceable`.
+"""What a writer may write over: `check_replaceable`, `check_apart_from_sources`.
 
 Writers that replace an existing output (``random_access.convert(...,
 overwrite=True)``, ``rlds-lite chunk --overwrite``, ``to_lerobot(...,
 if_exists='overwrite')``, ``to_minari(...)``) delete the old directory once
 the new one is complete. A wrong path must never delete data: they replace
 only a directory that is already a dataset of the kind they write (or an
-empty one), never one that holds the source they read.
+empty one), never one that is, holds or lies inside the source they read.
+A writer that only creates (``rlds-lite convert``) may not write into its
+source either (`check_apart_from_sources`).
 
 Example:
   >>> import os, tempfile
@@ -22,7 +24,7 @@ Example:
 import os
 from typing import Callable, Optional, Sequence, Union
 
-__all__ = ['check_replaceable']
+__all__ = ['check_apart_from_sources', 'check_replaceable']
 
 PathLike = Union[str, os.PathLike]
 
@@ -58,6 +60,47 @@ class _FileSystem:
     return os.path.commonpath([directory, path]) == directory
 
 
+def check_apart_from_sources(out: PathLike, sources: Sequence[PathLike], *,
+                             kind: str, writer: str) -> None:
+  """Raises a ValueError if ``out`` is, lies inside or holds a source.
+
+  Writing into the source dataset's directory changes the dataset being
+  read (its reader may list the new files as its own); replacing a
+  directory that holds it deletes it. Symbolic links are followed.
+
+  Args:
+    out: the file or directory a writer would write.
+    sources: paths the writer reads.
+    kind: what the writer writes, for the message (``'chunk dataset'``).
+    writer: the operation, for the message.
+
+  Example:
+    >>> import tempfile
+    >>> source = tempfile.mkdtemp()
+    >>> try:
+    ...   check_apart_from_sources(os.path.join(source, 'out'), [source],
+    ...                            kind='chunk dataset', writer='convert')
+    ... except ValueError as e:
+    ...   print(str(e).replace(source, 'SOURCE'))
+    convert: SOURCE/out is inside the source SOURCE; writing there would change the source dataset. Choose an output outside it.
+  """
+  out = os.fspath(out)
+  files = _FileSystem(out)
+  for source in sources:
+    source = os.fspath(source)
+    if files.contains(out, source) and files.contains(source, out):
+      raise ValueError(f'{writer}: {out} is the source {source}; writing '
+                       'there would destroy it. Choose another output.')
+    if files.contains(out, source):
+      raise ValueError(f'{writer}: {out} holds the source {source}; '
+                       'overwriting it would delete the source. Choose an '
+                       f'output directory for the new {kind} itself.')
+    if files.contains(source, out):
+      raise ValueError(f'{writer}: {out} is inside the source {source}; '
+                       'writing there would change the source dataset. '
+                       'Choose an output outside it.')
+
+
 def check_replaceable(out: PathLike, *, kind: str, marker: str,
                       writer: str, sources: Sequence[PathLike] = (),
                       is_kind: Optional[Callable[[str], bool]] = None
@@ -69,11 +112,12 @@ def check_replaceable(out: PathLike, *, kind: str, marker: str,
     kind: what the writer writes, for the message (``'chunk dataset'``).
     marker: a file every ``kind`` holds, relative to ``out``.
     writer: the operation, for the message.
-    sources: paths the writer reads: ``out`` may not be or hold any of them.
+    sources: paths the writer reads: ``out`` may not be, hold or lie inside
+      any of them (`check_apart_from_sources`).
     is_kind: a finer test of ``out`` (default: ``marker`` exists).
 
   Raises:
-    ValueError: ``out`` is or holds a source.
+    ValueError: ``out`` is, holds or lies inside a source.
     FileExistsError: ``out`` is a file, or a non-empty directory that is not
       a ``kind``.
 
@@ -90,11 +134,7 @@ def check_replaceable(out: PathLike, *, kind: str, marker: str,
   """
   out = os.fspath(out)
   files = _FileSystem(out)
-  for source in sources:
-    if files.contains(out, os.fspath(source)):
-      raise ValueError(f'{writer}: {out} holds the source {source}; '
-                       'overwriting it would delete the source. Choose an '
-                       f'output directory for the new {kind} itself.')
+  check_apart_from_sources(out, sources, kind=kind, writer=writer)
   if not files.exists(out):
     return
   if not files.isdir(out):

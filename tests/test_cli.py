@@ -414,10 +414,17 @@ def test_convert_from_minari_reads_what_to_minari_wrote(cameras, tmp_path,
      'rlds-lite chunk: {data_dir} holds the source {data}; overwriting it '
      'would delete the source. Choose an output directory for the new chunk '
      'dataset itself.'),
+    (['chunk', '{data}', '--out', '{data}/chunks'],
+     'rlds-lite chunk: {data}/chunks is inside the source {data}; writing '
+     'there would change the source dataset. Choose an output outside it.'),
+    (['chunk', '{data}', '--out', '{data}', '--overwrite'],
+     'rlds-lite chunk: {data} is the source {data}; writing there would '
+     'destroy it. Choose another output.'),
 ], ids=['demo-out-is-a-file', 'demo-out-under-a-file', 'validate-0-episodes',
         'validate-negative-episodes', 'd4rl-into-a-missing-directory',
         'alf-into-a-file', 'alf-from-a-text-file', 'minari-root-of-two',
-        'video-scale-0', 'video-fps-0', 'chunk-over-the-data-dir'])
+        'video-scale-0', 'video-fps-0', 'chunk-over-the-data-dir',
+        'chunk-into-the-source', 'chunk-over-the-source'])
 def test_bad_input_is_one_line_and_exit_2(cameras, tmp_path, capsys, argv,
                                           message):
   a_file = tmp_path / 'a_file.txt'
@@ -428,10 +435,12 @@ def test_bad_input_is_one_line_and_exit_2(cameras, tmp_path, capsys, argv,
     (two / dataset / 'data' / 'main_data.hdf5').write_bytes(b'')
   data_dir = os.path.dirname(os.path.dirname(cameras[0]))
   before = sorted(os.listdir(data_dir))
+  in_the_source = sorted(os.listdir(cameras[0]))
   fill = lambda s: s.format(data=cameras[0], tmp=tmp_path, file=a_file,
                             two_datasets=two, data_dir=data_dir)
   assert cli.main([fill(a) for a in argv]) == 2
   assert sorted(os.listdir(data_dir)) == before
+  assert sorted(os.listdir(cameras[0])) == in_the_source
   out, err = capsys.readouterr()
   assert (out, err) == ('', fill(message) + '\n')
   assert sorted(p.name for p in tmp_path.iterdir()) == ['a_file.txt', 'two']
@@ -465,3 +474,11 @@ def test_a_chunk_dataset_is_named_as_one(cameras, chunks, tmp_path, capsys,
       f'(rlds_lite.random_access, converted from {cameras[0]}); pass its '
       'source, or read it with rlds_lite.random_access.\n'))
   assert os.listdir(tmp_path) == []
+
+
+def test_chunk_over_a_chunk_dataset_names_the_flag(cameras, chunks, capsys):
+  assert cli.main(['chunk', cameras[0], '--out', chunks,
+                   '--no-progress']) == 2
+  assert capsys.readouterr() == ('', (
+      f"rlds-lite chunk: '{chunks}' already exists; pass --overwrite to "
+      'replace it.\n'))

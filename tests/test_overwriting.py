@@ -1,4 +1,4 @@
-"""check_replaceable: what an overwrite may replace, as named cases."""
+"""check_replaceable, check_apart_from_sources: what a writer may write over."""
 
 import os
 
@@ -32,6 +32,13 @@ def _make(root, case):
   elif case == 'link_to_the_data_dir':
     out = root / 'link'
     os.symlink(root / 'data', out)
+  elif case == 'inside_the_source':
+    out = source / 'out'
+  elif case == 'deep_inside_through_a_link':
+    os.symlink(root / 'data', root / 'link')
+    out = root / 'link' / 'robot' / '1.0.0' / 'a' / 'b'
+  elif case == 'beside_the_source':
+    out = root / 'data' / 'robot' / '1.0.0-copy'
   return out, [source]
 
 
@@ -44,8 +51,13 @@ CASES = {
                    r'marker.json\); overwrite replaces only a chunk dataset'),
     'data_dir_of_the_source': (ValueError, 'holds the source'),
     'name_dir_of_the_source': (ValueError, 'holds the source'),
-    'the_source': (ValueError, 'holds the source'),
+    'the_source': (ValueError, 'is the source .*; writing there would '
+                   'destroy it'),
     'link_to_the_data_dir': (ValueError, 'holds the source'),
+    'inside_the_source': (ValueError, 'is inside the source .*; writing '
+                          'there would change the source dataset'),
+    'deep_inside_through_a_link': (ValueError, 'is inside the source'),
+    'beside_the_source': None,
 }
 
 
@@ -69,3 +81,17 @@ def test_is_kind_overrides_the_marker(tmp_path):
     overwriting.check_replaceable(tmp_path, kind='chunk dataset',
                                   marker='marker.json', writer='convert',
                                   is_kind=lambda path: False)
+
+
+@pytest.mark.parametrize('case', [c for c, e in CASES.items()
+                                  if e is None or e[0] is ValueError])
+def test_what_a_writer_may_write_into(tmp_path, case):
+  """check_apart_from_sources: the source cases of check_replaceable."""
+  out, sources = _make(tmp_path, case)
+  check = lambda: overwriting.check_apart_from_sources(
+      out, sources, kind='dataset', writer='convert')
+  if CASES[case] is None:
+    check()
+    return
+  with pytest.raises(ValueError, match=f'^convert: {out} {CASES[case][1]}'):
+    check()

@@ -54,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
         progress=dataset_options.progress_option(args))
   except dataset_options.BAD_INPUT_ERRORS + (FileExistsError,) as e:
     message = dataset_options.one_line(e).removeprefix('convert: ')
-    return dataset_options.report_error('chunk', ValueError(message))
+    return dataset_options.report_error('chunk', ValueError(message),
+                                        {'overwrite=True': '--overwrite'})
   import tensorflow_datasets as tfds
   info = tfds.builder_from_directory(path).info
   chunk_steps = info.metadata['layout']['chunk_steps']

@@ -1,9 +1,10 @@
 """``rlds-lite convert --from X --to Y SOURCE TARGET``: convert between formats.
 
 Formats are those of `rlds_lite.convert.files` (``rlds`` is a TFDS dataset
-directory). Bad input (a missing source, an existing target, an option the
-format does not take, a file that breaks its format) is one line on stderr
-and exit status 2.
+directory). Bad input (a missing source, an existing target, a target inside
+the source, an option the format does not take, a file that breaks its
+format) is one line on stderr and exit status 2; it names the flags (`FLAGS`)
+where the library's message names its Python arguments.
 """
 
 import argparse
@@ -26,6 +27,20 @@ FORMATS = {
 A copy, because importing ``rlds_lite.convert`` loads TensorFlow and
 ``--help`` must not; tests/test_cli.py checks it matches.
 """
+
+FLAGS = {
+    "one_step='skip'": '--skip-one-step',
+    'allow_pickle=True': '--allow-pickle',
+    'no_video=True': '--no-video',
+    'check_continuity=False': '--no-check-continuity',
+    'split': '--split', 'name': '--name', 'dataset_id': '--dataset-id',
+    'repair': '--repair', 'final_observation': '--final-observation',
+    'last_step': '--last-step', 'fps': '--fps', 'task_key': '--task-key',
+    **{f'from_{name}()': f'--from {name}' for name in ('d4rl', 'minari',
+                                                      'ted')},
+}
+"""The flag of each Python argument the converters' messages name
+(`rlds_lite.commands.dataset_options.cli_wording`)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable=protected-access
@@ -61,6 +76,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
   parser.add_argument('--allow-pickle', action='store_true',
                       help='webdataset source: unpickle anything (only for '
                       'files you trust)')
+  parser.add_argument('--final-observation', choices=('repeat', 'zeros'),
+                      default=None,
+                      help='d4rl source without next_observations: each '
+                      "episode's final observation repeats its last row's, "
+                      'or is zeros')
+  parser.add_argument('--no-check-continuity', action='store_true',
+                      help='ted source: do not check that next/observation '
+                      'is the following observation (multi-step data)')
   dataset_options.add_last_step_argument(
       parser, 'targets without a place for them leave them out')
   parser.add_argument('--skip-one-step', action='store_true',
@@ -88,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
   options = {
       'split': args.split, 'name': args.name, 'dataset_id': args.dataset_id,
       'repair': args.repair, 'allow_pickle': args.allow_pickle,
+      'final_observation': args.final_observation,
+      'check_continuity': False if args.no_check_continuity else None,
       'one_step': 'skip' if args.skip_one_step else None,
       'fps': args.fps, 'task_key': args.task_key, 'no_video': args.no_video,
       'last_step': args.last_step,
@@ -102,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
           progress=progress.shown(dataset_options.progress_option(args)),
           **options)
   except (dataset_options.BAD_INPUT_ERRORS + (FileExistsError,)) as e:
-    return dataset_options.report_error('convert', e)
+    message = dataset_options.one_line(e).removeprefix('convert: ')
+    return dataset_options.report_error('convert', ValueError(message), FLAGS)
   if args.json:
     print(json.dumps({'episodes': counted.episodes, 'steps': counted.steps,
                       'skipped_one_step': counted.skipped_one_step,

@@ -18,8 +18,10 @@ Example:
 
 import argparse
 import contextlib
+import re
+import shlex
 import sys
-from typing import Iterator, Tuple
+from typing import Iterator, Mapping, Optional, Tuple
 import warnings
 
 BAD_INPUT = 2
@@ -68,14 +70,53 @@ def one_line(error: BaseException) -> str:
   return ' '.join(str(text).split()).removeprefix('load: ')
 
 
-def error_message(command: str, error: BaseException) -> str:
-  """``rlds-lite COMMAND: message`` on one line (``load:`` prefix dropped)."""
-  return f'rlds-lite {command}: {one_line(error)}'
+_PYTHON_SPELLING = re.compile(
+    r"\b(\w+)(?:=('[^']*'|\"[^\"]*\"|-?\w+(?:\.\w+)*)|\(\))")
+"""``name=value`` (a repr'd string, a number or a word) or ``function()``."""
 
 
-def report_error(command: str, error: BaseException) -> int:
+def cli_wording(message: str, flags: Mapping[str, str]) -> str:
+  """``message`` with the Python arguments it names spelled as flags.
+
+  The library's errors name its own arguments (``repair='drop'``,
+  ``one_step='skip'``); a command that takes them as flags says those
+  instead. ``flags`` maps an exact spelling (``"one_step='skip'"``,
+  ``'allow_pickle=True'``, ``'from_d4rl()'``) to its flag, or an argument
+  name to the flag its value follows (``'repair': '--repair'``:
+  ``repair='drop'`` becomes ``--repair drop``, ``None`` values excepted).
+  Anything else is left as it is.
+
+  Example:
+    >>> flags = {"one_step='skip'": '--skip-one-step', 'repair': '--repair'}
+    >>> cli_wording("pass one_step='skip' or repair='drop', not "
+    ...             "repair=None (shape=(2,), name='x')", flags)
+    "pass --skip-one-step or --repair drop, not repair=None (shape=(2,), name='x')"
+  """
+  def spell(match: re.Match) -> str:
+    token, name, value = match.group(0), match.group(1), match.group(2)
+    if token in flags:
+      return flags[token]
+    if value is None or name not in flags or value in ('None', 'True',
+                                                       'False'):
+      return token
+    if value[0] in '\'"':
+      value = value[1:-1]
+    return f'{flags[name]} {shlex.quote(value)}'
+
+  return _PYTHON_SPELLING.sub(spell, message)
+
+
+def error_message(command: str, error: BaseException,
+                  flags: Optional[Mapping[str, str]] = None) -> str:
+  """``rlds-lite COMMAND: message`` on one line (``load:`` prefix dropped),
+  with the Python arguments it names spelled as ``flags`` (`cli_wording`)."""
+  return f'rlds-lite {command}: {cli_wording(one_line(error), flags or {})}'
+
+
+def report_error(command: str, error: BaseException,
+                 flags: Optional[Mapping[str, str]] = None) -> int:
   """Prints `error_message` to stderr; returns `BAD_INPUT`."""
-  print(error_message(command, error), file=sys.stderr)
+  print(error_message(command, error, flags), file=sys.stderr)
   return BAD_INPUT
 
 

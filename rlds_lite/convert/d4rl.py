@@ -39,6 +39,7 @@ import numpy as np
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import hdf5_formats
 from rlds_lite.convert import strings
 from rlds_lite.convert import transitions
 
@@ -64,7 +65,9 @@ def _load(data: D4RLLike) -> Tuple[Dict[str, Any], str]:
   if isinstance(data, dict):
     return nest_paths.nest_from_paths(data), '<d4rl dict>'
   if isinstance(data, (str, os.PathLike)):
+    hdf5_formats.check_not_minari_directory(data, 'd4rl')
     with episodes_lib.open_hdf5(data) as file:
+      hdf5_formats.check_format(file.keys(), 'd4rl', os.fspath(data))
       return _load_group(file), os.fspath(data)
   return _load_group(data), getattr(data, 'name', '<hdf5 group>')
 
@@ -120,7 +123,7 @@ def _unfinished(ends: np.ndarray, repairs: frozenset, source: str
       f'neither terminals nor timeouts is set on the last row '
       f'({len(ends) - 1}): rows {first}..{len(ends) - 1} do not end an '
       "episode; pass repair='drop_unfinished' to drop them or "
-      "'truncate_unfinished' to end them as a truncated episode",
+      "repair='truncate_unfinished' to end them as a truncated episode",
       source=source, episode=len(done), field='timeouts')
 
 
@@ -159,12 +162,12 @@ def from_d4rl(data: D4RLLike, *, final_observation: Optional[str] = None,
     >>> from_d4rl(data, final_observation='repeat')
     Traceback (most recent call last):
     ...
-    rlds_lite.convert.episodes.ConversionError: <d4rl dict>: episode 0, field 'timeouts': neither terminals nor timeouts is set on the last row (1): rows 0..1 do not end an episode; pass repair='drop_unfinished' to drop them or 'truncate_unfinished' to end them as a truncated episode
+    rlds_lite.convert.episodes.ConversionError: <d4rl dict>: episode 0, field 'timeouts': neither terminals nor timeouts is set on the last row (1): rows 0..1 do not end an episode; pass repair='drop_unfinished' to drop them or repair='truncate_unfinished' to end them as a truncated episode
   """
   repairs = frozenset([repair] if isinstance(repair, str) else repair or ())
   if repairs - REPAIRS:
-    raise ValueError(f'from_d4rl: unknown repair {sorted(repairs - REPAIRS)}; '
-                     f'choose from {sorted(REPAIRS)}.')
+    raise ValueError(f'from_d4rl: repair={sorted(repairs - REPAIRS)[0]!r} '
+                     f'is unknown; choose from {sorted(REPAIRS)}.')
   if final_observation not in (None,) + FINAL_OBSERVATIONS:
     raise ValueError(f'from_d4rl: final_observation={final_observation!r}; '
                      f'choose from {FINAL_OBSERVATIONS} or None.')
@@ -195,7 +198,8 @@ def from_d4rl(data: D4RLLike, *, final_observation: Optional[str] = None,
     raise ConversionError(
         "is missing, so each episode's final observation is unknown; pass "
         "final_observation='repeat' (repeat the last row's observation) or "
-        "'zeros'", source=source, field='next_observations')
+        "final_observation='zeros'", source=source,
+        field='next_observations')
   ends = _unfinished(terminals | timeouts, repairs, source)
   slices = episodes_lib.episode_slices(ends, source=source, field='timeouts')
   return transitions.read_with_policy(

@@ -228,6 +228,8 @@ def open_hdf5(path: Union[str, os.PathLike]) -> Any:
   """
   import h5py  # pylint: disable=g-import-not-at-top
   path = os.fspath(path)
+  if os.path.isdir(path):
+    raise ConversionError('is a directory, not an HDF5 file', source=path)
   try:
     return h5py.File(path, 'r')
   except FileNotFoundError:

@@ -31,6 +31,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, NamedTuple, Optional
 import numpy as np
 
 from rlds_lite import nest_paths
+from rlds_lite import overwriting
 from rlds_lite import progress as progress_lib
 from rlds_lite.convert import episodes as episodes_lib
 from rlds_lite.convert import strings
@@ -122,11 +123,30 @@ def _read_rlds(path, split='train'):
   return read()
 
 
+def _rlds_target(path: PathLike, name: Optional[str]) -> str:
+  """The dataset directory an ``rlds`` target writes versions into.
+
+  Example:
+    >>> _rlds_target('/data/toy', None), _rlds_target('/data/toy', 'other')
+    ('/data/toy', '/data/other')
+  """
+  path = os.path.abspath(os.fspath(path))
+  return os.path.join(os.path.dirname(path), name or os.path.basename(path))
+
+
+_RLDS_VERSION = '1.0.0'
+"""The version an ``rlds`` target is written as."""
+
+
 def _write_rlds(episodes, path, name=None, split='train'):
-  path = os.fspath(path)
+  target = _rlds_target(path, name)
+  version = os.path.join(target, _RLDS_VERSION)
+  if os.path.isfile(os.path.join(version, 'dataset_info.json')):
+    # Checked before reading (write_tfds would find it at the first episode).
+    raise FileExistsError(f'{version} exists; choose a new target')
   return episodes_lib.write_tfds(
-      episodes, os.path.dirname(os.path.abspath(path)),
-      name or os.path.basename(os.path.normpath(path)), split=split)
+      episodes, os.path.dirname(target), os.path.basename(target),
+      split=split, version=_RLDS_VERSION)
 
 
 def _read_minari(path, repair=None, last_step='invalid'):
@@ -151,8 +171,8 @@ def _minari_root(path: PathLike, dataset_id: Optional[str]):
   if not dataset_id:
     name = os.path.basename(path)
     if not minari.is_dataset_id(name):
-      raise ValueError('writing minari needs a dataset id (--dataset-id, e.g. '
-                       'demo/point-v0)')
+      raise ValueError('writing minari needs a dataset id, e.g. '
+                       "dataset_id='demo/point-v0'")
     dataset_id = name
   parts, components = dataset_id.split('/'), path.split(os.sep)
   if components[-len(parts):] == parts:  # The dataset's own directory.
@@ -164,12 +184,18 @@ def _minari_root(path: PathLike, dataset_id: Optional[str]):
 def _write_minari(episodes, path, dataset_id=None, last_step='invalid'):
   from rlds_lite.convert import minari  # pylint: disable=g-import-not-at-top
   root, dataset_id = _minari_root(path, dataset_id)
+  target = os.path.join(root, dataset_id)
+  if os.path.exists(target):  # The root may hold other datasets; not this.
+    raise FileExistsError(f'{target} exists; choose a new target')
   return minari.to_minari(episodes, root, dataset_id, last_step=last_step)
 
 
-def _read_d4rl(path, repair=None, last_step='invalid'):
+def _read_d4rl(path, repair=None, final_observation=None,
+               last_step='invalid'):
   from rlds_lite.convert import d4rl  # pylint: disable=g-import-not-at-top
-  return d4rl.from_d4rl(os.fspath(path), repair=repair, last_step=last_step)
+  return d4rl.from_d4rl(os.fspath(path), repair=repair,
+                        final_observation=final_observation,
+                        last_step=last_step)
 
 
 def _write_d4rl(episodes, path, one_step='error', last_step='invalid'):
@@ -207,9 +233,10 @@ def _write_webdataset(episodes, path, one_step='error', last_step='invalid'):
   return os.fspath(path)
 
 
-def _read_ted(path, repair=None, last_step='invalid'):
+def _read_ted(path, repair=None, check_continuity=True, last_step='invalid'):
   from rlds_lite.convert import ted  # pylint: disable=g-import-not-at-top
-  return ted.from_ted(os.fspath(path), repair=repair, last_step=last_step)
+  return ted.from_ted(os.fspath(path), repair=repair,
+                      check_continuity=check_continuity, last_step=last_step)
 
 
 def _write_ted(episodes, path, one_step='error', last_step='invalid'):
@@ -238,8 +265,8 @@ def _read_lerobot(path, task_key=None):
 def _write_lerobot(episodes, path, fps=None, task_key=None, no_video=False):
   from rlds_lite.convert import lerobot  # pylint: disable=g-import-not-at-top
   if not fps:
-    raise ValueError('writing lerobot needs the frame rate (--fps, e.g. '
-                     '--fps 10): RLDS does not record it')
+    raise ValueError('writing lerobot needs the frame rate, e.g. fps=10: '
+                     'RLDS does not record it')
   return lerobot.to_lerobot(
       episodes, path, fps=fps, video=not no_video,
       task_key=task_key or lerobot.DEFAULT_TASK_KEY)
@@ -253,7 +280,8 @@ FORMATS: Dict[str, Format] = {
                      frozenset({'repair', 'last_step'}),
                      frozenset({'dataset_id', 'last_step'}),
                      'a Minari dataset root'),
-    'd4rl': Format(_read_d4rl, _write_d4rl, frozenset({'repair', 'last_step'}),
+    'd4rl': Format(_read_d4rl, _write_d4rl,
+                   frozenset({'repair', 'final_observation', 'last_step'}),
                    frozenset({'one_step', 'last_step'}),
                    'a D4RL-style HDF5 file'),
     'il': Format(_read_il, _write_il, frozenset({'repair', 'last_step'}),
@@ -263,7 +291,8 @@ FORMATS: Dict[str, Format] = {
                          frozenset({'repair', 'allow_pickle', 'last_step'}),
                          frozenset({'one_step', 'last_step'}),
                          'a directory of il-representations tar shards'),
-    'ted': Format(_read_ted, _write_ted, frozenset({'repair', 'last_step'}),
+    'ted': Format(_read_ted, _write_ted,
+                  frozenset({'repair', 'check_continuity', 'last_step'}),
                   frozenset({'one_step', 'last_step'}),
                   'a TorchRL TED H5 file'),
     'alf': Format(_read_alf, _write_alf, frozenset({'repair', 'last_step'}),
@@ -275,7 +304,8 @@ FORMATS: Dict[str, Format] = {
 }
 """The formats `read_episodes` and `write_episodes` know, by name."""
 
-_READ_OPTIONS = frozenset({'repair', 'allow_pickle', 'split'})
+_READ_OPTIONS = frozenset({'repair', 'allow_pickle', 'split',
+                           'final_observation', 'check_continuity'})
 """Options `convert` hands to the reader (the others go to the writer;
 ``last_step`` goes to each side whose format takes it)."""
 
@@ -286,15 +316,31 @@ def _format(name: str) -> Format:
   return FORMATS[name]
 
 
+_DEFAULTS = {'check_continuity': True}
+"""Options whose default is not None or False (set: any other value)."""
+
+
 def _options(name: str, options: Dict[str, Any], reading: bool
              ) -> Dict[str, Any]:
-  """The options that are set (not None/False), or a ValueError naming one."""
+  """The options that are set (not their default), or a ValueError naming one.
+
+  Example:
+    >>> _options('ted', {'repair': 'drop', 'dataset_id': None,
+    ...                  'allow_pickle': False, 'check_continuity': False},
+    ...          reading=True)
+    {'repair': 'drop', 'check_continuity': False}
+    >>> _options('ted', {'one_step': 'skip'}, reading=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: ted does not take one_step='skip' when read
+  """
   known = (_format(name).read_options if reading
            else _format(name).write_options)
-  chosen = {k: v for k, v in options.items() if v is not None and v is not False}
-  for key in chosen:
+  chosen = {k: v for k, v in options.items()
+            if v is not None and v is not _DEFAULTS.get(k, False)}
+  for key, value in chosen.items():
     if key not in known:
-      raise ValueError(f'{name} does not take the option {key!r} when '
+      raise ValueError(f'{name} does not take {key}={value!r} when '
                        f'{"read" if reading else "written"}')
   return chosen
 
@@ -306,7 +352,8 @@ def read_episodes(fmt: str, path: PathLike,
   Args:
     fmt: a key of `FORMATS`.
     path: where the data is.
-    **options: format options (``repair``, ``allow_pickle``, ``split``).
+    **options: format options (``repair``, ``allow_pickle``, ``split``,
+      ``final_observation``, ``check_continuity``).
 
   Raises:
     FileNotFoundError: if ``path`` does not exist.
@@ -368,13 +415,32 @@ def counting(episodes: Iterable[episodes_lib.Episode], counts: list,
     yield episode
 
 
+def _written(to_format: str, target: PathLike,
+             write_options: Dict[str, Any]) -> str:
+  """The file or directory a ``to_format`` writer writes for ``target``.
+
+  Example:
+    >>> _written('minari', '/out', {'dataset_id': 'ns/walk-v0'})
+    '/out/ns/walk-v0'
+    >>> _written('rlds', '/data/toy', {'name': 'copy'})
+    '/data/copy'
+  """
+  if to_format == 'rlds':
+    return _rlds_target(target, write_options.get('name'))
+  if to_format == 'minari':
+    root, dataset_id = _minari_root(target, write_options.get('dataset_id'))
+    return os.path.join(root, *dataset_id.split('/'))
+  return os.fspath(target)
+
+
 def convert(source: PathLike, target: PathLike, *, from_format: str,
             to_format: str, progress: Optional[bool] = False,
             **options: Any) -> Counted:
   """Converts ``source`` (``from_format``) into ``target`` (``to_format``).
 
   Options go to the reader or the writer that takes them (``repair``,
-  ``allow_pickle``, ``split`` and what the source format reads, e.g. a
+  ``allow_pickle``, ``split``, ``final_observation`` (d4rl),
+  ``check_continuity`` (ted) and what the source format reads, e.g. a
   lerobot ``task_key``, to the reader; ``dataset_id``, ``name``,
   ``one_step``, ``fps`` and the rest to the writer; ``last_step``,
   ``'invalid'`` or ``'valid'``, to each side whose format takes it (not
@@ -383,6 +449,12 @@ def convert(source: PathLike, target: PathLike, *, from_format: str,
   ``'valid'`` the episodes' last steps hold real actions and rewards, see
   `rlds_lite.convert.transitions`). A writer that leaves out non-zero
   last-step values warns once (`rlds_lite.dense.LastStepValuesWarning`).
+
+  Raises:
+    ValueError: what the target writes is, lies inside or holds ``source``
+      (checked before anything is read or written); an unknown format or
+      an option it does not take.
+    FileExistsError: the target exists.
 
   Example:
     >>> import os, tempfile, rlds_lite
@@ -404,6 +476,10 @@ def convert(source: PathLike, target: PathLike, *, from_format: str,
       write_options['last_step'] = last_step
   if 'split' in read_options and to_format == 'rlds':
     write_options['split'] = read_options['split']
+  _format(to_format)
+  overwriting.check_apart_from_sources(
+      _written(to_format, target, write_options), [source],
+      kind='dataset', writer='convert')
   episodes = read_episodes(from_format, source, **read_options)
   counts = [0, 0, 0]
   skip = write_options.get('one_step') == 'skip'

@@ -140,7 +140,8 @@ def repair_ends(ends: np.ndarray, repair: Optional[str], source: str,
     rlds_lite.convert.episodes.ConversionError: x: episode 1, field 'dones': is not set on the last row (1): rows 1..1 do not end an episode; pass repair='truncate' to end them as a truncated episode or repair='drop' to drop them
   """
   if repair not in (None,) + REPAIRS:
-    raise ValueError(f'repair={repair!r}; choose None or one of {REPAIRS}.')
+    raise ValueError(f'repair={repair!r} is unknown; choose from '
+                     f'{sorted(REPAIRS)}.')
   if not len(ends) or ends[-1]:
     return ends
   done = np.flatnonzero(ends)
@@ -907,7 +908,6 @@ def to_webdataset(episodes: episodes_lib.EpisodesLike,
   if frames_per_shard < 1:
     raise ValueError(f'frames_per_shard={frames_per_shard}; must be >= 1.')
   out_dir = os.fspath(out_dir)
-  os.makedirs(out_dir, exist_ok=True)
   if glob.glob(os.path.join(out_dir, '*.tar')):
     raise FileExistsError(f'{out_dir} already holds *.tar shards.')
   rows = rows_from_episodes(episodes, one_step=one_step,
@@ -915,6 +915,8 @@ def to_webdataset(episodes: episodes_lib.EpisodesLike,
                             where='to_webdataset')
   if rows is None:
     raise ValueError('to_webdataset: no episodes with rows to write.')
+  os.makedirs(out_dir, exist_ok=True)  # Once the episodes are read: a bad
+  # one leaves no empty directory (which a retry would find in its way).
   metadata = {} if metadata is None else metadata
   ends = rows['ends']
   starts = np.concatenate([[True], ends[:-1]])

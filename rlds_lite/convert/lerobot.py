@@ -149,6 +149,10 @@ def _plan_features(steps: Dict[str, Any], *, task_key: Optional[str],
   """The LeRobot features of the first episode's steps, and the task path."""
   leaves = dict(nest_paths.flatten_with_paths(steps))
   task_path = task_key if task_key in leaves else None
+  if task_path is None and task_key not in (None, DEFAULT_TASK_KEY):
+    fields = sorted(path for path in leaves if path not in _FLAGS)
+    raise ValueError(f'to_lerobot: task_key={task_key!r} is not a step '
+                     f'field; the step fields are {fields}')
   cameras = None
   if video_keys is not None:
     cameras = {k.replace('.', '/') if k not in leaves else k
@@ -553,7 +557,10 @@ def to_lerobot(episodes: episodes_lib.EpisodesLike,
     repo_id: ``'<user>/<name>'``; needed only when ``root`` is None.
     fps: frames per second (RLDS does not record it).
     task_key: the step field (a ``'a/b'`` path) holding each step's task
-      text; steps without it get ``default_task``.
+      text (a ValueError if the episodes have no such field, checked at the
+      first episode; nothing is left at ``root``); the default,
+      ``language_instruction``, is used where present, and episodes
+      without it get ``default_task``; None: no step field is the task.
     default_task: the task of frames without a ``task_key`` field.
     video: store cameras as MP4 video (lerobot's default) or, with False, as
       PNG images in the Parquet files (lossless, larger).
@@ -574,7 +581,8 @@ def to_lerobot(episodes: episodes_lib.EpisodesLike,
   Raises:
     ConversionError: a step field LeRobot cannot store, naming the episode
       and field.
-    ValueError: no episodes, bad arguments.
+    ValueError: no episodes, bad arguments (a ``task_key`` that is not a
+      step field).
     FileExistsError: ``root`` exists and ``if_exists='error'``.
 
   Example:

@@ -50,6 +50,7 @@ from rlds_lite import nest_paths
 from rlds_lite import overwriting
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import hdf5_formats
 from rlds_lite.convert import strings
 from rlds_lite.convert import transitions
 
@@ -68,6 +69,10 @@ REPAIRS = frozenset(
 
 _DATASET_ID = re.compile(
     r'^(?:(?P<namespace>[-_\w][-_\w/]*[-_\w]+)/)?(?P<name>[-_\w]+?)-v\d+$')
+"""Minari 0.5.4's ``DATASET_ID_RE`` (``minari.dataset.minari_dataset``) with
+the version required (``parse_dataset_id`` fails without one): a namespace
+has 2 characters or more, so Minari refuses ``'a/b-v0'`` (tested against
+Minari's own parser)."""
 _TUPLE_KEY = re.compile(r'^_index_(\d+)$')
 _STEP_KEYS = ('observations', 'actions', 'rewards', 'discounts')
 _NO_METADATA_ATTRS = frozenset({'total_steps'})
@@ -77,8 +82,8 @@ def _repairs(repair: Union[None, str, Iterable[str]]) -> frozenset:
   chosen = frozenset([repair] if isinstance(repair, str) else repair or ())
   unknown = chosen - REPAIRS
   if unknown:
-    raise ValueError(f'from_minari: unknown repair {sorted(unknown)}; '
-                     f'choose from {sorted(REPAIRS)}.')
+    raise ValueError(f'from_minari: repair={sorted(unknown)[0]!r} is '
+                     f'unknown; choose from {sorted(REPAIRS)}.')
   return chosen
 
 
@@ -336,8 +341,8 @@ def _checked_observations(observations: Any, count: int, repairs: frozenset,
       (count + 1, count) if missing_final and count else (count + 1,),
       f'Minari needs N + 1 = {count + 1} (the reset observation and one per '
       f'transition; N = {count} rewards); pass '
-      "repair='drop_last_transition' or 'repeat_last_observation' if the "
-      'final observation is missing (Minari#199)', source, index)
+      "repair='drop_last_transition' or repair='repeat_last_observation' "
+      'if the final observation is missing (Minari#199)', source, index)
   if not lengths:
     raise ConversionError('has no datasets', source=source, episode=index,
                           field='observations')
@@ -473,6 +478,7 @@ def from_minari(path: Union[str, os.PathLike], *,
                                 'observations'))
     images.update(_image_shapes(metadata.get('action_space'), 'actions'))
   with episodes_lib.open_hdf5(file_path) as file:
+    hdf5_formats.check_format(file.keys(), 'minari', file_path)
     indices = _episode_numbers(file) if episodes is None else episodes
     for index in indices:
       name = f'episode_{int(index)}'
@@ -667,7 +673,9 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
       Episode metadata becomes episode attributes (nested dicts as
       ``a/b`` keys); ``id`` and ``total_steps`` are set by the writer.
     out_dir: the Minari root (``MINARI_DATASETS_PATH``).
-    dataset_id: ``(namespace/)name-v<version>``.
+    dataset_id: ``(namespace/)name-v<version>``, as Minari parses it (a
+      namespace has 2 characters or more: ``'ab/walk-v0'``, not
+      ``'a/walk-v0'``).
     observation_space, action_space: gymnasium spaces, their serialised JSON
       (str or dict); inferred from the first episode by default (see
       `infer_space`). Needed when there are no episodes.
@@ -701,8 +709,11 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
   import h5py  # pylint: disable=g-import-not-at-top
   match = _DATASET_ID.fullmatch(dataset_id)
   if not match:
-    raise ValueError(f'to_minari: malformed dataset_id {dataset_id!r}; Minari '
-                     'ids are (namespace/)name-v<version>, e.g. "ns/walk-v0".')
+    raise ValueError(
+        f'to_minari: dataset_id={dataset_id!r} is not a Minari id: '
+        "(namespace/)name-v<version> of letters, digits, '-' and '_', a "
+        "namespace of 2 characters or more (Minari's rule), e.g. "
+        "'ns/walk-v0'.")
   if if_exists not in ('error', 'overwrite'):
     raise ValueError(f"to_minari: if_exists={if_exists!r}; 'error' or "
                      "'overwrite'.")

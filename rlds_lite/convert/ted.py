@@ -47,6 +47,7 @@ import numpy as np
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import hdf5_formats
 from rlds_lite.convert import il_representations as rows_lib
 from rlds_lite.convert import strings
 from rlds_lite.convert import transitions
@@ -73,7 +74,9 @@ def _load(data: TEDLike) -> (Dict[str, Any], str):
   if isinstance(data, dict):
     return nest_paths.nest_from_paths(data), '<ted dict>'
   if isinstance(data, (str, os.PathLike)):
+    hdf5_formats.check_not_minari_directory(data, 'ted')
     with episodes_lib.open_hdf5(data) as file:
+      hdf5_formats.check_format(file.keys(), 'ted', os.fspath(data))
       return _load_group(file), os.fspath(data)
   return _load_group(data), getattr(data, 'name', '<h5 group>')
 

@@ -225,7 +225,9 @@ def convert(source: PathLike,
 
   Raises:
     FileNotFoundError, ValueError: as `rlds_lite.load` for the source; a
-      step field the layout cannot hold; a bad ``chunk_steps``.
+      step field the layout cannot hold; a bad ``chunk_steps``; an ``out``
+      that is, holds or lies inside the source
+      (`rlds_lite.overwriting.check_replaceable`).
     FileExistsError: if ``out`` exists and ``overwrite`` is False.
 
   Example:
@@ -245,14 +247,12 @@ def convert(source: PathLike,
   source_dir = os.fspath(builder.data_dir)
   out = os.path.abspath(os.path.expanduser(os.fspath(out))) if out else (
       default_output(source_dir))
-  if os.path.realpath(out) == os.path.realpath(source_dir):
-    raise ValueError(f'convert: out {out!r} is the source dataset itself.')
   overwriting.check_replaceable(out, kind='chunk dataset',
                                 marker=_METADATA_FILE, writer='convert',
                                 sources=[source_dir], is_kind=is_chunk_dataset)
   if tf.io.gfile.exists(out) and not overwrite:
     raise FileExistsError(f'convert: {out!r} already exists; pass '
-                          'overwrite=True (--overwrite) to replace it.')
+                          'overwrite=True to replace it.')
   all_splits = list(builder.info.splits.keys())
   splits = list(splits) if splits else all_splits
   for split in splits:

@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import h5py
 import numpy as np
 import pytest
 
@@ -54,29 +55,134 @@ def test_every_format_in_a_chain_gives_the_episodes_back(tmp_path, episodes,
       True, False, True, True]
 
 
+@pytest.fixture(name='sources', scope='module')
+def _sources(tmp_path_factory):
+  """Sources bad command lines read: ``{name: path}``."""
+  root = tmp_path_factory.mktemp('sources')
+  two_steps_or_more = [e for e in convert_testing.NAMED_EPISODES['mixed-ends']
+                       if len(e['steps']['is_last']) > 1]
+  return {
+      'source': files.write_episodes('rlds', two_steps_or_more,
+                                     root / 'source'),
+      'mixed': files.write_episodes(
+          'rlds', convert_testing.NAMED_EPISODES['mixed-ends'],
+          root / 'mixed'),
+      'd4rl': files.write_episodes('d4rl', two_steps_or_more,
+                                   root / 'd4rl.h5'),
+      'minari': files.write_episodes('minari', two_steps_or_more,
+                                     root / 'minari' / 'ab' / 'walk-v0'),
+      'minari_root': str(root / 'minari'),
+      'root': str(root),
+  }
+
+
+def _listing(root):
+  return sorted(os.path.relpath(os.path.join(d, f), root)
+                for d, _, names in os.walk(root) for f in names)
+
+
 @pytest.mark.parametrize('args, message', [
     (['--from', 'ted', '--to', 'alf', '{tmp}/missing.h5', '{tmp}/x.npz'],
      '{tmp}/missing.h5: no such file or directory'),
     (['--from', 'rlds', '--to', 'ted', '{source}', '{tmp}/x.h5',
       '--dataset-id', 'a/b-v0'],
-     "ted does not take the option 'dataset_id' when written"),
+     'ted does not take --dataset-id a/b-v0 when written'),
     (['--from', 'rlds', '--to', 'minari', '{source}', '{tmp}/m'],
-     'writing minari needs a dataset id (--dataset-id, e.g. demo/point-v0)'),
-    (['--from', 'rlds', '--to', 'ted', '{source}', '{source}'],
-     '{source} exists; choose a new target'),
+     'writing minari needs a dataset id, e.g. --dataset-id demo/point-v0'),
+    (['--from', 'rlds', '--to', 'ted', '{source}', '{d4rl}'],
+     '{d4rl} exists; choose a new target'),
     (['--from', 'ted', '--to', 'alf', '{source}', '{tmp}/x.npz',
       '--allow-pickle'],
-     "ted does not take the option 'allow_pickle' when read"),
+     'ted does not take --allow-pickle when read'),
+    (['--from', 'rlds', '--to', 'rlds', '{source}', '{tmp}/x',
+      '--skip-one-step'],
+     'rlds does not take --skip-one-step when written'),
+    (['--from', 'rlds', '--to', 'd4rl', '{mixed}', '{tmp}/x.h5'],
+     "<episodes>: episode 1, field 'is_last': has one step (only a final "
+     'observation), so no D4RL row; pass --skip-one-step to leave such '
+     'episodes out'),
+    (['--from', 'rlds', '--to', 'webdataset', '{mixed}', '{tmp}/shards'],
+     "<episodes>: episode 1, field 'is_last': has one step (only a final "
+     'observation), so no row in a webdataset shard; pass --skip-one-step '
+     'to leave such episodes out'),
+    (['--from', 'd4rl', '--to', 'rlds', '{d4rl}', '{tmp}/x', '--repair',
+      'truncate'],
+     "from_d4rl: --repair truncate is unknown; choose from "
+     "['drop_unfinished', 'truncate_unfinished']."),
+    (['--from', 'rlds', '--to', 'lerobot', '{source}', '{tmp}/lr', '--fps',
+      '10', '--task-key', 'nope'],
+     "to_lerobot: --task-key nope is not a step field; the step fields are "
+     "['action', 'discount', 'observation', 'reward']"),
+    (['--from', 'rlds', '--to', 'minari', '{source}', '{tmp}/m',
+      '--dataset-id', 'a/b-v0'],
+     "to_minari: --dataset-id a/b-v0 is not a Minari id: "
+     "(namespace/)name-v<version> of letters, digits, '-' and '_', a "
+     "namespace of 2 characters or more (Minari's rule), e.g. 'ns/walk-v0'."),
+    (['--from', 'rlds', '--to', 'rlds', '{source}',
+      '{root}/x', '--name', 'mixed'],
+     '{mixed} exists; choose a new target'),
+    (['--from', 'rlds', '--to', 'minari', '{source}', '{minari_root}',
+      '--dataset-id', 'ab/walk-v0'],
+     '{minari} exists; choose a new target'),
+    (['--from', 'minari', '--to', 'rlds', '{d4rl}', '{tmp}/x'],
+     '{d4rl}: looks like a D4RL file (observations, actions, rewards and '
+     'terminals rows at the top), not a Minari dataset; read it with '
+     '--from d4rl'),
+    (['--from', 'd4rl', '--to', 'rlds', '{minari}', '{tmp}/x'],
+     '{minari}: is a Minari dataset directory, not a D4RL file; read it with '
+     '--from minari'),
 ], ids=['missing-source', 'option-of-another-format', 'no-dataset-id',
-        'existing-target', 'read-option-of-another-format'])
-def test_bad_input_is_one_line_and_exit_2(tmp_path, episodes, capsys, args,
+        'existing-target', 'read-option-of-another-format',
+        'skip-one-step-not-taken', 'one-step-episodes', 'one-step-shards',
+        'repair-of-another-format', 'unknown-task-key',
+        'one-letter-minari-namespace', 'existing-rlds-dataset',
+        'existing-minari-dataset', 'd4rl-read-as-minari',
+        'minari-read-as-d4rl'])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, sources, capsys, args,
                                           message):
-  source = files.write_episodes('rlds', episodes, tmp_path / 'source')
-  fill = lambda s: s.format(tmp=tmp_path, source=source)
+  before = _listing(sources['root'])
+  fill = lambda s: s.format(tmp=tmp_path, **sources)
   assert cli.main(['convert', *map(fill, args), '--no-progress']) == 2
   out, err = capsys.readouterr()
   assert out == ''
   assert err == f'rlds-lite convert: {fill(message)}\n'
+  assert not os.listdir(tmp_path)  # Nothing was written,
+  assert _listing(sources['root']) == before  # nor beside the sources.
+
+
+@pytest.mark.parametrize('to_format', sorted(files.FORMATS))
+@pytest.mark.parametrize('where', ['inside', 'deep-inside', 'the-source',
+                                   'holding-it'])
+def test_a_target_in_the_source_is_refused(tmp_path, capsys, to_format,
+                                           where):
+  source = files.write_episodes(
+      'rlds', convert_testing.NAMED_EPISODES['terminal'], tmp_path / 'data')
+  target = {'inside': os.path.join(source, 'out'),
+            'deep-inside': os.path.join(source, 'a', 'b'),
+            'the-source': source,
+            'holding-it': os.path.dirname(source)}[where]
+  extra = {'minari': ['--dataset-id', 'ab/walk-v0'],
+           'lerobot': ['--fps', '10']}.get(to_format, [])
+  before = _listing(tmp_path)
+  status = cli.main(['convert', '--from', 'rlds', '--to', to_format, source,
+                     target, '--no-progress', *extra])
+  err = capsys.readouterr().err
+  if to_format == 'minari':  # TARGET is the Minari root: ab/walk-v0 in it.
+    if where == 'holding-it':  # Beside the source, which stays as it was.
+      assert status == 0, err
+      assert [p for p in _listing(tmp_path) if p not in before] == [
+          'data/ab/namespace_metadata.json',
+          'data/ab/walk-v0/data/main_data.hdf5',
+          'data/ab/walk-v0/data/metadata.json']
+      return
+    target, where = os.path.join(target, 'ab', 'walk-v0'), 'inside'
+  what = {'inside': 'is inside the source', 'deep-inside':
+          'is inside the source', 'the-source': 'is the source',
+          'holding-it': 'holds the source'}[where]
+  assert status == 2
+  assert err.startswith(f'rlds-lite convert: {target} {what} {source}; ')
+  assert err.count('\n') == 1
+  assert _listing(tmp_path) == before
 
 
 def test_bad_file_names_episode_and_field(tmp_path, capsys):
@@ -155,3 +261,49 @@ def test_skipped_one_step_episodes_are_not_counted_as_converted(tmp_path,
   counted = files.convert(source, tmp_path / 'alf.npz', from_format='rlds',
                           to_format='alf', one_step='skip')
   assert counted == files.Counted(len(kept), steps, one_step)
+
+
+@pytest.mark.parametrize('fmt, damage, message, flag', [
+    ('d4rl', lambda f: f.__delitem__('next_observations'),
+     "field 'next_observations': is missing, so each episode's final "
+     "observation is unknown; pass --final-observation repeat (repeat the "
+     "last row's observation) or --final-observation zeros",
+     ['--final-observation', 'repeat']),
+    ('ted', lambda f: f['next/observation'].__setitem__(0, 9.0),
+     "episode 0, field 'next/observation': differs on row 0 from observation "
+     'on row 1 of the same episode (pass --no-check-continuity for '
+     'multi-step data)', ['--no-check-continuity']),
+], ids=['d4rl-final-observation', 'ted-continuity'])
+def test_a_flag_a_message_names_is_taken(tmp_path, capsys, fmt, damage,
+                                         message, flag):
+  episodes = convert_testing.NAMED_EPISODES['terminal']
+  path = files.write_episodes(fmt, episodes, tmp_path / 'in.h5')
+  with h5py.File(path, 'a') as file:
+    damage(file)
+  args = ['convert', '--from', fmt, '--to', 'alf', path,
+          str(tmp_path / 'out.npz'), '--no-progress']
+  assert cli.main(args) == 2
+  assert capsys.readouterr().err == f'rlds-lite convert: {path}: {message}\n'
+  assert cli.main(args + flag) == 0
+  assert capsys.readouterr().out.startswith('converted 1 episodes (6 steps)')
+
+
+def test_the_python_api_names_its_own_arguments(sources, tmp_path):
+  with pytest.raises(rlds_lite.convert.ConversionError,
+                     match="pass one_step='skip' to leave such episodes out$"):
+    files.convert(sources['mixed'], tmp_path / 'x.h5', from_format='rlds',
+                  to_format='d4rl')
+  with pytest.raises(ValueError, match=r"^ted does not take "
+                     r"dataset_id='a/b-v0' when written$"):
+    files.convert(sources['source'], tmp_path / 'x.h5', from_format='rlds',
+                  to_format='ted', dataset_id='a/b-v0')
+  with pytest.raises(ValueError, match=r'not a Minari dataset; read it with '
+                     r'from_d4rl\(\)$'):
+    files.convert(sources['d4rl'], tmp_path / 'x', from_format='minari',
+                  to_format='rlds')
+  inside = os.path.join(sources['source'], 'out.h5')
+  with pytest.raises(ValueError, match=f'^convert: {inside} is inside the '
+                     f"source {sources['source']}; "):
+    files.convert(sources['source'], inside, from_format='rlds',
+                  to_format='ted')
+  assert not os.listdir(tmp_path)

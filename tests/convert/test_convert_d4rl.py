@@ -175,7 +175,7 @@ def test_nested_flat_keys_and_terminal_wins_over_timeout():
     (_rows(), {}, None, 'next_observations',
      "is missing, so each episode's final observation is unknown; pass "
      "final_observation='repeat' (repeat the last row's observation) or "
-     "'zeros'"),
+     "final_observation='zeros'"),
     (_rows(actions=np.zeros((4, 1))), {'final_observation': 'zeros'}, None,
      'actions', 'has 4 rows; rewards has 5'),
     (_rows(observations={'a': np.zeros((5, 1)), 'b': np.zeros((6,))}),
@@ -184,12 +184,13 @@ def test_nested_flat_keys_and_terminal_wins_over_timeout():
     (_rows(timeouts=np.zeros(5, bool)), {'final_observation': 'zeros'}, 1,
      'timeouts', 'neither terminals nor timeouts is set on the last row (4): '
      "rows 2..4 do not end an episode; pass repair='drop_unfinished' to drop "
-     "them or 'truncate_unfinished' to end them as a truncated episode"),
+     "them or repair='truncate_unfinished' to end them as a truncated "
+     'episode'),
     (_rows(terminals=np.zeros(5, bool), timeouts=np.zeros(5, bool)),
      {'final_observation': 'zeros'}, 0, 'timeouts',
      'neither terminals nor timeouts is set on the last row (4): rows 0..4 do '
      "not end an episode; pass repair='drop_unfinished' to drop them or "
-     "'truncate_unfinished' to end them as a truncated episode"),
+     "repair='truncate_unfinished' to end them as a truncated episode"),
     (_rows(rewards=np.ones((5, 2))), {}, None, 'rewards',
      'has shape (5, 2); expected [rows]'),
 ], ids=['missing-actions', 'no-final-observation', 'rows-disagree',
@@ -219,7 +220,9 @@ def test_repairs_of_unfinished_rows(tmp_path):
                                   repair='truncate_unfinished'))
   assert [e['steps']['is_terminal'][-1] for e in truncated] == [True, False]
   assert truncated[1]['steps']['observation'][:, 0].tolist() == [2., 3., 4., 4.]
-  with pytest.raises(ValueError, match="unknown repair \\['x'\\]"):
+  with pytest.raises(ValueError, match=r"^from_d4rl: repair='x' is unknown; "
+                     r"choose from \['drop_unfinished', "
+                     r"'truncate_unfinished'\]\.$"):
     d4rl.from_d4rl(path, repair='x')
   with pytest.raises(ValueError, match="final_observation='last'"):
     d4rl.from_d4rl(path, final_observation='last')

@@ -153,8 +153,8 @@ def test_last_step_must_be_valid_or_invalid(function):
 
 
 def test_rlds_takes_no_last_step(tmp_path):
-  with pytest.raises(ValueError, match="rlds does not take the option "
-                     "'last_step'"):
+  with pytest.raises(ValueError, match="^rlds does not take "
+                     "last_step='valid' when written$"):
     files.write_episodes('rlds', [_valid_episode(2, True, 0)],
                          tmp_path / 'x', last_step='valid')
 

@@ -519,6 +519,9 @@ def test_writer_bad_input(steps, kwargs, message, tmp_path):
      "to_lerobot: if_exists='append'"),
     ({'fps': FPS, 'video_keys': ['nope']}, ValueError,
      "to_lerobot: video_keys ['nope'] are not step fields"),
+    ({'fps': FPS, 'task_key': 'nope'}, ValueError,
+     "to_lerobot: task_key='nope' is not a step field; the step fields are "
+     "['action', 'discount', 'observation', 'reward']"),
 ])
 def test_writer_bad_arguments(kwargs, error, message, tmp_path):
   episodes = convert_testing.NAMED_EPISODES['terminal']
@@ -575,8 +578,8 @@ def test_cli_both_ways(tmp_path, capsys):
           '--no-progress']
   assert cli.main(args) == 2
   assert capsys.readouterr().err == (
-      'rlds-lite convert: writing lerobot needs the frame rate (--fps, e.g. '
-      '--fps 10): RLDS does not record it\n')
+      'rlds-lite convert: writing lerobot needs the frame rate, e.g. --fps '
+      '10: RLDS does not record it\n')
   assert cli.main(args + ['--fps', '10', '--task-key', 'prompt',
                           '--no-video']) == 0
   assert capsys.readouterr().out.startswith('converted 4 episodes (13 steps)')

@@ -166,7 +166,8 @@ def test_paths_root_data_dir_and_file_are_accepted(tmp_path):
 
 def test_dataset_id_and_if_exists(tmp_path):
   episodes = convert_testing.NAMED_EPISODES['terminal']
-  with pytest.raises(ValueError, match="malformed dataset_id 'no-version'"):
+  with pytest.raises(ValueError, match="^to_minari: dataset_id='no-version' "
+                     'is not a Minari id: '):
     minari_lib.to_minari(episodes, tmp_path, 'no-version')
   minari_lib.to_minari(episodes, tmp_path, 'a/b/c-v2')
   assert sorted(os.listdir(tmp_path / 'a')) == ['b', 'namespace_metadata.json']
@@ -235,12 +236,14 @@ def _raw_episode(count=3, obs=None, terminated=True, **overrides):
     (_raw_episode(obs=np.zeros((3, 1))), 'observations',
      'has 3 entries; Minari needs N + 1 = 4 (the reset observation and one '
      'per transition; N = 3 rewards); pass '
-     "repair='drop_last_transition' or 'repeat_last_observation' if the "
+     "repair='drop_last_transition' or repair='repeat_last_observation' "
+     'if the '
      'final observation is missing (Minari#199)'),
     (_raw_episode(obs={'a': np.zeros((4, 1)), 'b': np.zeros((5, 1))}),
      'observations/b', 'has 5 entries; Minari needs N + 1 = 4 (the reset '
      'observation and one per transition; N = 3 rewards); pass '
-     "repair='drop_last_transition' or 'repeat_last_observation' if the "
+     "repair='drop_last_transition' or repair='repeat_last_observation' "
+     'if the '
      'final observation is missing (Minari#199)'),
     (_raw_episode(actions=None), 'actions',
      "is missing from group '/episode_1'"),
@@ -329,7 +332,8 @@ def test_repairs_minari_199_and_missing_end(tmp_path):
   assert steps['is_terminal'].tolist() == [False, False, False, True]
   assert steps['discount'].tolist() == [1., 1., 0., 0.]
   assert steps['infos']['x'].tolist() == [0, 1, 2, 0]
-  with pytest.raises(ValueError, match="unknown repair \\['fix'\\]"):
+  with pytest.raises(ValueError, match="^from_minari: repair='fix' is "
+                     'unknown; choose from'):
     list(minari_lib.from_minari(file, repair='fix'))
 
 
@@ -403,6 +407,40 @@ def test_minari_loads_what_to_minari_writes(minari_root):
                                   episode['steps']['infos']['step'])
   metadata = list(dataset.storage.get_episode_metadata([0, 1, 2]))
   assert [m['seed'] for m in metadata] == [40, 41, 42]
+
+
+DATASET_IDS = ['ab/walk-v0', 'a/walk-v0', 'ab/c/walk-v12', 'walk-v0', 'w-v0',
+               'walk', 'ab/walk', 'ab/-v0', 'a//b-v0', 'ab//c/walk-v0',
+               '-_/x-v1', 'ns/wa lk-v0', 'ns/walk-v0.1', '/walk-v0']
+"""Ids Minari takes and ids it refuses (a one-character namespace, no
+version, an empty part)."""
+
+
+def test_dataset_ids_are_what_minari_parses(minari_root):
+  from minari.dataset import minari_dataset  # pylint: disable=g-import-not-at-top
+
+  def minari_parses(dataset_id):
+    try:
+      minari_dataset.parse_dataset_id(dataset_id)
+    except (ValueError, TypeError):  # TypeError: int(None), no version.
+      return False
+    return True
+
+  accepted = [i for i in DATASET_IDS if minari_parses(i)]
+  assert accepted == ['ab/walk-v0', 'ab/c/walk-v12', 'walk-v0', 'w-v0',
+                      'ab//c/walk-v0', '-_/x-v1']
+  assert [i for i in DATASET_IDS if minari_lib.is_dataset_id(i)] == accepted
+  episodes = convert_testing.NAMED_EPISODES['truncated']
+  with pytest.raises(ValueError, match=(
+      r"^to_minari: dataset_id='a/walk-v0' is not a Minari id: .*a namespace "
+      r'of 2 characters or more')):
+    minari_lib.to_minari(episodes, minari_root, 'a/walk-v0')
+  assert not os.listdir(minari_root)
+  import minari  # pylint: disable=g-import-not-at-top
+  minari_lib.to_minari(episodes, minari_root, 'ab/walk-v0')
+  dataset = minari.load_dataset('ab/walk-v0')
+  assert dataset.total_episodes == 1 and dataset.total_steps == 4
+  assert 'ab/walk-v0' in minari.list_local_datasets()
 
 
 def test_from_minari_reads_what_minari_writes(minari_root):
