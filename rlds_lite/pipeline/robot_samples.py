@@ -109,7 +109,7 @@ def _source(source: Any, split: str, data_dir: Optional[PathLike],
   with shuffling._quiet_ordering_guard():  # pylint: disable=protected-access
     episodes, found = fields_lib.load_encoded(
         source, split, data_dir=data_dir, shuffle_files=shuffle,
-        read_config=read_config)
+        read_config=read_config, op=op)
   return episodes, found
 
 
@@ -541,8 +541,8 @@ def _plan(source, split, batch_size, history, action_chunk, history_stride,
         mode, segment_steps if mode == 'per_episode' else None, pool,
         1 if whole else pool, None), None
   from rlds_lite.pipeline import shuffling  # pylint: disable=g-import-not-at-top
-  builder, label = loading.rlds_builder(source, data_dir)
-  loading.check_split(builder, split, label)
+  builder, label = loading.rlds_builder(source, data_dir, op=op)
+  loading.check_split(builder, split, label, op=op)
   step_feature = builder.info.features[rlds_types.STEPS].feature
   specs = fields_lib.image_specs(step_feature)
   if num_steps is None:
@@ -664,6 +664,10 @@ def robot_samples_dataset(
     A ``tf.data.Dataset`` of batches.
 
   Raises:
+    FileNotFoundError, ValueError: for a missing or non-RLDS dataset or an
+      unknown split (``robot_samples_dataset: dataset directory ... does
+      not exist.``); ``CorruptDatasetError`` (a ValueError) naming a
+      damaged file.
     TypeError, ValueError: for bad arguments, images outside the
       observation, or a ``memory_budget`` too small for any plan.
     tf.errors.InvalidArgumentError: while iterating, from TF's decoder, if

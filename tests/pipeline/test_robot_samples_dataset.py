@@ -314,6 +314,20 @@ def test_bad_arguments(camera_path, kwargs, error, match):
     pipeline.robot_samples_dataset(camera_path, batch_size=4, **kwargs)
 
 
+@pytest.mark.parametrize('op', ['robot_samples_dataset', 'plan_robot_samples'])
+def test_a_bad_source_is_named_by_the_entry_point(camera_path, tmp_path, op):
+  missing = str(tmp_path / 'missing')
+  with pytest.raises(FileNotFoundError) as error:
+    getattr(pipeline, op)(missing, batch_size=4)
+  assert str(error.value) == (
+      f'{op}: dataset directory {missing!r} does not exist.')
+  with pytest.raises(ValueError) as error:
+    getattr(pipeline, op)(camera_path, 'test', batch_size=4)
+  assert str(error.value) == (
+      f"{op}: dataset {camera_path!r} has no split 'test' (its splits: "
+      "['train']).")
+
+
 def test_a_batch_larger_than_the_split_with_drop_last_batch(camera_path):
   steps = sum(LENGTHS)
   with pytest.raises(ValueError, match=(
