@@ -76,21 +76,21 @@ def _dataset_dirs(root: str, depth: int = 2) -> List[str]:
   return found
 
 
-def _builder_from_dir(path: PathLike) -> tfds.core.DatasetBuilder:
+def _builder_from_dir(path: PathLike, op: str) -> tfds.core.DatasetBuilder:
   """The TFDS builder of a prepared dataset directory (or its only version)."""
   path = os.path.expanduser(os.fspath(path))
   if not tf.io.gfile.exists(path):
-    raise FileNotFoundError(f'load: dataset directory {path!r} does not exist.')
+    raise FileNotFoundError(f'{op}: dataset directory {path!r} does not exist.')
   if not tf.io.gfile.isdir(path):
-    raise ValueError(f'load: {path!r} is a file, not a dataset directory.')
+    raise ValueError(f'{op}: {path!r} is a file, not a dataset directory.')
   candidates = _dataset_dirs(path)
   if not candidates:
     raise ValueError(
-        f'load: {path!r} is not a TFDS dataset directory: no {_INFO_FILE} in '
+        f'{op}: {path!r} is not a TFDS dataset directory: no {_INFO_FILE} in '
         'it or in its config/version subdirectories.')
   if len(candidates) > 1:
     raise ValueError(
-        f'load: {path!r} holds several datasets (versions/configs): '
+        f'{op}: {path!r} holds several datasets (versions/configs): '
         f'{candidates}; pass one of these directories.')
   return dataset_files.open_builder(candidates[0])
 
@@ -128,8 +128,8 @@ def _without_features_json(name: str, data_dir: Optional[PathLike]
   return max(found, key=lambda d: tfds.core.Version(os.path.basename(d)))
 
 
-def _builder_from_name(name: str,
-                       data_dir: Optional[PathLike]) -> tfds.core.DatasetBuilder:
+def _builder_from_name(name: str, data_dir: Optional[PathLike],
+                       op: str) -> tfds.core.DatasetBuilder:
   """The TFDS builder registered (or prepared in ``data_dir``) under ``name``.
 
   A prepared dataset whose ``features.json`` is missing, which TFDS's
@@ -144,7 +144,7 @@ def _builder_from_name(name: str,
       return dataset_files.open_builder(prepared)
     where = f' in data_dir {os.fspath(data_dir)!r}' if data_dir else ''
     raise ValueError(
-        f'load: no TFDS dataset named {name!r} is registered or prepared'
+        f'{op}: no TFDS dataset named {name!r} is registered or prepared'
         f'{where}. Pass a registered TFDS name, or the path of a prepared '
         'dataset directory.') from e
   except Exception as error:  # pylint: disable=broad-except
@@ -154,7 +154,7 @@ def _builder_from_name(name: str,
       if problem is not None:
         raise problem from None
     raise ValueError(
-        f'load: TFDS cannot open the dataset {name!r}: '
+        f'{op}: TFDS cannot open the dataset {name!r}: '
         f'{type(error).__name__}: {" ".join(str(error).split())[:300]}'
     ) from None
 
@@ -198,8 +198,8 @@ def _features_text(features: Any) -> str:
   return ', '.join(named) + (f' and {more} more' if more > 0 else '')
 
 
-def _not_rlds_error(builder: tfds.core.DatasetBuilder, name: str
-                    ) -> ValueError:
+def _not_rlds_error(builder: tfds.core.DatasetBuilder, name: str,
+                    op: str = 'load') -> ValueError:
   """The ValueError of a dataset without RLDS ``steps``: short, one line.
 
   A chunk dataset (``rlds_lite.random_access.convert``'s output) is named as
@@ -208,17 +208,17 @@ def _not_rlds_error(builder: tfds.core.DatasetBuilder, name: str
   source = _chunk_source(builder)
   if source is not None:
     return ValueError(
-        f'load: {name} is a chunk dataset (rlds_lite.random_access, converted '
+        f'{op}: {name} is a chunk dataset (rlds_lite.random_access, converted '
         f'from {source}); pass its source, or read it with '
         'rlds_lite.random_access.')
   return ValueError(
-      f'load: dataset {name!r} is not an RLDS dataset: it has no '
+      f'{op}: dataset {name!r} is not an RLDS dataset: it has no '
       f"{rlds_types.STEPS!r} feature of type tfds.features.Dataset (its "
       f'top-level features: {_features_text(builder.info.features)}).')
 
 
-def _steps_feature(builder: tfds.core.DatasetBuilder,
-                   name: str) -> tfds.features.Dataset:
+def _steps_feature(builder: tfds.core.DatasetBuilder, name: str,
+                   op: str = 'load') -> tfds.features.Dataset:
   """The ``steps`` feature of an RLDS dataset; a ValueError if there is none."""
   features = builder.info.features
   steps = None
@@ -226,12 +226,12 @@ def _steps_feature(builder: tfds.core.DatasetBuilder,
       rlds_types.STEPS in features.keys()):
     steps = features[rlds_types.STEPS]
   if not isinstance(steps, tfds.features.Dataset):
-    raise _not_rlds_error(builder, name)
+    raise _not_rlds_error(builder, name, op)
   return steps
 
 
 def _check_split(builder: tfds.core.DatasetBuilder, split: Any,
-                 label: str) -> None:
+                 label: str, op: str = 'load') -> None:
   """Raises a ValueError naming the splits if ``split`` names an unknown one.
 
   Only string splits are checked (``'train'``, ``'train[:10%]+test'``);
@@ -244,19 +244,22 @@ def _check_split(builder: tfds.core.DatasetBuilder, split: Any,
   for part in split.split('+'):
     name = part.split('[')[0].strip()
     if name not in available:
-      raise ValueError(f'load: dataset {label!r} has no split {name!r} '
+      raise ValueError(f'{op}: dataset {label!r} has no split {name!r} '
                        f'(its splits: {available}).')
 
 
 def rlds_builder(name_or_dir: PathLike,
-                 data_dir: Optional[PathLike] = None
-                 ) -> Tuple[tfds.core.DatasetBuilder, str]:
+                 data_dir: Optional[PathLike] = None,
+                 *,
+                 op: str = 'load') -> Tuple[tfds.core.DatasetBuilder, str]:
   """The TFDS builder of an RLDS dataset, found as `load` finds it, and its label.
 
   Args:
     name_or_dir: a prepared dataset directory (or the directory of its only
       version) or a registered TFDS name.
     data_dir: where TFDS looks for prepared datasets (names only).
+    op: the function named at the start of error messages (an entry point
+      that reads datasets names itself: ``robot_samples_dataset: ...``).
 
   Returns:
     ``(builder, label)``; the label names the dataset in error messages.
@@ -273,19 +276,19 @@ def rlds_builder(name_or_dir: PathLike,
   """
   if not isinstance(name_or_dir, (str, os.PathLike)):
     raise TypeError(
-        'load: name_or_dir must be a TFDS name or a directory path, got '
+        f'{op}: name_or_dir must be a TFDS name or a directory path, got '
         f'{type(name_or_dir).__name__}.')
   if _looks_like_path(name_or_dir):
-    builder = _builder_from_dir(name_or_dir)
+    builder = _builder_from_dir(name_or_dir, op)
   else:
-    builder = _builder_from_name(name_or_dir, data_dir)
+    builder = _builder_from_name(name_or_dir, data_dir, op)
   label = os.fspath(name_or_dir)
-  _steps_feature(builder, label)
+  _steps_feature(builder, label, op)
   return builder, label
 
 
 def check_split(builder: tfds.core.DatasetBuilder, split: Any,
-                label: str) -> None:
+                label: str, *, op: str = 'load') -> None:
   """A ValueError naming the splits if ``split`` names an unknown one.
 
   Example:
@@ -296,7 +299,7 @@ def check_split(builder: tfds.core.DatasetBuilder, split: Any,
     ...
     ValueError: load: dataset 'toy' has no split 'test' (its splits: ['train']).
   """
-  _check_split(builder, split, label)
+  _check_split(builder, split, label, op)
 
 
 def _needs_decoding(encoded: Any, decoded: Any) -> bool:

@@ -5,7 +5,9 @@ labels, sample_weight)`` tuples; ``rlds_lite.pipeline`` makes batches as
 dicts (``{'observation': ..., 'action': ..., 'mask': ...}``).
 ``as_keras_dataset`` picks the parts by key path, with one ``map`` per
 batch (no per-sample work), and checks the paths against the element spec
-before anything runs, so a typo fails at once with the available keys.
+before anything runs, so a typo fails at once with the available keys (as
+do a string ``sample_weight`` and a ``num_batches`` that a known
+cardinality contradicts).
 
 Example:
   >>> import tensorflow as tf
@@ -74,24 +76,112 @@ def _select(batch: Any, selector: Selector) -> Any:
   return tuple(_select(batch, v) for v in selector)
 
 
-def _as_weight(value: Any) -> tf.Tensor:
-  """Sample weights as float32 (a boolean mask becomes 1.0 / 0.0)."""
-  value = tf.convert_to_tensor(value)
-  return value if value.dtype == tf.float32 else tf.cast(value, tf.float32)
+def _weights(batch: Any, selector: Selector, name: str = '') -> Any:
+  """The sample weights ``selector`` picks, as float32, each leaf checked.
+
+  ``name`` is the key path (or ``'<callable>'``) the leaves are named by.
+  """
+  if isinstance(selector, str):
+    return _leaf_weights(nest_paths.get_path(batch, selector), selector)
+  if callable(selector):
+    return _leaf_weights(selector(batch), name or '<callable>')
+  if isinstance(selector, Mapping):
+    return {k: _weights(batch, v, f'{name}/{k}' if name else str(k))
+            for k, v in selector.items()}
+  return tuple(_weights(batch, v, f'{name}/{i}' if name else str(i))
+               for i, v in enumerate(selector))
+
+
+def _leaf_weights(value: Any, name: str) -> Any:
+  """Every leaf of ``value`` as float32; a ValueError naming a leaf that is
+  not numbers or booleans (a string field cannot be a weight)."""
+  def cast(path: str, leaf: Any) -> Any:
+    if not isinstance(leaf, (tf.RaggedTensor, tf.SparseTensor)):
+      leaf = tf.convert_to_tensor(leaf)
+    dtype = leaf.dtype
+    if not (dtype.is_floating or dtype.is_integer or dtype == tf.bool):
+      field = '/'.join(p for p in (name, path) if p)
+      raise ValueError(
+          f'{_OP}: sample_weight {field!r} has dtype {dtype.name}; sample '
+          'weights must be numbers or booleans (they are cast to float32).')
+    return leaf if dtype == tf.float32 else tf.cast(leaf, tf.float32)
+
+  pairs = nest_paths.flatten_with_paths(value)
+  return tf.nest.pack_sequence_as(value, [cast(p, v) for p, v in pairs])
 
 
 def _num_batches(batches: tf.data.Dataset,
                  num_batches: Union[None, int, str]) -> Optional[int]:
-  """``num_batches`` checked, with ``'count'`` replaced by the count."""
+  """``num_batches`` checked, with ``'count'`` replaced by the count.
+
+  A known cardinality is the count; an int must equal it.
+  """
   if num_batches is None:
     return None
+  known = int(batches.cardinality())
   if num_batches == 'count':
+    if known == tf.data.INFINITE_CARDINALITY:
+      raise ValueError(f"{_OP}: num_batches='count' cannot count batches "
+                       'that never end (an infinite dataset, e.g. repeat()); '
+                       'pass the number of batches an epoch reads.')
+    if known >= 0:
+      return known
     return int(batches.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
   if (isinstance(num_batches, bool) or not isinstance(num_batches, int) or
       num_batches < 0):
     raise ValueError(f"{_OP}: num_batches must be a non-negative int, 'count' "
                      f'or None, got {num_batches!r}.')
+  if known >= 0 and num_batches != known:
+    fewer = (f'; take the first {num_batches} with '
+             f'batches.take({num_batches})' if num_batches < known else '')
+    raise ValueError(
+        f'{_OP}: num_batches is {num_batches} but batches holds {known} '
+        f'batches (its cardinality); num_batches must be the number of '
+        f"batches a pass reads (or 'count', or None){fewer}.")
   return num_batches
+
+
+# No quotes: TF escapes them in an assertion's message.
+_COUNT_HINT = ('set num_batches to the number of batches in one pass (or to '
+               'count, to have them counted).')
+
+
+def _checked_count(ds: tf.data.Dataset, num_batches: int) -> tf.data.Dataset:
+  """``ds`` (of tuples) with cardinality ``num_batches``, checked in-graph.
+
+  ``tf.data.experimental.assert_cardinality`` alone fails with TF's own
+  ``FailedPreconditionError`` ("Input dataset was expected to contain ...").
+  Here each element is wrapped in an ``Optional`` and an empty one marks
+  the end, so one ``filter`` sees the count: batch ``num_batches + 1``, or
+  the end before ``num_batches`` batches, fails an assertion with our
+  message (``InvalidArgumentError: ... assertion failed: [as_keras_dataset:
+  ...]``), as ``rlds_lite.random_access`` reports damaged records. Per
+  batch, not per sample: a few tf.data stages.
+  """
+  optional = tf.experimental.Optional
+  end = tf.data.Dataset.from_tensors(optional.empty(ds.element_spec))
+  wrapped = ds.map(lambda *element: optional.from_value(element))
+  expected = tf.constant(num_batches, tf.int64)
+
+  def check(index: tf.Tensor, element: Any) -> tf.Tensor:
+    has_value = element.has_value()
+    fine = tf.where(has_value, index < expected, tf.equal(index, expected))
+    message = tf.where(
+        has_value,
+        tf.strings.format(
+            _OP + ': num_batches is {} but batches holds more (batch {} '
+            'came); ' + _COUNT_HINT,
+            (expected, index + 1)),
+        tf.strings.format(
+            _OP + ': num_batches is {} but batches ran out after {} '
+            'batches; ' + _COUNT_HINT,
+            (expected, index)))
+    check_op = tf.debugging.Assert(fine, [message], name='num_batches')
+    with tf.control_dependencies([check_op]):
+      return tf.identity(has_value)
+
+  return (wrapped.concatenate(end).enumerate().filter(check)
+          .map(lambda _, element: element.get_value()))
 
 
 def as_keras_dataset(batches: tf.data.Dataset,
@@ -120,8 +210,18 @@ def as_keras_dataset(batches: tf.data.Dataset,
     num_batches: batches per pass, set as the dataset's cardinality so
       that Keras knows the epoch length (else it warns "Your input ran out
       of data" at the end of each epoch and cannot show progress); an int,
-      ``'count'`` (count them now, with one pass over ``batches``) or None
-      (keep the cardinality of ``batches``, often unknown).
+      ``'count'`` (count them now, with one pass over ``batches``; no pass
+      when their cardinality is known) or None (keep the cardinality of
+      ``batches``, often unknown). An int must equal a known cardinality
+      (else a ValueError now). When the cardinality is unknown, the count is
+      checked as batches are read (a few tf.data stages per batch, about
+      50 us of CPU here): running out before ``num_batches`` batches, or a
+      batch past them, fails with one ``tf.errors.InvalidArgumentError``
+      whose message names both numbers (``assertion failed:
+      [as_keras_dataset: num_batches is 1000 but batches ran out after 18
+      batches; ...]``). Keras reads only ``num_batches`` batches an epoch,
+      so there a batch past them goes unseen, not reported. With an
+      infinite ``batches`` (``repeat()``), an int is the epoch length.
 
   Returns:
     A dataset of ``(x, y)`` or ``(x, y, w)`` tuples, one per batch.
@@ -131,7 +231,14 @@ def as_keras_dataset(batches: tf.data.Dataset,
     KeyError: if a key path is not in the batches, naming it and listing
       the available keys.
     ValueError: if ``num_batches`` is not a non-negative int, ``'count'``
-      or None.
+      or None, differs from the known cardinality of ``batches`` (naming
+      both), or is ``'count'`` for infinite batches; if a ``sample_weight``
+      field is not numbers or booleans (a string field), naming it and its
+      dtype. (Features and labels may be strings: Keras models take them,
+      e.g. through ``keras.layers.StringLookup``.)
+    tf.errors.InvalidArgumentError: while reading, if ``batches`` of
+      unknown cardinality hold fewer or more batches than ``num_batches``
+      (see above).
 
   Example:
     >>> import rlds_lite as rlds
@@ -150,6 +257,19 @@ def as_keras_dataset(batches: tf.data.Dataset,
     Traceback (most recent call last):
     ...
     KeyError: "as_keras_dataset: features names 'obs', which the batches do not have; available keys: [...]."
+    >>> import tensorflow as tf
+    >>> ds = as_keras_dataset(windows, 'observation', 'action', num_batches=20)
+    >>> try:  # windows_dataset's cardinality is unknown: checked as read.
+    ...   _ = list(ds)
+    ... except tf.errors.InvalidArgumentError as error:
+    ...   print(error.message.split('assertion failed: ')[1].split(';')[0])
+    [as_keras_dataset: num_batches is 20 but batches ran out after 13 batches
+    >>> known = tf.data.Dataset.from_tensor_slices([[1.0], [2.0]]).batch(1)
+    >>> as_keras_dataset(known.map(lambda x: {'x': x}), 'x', 'x',
+    ...                  num_batches=5)
+    Traceback (most recent call last):
+    ...
+    ValueError: as_keras_dataset: num_batches is 5 but batches holds 2 batches (its cardinality); ...
   """
   if not isinstance(batches, tf.data.Dataset):
     raise TypeError(f'{_OP}: batches must be a tf.data.Dataset, got '
@@ -167,10 +287,11 @@ def as_keras_dataset(batches: tf.data.Dataset,
     y = _select(batch, labels)
     if sample_weight is None:
       return x, y
-    w = tf.nest.map_structure(_as_weight, _select(batch, sample_weight))
-    return x, y, w
+    return x, y, _weights(batch, sample_weight)
 
   out = batches.map(tf.autograph.experimental.do_not_convert(to_keras))
-  if num_batches is not None:
-    out = out.apply(tf.data.experimental.assert_cardinality(num_batches))
-  return out
+  if num_batches is None:
+    return out
+  if int(out.cardinality()) < 0:  # Unknown or infinite: checked as read.
+    out = _checked_count(out, num_batches)
+  return out.apply(tf.data.experimental.assert_cardinality(num_batches))

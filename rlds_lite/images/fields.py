@@ -88,7 +88,8 @@ def load_encoded(name_or_dir: PathLike,
                  *,
                  data_dir: Optional[PathLike] = None,
                  shuffle_files: bool = False,
-                 read_config: Optional[tfds.ReadConfig] = None
+                 read_config: Optional[tfds.ReadConfig] = None,
+                 op: str = 'load'
                  ) -> Tuple[tf.data.Dataset, Dict[str, decode.ImageSpec]]:
   """Dense episodes of a TFDS RLDS dataset, image step fields still encoded.
 
@@ -98,6 +99,7 @@ def load_encoded(name_or_dir: PathLike,
     data_dir: where TFDS finds prepared datasets (names only).
     shuffle_files: shuffle the order of the dataset's files.
     read_config: a ``tfds.ReadConfig``.
+    op: the function its errors name first (``load: ...``).
 
   Returns:
     ``(episodes, specs)``: episodes whose ``steps`` are dicts of ``[T, ...]``
@@ -118,8 +120,8 @@ def load_encoded(name_or_dir: PathLike,
     >>> next(iter(episodes))['steps']['observation']['image'].shape
     TensorShape([3])
   """
-  builder, label = loading.rlds_builder(name_or_dir, data_dir)
-  loading.check_split(builder, split, label)
+  builder, label = loading.rlds_builder(name_or_dir, data_dir, op=op)
+  loading.check_split(builder, split, label, op=op)
   step_feature = builder.info.features[rlds_types.STEPS].feature
   specs = image_specs(step_feature)
   episodes = builder.as_dataset(

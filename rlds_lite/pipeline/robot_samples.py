@@ -86,7 +86,7 @@ def _source(source: Any, split: str, data_dir: Optional[PathLike],
     found = {}
     for path, leaf in nest_paths.flatten_with_paths(step_spec):
       if path in (specs or {}):
-        found[path] = specs[path]
+        found[path] = _checked_spec(specs[path], leaf, path, op)
       elif ((path + '/').startswith(observation_key + '/') and
             leaf.dtype == tf.uint8 and leaf.shape.rank == 4 and
             None not in leaf.shape[1:]):
@@ -109,8 +109,28 @@ def _source(source: Any, split: str, data_dir: Optional[PathLike],
   with shuffling._quiet_ordering_guard():  # pylint: disable=protected-access
     episodes, found = fields_lib.load_encoded(
         source, split, data_dir=data_dir, shuffle_files=shuffle,
-        read_config=read_config)
+        read_config=read_config, op=op)
   return episodes, found
+
+
+def _checked_spec(spec: Any, leaf: tf.TensorSpec, path: str,
+                  op: str) -> decode_lib.ImageSpec:
+  """``image_specs[path]`` checked against the field's ``[T, ...]`` spec.
+
+  Encoded frames are strings; raw frames have the spec's shape where it is
+  known (an encoded frame's size is checked as it is decoded).
+  """
+  if not isinstance(spec, decode_lib.ImageSpec):
+    raise TypeError(f'{op}: image_specs[{path!r}] must be an '
+                    f'rlds_lite.images.ImageSpec, got {type(spec).__name__}.')
+  if spec.encoding is None:
+    decode_lib.check_raw_frames(leaf.shape, spec, path, op)
+  elif leaf.dtype != tf.string:
+    raise ValueError(
+        f'{op}: image_specs says {path!r} holds {spec.encoding} frames, but '
+        f'it is {leaf.dtype.name} {leaf.shape}; for raw frames use '
+        f'ImageSpec({tuple(spec.shape)}, None).')
+  return spec
 
 
 def tfds_read_config(seed: Optional[int]) -> Any:
@@ -541,8 +561,8 @@ def _plan(source, split, batch_size, history, action_chunk, history_stride,
         mode, segment_steps if mode == 'per_episode' else None, pool,
         1 if whole else pool, None), None
   from rlds_lite.pipeline import shuffling  # pylint: disable=g-import-not-at-top
-  builder, label = loading.rlds_builder(source, data_dir)
-  loading.check_split(builder, split, label)
+  builder, label = loading.rlds_builder(source, data_dir, op=op)
+  loading.check_split(builder, split, label, op=op)
   step_feature = builder.info.features[rlds_types.STEPS].feature
   specs = fields_lib.image_specs(step_feature)
   if num_steps is None:
@@ -664,8 +684,17 @@ def robot_samples_dataset(
     A ``tf.data.Dataset`` of batches.
 
   Raises:
+    FileNotFoundError, ValueError: for a missing or non-RLDS dataset or an
+      unknown split (``robot_samples_dataset: dataset directory ... does
+      not exist.``); ``CorruptDatasetError`` (a ValueError) naming a
+      damaged file.
     TypeError, ValueError: for bad arguments, images outside the
       observation, or a ``memory_budget`` too small for any plan.
+    tf.errors.InvalidArgumentError: while iterating, for a frame whose
+      height and width are not its ``image_specs`` entry's (a
+      ``tf.data.Dataset`` source; raw frames are checked at once):
+      ``assertion failed: [image field observation/image: its ImageSpec
+      says frames of 32x32 (height x width) but a frame is 16x16; ...]``.
     tf.errors.InvalidArgumentError: while iterating, from TF's decoder, if
       a frame a sample uses does not decode. It names the field through
       its decode op (``{{node observation/image/map/while/DecodeJpeg}}``),

@@ -34,6 +34,7 @@ import warnings
 
 import numpy as np
 
+from rlds_lite import dataset_files
 from rlds_lite import loading
 from rlds_lite import rlds_types
 from rlds_lite import stats as stats_lib
@@ -72,6 +73,10 @@ class DatasetView:
     FileNotFoundError, ValueError: for a missing, unprepared or non-RLDS
       dataset, an array_record dataset, an unknown split, a bad fps or
       last_step.
+    rlds_lite.dataset_files.CorruptDatasetError: (a ValueError) naming the
+      first missing, empty or truncated shard of any split
+      (``rlds_lite.dataset_files.check_open``); damage only a read finds
+      (a flipped bit) is named by the pages that read it.
   """
 
   def __init__(self, name_or_dir: Any, *, data_dir: Optional[str] = None,
@@ -107,6 +112,10 @@ class DatasetView:
     self.fps = float(fps)
     self.default_split = split or sources.default_split(builder)
     self.check_split(self.default_split)
+    # Every split can be browsed: its shards are checked now (one directory
+    # listing, as rlds_lite.load does), so a missing, empty or truncated file
+    # is refused by name instead of failing page by page.
+    dataset_files.check_open(builder, None)
     self.step_spec = builder.info.features[
         rlds_types.STEPS].feature.get_tensor_spec()
     self.cameras = fields.camera_fields(self.step_spec)

@@ -110,11 +110,100 @@ def test_num_batches(num_batches, want):
   assert len(list(ds)) == 3
 
 
-def test_wrong_num_batches_fails_when_read():
-  batches = tf.data.Dataset.from_tensor_slices({'x': np.arange(6)}).batch(2)
-  ds = as_keras_dataset(batches.filter(lambda b: True), 'x', 'x', num_batches=4)
-  with pytest.raises(tf.errors.FailedPreconditionError, match='4'):
+def _unknown_cardinality(num_batches):
+  """{'x': ...} in ``num_batches`` batches of 2, cardinality unknown."""
+  batches = tf.data.Dataset.from_tensor_slices(
+      {'x': np.arange(2 * num_batches)}).batch(2)
+  return batches.filter(lambda b: True)
+
+
+@pytest.mark.parametrize('num_batches, message', [
+    (4, 'num_batches is 4 but batches ran out after 3 batches'),
+    (2, 'num_batches is 2 but batches holds more (batch 3 came)'),
+    (0, 'num_batches is 0 but batches holds more (batch 1 came)'),
+], ids=['too-few', 'too-many', 'zero'])
+def test_wrong_num_batches_fails_when_read(num_batches, message):
+  ds = as_keras_dataset(_unknown_cardinality(3), 'x', 'x',
+                        num_batches=num_batches)
+  assert int(ds.cardinality()) == num_batches
+  with pytest.raises(tf.errors.InvalidArgumentError) as error:
     list(ds)
+  assert (f'assertion failed: [as_keras_dataset: {message}; set num_batches '
+          'to the number of batches in one pass (or to count, to have them '
+          'counted).]') in error.value.message
+
+
+def test_num_batches_checked_as_read_keeps_batches_and_specs():
+  plain = as_keras_dataset(_unknown_cardinality(3), 'x', {'y': 'x'}, 'x')
+  checked = as_keras_dataset(_unknown_cardinality(3), 'x', {'y': 'x'}, 'x',
+                             num_batches=3)
+  assert checked.element_spec == plain.element_spec
+  for got, want in zip(checked.as_numpy_iterator(), plain.as_numpy_iterator(),
+                       strict=True):
+    _tree_equal(got, want)
+
+
+def test_empty_batches_with_zero_num_batches():
+  ds = as_keras_dataset(_unknown_cardinality(0), 'x', 'x', num_batches=0)
+  assert not list(ds)
+
+
+@pytest.mark.parametrize('num_batches, message', [
+    (1000, 'num_batches is 1000 but batches holds 3 batches (its '
+     "cardinality); num_batches must be the number of batches a pass reads "
+     "(or 'count', or None)."),
+    (2, 'num_batches is 2 but batches holds 3 batches (its cardinality); '
+     "num_batches must be the number of batches a pass reads (or 'count', or "
+     'None); take the first 2 with batches.take(2).'),
+], ids=['more', 'fewer'])
+def test_num_batches_against_known_cardinality(num_batches, message):
+  batches = tf.data.Dataset.from_tensor_slices({'x': np.arange(6)}).batch(2)
+  with pytest.raises(ValueError) as error:
+    as_keras_dataset(batches, 'x', 'x', num_batches=num_batches)
+  assert str(error.value) == f'as_keras_dataset: {message}'
+
+
+def test_count_uses_a_known_cardinality():
+  batches = tf.data.Dataset.from_tensor_slices({'x': np.arange(6)}).batch(2)
+  batches = batches.map(lambda b: {'x': b['x'] // (b['x'] - b['x'])})
+  # Counting would read (and divide by zero); the cardinality is known.
+  ds = as_keras_dataset(batches, 'x', 'x', num_batches='count')
+  assert int(ds.cardinality()) == 3
+
+
+def test_infinite_batches():
+  batches = _unknown_cardinality(3).repeat()
+  with pytest.raises(ValueError, match="num_batches='count' cannot count "
+                     'batches that never end'):
+    as_keras_dataset(batches, 'x', 'x', num_batches='count')
+  ds = as_keras_dataset(batches, 'x', 'x', num_batches=5)  # Epoch length.
+  assert int(ds.cardinality()) == 5
+  assert [x.tolist() for x, _ in ds.take(5).as_numpy_iterator()] == [
+      [0, 1], [2, 3], [4, 5], [0, 1], [2, 3]]
+
+
+@pytest.mark.parametrize('sample_weight, field, dtype', [
+    ('name', 'name', 'string'),
+    (('reward', {'n': 'name'}), 'name', 'string'),
+    (lambda b: {'n': b['name']}, '<callable>/n', 'string'),
+    ('z', 'z', 'complex64'),
+], ids=['path', 'nested-selector', 'callable', 'complex'])
+def test_non_numeric_sample_weight_is_refused(sample_weight, field, dtype):
+  batches = tf.data.Dataset.from_tensors(
+      {'reward': np.ones(2, np.float32), 'name': np.array([b'a', b'b']),
+       'z': np.ones(2, np.complex64)})
+  with pytest.raises(ValueError) as error:
+    as_keras_dataset(batches, 'reward', 'reward', sample_weight)
+  assert str(error.value) == (
+      f'as_keras_dataset: sample_weight {field!r} has dtype {dtype}; sample '
+      'weights must be numbers or booleans (they are cast to float32).')
+
+
+def test_string_features_and_labels_pass():
+  # Keras models take strings (keras.layers.StringLookup): not refused.
+  batches = tf.data.Dataset.from_tensors({'name': np.array([b'a', b'b'])})
+  x, y = next(iter(as_keras_dataset(batches, 'name', 'name')))
+  assert x.dtype == y.dtype == tf.string
 
 
 @pytest.mark.parametrize('bad', [-1, 'all', 2.0], ids=['negative', 'str', 'float'])

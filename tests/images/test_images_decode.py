@@ -145,3 +145,36 @@ def test_a_frame_that_does_not_decode_names_its_field(field, node):
   with pytest.raises(tf.errors.InvalidArgumentError,
                      match=r'\{\{node ' + node + r'\}\}'):
     next(iter(ds))
+
+
+@pytest.mark.parametrize('encoding, spec_shape, size, field, message', [
+    ('jpeg', (48, 24, 3), None, 'observation/image',
+     'image field observation/image: its ImageSpec says frames of 48x24'),
+    # Decoded at 1/2 scale (DCT): the frame's own size comes from its header.
+    ('jpeg', (64, 48, 3), (32, 24), 'observation/image',
+     'image field observation/image: its ImageSpec says frames of 64x48'),
+    ('png', (16, 12, 3), (8, 6), None,
+     'decode_frames: its ImageSpec says frames of 16x12'),
+], ids=['jpeg', 'jpeg-dct-scaled', 'png-unnamed'])
+def test_a_frame_of_another_size_names_the_field_and_both_sizes(
+    encoding, spec_shape, size, field, message):
+  array = frames(2)   # 32x24.
+  encoded = (jpegs(array) if encoding == 'jpeg' else
+             tf.stack([tf.io.encode_png(f) for f in array]))
+  spec = images.ImageSpec(spec_shape, encoding)
+  ds = tf.data.Dataset.from_tensors(encoded).map(
+      lambda x: images.decode_frames(x, spec, size, field=field))
+  with pytest.raises(tf.errors.InvalidArgumentError) as error:
+    next(iter(ds))
+  assert (f'assertion failed: [{message} (height x width) but a frame is '
+          '32x24; give the ImageSpec the shape of the stored frames '
+          '(image_size= resizes them).]') in error.value.message
+
+
+def test_raw_frames_of_another_shape_are_refused():
+  spec = images.ImageSpec((16, 16, 3), None)
+  with pytest.raises(ValueError) as error:
+    images.decode_frames(frames(2), spec, field='observation/image')
+  assert str(error.value) == (
+      "decode_frames: image field 'observation/image': its ImageSpec says "
+      'frames of shape (16, 16, 3) but they are (32, 24, 3).')

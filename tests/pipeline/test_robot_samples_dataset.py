@@ -314,6 +314,20 @@ def test_bad_arguments(camera_path, kwargs, error, match):
     pipeline.robot_samples_dataset(camera_path, batch_size=4, **kwargs)
 
 
+@pytest.mark.parametrize('op', ['robot_samples_dataset', 'plan_robot_samples'])
+def test_a_bad_source_is_named_by_the_entry_point(camera_path, tmp_path, op):
+  missing = str(tmp_path / 'missing')
+  with pytest.raises(FileNotFoundError) as error:
+    getattr(pipeline, op)(missing, batch_size=4)
+  assert str(error.value) == (
+      f'{op}: dataset directory {missing!r} does not exist.')
+  with pytest.raises(ValueError) as error:
+    getattr(pipeline, op)(camera_path, 'test', batch_size=4)
+  assert str(error.value) == (
+      f"{op}: dataset {camera_path!r} has no split 'test' (its splits: "
+      "['train']).")
+
+
 def test_a_batch_larger_than_the_split_with_drop_last_batch(camera_path):
   steps = sum(LENGTHS)
   with pytest.raises(ValueError, match=(
@@ -343,6 +357,43 @@ def test_dataset_source_errors():
     pipeline.robot_samples_dataset(
         odd, batch_size=2,
         image_specs={'image': images.ImageSpec((4, 4, 3), None)})
+
+
+@pytest.mark.parametrize('decode', ['per_episode', 'after_sampling'])
+def test_an_image_spec_of_another_size_is_named(decode):
+  ds, _ = corrupt_last_frame_episodes()   # 16x16 JPEG frames.
+  specs = {'observation/image': images.ImageSpec((32, 32, 3), 'jpeg')}
+  batches = pipeline.robot_samples_dataset(
+      ds, batch_size=4, image_specs=specs, image_size=(16, 16),
+      decode=decode, seed=0)
+  with pytest.raises(tf.errors.InvalidArgumentError) as error:
+    list(batches)
+  assert ('assertion failed: [image field observation/image: its ImageSpec '
+          'says frames of 32x32 (height x width) but a frame is 16x16; give '
+          'the ImageSpec the shape of the stored frames (image_size= resizes '
+          'them).]') in error.value.message
+
+
+@pytest.mark.parametrize('spec, error, message', [
+    (images.ImageSpec((32, 32, 3), None), ValueError,
+     "image field 'observation/image': its ImageSpec says frames of shape "
+     '(32, 32, 3) but they are (16, 16, 3).'),
+    (images.ImageSpec((16, 16, 3), 'jpeg'), ValueError,
+     "image_specs says 'observation/image' holds jpeg frames, but it is uint8 "
+     '(4, 16, 16, 3); for raw frames use ImageSpec((16, 16, 3), None).'),
+    ((16, 16, 3), TypeError,
+     "image_specs['observation/image'] must be an rlds_lite.images.ImageSpec, "
+     'got tuple.'),
+], ids=['raw-of-another-shape', 'raw-called-jpeg', 'not-an-image-spec'])
+def test_image_specs_of_raw_frames_are_checked_at_once(spec, error, message):
+  steps = {'observation': {'image': synthetic.camera_frames(
+               np.random.default_rng(0), 4, (16, 16))},
+           'action': np.arange(4, dtype=np.float32)}
+  ds = tf.data.Dataset.from_tensors({'steps': steps})
+  with pytest.raises(error) as raised:
+    pipeline.robot_samples_dataset(
+        ds, batch_size=2, image_specs={'observation/image': spec})
+  assert str(raised.value) == f'robot_samples_dataset: {message}'
 
 
 def test_language_and_episode_fields_are_carried(camera_path):

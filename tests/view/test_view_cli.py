@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from rlds_lite import cli
+from rlds_lite import synthetic
 import tfds_fixtures
 import view_testing
 
@@ -56,6 +57,19 @@ def test_not_rlds(capsys, tmp_path):
 def test_unknown_split(capsys, dataset):
   assert _bad_input(capsys, ['view', dataset, '--split', 'test']) == (
       "no split 'test' (splits: ['train']).")
+
+
+def test_damaged_dataset_is_refused_before_serving(capsys, tmp_path):
+  """A shard cut short is named in one line, as the other commands do."""
+  path = synthetic.dataset(3, 2, 6, seed=0, data_dir=tmp_path)
+  shard = os.path.join(path, 'toy-train.tfrecord-00000')
+  with open(shard, 'r+b') as f:
+    f.truncate(os.path.getsize(shard) - 100)
+  assert re.fullmatch(
+      rf"{re.escape(shard)}: episode 2 of split 'train': is truncated: it "
+      r'ends inside record 2 \(\d+ bytes; the record needs \d+\); the file '
+      r'holds episodes 0-2\.',
+      _bad_input(capsys, ['view', path, '--port', '0']))
 
 
 def test_port_out_of_range(capsys, dataset):
