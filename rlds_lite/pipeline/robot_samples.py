@@ -694,7 +694,8 @@ def robot_samples_dataset(
       height and width are not its ``image_specs`` entry's (a
       ``tf.data.Dataset`` source; raw frames are checked at once):
       ``assertion failed: [image field observation/image: its ImageSpec
-      says frames of 32x32 (height x width) but a frame is 16x16; ...]``.
+      says frames of 32x32 (height x width); ... This frame decodes to
+      (height, width, channels):] [16 16 3]``.
     tf.errors.InvalidArgumentError: while iterating, from TF's decoder, if
       a frame a sample uses does not decode. It names the field through
       its decode op (``{{node observation/image/map/while/DecodeJpeg}}``),

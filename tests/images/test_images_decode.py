@@ -149,12 +149,20 @@ def test_a_frame_that_does_not_decode_names_its_field(field, node):
 
 @pytest.mark.parametrize('encoding, spec_shape, size, field, message', [
     ('jpeg', (48, 24, 3), None, 'observation/image',
-     'image field observation/image: its ImageSpec says frames of 48x24'),
-    # Decoded at 1/2 scale (DCT): the frame's own size comes from its header.
+     'image field observation/image: its ImageSpec says frames of 48x24 '
+     '(height x width); give it the shape of the stored frames (image_size= '
+     'resizes them). This frame decodes to (height, width, channels):] '
+     '[32 24 3]'),
+    # Decoded at 1/2 scale (DCT): the message says so.
     ('jpeg', (64, 48, 3), (32, 24), 'observation/image',
-     'image field observation/image: its ImageSpec says frames of 64x48'),
+     'image field observation/image: its ImageSpec says frames of 64x48 '
+     '(height x width) (decoded at 1/2 scale: 32x24); give it the shape of '
+     'the stored frames (image_size= resizes them). This frame decodes at '
+     'that scale to (height, width, channels):] [16 12 3]'),
     ('png', (16, 12, 3), (8, 6), None,
-     'decode_frames: its ImageSpec says frames of 16x12'),
+     'decode_frames: its ImageSpec says frames of 16x12 (height x width); '
+     'give it the shape of the stored frames (image_size= resizes them). '
+     'This frame decodes to (height, width, channels):] [32 24 3]'),
 ], ids=['jpeg', 'jpeg-dct-scaled', 'png-unnamed'])
 def test_a_frame_of_another_size_names_the_field_and_both_sizes(
     encoding, spec_shape, size, field, message):
@@ -166,9 +174,7 @@ def test_a_frame_of_another_size_names_the_field_and_both_sizes(
       lambda x: images.decode_frames(x, spec, size, field=field))
   with pytest.raises(tf.errors.InvalidArgumentError) as error:
     next(iter(ds))
-  assert (f'assertion failed: [{message} (height x width) but a frame is '
-          '32x24; give the ImageSpec the shape of the stored frames '
-          '(image_size= resizes them).]') in error.value.message
+  assert f'assertion failed: [{message}' in error.value.message
 
 
 def test_raw_frames_of_another_shape_are_refused():

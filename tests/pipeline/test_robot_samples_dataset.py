@@ -368,10 +368,12 @@ def test_an_image_spec_of_another_size_is_named(decode):
       decode=decode, seed=0)
   with pytest.raises(tf.errors.InvalidArgumentError) as error:
     list(batches)
+  # image_size (16, 16) decodes the 32x32 the spec says at 1/2 scale.
   assert ('assertion failed: [image field observation/image: its ImageSpec '
-          'says frames of 32x32 (height x width) but a frame is 16x16; give '
-          'the ImageSpec the shape of the stored frames (image_size= resizes '
-          'them).]') in error.value.message
+          'says frames of 32x32 (height x width) (decoded at 1/2 scale: '
+          '16x16); give it the shape of the stored frames (image_size= '
+          'resizes them). This frame decodes at that scale to (height, '
+          'width, channels):] [8 8 3]') in error.value.message
 
 
 @pytest.mark.parametrize('spec, error, message', [
