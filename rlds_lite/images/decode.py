@@ -79,14 +79,26 @@ class ImageSpec(NamedTuple):
     return h * w * c * self.dtype.size
 
 
-def _check_size(size: Any, op: str) -> Size:
+def check_size(size: Any, op: str, name: str = 'size') -> Size:
+  """``(height, width)`` of positive ints, or None; else a ValueError.
+
+  ``op`` and ``name`` (the argument's name) start and name the error.
+
+  Example:
+    >>> check_size([64, 48], 'op')
+    (64, 48)
+    >>> check_size(128, 'op', 'image_size')
+    Traceback (most recent call last):
+    ...
+    ValueError: op: image_size must be None or (height, width) of positive ints, got 128.
+  """
   if size is None:
     return None
   if (isinstance(size, (str, bytes)) or not hasattr(size, '__len__') or
       len(size) != 2 or any(isinstance(s, bool) or not hasattr(s, '__index__')
                             or int(s) < 1 for s in size)):
-    raise ValueError(f'{op}: size must be None or (height, width) of positive '
-                     f'ints, got {size!r}.')
+    raise ValueError(f'{op}: {name} must be None or (height, width) of '
+                     f'positive ints, got {size!r}.')
   return int(size[0]), int(size[1])
 
 
@@ -95,7 +107,8 @@ RESIZE_METHODS = ('bilinear', 'nearest', 'bicubic', 'area', 'lanczos3',
 """The ``tf.image.resize`` methods (``tf.image.ResizeMethod``'s values)."""
 
 
-def _check_method(method: Any, op: str) -> str:
+def check_method(method: Any, op: str) -> str:
+  """``method`` if it is one of `RESIZE_METHODS`; else a ValueError."""
   if method not in RESIZE_METHODS:
     raise ValueError(f'{op}: resize_method must be one of {RESIZE_METHODS}, '
                      f'got {method!r}.')
@@ -232,7 +245,7 @@ def decode_frames(encoded: tf.Tensor, spec: ImageSpec, size: Size = None, *,
     [[[7, 7], [7, 7]], [[7, 7], [7, 7]]]
   """
   op = 'decode_frames'
-  size = _check_size(size, op)
+  size = check_size(size, op)
   if spec.encoding not in ENCODINGS:
     raise ValueError(f'{op}: encoding must be one of {ENCODINGS}, got '
                      f'{spec.encoding!r}.')
@@ -340,7 +353,7 @@ def decode_images(values: Dict[str, Any], specs: Dict[str, ImageSpec],
   out = _copy_dicts(values)
   for path, spec in specs.items():
     field_size = size.get(path) if isinstance(size, dict) else size
-    field_size = _check_size(field_size, 'decode_images')
+    field_size = check_size(field_size, 'decode_images')
     parent, key = _parent(out, path)
     parent[key] = _decode_leaf(parent[key], spec, field_size, method, dedupe,
                                path)

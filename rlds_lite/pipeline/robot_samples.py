@@ -202,11 +202,11 @@ class _Layout:
     self.kwargs = sample_kwargs
     self.history = sample_kwargs['history']
     self.goal = sample_kwargs['goal']
-    self.method = decode_lib._check_method(method, op)  # pylint: disable=protected-access
+    self.method = decode_lib.check_method(method, op)
     self.sizes = {}
     for path in specs:
       size = image_size.get(path) if isinstance(image_size, dict) else image_size
-      self.sizes[path] = decode_lib._check_size(size, op)  # pylint: disable=protected-access
+      self.sizes[path] = decode_lib.check_size(size, op, 'image_size')
     if isinstance(image_size, dict):
       unknown = sorted(set(image_size) - set(specs))
       if unknown:

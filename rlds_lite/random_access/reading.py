@@ -32,6 +32,7 @@ import tensorflow as tf
 from rlds_lite import images
 from rlds_lite import rlds_types
 from rlds_lite.dense.transitions import NEXT_OBSERVATION
+from rlds_lite.images import decode as decode_lib
 from rlds_lite.random_access import exit_guard
 from rlds_lite.random_access import index as index_lib
 from rlds_lite.random_access import layout as layout_lib
@@ -162,27 +163,6 @@ def _decode_image(leaf: layout_lib.Leaf, size: Optional[Tuple[int, int]]
   return decode
 
 
-def check_image_size(size: Any) -> Optional[Tuple[int, int]]:
-  """``(height, width)`` of positive ints, or None; else a ValueError.
-
-  Example:
-    >>> check_image_size([64, 48])
-    (64, 48)
-    >>> check_image_size(128)
-    Traceback (most recent call last):
-    ...
-    ValueError: random access: image_size must be None or (height, width) of positive ints, got 128.
-  """
-  if size is None:
-    return None
-  if (isinstance(size, (str, bytes)) or not hasattr(size, '__len__') or
-      len(size) != 2 or any(isinstance(s, bool) or not hasattr(s, '__index__')
-                            or int(s) < 1 for s in size)):
-    raise ValueError('random access: image_size must be None or (height, '
-                     f'width) of positive ints, got {size!r}.')
-  return int(size[0]), int(size[1])
-
-
 class SampleReader:
   """Reads batches of samples of ``index`` from ``storage`` by sample id.
 
@@ -227,7 +207,8 @@ class SampleReader:
     self.index = index
     self.kind = index.kind
     self.decode_images = decode_images
-    self.image_size = check_image_size(image_size)
+    self.image_size = decode_lib.check_size(image_size, 'random access',
+                                            'image_size')
     self.sample_info = sample_info
     self._offsets = np.asarray(self.kind.offsets, np.int64)
     self.chunks_per_sample = chunks_per_sample(self._offsets,

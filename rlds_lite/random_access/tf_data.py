@@ -30,6 +30,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 import tensorflow as tf
 
+from rlds_lite.images import decode as decode_lib
 from rlds_lite.random_access import index as index_lib
 from rlds_lite.random_access import layout as layout_lib
 from rlds_lite.random_access import reading
@@ -263,7 +264,8 @@ def plan(sources: Sources,
     ValueError: random access: source '0' (...) has no Windows(size=7, shift=1, stride=1, drop_remainder=True) sample: its 3 episodes are all shorter than a sample (longest: 6 steps).
   """
   kind = samples_lib.check_kind(kind)
-  image_size = reading.check_image_size(image_size)
+  image_size = decode_lib.check_size(image_size, 'random access',
+                                    'image_size')
   names, values = _named(sources)
   if not values:
     raise ValueError('random access: no source.')

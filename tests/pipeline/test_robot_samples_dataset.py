@@ -306,9 +306,13 @@ def test_plan_repr_names_the_choice(camera_path):
     (dict(image_specs={'observation/nope': images.ImageSpec((4, 4, 3))}),
      ValueError, '^robot_samples_dataset: image_specs describes the image '
      'fields of a tf.data.Dataset source; a TFDS dataset declares its own'),
+    (dict(image_size=128), ValueError,  # It said "size must be".
+     r'^robot_samples_dataset: image_size must be None or \(height, width\) '
+     r'of positive ints, got 128.$'),
 ], ids=['bad_decode', 'segments_after_sampling', 'zero_history',
         'index_key_collision', 'unknown_episode_field', 'bad_budget',
-        'string_seed', 'unknown_resize_method', 'image_specs_of_tfds'])
+        'string_seed', 'unknown_resize_method', 'image_specs_of_tfds',
+        'one_number_image_size'])
 def test_bad_arguments(camera_path, kwargs, error, match):
   with pytest.raises(error, match=match):
     pipeline.robot_samples_dataset(camera_path, batch_size=4, **kwargs)
