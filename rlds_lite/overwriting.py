@@ -62,11 +62,13 @@ class _FileSystem:
 
 def check_apart_from_sources(out: PathLike, sources: Sequence[PathLike], *,
                              kind: str, writer: str) -> None:
-  """Raises a ValueError if ``out`` is, lies inside or holds a source.
+  """Raises a ValueError if ``out`` is a source or lies inside one.
 
   Writing into the source dataset's directory changes the dataset being
-  read (its reader may list the new files as its own); replacing a
-  directory that holds it deletes it. Symbolic links are followed.
+  read (its reader may list the new files as its own). An ``out`` that
+  holds a source is fine for a writer that only creates (the source stays
+  beside what it writes); `check_replaceable` refuses it. Symbolic links
+  are followed.
 
   Args:
     out: the file or directory a writer would write.
@@ -91,10 +93,6 @@ def check_apart_from_sources(out: PathLike, sources: Sequence[PathLike], *,
     if files.contains(out, source) and files.contains(source, out):
       raise ValueError(f'{writer}: {out} is the source {source}; writing '
                        'there would destroy it. Choose another output.')
-    if files.contains(out, source):
-      raise ValueError(f'{writer}: {out} holds the source {source}; '
-                       'overwriting it would delete the source. Choose an '
-                       f'output directory for the new {kind} itself.')
     if files.contains(source, out):
       raise ValueError(f'{writer}: {out} is inside the source {source}; '
                        'writing there would change the source dataset. '
@@ -135,6 +133,11 @@ def check_replaceable(out: PathLike, *, kind: str, marker: str,
   out = os.fspath(out)
   files = _FileSystem(out)
   check_apart_from_sources(out, sources, kind=kind, writer=writer)
+  for source in sources:
+    if files.contains(out, os.fspath(source)):
+      raise ValueError(f'{writer}: {out} holds the source {source}; '
+                       'overwriting it would delete the source. Choose an '
+                       f'output directory for the new {kind} itself.')
   if not files.exists(out):
     return
   if not files.isdir(out):

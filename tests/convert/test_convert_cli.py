@@ -176,13 +176,15 @@ def test_a_target_in_the_source_is_refused(tmp_path, capsys, to_format,
           'data/ab/walk-v0/data/metadata.json']
       return
     target, where = os.path.join(target, 'ab', 'walk-v0'), 'inside'
-  what = {'inside': 'is inside the source', 'deep-inside':
-          'is inside the source', 'the-source': 'is the source',
-          'holding-it': 'holds the source'}[where]
   assert status == 2
-  assert err.startswith(f'rlds-lite convert: {target} {what} {source}; ')
   assert err.count('\n') == 1
   assert _listing(tmp_path) == before
+  if where == 'holding-it':  # convert only creates: holding it is no harm,
+    assert err.endswith(' exists; choose a new target\n')  # but it exists.
+    return
+  what = {'inside': 'is inside the source', 'deep-inside':
+          'is inside the source', 'the-source': 'is the source'}[where]
+  assert err.startswith(f'rlds-lite convert: {target} {what} {source}; ')
 
 
 def test_bad_file_names_episode_and_field(tmp_path, capsys):
@@ -307,3 +309,18 @@ def test_the_python_api_names_its_own_arguments(sources, tmp_path):
     files.convert(sources['source'], inside, from_format='rlds',
                   to_format='ted')
   assert not os.listdir(tmp_path)
+
+
+def test_a_target_beside_a_source_file_is_written(tmp_path, capsys):
+  # `convert ~/data/hopper/raw.npz --to rlds ~/data/hopper`: the target holds
+  # the source file; convert only creates, so that is fine (it was refused,
+  # "overwriting it would delete the source", though nothing is overwritten).
+  source = tmp_path / 'hopper' / 'raw.npz'
+  source.parent.mkdir()
+  files.write_episodes('alf', convert_testing.NAMED_EPISODES['terminal'],
+                       source)
+  assert cli.main(['convert', '--from', 'alf', '--to', 'rlds', str(source),
+                   str(source.parent), '--no-progress']) == 0, (
+                       capsys.readouterr().err)
+  listing = [n for n in os.listdir(source.parent) if not n.startswith('.')]
+  assert sorted(listing) == ['1.0.0', 'raw.npz']  # (and the writer's lock)
