@@ -42,7 +42,7 @@ import pickle
 import tarfile
 import tempfile
 from typing import (Any, Dict, Iterable, Iterator, List, Optional, Sequence,
-                    Union)
+                    Tuple, Union)
 
 import numpy as np
 import tensorflow as tf
@@ -842,9 +842,9 @@ def _add_member(file: Any, name: str, value: Any) -> None:
   file.write(bytes(-len(payload) % 512))
 
 
-def _write_shard(path: str, frames: List[Dict[str, Any]], metadata: Any
-                 ) -> None:
-  """Writes one ustar shard to a temporary file and renames it into place."""
+def _write_temp_shard(path: str, frames: List[Dict[str, Any]], metadata: Any
+                      ) -> str:
+  """Writes the ustar shard of ``path`` to a hidden temporary file; its path."""
   directory = os.path.dirname(os.path.abspath(path))
   handle, temp = tempfile.mkstemp(suffix='.tar.tmp', dir=directory,
                                   prefix='.' + os.path.basename(path))
@@ -855,11 +855,10 @@ def _write_shard(path: str, frames: List[Dict[str, Any]], metadata: Any
         for field, value in frame.items():
           _add_member(file, f'frame_{index:03d}.{field}.pickle', value)
       file.write(bytes(1024))  # end-of-archive marker
-    os.replace(temp, path)
   except BaseException:
-    if os.path.exists(temp):
-      os.remove(temp)
+    os.remove(temp)
     raise
+  return temp
 
 
 def _frame_at(nest: Any, row: int) -> Any:
@@ -883,7 +882,8 @@ def to_webdataset(episodes: episodes_lib.EpisodesLike,
   ``TimeLimit.truncated`` on the last frame of a truncated episode,
   ``episode_metadata`` on an episode's first frame, ``discount`` when
   stored, and the other step fields. Every shard is written to a temporary
-  file and renamed into place. `from_webdataset` gives the episodes back
+  file, and they are renamed into place once all are written: a failure
+  leaves no shard. `from_webdataset` gives the episodes back
   exactly (apart from the last step's non-observation values).
 
   Args:
@@ -925,25 +925,35 @@ def to_webdataset(episodes: episodes_lib.EpisodesLike,
              'acts': rows['actions']}
   if rows['rewards'] is not None:
     columns['rews'] = rows['rewards']
-  paths: List[str] = []
+  written: List[Tuple[str, str]] = []  # (temporary file, shard path)
+
+  def write(frames: List[Dict[str, Any]]) -> None:
+    path = os.path.join(out_dir, f'shard_{len(written):06d}.tar')
+    written.append((_write_temp_shard(path, frames, metadata), path))
+
   frames: List[Dict[str, Any]] = []
-  for row in range(len(ends)):
-    frame = {k: _frame_at(v, row) for k, v in columns.items()}
-    frame['dones'] = bool(ends[row])
-    info = {k: _frame_at(v, row) for k, v in rows['extras'].items()}
-    if rows['truncated'][row]:
-      info[TRUNCATED_INFO] = True
-    if rows['discounts'] is not None:
-      info[DISCOUNT_INFO] = rows['discounts'][row]
-    if starts[row] and rows['metadata'][episode_of[row]]:
-      info[EPISODE_METADATA_INFO] = rows['metadata'][episode_of[row]]
-    frame['infos'] = info
-    frames.append(frame)
-    if ends[row] and len(frames) >= frames_per_shard:
-      paths.append(os.path.join(out_dir, f'shard_{len(paths):06d}.tar'))
-      _write_shard(paths[-1], frames, metadata)
-      frames = []
-  if frames:
-    paths.append(os.path.join(out_dir, f'shard_{len(paths):06d}.tar'))
-    _write_shard(paths[-1], frames, metadata)
-  return paths
+  try:
+    for row in range(len(ends)):
+      frame = {k: _frame_at(v, row) for k, v in columns.items()}
+      frame['dones'] = bool(ends[row])
+      info = {k: _frame_at(v, row) for k, v in rows['extras'].items()}
+      if rows['truncated'][row]:
+        info[TRUNCATED_INFO] = True
+      if rows['discounts'] is not None:
+        info[DISCOUNT_INFO] = rows['discounts'][row]
+      if starts[row] and rows['metadata'][episode_of[row]]:
+        info[EPISODE_METADATA_INFO] = rows['metadata'][episode_of[row]]
+      frame['infos'] = info
+      frames.append(frame)
+      if ends[row] and len(frames) >= frames_per_shard:
+        write(frames)
+        frames = []
+    if frames:
+      write(frames)
+  except BaseException:  # No shard is visible yet: leave none behind.
+    for temp, _ in written:
+      os.remove(temp)
+    raise
+  for temp, path in written:  # Published together once all are written.
+    os.replace(temp, path)
+  return [path for _, path in written]

@@ -110,6 +110,16 @@ def test_shards_hold_whole_episodes(tmp_path):
     il.to_webdataset(episodes, tmp_path, one_step='skip')
 
 
+def test_a_shard_that_fails_to_write_leaves_no_shard(tmp_path):
+  # Shards were renamed into place one by one: a failure in the third left
+  # the first two, and a retry then found "already holds *.tar shards".
+  episodes = [dict(e) for e in convert_testing.NAMED_EPISODES['mixed-ends']]
+  episodes[-1]['note'] = lambda: None  # Episode metadata not picklable.
+  with pytest.raises((pickle.PicklingError, AttributeError)):
+    il.to_webdataset(episodes, tmp_path, frames_per_shard=2, one_step='skip')
+  assert os.listdir(tmp_path) == []
+
+
 def test_empty_and_one_step_cases(tmp_path):
   with pytest.raises(ValueError, match='no episodes with rows'):
     il.to_webdataset([], tmp_path / 'a')
