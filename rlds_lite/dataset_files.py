@@ -42,8 +42,8 @@ import json
 import os
 import re
 import struct
-from typing import (Any, Callable, Dict, List, NamedTuple, Optional, Sequence,
-                    Tuple, Union)
+from typing import (Any, Callable, Collection, Dict, List, NamedTuple,
+                    Optional, Sequence, Tuple, Union)
 
 from google.protobuf import json_format
 import tensorflow as tf
@@ -917,8 +917,8 @@ def check_all_read(builder: tfds.core.DatasetBuilder, split: str,
 
 
 def diagnose(builder: tfds.core.DatasetBuilder, split: Any,
-             error: BaseException,
-             read: Optional[Reader] = None) -> Optional[CorruptDatasetError]:
+             error: BaseException, read: Optional[Reader] = None,
+             known: Collection[str] = ()) -> Optional[CorruptDatasetError]:
   """The damaged file behind a read error of ``split``, or None.
 
   Missing files and record framing are checked first (cheap); record
@@ -930,6 +930,8 @@ def diagnose(builder: tfds.core.DatasetBuilder, split: Any,
     split: the split that was being read.
     error: the ``tf.errors.OpError`` raised while reading.
     read: ``split -> episodes`` as the failed reader read them.
+    known: files already known to be damaged, which the read went around:
+      their problems are not the answer.
 
   Returns:
     The `CorruptDatasetError` naming the file (and episode), or None if the
@@ -937,10 +939,13 @@ def diagnose(builder: tfds.core.DatasetBuilder, split: Any,
   """
   data_loss = isinstance(error, (tf.errors.DataLossError,
                                  tf.errors.UnknownError))
-  problems = find_damage(builder, split, records=data_loss)
+  def new(problems: List[CorruptDatasetError]) -> List[CorruptDatasetError]:
+    return [p for p in problems if p.path not in known]
+
+  problems = new(find_damage(builder, split, records=data_loss))
   if not problems and read is not None and not isinstance(
       error, tf.errors.DataLossError):
-    problems = find_damage(builder, split, read=read)
+    problems = new(find_damage(builder, split, read=read))
   return problems[0] if problems else None
 
 

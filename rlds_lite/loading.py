@@ -20,7 +20,8 @@ Example:
 import contextlib
 import logging
 import os
-from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import (Any, Callable, Collection, Iterator, List, Optional,
+                    Sequence, Tuple, Union)
 
 import tensorflow as tf
 import tensorflow_datasets as tfds
@@ -545,8 +546,8 @@ def episode_reader(builder: tfds.core.DatasetBuilder
 
 
 @contextlib.contextmanager
-def named_read_errors(builder: tfds.core.DatasetBuilder,
-                      split: Any) -> Iterator[None]:
+def named_read_errors(builder: tfds.core.DatasetBuilder, split: Any,
+                      known: Collection[str] = ()) -> Iterator[None]:
   """Turns a TF error while reading ``split`` into one naming the damaged file.
 
   TF's readers raise ``DataLossError: corrupted record at 417`` (or a parse
@@ -558,6 +559,9 @@ def named_read_errors(builder: tfds.core.DatasetBuilder,
   name, also its step: ``rlds_lite.images.first_bad_frame``). An error the
   files do not explain (out of memory, a failing user
   function) is re-raised unchanged.
+
+  ``known``: files already known to be damaged (a reader that reads around
+  them, as ``rlds_lite.validate`` does): the diagnosis names another.
 
   Args:
     builder: the dataset's builder.
@@ -583,7 +587,8 @@ def named_read_errors(builder: tfds.core.DatasetBuilder,
     yield
   except tf.errors.OpError as error:
     problem = dataset_files.diagnose(builder, split, error,
-                                     read=episode_reader(builder))
+                                     read=episode_reader(builder),
+                                     known=known)
     if problem is None:
       raise
     raise _with_bad_frame(builder, split, problem) from None

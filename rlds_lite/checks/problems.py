@@ -172,6 +172,7 @@ class ValidationReport:
       make `ok` False.
     unread: episodes the damaged files kept from a pass that read every
       other episode (0 when none, or when the pass stopped early).
+    max_problems_reached: the pass stopped at ``max_problems``.
   """
   problems: List[Problem]
   num_episodes: int
@@ -182,6 +183,7 @@ class ValidationReport:
   repaired: Any = None
   notices: List[Notice] = dataclasses.field(default_factory=list)
   unread: int = 0
+  max_problems_reached: bool = False
 
   @property
   def ok(self) -> bool:
@@ -207,15 +209,18 @@ class ValidationReport:
     text = (f'{self.source}: {count} in '
             f'{_counted(self.num_episodes, "episode")} '
             f'({_counted(self.num_steps, "step")})')
+    damaged = sum(p.kind in _STOPPING_KINDS for p in self.problems)
+    files = 'a damaged file' if damaged == 1 else f'{damaged} damaged files'
     if not self.complete:
-      damaged = sum(p.kind in _STOPPING_KINDS for p in self.problems)
-      files = 'a damaged file' if damaged == 1 else f'{damaged} damaged files'
-      if self.unread:
+      if self.max_problems_reached or not damaged:
+        text += '; stopped early (max_problems reached)'
+      elif self.unread:
         text += f'; {_counted(self.unread, "episode")} not read ({files})'
       else:
-        text += (f'; stopped early ({files})' if damaged
-                 else '; stopped early (max_problems reached)')
-    if self.repairs:
+        text += f'; stopped early ({files})'
+    if self.repairs and self.repaired is None:  # Asked for, not done.
+      text += f'; not repaired ({files})'
+    elif self.repairs:
       text += f'; repaired: {", ".join(self.repairs)}'
     if self.notices:
       plural = '' if len(self.notices) == 1 else 's'

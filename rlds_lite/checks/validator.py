@@ -73,6 +73,7 @@ from rlds_lite.checks import summaries
 Problem = problems_lib.Problem
 Summary = Dict[str, Any]
 _CHUNK = 1024  # Steps summarised per batch (nested steps).
+_MAX_PROBLEMS, _DAMAGE = 'max_problems', 'damage'  # Why a pass stopped.
 
 
 def _tf_summaries(source: sources.Source, plan: summaries.Plan
@@ -267,7 +268,11 @@ def _run_pass(source: sources.Source,
               last_step_invalid: bool, last_values: bool, max_problems: Optional[int],
               num_episodes: Optional[int], progress: Optional[bool]
               ) -> Tuple[List[Problem], int, int, bool, Dict[str, int]]:
-  """(problems, episodes, steps, complete, non-zero last values per field)."""
+  """(problems, episodes, steps, stop, non-zero last values per field).
+
+  ``stop``: None if the pass read every episode, else why it stopped
+  (``MAX_PROBLEMS`` or ``DAMAGE``).
+  """
   found: List[Problem] = []
   last_counts: Dict[str, int] = {}
   if source.builder is not None:
@@ -281,7 +286,7 @@ def _run_pass(source: sources.Source,
       steps_spec = steps_spec.element_spec
     spec_problems = rules.check_spec(steps_spec, is_dense)
     if spec_problems:
-      return found + spec_problems, 0, 0, True, last_counts
+      return found + spec_problems, 0, 0, None, last_counts
     plan = summaries.make_plan(steps_spec, dense=is_dense,
                                last_step_invalid=last_step_invalid,
                                last_values=last_values)
@@ -291,7 +296,8 @@ def _run_pass(source: sources.Source,
     total = num_episodes if total is None else min(total, num_episodes)
   reference_shapes: Dict[str, Tuple[int, ...]] = {}
   episodes = steps = 0
-  reading = (loading.named_read_errors(source.builder, source.split)
+  reading = (loading.named_read_errors(source.builder, source.split,
+                                       {e.path for e in damaged})
              if source.builder is not None else contextlib.nullcontext())
   try:
     with _progress_bar(total, progress, source.label) as bar, reading:
@@ -306,13 +312,14 @@ def _run_pass(source: sources.Source,
         steps += int(summary[summaries.LENGTH])
         bar.update(1)
         if max_problems is not None and len(found) >= max_problems:
-          return found[:max_problems], episodes, steps, False, last_counts
+          return (found[:max_problems], episodes, steps, _MAX_PROBLEMS,
+                  last_counts)
   except dataset_files.CorruptDatasetError as error:
     problem = _file_problem(error)
     if problem not in found:
       found.append(problem)
-    return found, episodes, steps, False, last_counts
-  return found, episodes, steps, True, last_counts
+    return found, episodes, steps, _DAMAGE, last_counts
+  return found, episodes, steps, None, last_counts
 
 
 def validate(dataset: Any,
@@ -385,13 +392,13 @@ def validate(dataset: Any,
         dataset, split, data_dir, damaged, rescan=source is None)
     if source is None:
       return _corrupt_report(dataset, split, damaged, unread)
-  found, episodes, steps, complete, last_counts = _run_pass(
+  found, episodes, steps, stop, last_counts = _run_pass(
       source, damaged, last_step_invalid, last_values, max_problems,
       num_episodes, progress)
-  if damaged:  # The pass read the episodes around the damage only.
-    if not complete:
-      unread = 0  # Stopped early: how many went unread is not known.
-    complete = False
+  if stop is not None:
+    unread = 0  # Stopped early: how many went unread is not known.
+  # With damaged files, the pass read the episodes around them only.
+  complete = stop is None and not damaged
   repaired = None
   if names and not damaged:
     if source.kind == sources.PYTHON:
@@ -407,4 +414,5 @@ def validate(dataset: Any,
     label = f'{label} [{source.split}]'
   return problems_lib.ValidationReport(
       found, episodes, steps, label, complete, names, repaired,
-      problems_lib.last_step_notices(last_counts, episodes), unread)
+      problems_lib.last_step_notices(last_counts, episodes), unread,
+      stop == _MAX_PROBLEMS)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import checks_testing
+import rlds_lite
 from rlds_lite import cli
 from rlds_lite import tfds as rlds_tfds
 
@@ -145,6 +146,15 @@ def _remove(path, *shards):
 _FILE = ['-', '-', '-', 'corrupt_file']
 
 
+def _flip(path, shard, offset=100):
+  name = os.path.join(path, f'catch-train.tfrecord-{shard:05d}')
+  with open(name, 'r+b') as f:
+    f.seek(offset)
+    byte = f.read(1)[0]
+    f.seek(offset)
+    f.write(bytes([byte ^ 0xFF]))
+
+
 @pytest.mark.parametrize('damage, broken, headline, rows', [
     (lambda p: _truncate(p, 2), None,
      '1 problem in 4 episodes (40 steps); 1 episode not read (a damaged file)',
@@ -168,11 +178,17 @@ _FILE = ['-', '-', '-', 'corrupt_file']
     (lambda p: _remove(p, 0, 1, 2), None,
      '3 problems in 0 episodes (0 steps); 5 episodes not read '
      '(3 damaged files)', [_FILE] * 3),
+    # A checksum found while reading, after a shard known to be missing: it
+    # was taken for the missing one and went unreported.
+    (lambda p: (_remove(p, 0), _flip(p, 2)), None,
+     '2 problems in 2 episodes (20 steps); stopped early (2 damaged files)',
+     [_FILE, ['4', '-', '-', 'corrupt_file']]),
     (lambda p: None, None, 'OK in 5 episodes (50 steps)', []),
 ], ids=['last-shard-truncated', 'middle-shard-truncated',
         'shard-lengths-raised', 'first-shard-missing',
         'a-problem-before-a-truncated-shard',
-        'a-problem-after-a-missing-shard', 'every-shard-missing', 'whole'])
+        'a-problem-after-a-missing-shard', 'every-shard-missing',
+        'a-flipped-byte-after-a-missing-shard', 'whole'])
 def test_episodes_around_damaged_shards_are_checked_and_counted(
     tmp_path, capsys, damage, broken, headline, rows):
   # A damaged shard stopped the pass where it was read, or before it started
@@ -210,3 +226,20 @@ def test_the_headline_counts_in_the_singular_and_plural(tmp_path, capsys,
       str(tmp_path), checks_testing.catch_episodes(episodes))
   assert cli.main(['validate', path]) == 0
   assert capsys.readouterr().out == f'{path} [train]: {headline}\n'
+
+
+def test_max_problems_and_repairs_are_told_apart_from_damage(tmp_path):
+  # With a damaged file among the problems, the headline blamed it when
+  # max_problems stopped the pass, and said "repaired: is_last" though
+  # nothing was repaired (report.repaired was None).
+  path = _five_in_three_shards(str(tmp_path), broken_is_last=4)
+  _remove(path, 1)
+  report = rlds_lite.validate(path, max_problems=2)
+  assert report.headline() == (
+      f'{path} [train]: 2 problems in 3 episodes (30 steps); stopped early '
+      '(max_problems reached)')
+  report = rlds_lite.validate(path, repair='is_last')
+  assert report.repaired is None
+  assert report.headline() == (
+      f'{path} [train]: 2 problems in 3 episodes (30 steps); 2 episodes not '
+      'read (a damaged file); not repaired (a damaged file)')
