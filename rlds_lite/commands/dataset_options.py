@@ -71,8 +71,13 @@ def one_line(error: BaseException) -> str:
 
 
 _PYTHON_SPELLING = re.compile(
-    r"\b(\w+)(?:=('[^']*'|\"[^\"]*\"|-?\w+(?:\.\w+)*)|\(\))")
-"""``name=value`` (a repr'd string, a number or a word) or ``function()``."""
+    r"(?<![^\s(`])(\w+)(?:=('[^']*'|\"[^\"]*\"|-?\w+(?:\.\w+)*)|\(\))")
+"""``name=value`` (a repr'd string, a number or a word) or ``function()``.
+
+The name starts a word: it follows the start of the text, whitespace, ``(``
+or a backquote; never ``/``, ``-``, ``.``, ``=`` or a word character (so
+``/data/split=train`` and ``run-name='x'`` are not arguments).
+"""
 
 
 def cli_wording(message: str, flags: Mapping[str, str]) -> str:
@@ -91,6 +96,12 @@ def cli_wording(message: str, flags: Mapping[str, str]) -> str:
     >>> cli_wording("pass one_step='skip' or repair='drop', not "
     ...             "repair=None (shape=(2,), name='x')", flags)
     "pass --skip-one-step or --repair drop, not repair=None (shape=(2,), name='x')"
+
+  A name inside a path or a longer name is not an argument:
+
+    >>> cli_wording("no /data/repair=drop/raw.h5, no-repair='drop', "
+    ...             "(repair='drop') `repair='drop'`", flags)
+    "no /data/repair=drop/raw.h5, no-repair='drop', (--repair drop) `--repair drop`"
   """
   def spell(match: re.Match) -> str:
     token, name, value = match.group(0), match.group(1), match.group(2)

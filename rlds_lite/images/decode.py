@@ -200,7 +200,11 @@ def _decode_one(spec: ImageSpec, size: Size, method: str,
       scaled = (height, width)
     with tf.control_dependencies([
         _size_check(spec, field, image, scaled, ratio)]):
-      image = tf.ensure_shape(tf.identity(image), scaled + (channels,))
+      image = tf.identity(image)
+    # The static shape only (no op): a runtime tf.ensure_shape could run
+    # before the assertion (Grappler reorders it in a tf.function) and fail
+    # with TF's message instead of ours.
+    image.set_shape(scaled + (channels,))
     if scaled != out[:2]:
       image = _resized(image, out[:2], method, spec.dtype)
     return image
@@ -231,11 +235,16 @@ def decode_frames(encoded: tf.Tensor, spec: ImageSpec, size: Size = None, *,
   Raises:
     ValueError: for raw frames whose static shape is not ``spec.shape``.
     tf.errors.InvalidArgumentError: when run, for an encoded frame whose
-      height and width are not ``spec.shape``'s: ``assertion failed:
-      [image field observation/image: its ImageSpec says frames of 32x32
-      (height x width); ... This frame decodes to (height, width,
-      channels):] [16 16 3]`` (a JPEG decoded DCT-scaled says at which
-      scale); or from TF's decoder, for a frame that does not decode.
+      height and width are not ``spec.shape``'s; in a graph (``tf.data``
+      ``map``, ``tf.function``): ``assertion failed: [image field
+      observation/image: its ImageSpec says frames of 32x32 (height x
+      width); ... This frame decodes to (height, width, channels):]
+      [16 16 3]``; eagerly, TF words the same assertion ``Expected
+      'tf.Tensor(False, shape=(), dtype=bool)' to be true. Summarized data:
+      b'image field observation/image: its ImageSpec says ...'`` and the
+      shape (``16, 16, 3``) on the next line. A JPEG decoded DCT-scaled
+      says at which scale. Or from TF's decoder, for a frame that does not
+      decode.
 
   Example:
     >>> import numpy as np

@@ -123,6 +123,12 @@ def _checked_spec(spec: Any, leaf: tf.TensorSpec, path: str,
   if not isinstance(spec, decode_lib.ImageSpec):
     raise TypeError(f'{op}: image_specs[{path!r}] must be an '
                     f'rlds_lite.images.ImageSpec, got {type(spec).__name__}.')
+  if spec.encoding is None and leaf.dtype == tf.string:
+    shape = tuple(spec.shape)
+    raise ValueError(
+        f'{op}: image_specs says {path!r} holds raw frames, but it is '
+        f'{leaf.dtype.name} {leaf.shape} (encoded frames); give their '
+        f"encoding: ImageSpec({shape}, 'jpeg') or ImageSpec({shape}, 'png').")
   if spec.encoding is None:
     decode_lib.check_raw_frames(leaf.shape, spec, path, op)
   elif leaf.dtype != tf.string:

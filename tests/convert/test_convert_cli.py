@@ -290,6 +290,15 @@ def test_a_flag_a_message_names_is_taken(tmp_path, capsys, fmt, damage,
   assert capsys.readouterr().out.startswith('converted 1 episodes (6 steps)')
 
 
+def test_a_path_holding_argument_spellings_is_named_as_it_is(tmp_path, capsys):
+  # split=train and name='x' start no word here: no --split, no --name.
+  source = tmp_path / 'split=train' / "run-name='x'" / 'raw.h5'
+  assert cli.main(['convert', '--from', 'd4rl', '--to', 'alf', str(source),
+                   str(tmp_path / 'out.npz'), '--no-progress']) == 2
+  assert capsys.readouterr().err == (
+      f'rlds-lite convert: {source}: no such file or directory\n')
+
+
 def test_the_python_api_names_its_own_arguments(sources, tmp_path):
   with pytest.raises(rlds_lite.convert.ConversionError,
                      match="pass one_step='skip' to leave such episodes out$"):

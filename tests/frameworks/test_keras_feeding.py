@@ -133,6 +133,27 @@ def test_wrong_num_batches_fails_when_read(num_batches, message):
           'counted).]') in error.value.message
 
 
+def test_keras_fit_reads_num_batches_an_epoch_so_extra_ones_go_unseen():
+  # As the README says: by hand batch 3 fails (above); fit stops before it.
+  class Count(keras.callbacks.Callback):
+    batches = 0
+
+    def on_train_batch_end(self, batch, logs=None):
+      Count.batches += 1
+
+  model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+  model.compile(optimizer='sgd', loss='mse')
+  fit = lambda n: model.fit(
+      as_keras_dataset(_unknown_cardinality(3), 'x', 'x', num_batches=n),
+      epochs=2, verbose=0, shuffle=False, callbacks=[Count()])
+  fit(2)
+  assert Count.batches == 4
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match='num_batches is 4 but batches ran out after 3 '
+                     'batches'):
+    fit(4)
+
+
 def test_num_batches_checked_as_read_keeps_batches_and_specs():
   plain = as_keras_dataset(_unknown_cardinality(3), 'x', {'y': 'x'}, 'x')
   checked = as_keras_dataset(_unknown_cardinality(3), 'x', {'y': 'x'}, 'x',

@@ -164,17 +164,34 @@ def test_a_frame_that_does_not_decode_names_its_field(field, node):
      'give it the shape of the stored frames (image_size= resizes them). '
      'This frame decodes to (height, width, channels):] [32 24 3]'),
 ], ids=['jpeg', 'jpeg-dct-scaled', 'png-unnamed'])
+@pytest.mark.parametrize('graph', ['dataset-map', 'tf-function'])
 def test_a_frame_of_another_size_names_the_field_and_both_sizes(
-    encoding, spec_shape, size, field, message):
+    encoding, spec_shape, size, field, message, graph):
   array = frames(2)   # 32x24.
   encoded = (jpegs(array) if encoding == 'jpeg' else
              tf.stack([tf.io.encode_png(f) for f in array]))
   spec = images.ImageSpec(spec_shape, encoding)
-  ds = tf.data.Dataset.from_tensors(encoded).map(
-      lambda x: images.decode_frames(x, spec, size, field=field))
+  decode = lambda x: images.decode_frames(x, spec, size, field=field)
   with pytest.raises(tf.errors.InvalidArgumentError) as error:
-    next(iter(ds))
+    if graph == 'dataset-map':
+      next(iter(tf.data.Dataset.from_tensors(encoded).map(decode)))
+    else:   # Grappler ran a tf.ensure_shape here before the assertion.
+      tf.function(decode)(encoded)
   assert f'assertion failed: [{message}' in error.value.message
+
+
+def test_a_frame_of_another_size_decoded_eagerly_names_it_too():
+  spec = images.ImageSpec((48, 24, 3), 'jpeg')
+  with pytest.raises(tf.errors.InvalidArgumentError) as error:
+    images.decode_frames(jpegs(frames(2)), spec, field='observation/image')
+  # TF words an assertion run eagerly so (decode_frames' docstring says);
+  # the shape is on the next line.
+  assert (
+      "Expected 'tf.Tensor(False, shape=(), dtype=bool)' to be true. "
+      "Summarized data: b'image field observation/image: its ImageSpec says "
+      'frames of 48x24 (height x width); give it the shape of the stored '
+      'frames (image_size= resizes them). This frame decodes to (height, '
+      "width, channels):' 32, 24, 3") in ' '.join(error.value.message.split())
 
 
 def test_raw_frames_of_another_shape_are_refused():

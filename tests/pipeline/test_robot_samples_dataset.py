@@ -380,20 +380,29 @@ def test_an_image_spec_of_another_size_is_named(decode):
           'width, channels):] [8 8 3]') in error.value.message
 
 
-@pytest.mark.parametrize('spec, error, message', [
+@pytest.mark.parametrize('spec, error, message, stored', [
     (images.ImageSpec((32, 32, 3), None), ValueError,
      "image field 'observation/image': its ImageSpec says frames of shape "
-     '(32, 32, 3) but they are (16, 16, 3).'),
+     '(32, 32, 3) but they are (16, 16, 3).', 'raw'),
     (images.ImageSpec((16, 16, 3), 'jpeg'), ValueError,
      "image_specs says 'observation/image' holds jpeg frames, but it is uint8 "
-     '(4, 16, 16, 3); for raw frames use ImageSpec((16, 16, 3), None).'),
+     '(4, 16, 16, 3); for raw frames use ImageSpec((16, 16, 3), None).',
+     'raw'),
+    (images.ImageSpec((16, 16, 3), None), ValueError,
+     "image_specs says 'observation/image' holds raw frames, but it is string "
+     "(4,) (encoded frames); give their encoding: ImageSpec((16, 16, 3), "
+     "'jpeg') or ImageSpec((16, 16, 3), 'png').", 'jpeg'),
     ((16, 16, 3), TypeError,
      "image_specs['observation/image'] must be an rlds_lite.images.ImageSpec, "
-     'got tuple.'),
-], ids=['raw-of-another-shape', 'raw-called-jpeg', 'not-an-image-spec'])
-def test_image_specs_of_raw_frames_are_checked_at_once(spec, error, message):
-  steps = {'observation': {'image': synthetic.camera_frames(
-               np.random.default_rng(0), 4, (16, 16))},
+     'got tuple.', 'raw'),
+], ids=['raw-of-another-shape', 'raw-called-jpeg', 'jpeg-called-raw',
+        'not-an-image-spec'])
+def test_image_specs_are_checked_against_the_frames_at_once(spec, error,
+                                                             message, stored):
+  frames = synthetic.camera_frames(np.random.default_rng(0), 4, (16, 16))
+  if stored == 'jpeg':
+    frames = tf.stack([tf.io.encode_jpeg(f) for f in frames])
+  steps = {'observation': {'image': frames},
            'action': np.arange(4, dtype=np.float32)}
   ds = tf.data.Dataset.from_tensors({'steps': steps})
   with pytest.raises(error) as raised:
