@@ -54,7 +54,8 @@ Example:
 import contextlib
 import os
 import sys
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import (Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple,
+                    Union)
 
 import tensorflow as tf
 import tqdm
@@ -167,45 +168,66 @@ def _corrupt_report(dataset: Any, split: Optional[str],
 
 
 
-def _lost(builder: Any, split: str,
-          errors: List[dataset_files.CorruptDatasetError]
-          ) -> Optional[List[range]]:
-  """The episodes of ``split`` the damaged files lose, or None (all).
+Episode = Tuple[str, int]  # (plain split name, index in it)
 
-  A damaged metadata file loses every episode; a damaged shard, its episodes
-  from the first damaged one (where the error names it) to its end.
+
+def _read_order(builder: Any, split: str) -> Optional[List[Episode]]:
+  """The episodes a read of ``split`` (a slice too) gives, in order, or None.
+
+  Example: ``'train[3:5]'`` reads ``[('train', 3), ('train', 4)]``.
   """
-  shards = dataset_files.split_shards(builder, split)
-  by_path = {s.path: s for s in shards}
-  lost = []
+  shards = {s.path: s for s in dataset_files.split_shards(builder)}
+  try:
+    instructions = builder.info.splits[split].file_instructions
+  except Exception:  # pylint: disable=broad-except
+    return None  # A form TFDS resolves only when reading.
+  order = []
+  for instruction in instructions:
+    shard = shards.get(os.fspath(instruction.filename))
+    if shard is None:
+      return None
+    start = shard.first + instruction.skip
+    order += [(shard.split, i) for i in range(start, start + instruction.take)]
+  return order
+
+
+def _lost(builder: Any, errors: List[dataset_files.CorruptDatasetError]
+          ) -> Optional[Set[Episode]]:
+  """The episodes the damaged files lose, or None (all: the metadata).
+
+  A damaged shard loses its episodes from the first damaged one (where the
+  error names it) to its end.
+  """
+  shards = {s.path: s for s in dataset_files.split_shards(builder)}
+  lost: Set[Episode] = set()
   for error in errors:
-    shard = by_path.get(error.path)
-    if shard is None and error.episode is not None and error.split == split:
-      shard = dataset_files.shard_of(builder, split, error.episode)
+    shard = shards.get(error.path)
+    if shard is None and error.episode is not None and error.split:
+      shard = dataset_files.shard_of(builder, error.split, error.episode)
     if shard is None:
       return None
     first = shard.first
-    if error.episode is not None and error.split == split:
+    if error.episode is not None and error.split == shard.split:
       first = max(first, error.episode)
-    lost.append(range(first, shard.first + shard.count))
+    lost.update((shard.split, i)
+                for i in range(first, shard.first + shard.count))
   return lost
 
 
-def _readable(total: int, lost: List[range]) -> List[range]:
-  """The ranges of ``range(total)`` outside every ``lost`` range.
+def _as_split(episodes: List[Episode]) -> str:
+  """A TFDS split string reading exactly ``episodes``, in order.
 
   Example:
-    >>> _readable(7, [range(2, 4), range(6, 7)])
-    [range(0, 2), range(4, 6)]
+    >>> _as_split([('train', 0), ('train', 1), ('train', 4), ('test', 0)])
+    'train[0:2]+train[4:5]+test[0:1]'
   """
-  kept, start = [], 0
-  for gone in sorted(lost, key=lambda r: r.start):
-    if gone.start > start:
-      kept.append(range(start, gone.start))
-    start = max(start, gone.stop)
-  if start < total:
-    kept.append(range(start, total))
-  return kept
+  runs: List[List[Any]] = []
+  for name, index in episodes:
+    if runs and runs[-1][0] == name and runs[-1][2] == index:
+      runs[-1][2] = index + 1
+    else:
+      runs.append([name, index, index + 1])
+  return '+'.join(f'{name}[{start}:{stop}]' for name, start, stop in runs)
 
 
 def _around_damage(dataset: Any, split: Optional[str],
@@ -224,9 +246,9 @@ def _around_damage(dataset: Any, split: Optional[str],
 
   Returns:
     ``(source, split, errors, unread)``: the source of the readable episodes
-    of a plain split (None if there is none: damaged metadata, every
-    episode lost), the split, every damaged file, and how many episodes
-    they keep from the pass.
+    of the split, a slice too (None if there is none: damaged metadata,
+    every episode lost), the split, every damaged file, and how many
+    episodes they keep from the pass.
   """
   try:
     builder, label = loading.rlds_builder(dataset, data_dir)
@@ -235,13 +257,13 @@ def _around_damage(dataset: Any, split: Optional[str],
       errors = _files_damage(builder, split) or errors
   except (ValueError, OSError):
     return None, split, errors, 0  # Its metadata is damaged: `errors` say so.
-  total = sources.split_size(builder, split)
-  lost = _lost(builder, split, errors) if total is not None else None
+  order = _read_order(builder, split)
+  lost = _lost(builder, errors) if order is not None else None
   if lost is None:
     return None, split, errors, 0
-  kept = _readable(total, lost)
-  numbers = [number for part in kept for number in part]
-  unread = total - len(numbers)
+  # Numbered by their place in the split read, as an undamaged pass does.
+  numbers = [n for n, episode in enumerate(order) if episode not in lost]
+  unread = len(order) - len(numbers)
   if not numbers:
     return None, split, errors, unread
   if dataset_files.file_format(builder) == 'array_record':
@@ -249,7 +271,7 @@ def _around_damage(dataset: Any, split: Optional[str],
     kind = sources.PYTHON
   else:
     episodes = loading.episode_reader(builder)(
-        '+'.join(f'{split}[{r.start}:{r.stop}]' for r in kept))
+        _as_split([order[n] for n in numbers]))
     kind = sources.DENSE
   return (sources.Source(label, episodes, kind, len(numbers), builder, split,
                          numbers), split, errors, unread)

@@ -243,3 +243,16 @@ def test_max_problems_and_repairs_are_told_apart_from_damage(tmp_path):
   assert report.headline() == (
       f'{path} [train]: 2 problems in 3 episodes (30 steps); 2 episodes not '
       'read (a damaged file); not repaired (a damaged file)')
+
+
+def test_a_slice_is_read_around_damage_and_numbered_from_its_start(tmp_path):
+  # A slice with damage checked nothing ("1 problem in 0 episodes").
+  path = _five_in_three_shards(str(tmp_path), broken_is_last=4)
+  _remove(path, 1)  # Episodes 2-3.
+  report = rlds_lite.validate(path, split='train[1:]')
+  assert report.headline() == (
+      f'{path} [train[1:]]: 2 problems in 2 episodes (20 steps); 2 episodes '
+      'not read (a damaged file)')
+  # Episode 4 of the split is the slice's episode 3, as in a whole slice.
+  assert [(p.episode, p.kind) for p in report.problems] == [
+      (None, 'corrupt_file'), (3, 'is_last_missing')]
