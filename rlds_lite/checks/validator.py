@@ -233,7 +233,8 @@ def _as_split(episodes: List[Episode]) -> str:
 def _around_damage(dataset: Any, split: Optional[str],
                    data_dir: Optional[str],
                    errors: List[dataset_files.CorruptDatasetError],
-                   rescan: bool) -> Tuple[Optional[sources.Source], Optional[str],
+                   rescan: bool
+                   ) -> Tuple[Optional[sources.Source], Optional[str],
                               List[dataset_files.CorruptDatasetError], int]:
   """The whole episodes the damaged files leave, as a `Source`.
 
@@ -287,13 +288,15 @@ def _progress_bar(total: Optional[int], progress: Optional[bool],
 
 def _run_pass(source: sources.Source,
               damaged: List[dataset_files.CorruptDatasetError],
-              last_step_invalid: bool, last_values: bool, max_problems: Optional[int],
-              num_episodes: Optional[int], progress: Optional[bool]
-              ) -> Tuple[List[Problem], int, int, bool, Dict[str, int]]:
+              last_step_invalid: bool, last_values: bool,
+              max_problems: Optional[int], num_episodes: Optional[int],
+              progress: Optional[bool]
+              ) -> Tuple[List[Problem], int, int, Optional[str],
+                         Dict[str, int]]:
   """(problems, episodes, steps, stop, non-zero last values per field).
 
   ``stop``: None if the pass read every episode, else why it stopped
-  (``MAX_PROBLEMS`` or ``DAMAGE``).
+  (``_MAX_PROBLEMS`` or ``_DAMAGE``).
   """
   found: List[Problem] = []
   last_counts: Dict[str, int] = {}
