@@ -65,31 +65,26 @@ def _check_selector(selector: Any, spec: Any, role: str) -> None:
         f'list or dict of them, got {selector!r}.')
 
 
-def _select(batch: Any, selector: Selector) -> Any:
-  """The part of ``batch`` that ``selector`` names (same structure)."""
-  if isinstance(selector, str):
-    return nest_paths.get_path(batch, selector)
-  if callable(selector):
-    return selector(batch)
-  if isinstance(selector, Mapping):
-    return {k: _select(batch, v) for k, v in selector.items()}
-  return tuple(_select(batch, v) for v in selector)
+def _select(batch: Any, selector: Selector,
+            part: Optional[Callable[[Any, str], Any]] = None,
+            name: str = '') -> Any:
+  """The part of ``batch`` that ``selector`` names (same structure).
 
-
-def _weights(batch: Any, selector: Selector, name: str = '') -> Any:
-  """The sample weights ``selector`` picks, as float32, each leaf checked.
-
-  ``name`` is the key path (or ``'<callable>'``) the leaves are named by.
+  ``part(value, name)``, if given, maps each value a key path or callable
+  picks; ``name`` is the key path, or ``'<callable>'`` / the place of the
+  callable in the selector.
   """
-  if isinstance(selector, str):
-    return _leaf_weights(nest_paths.get_path(batch, selector), selector)
-  if callable(selector):
-    return _leaf_weights(selector(batch), name or '<callable>')
   if isinstance(selector, Mapping):
-    return {k: _weights(batch, v, f'{name}/{k}' if name else str(k))
+    return {k: _select(batch, v, part, f'{name}/{k}' if name else str(k))
             for k, v in selector.items()}
-  return tuple(_weights(batch, v, f'{name}/{i}' if name else str(i))
-               for i, v in enumerate(selector))
+  if isinstance(selector, str):
+    value, name = nest_paths.get_path(batch, selector), selector
+  elif callable(selector):
+    value, name = selector(batch), name or '<callable>'
+  else:
+    return tuple(_select(batch, v, part, f'{name}/{i}' if name else str(i))
+                 for i, v in enumerate(selector))
+  return value if part is None else part(value, name)
 
 
 def _leaf_weights(value: Any, name: str) -> Any:
@@ -287,7 +282,7 @@ def as_keras_dataset(batches: tf.data.Dataset,
     y = _select(batch, labels)
     if sample_weight is None:
       return x, y
-    return x, y, _weights(batch, sample_weight)
+    return x, y, _select(batch, sample_weight, _leaf_weights)
 
   out = batches.map(tf.autograph.experimental.do_not_convert(to_keras))
   if num_batches is None:
