@@ -451,9 +451,10 @@ def convert(source: PathLike, target: PathLike, *, from_format: str,
   last-step values warns once (`rlds_lite.dense.LastStepValuesWarning`).
 
   Raises:
-    ValueError: what the target writes is, lies inside or holds ``source``
-      (checked before anything is read or written); an unknown format or
-      an option it does not take.
+    ValueError: what the target writes is or lies inside ``source``
+      (checked before anything is read or written; a target that holds a
+      source file is fine: convert only creates); an unknown format or an
+      option it does not take.
     FileExistsError: the target exists.
 
   Example:

@@ -161,9 +161,9 @@ def _size_check(spec: ImageSpec, field: Optional[str], image: tf.Tensor,
 
   TF's own ``EnsureShape`` error names neither the spec nor the DCT scale
   a JPEG was decoded at. One comparison per frame, the message constant
-  (the frame's decoded shape follows it): about 1% more CPU per sample in
-  ``robot_samples_dataset`` (a ``tf.cond`` building the message from the
-  JPEG header cost 3-4%).
+  (the frame's decoded shape follows it): about 1.5% more CPU per sample in
+  ``robot_samples_dataset`` (benchmarks/RESULTS.md; a ``tf.cond`` building
+  the message from the JPEG header cost 3-4%).
   """
   height, width, _ = spec.shape
   shape = tf.shape(image)

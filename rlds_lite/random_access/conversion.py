@@ -49,7 +49,6 @@ DEFAULT_CHUNK_STEPS = 16
 steps reads at most 2 records."""
 CHUNK_BYTES = 64 << 10
 """Default record size: ``chunk_steps`` is cut so a record holds about this."""
-_INFO_FILE = 'dataset_info.json'
 _METADATA_FILE = 'metadata.json'  # TFDS's file of `DatasetInfo.metadata`.
 
 
