@@ -269,7 +269,7 @@ def _write_lerobot(episodes, path, fps=None, task_key=None, no_video=False):
                      'RLDS does not record it')
   return lerobot.to_lerobot(
       episodes, path, fps=fps, video=not no_video,
-      task_key=task_key or lerobot.DEFAULT_TASK_KEY)
+      task_key=lerobot.DEFAULT_TASK_KEY if task_key is None else task_key)
 
 
 FORMATS: Dict[str, Format] = {

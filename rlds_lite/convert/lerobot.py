@@ -87,7 +87,18 @@ ConversionError = episodes_lib.ConversionError
 Feature = layout.Feature
 read_info = layout.read_info
 
-DEFAULT_TASK_KEY = 'language_instruction'
+
+
+class _DefaultTaskKey(str):
+  """The default ``task_key``: used where present, optional where absent.
+
+  A ``str`` of its own class, so ``task_key is DEFAULT_TASK_KEY`` tells the
+  default apart from a caller's explicit ``'language_instruction'``, which,
+  like any explicit key, must be a step field.
+  """
+
+
+DEFAULT_TASK_KEY = _DefaultTaskKey('language_instruction')
 TERMINAL_COLUMN = 'rlds/is_terminal'
 METADATA_PREFIX = 'rlds/metadata/'
 _FLAGS = frozenset(transitions.FLAG_FIELDS)
@@ -149,7 +160,8 @@ def _plan_features(steps: Dict[str, Any], *, task_key: Optional[str],
   """The LeRobot features of the first episode's steps, and the task path."""
   leaves = dict(nest_paths.flatten_with_paths(steps))
   task_path = task_key if task_key in leaves else None
-  if task_path is None and task_key not in (None, DEFAULT_TASK_KEY):
+  if task_path is None and task_key is not None and (
+      task_key is not DEFAULT_TASK_KEY):
     fields = sorted(path for path in leaves if path not in _FLAGS)
     raise ValueError(f'to_lerobot: task_key={task_key!r} is not a step '
                      f'field; the step fields are {fields}')
@@ -560,7 +572,9 @@ def to_lerobot(episodes: episodes_lib.EpisodesLike,
       text (a ValueError if the episodes have no such field, checked at the
       first episode; nothing is left at ``root``); the default,
       ``language_instruction``, is used where present, and episodes
-      without it get ``default_task``; None: no step field is the task.
+      without it get ``default_task`` (an explicit
+      ``'language_instruction'`` must be present, as any explicit key);
+      None: no step field is the task.
     default_task: the task of frames without a ``task_key`` field.
     video: store cameras as MP4 video (lerobot's default) or, with False, as
       PNG images in the Parquet files (lossless, larger).

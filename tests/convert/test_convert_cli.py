@@ -113,6 +113,10 @@ def _listing(root):
       '10', '--task-key', 'nope'],
      "to_lerobot: --task-key nope is not a step field; the step fields are "
      "['action', 'discount', 'observation', 'reward']"),
+    (['--from', 'rlds', '--to', 'lerobot', '{source}', '{tmp}/lr', '--fps',
+      '10', '--task-key', 'language_instruction'],
+     "to_lerobot: --task-key language_instruction is not a step field; the "
+     "step fields are ['action', 'discount', 'observation', 'reward']"),
     (['--from', 'rlds', '--to', 'minari', '{source}', '{tmp}/m',
       '--dataset-id', 'a/b-v0'],
      "to_minari: --dataset-id a/b-v0 is not a Minari id: "
@@ -135,6 +139,7 @@ def _listing(root):
         'existing-target', 'read-option-of-another-format',
         'skip-one-step-not-taken', 'one-step-episodes', 'one-step-shards',
         'repair-of-another-format', 'unknown-task-key',
+        'explicit-default-task-key-absent',
         'one-letter-minari-namespace', 'existing-rlds-dataset',
         'existing-minari-dataset', 'd4rl-read-as-minari',
         'minari-read-as-d4rl'])

@@ -254,6 +254,16 @@ def test_bare_image_observation_is_observation_image(tmp_path):
                                         [{'steps': steps}])
 
 
+def test_default_task_key_absent_gives_the_default_task(tmp_path):
+  """Episodes without language_instruction get default_task, no error."""
+  episodes = convert_testing.NAMED_EPISODES['terminal']
+  root = lerobot.to_lerobot(episodes, tmp_path / 'd', fps=FPS,
+                            default_task='pick')
+  tasks = pq.read_table(os.path.join(root, 'meta/tasks.parquet'))
+  assert tasks.to_pydict() == {'task_index': [0],
+                               '__index_level_0__': ['pick']}
+
+
 def test_files_roll_at_their_size_limits(tmp_path):
   episodes = with_camera_and_task(
       convert_testing.NAMED_EPISODES['mixed-ends'] * 2)
@@ -522,6 +532,9 @@ def test_writer_bad_input(steps, kwargs, message, tmp_path):
     ({'fps': FPS, 'task_key': 'nope'}, ValueError,
      "to_lerobot: task_key='nope' is not a step field; the step fields are "
      "['action', 'discount', 'observation', 'reward']"),
+    # Only the default may be absent; asked for by name, it must be there.
+    ({'fps': FPS, 'task_key': 'language_instruction'}, ValueError,
+     "to_lerobot: task_key='language_instruction' is not a step field"),
 ])
 def test_writer_bad_arguments(kwargs, error, message, tmp_path):
   episodes = convert_testing.NAMED_EPISODES['terminal']
