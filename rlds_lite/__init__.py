@@ -45,6 +45,7 @@ _NAMES = {
     'CORE_STEP_FIELDS': 'rlds_types',
     'DISCOUNT': 'rlds_types',
     'Episode': 'rlds_types',
+    'EpisodeFilterFn': 'rlds_types',
     'IS_FIRST': 'rlds_types',
     'IS_LAST': 'rlds_types',
     'IS_TERMINAL': 'rlds_types',
@@ -52,7 +53,10 @@ _NAMES = {
     'OBSERVATION': 'rlds_types',
     'REWARD': 'rlds_types',
     'Step': 'rlds_types',
+    'StepFilterFn': 'rlds_types',
+    'StepMapFn': 'rlds_types',
     'STEPS': 'rlds_types',
+    'StepsToStepsFn': 'rlds_types',
     'is_valid_rlds_dataset': 'validation',
     'RLDSFormatError': 'validation',
     'validate_episodes': 'validation',
@@ -94,7 +98,8 @@ if TYPE_CHECKING:  # For type checkers and IDEs: the same names, eagerly.
                                   EXPERIMENT_ID, INVALID)
   from rlds_lite.rlds_types import (
       ACTION, ALIGNMENT, BatchedEpisode, BatchedStep, build_episode,
-      build_step, CORE_STEP_FIELDS, DISCOUNT, Episode, IS_FIRST, IS_LAST,
-      IS_TERMINAL, MANDATORY_STEP_FIELDS, OBSERVATION, REWARD, Step, STEPS)
+      build_step, CORE_STEP_FIELDS, DISCOUNT, Episode, EpisodeFilterFn,
+      IS_FIRST, IS_LAST, IS_TERMINAL, MANDATORY_STEP_FIELDS, OBSERVATION,
+      REWARD, Step, StepFilterFn, StepMapFn, STEPS, StepsToStepsFn)
   from rlds_lite.validation import (is_valid_rlds_dataset, RLDSFormatError,
                                     validate_episodes)

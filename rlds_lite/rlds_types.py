@@ -15,7 +15,7 @@ Example:
   ['action', 'discount', 'is_first', 'is_last', 'is_terminal', 'observation', 'reward']
 """
 
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
 import tensorflow as tf
 
@@ -41,6 +41,11 @@ Episode = Dict[str, Any]
 Step = Dict[str, Any]
 BatchedStep = Step
 BatchedEpisode = Episode
+
+StepFilterFn = Callable[[Step], bool]
+EpisodeFilterFn = Callable[[Episode], bool]
+StepsToStepsFn = Callable[[tf.data.Dataset], tf.data.Dataset]
+StepMapFn = Callable[[Step], Step]
 
 
 def build_step(
@@ -120,3 +125,18 @@ def build_episode(steps: Union[List[Any], tf.data.Dataset, Mapping[str, Any]],
     raise ValueError(  # Upstream RLDS's message, word for word.
         f'Invalid Episode Metadata: it contains an episode key ({STEPS})')
   return {STEPS: steps, **metadata}
+
+
+def is_valid_rlds_dataset(dataset: tf.data.Dataset) -> bool:
+  """Whether ``dataset`` follows the RLDS format; upstream's location of it.
+
+  The same as ``rlds_lite.is_valid_rlds_dataset`` (every episode checked,
+  only the flags required; see ``rlds_lite.validation``).
+
+  Example:
+    >>> is_valid_rlds_dataset(tf.data.Dataset.range(3))
+    False
+  """
+  # pylint: disable-next=g-import-not-at-top
+  from rlds_lite import validation  # It imports this module.
+  return validation.is_valid_rlds_dataset(dataset)

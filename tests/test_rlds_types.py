@@ -1,10 +1,13 @@
 """Tests of the RLDS names, step/episode builders and the package surface."""
 
+import typing
+
 import pytest
 import tensorflow as tf
 
 import rlds_lite as rlds
 from rlds_lite import rlds_types
+from rlds_lite import tfds as rlds_tfds
 
 
 def test_constants_match_upstream_names():
@@ -22,6 +25,51 @@ def test_constants_match_upstream_names():
               'invalid')
   assert rlds.metadata.EPISODE_ID == 'episode_id'
   assert rlds.Step is rlds.BatchedStep and rlds.Episode is rlds.BatchedEpisode
+
+
+# Upstream's public names (google-research/rlds: rlds/__init__.py and the
+# __init__.py of rlds/tfds, rlds/metadata and rlds/transformations), each of
+# which RLDS code may use.
+UPSTREAM_NAMES = {
+    rlds: 'ACTION ALIGNMENT BatchedEpisode BatchedStep build_episode '
+          'build_step CORE_STEP_FIELDS DISCOUNT Episode EpisodeFilterFn '
+          'IS_FIRST IS_LAST IS_TERMINAL metadata OBSERVATION REWARD Step '
+          'StepFilterFn StepMapFn STEPS StepsToStepsFn transformations',
+    rlds_types: 'is_valid_rlds_dataset',
+    rlds.transformations:
+        'add_alignment_to_step AlignmentType shift_keys concat_if_terminal '
+        'concatenate mean_and_std sar_fields_mask truncate_after_condition '
+        'batch BATCH_AUTO_TUNE apply_nested_steps episode_length final_step '
+        'map_nested_steps map_steps sum_dataset sum_nested_steps pattern_map '
+        'pattern_map_from_transform step_spec uniform_from_spec '
+        'zero_dataset_like zeros_from_spec',
+    rlds.metadata: 'AGENT_ID ENVIRONMENT_CONFIG EPISODE_ID EXPERIMENT_ID '
+                   'INVALID',
+    rlds_tfds: 'extract_feature_from_data generate_config_from_spec',
+}
+
+
+@pytest.mark.parametrize('module', UPSTREAM_NAMES, ids=lambda m: m.__name__)
+def test_every_upstream_name_is_there(module):
+  missing = [name for name in UPSTREAM_NAMES[module].split()
+             if not hasattr(module, name)]
+  assert not missing
+
+
+def test_function_types_are_upstreams():
+  assert rlds.StepFilterFn == typing.Callable[[rlds.Step], bool]
+  assert rlds.EpisodeFilterFn == typing.Callable[[rlds.Episode], bool]
+  assert rlds.StepsToStepsFn == typing.Callable[[tf.data.Dataset],
+                                                tf.data.Dataset]
+  assert rlds.StepMapFn == typing.Callable[[rlds.Step], rlds.Step]
+
+
+def test_is_valid_rlds_dataset_at_upstreams_place():
+  steps = {'is_first': [True, False], 'is_last': [False, True]}
+  good = tf.data.Dataset.from_tensors(
+      {'steps': tf.data.Dataset.from_tensor_slices(steps)})
+  assert rlds_types.is_valid_rlds_dataset(good)
+  assert not rlds_types.is_valid_rlds_dataset(tf.data.Dataset.range(3))
 
 
 @pytest.mark.parametrize('kwargs, expected', [
