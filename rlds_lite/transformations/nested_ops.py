@@ -320,8 +320,16 @@ def last_element(dataset: tf.data.Dataset, default: Any) -> tf.data.Dataset:
     index, element = index_and_element
     return (element, tf.constant(True)), (previous, index < 0)
 
-  return indexed.scan((default, tf.constant(False)), remember).filter(
-      lambda previous, at_end: at_end).map(lambda previous, at_end: previous)
+  def at_end(unused_previous, end):
+    return end
+
+  def previous_element(previous, unused_end):
+    return previous
+
+  # Named functions: AutoGraph cannot tell apart two lambdas of one line
+  # with the same arguments, and warns on every call.
+  return indexed.scan((default, tf.constant(False)),
+                      remember).filter(at_end).map(previous_element)
 
 
 # ---------------------------------------------------------------------------

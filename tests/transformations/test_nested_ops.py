@@ -1,5 +1,6 @@
 """Tests of rlds_lite.transformations.nested_ops."""
 
+import logging
 from typing import Any, Dict, List
 
 import numpy as np
@@ -384,3 +385,25 @@ def test_episode_length_infinite_raises():
   with pytest.raises(ValueError,
                      match='episode_length: steps_dataset is infinite'):
     nested_ops.episode_length(tf.data.Dataset.range(3).repeat())
+
+
+def test_reductions_give_autograph_no_warning():
+  """AutoGraph converts every function (it warned on every call before)."""
+  from rlds_lite.transformations import dataset_concat  # pylint: disable=g-import-not-at-top
+  logged = []
+  handler = logging.Handler()
+  handler.emit = lambda record: logged.append(record.getMessage())
+  logger = tf.get_logger()
+  logger.addHandler(handler)
+  try:
+    steps = tf.data.Dataset.from_tensor_slices(
+        {'reward': [1.0, 2.0, 3.0], 'is_terminal': [False, False, True]})
+    unknown = steps.filter(lambda step: True)
+    assert float(nested_ops.sum_dataset(steps, lambda s: s['reward'])) == 6.0
+    assert float(nested_ops.final_step(unknown)['reward']) == 3.0
+    assert int(nested_ops.episode_length(unknown)) == 3
+    assert len(list(dataset_concat.concat_if_terminal(
+        unknown, tf.data.Dataset.from_tensors))) == 4
+  finally:
+    logger.removeHandler(handler)
+  assert not [m for m in logged if 'could not transform' in m]
