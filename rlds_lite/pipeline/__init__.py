@@ -34,6 +34,7 @@ Example:
 from rlds_lite.pipeline.checkpointing import ResumableIterator
 from rlds_lite.pipeline.mixing import dataset_size
 from rlds_lite.pipeline.mixing import exact_counts
+from rlds_lite.pipeline.mixing import ExactCountsWarning
 from rlds_lite.pipeline.mixing import mix
 from rlds_lite.pipeline.pools import pooled_batches
 from rlds_lite.pipeline.quality import shuffle_quality
@@ -60,6 +61,7 @@ __all__ = [
     'distribute',
     'estimate_memory',
     'exact_counts',
+    'ExactCountsWarning',
     'LocalService',
     'mix',
     'plan_robot_samples',

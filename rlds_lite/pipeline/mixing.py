@@ -15,7 +15,11 @@ episodes, as Octo/RLDS data mixes do). Two modes:
   stateless permutation.
 
 Weights must be non-negative and sum to one (within ``1e-6``); ``mix``
-does not silently renormalise them. An empty source is an error naming it:
+does not silently renormalise them. In exact mode the rounding is the same
+in every batch, so it never averages out: a source with a non-zero weight
+but no row per batch is a ValueError, and counts more than
+``EXACT_SHARE_TOLERANCE`` (relative) away from the weights warn once
+(``ExactCountsWarning``) with the shares a batch really holds. An empty source is an error naming it:
 at once if its cardinality is known to be 0, else when it is first read.
 
 Example:
@@ -29,6 +33,7 @@ Example:
 
 import math
 import os
+import warnings
 from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -48,6 +53,14 @@ UNITS = ('episodes', 'steps')
 Datasets = Union[Sequence[tf.data.Dataset], Mapping[str, tf.data.Dataset]]
 Numbers = Union[Sequence[float], Mapping[str, float]]
 _OP = 'mix'
+
+EXACT_SHARE_TOLERANCE = 0.1
+"""Exact mode warns when a share differs from its weight by more than this
+fraction of the weight."""
+
+
+class ExactCountsWarning(UserWarning):
+  """``mix(exact=True)``: the batch size rounds the weights to other shares."""
 
 
 def _named(datasets: Datasets) -> Tuple[List[str], List[tf.data.Dataset]]:
@@ -258,6 +271,52 @@ def _per_batch_seeds(seed: Optional[int]) -> tf.data.Dataset:
       seed=seed, rerandomize_each_iteration=True).batch(2)
 
 
+def check_exact_shares(names: Sequence[str], weights: Sequence[float],
+                       counts: Sequence[int], op: str = _OP,
+                       size_name: str = 'batch_size',
+                       other_way: str = 'exact=False') -> None:
+  """Refuses a source never drawn, warns of shares far from the weights.
+
+  For exact mixing, where every batch (of ``sum(counts)``, called
+  ``size_name`` in messages) holds ``counts`` rows of the sources: a source
+  of non-zero weight with no row is a ValueError naming the smallest size
+  that gives every source a row (or ``other_way``); shares more than
+  ``EXACT_SHARE_TOLERANCE`` (relative) off their weights are one
+  ``ExactCountsWarning``.
+
+  Example:
+    >>> check_exact_shares(['a', 'b'], [0.9, 0.1], [2, 0])
+    Traceback (most recent call last):
+    ...
+    ValueError: mix: batch_size 2 gives b (weight 0.1) no row in any batch (the weights round to [2, 0] rows); the smallest batch_size that gives every source a row is 6, or use exact=False.
+  """
+  weights = np.asarray(weights, np.float64)
+  total = int(sum(counts))
+  starved = [i for i, (w, c) in enumerate(zip(weights, counts))
+             if w > 0 and c == 0]
+  if starved:
+    i = starved[0]
+    smallest = next((size for size in range(total + 1, 100 * total + 1000)
+                     if all(c > 0 for w, c in zip(
+                         weights, exact_counts(weights, size)) if w > 0)),
+                    None)
+    advice = (f'the smallest {size_name} that gives every source a row is '
+              f'{smallest}, or use {other_way}' if smallest else
+              f'use {other_way}')
+    raise ValueError(
+        f'{op}: {size_name} {total} gives {names[i]} (weight '
+        f'{weights[i]:.3g}) no row in any batch (the weights round to '
+        f'{list(counts)} rows); {advice}.')
+  shares = np.asarray(counts, np.float64) / total
+  if np.any(np.abs(shares - weights) > EXACT_SHARE_TOLERANCE * weights):
+    warnings.warn(
+        f'{op}: {size_name} {total}: every batch holds '
+        f'{list(counts)} rows, shares {np.round(shares, 3).tolist()} of '
+        f'weights {np.round(weights, 3).tolist()}, the same rounding in every '
+        'batch; a larger batch comes closer.', ExactCountsWarning,
+        stacklevel=3)
+
+
 def _exact(values: List[tf.data.Dataset], counts: List[int], batched: bool,
            permute: bool, seed: Optional[int]) -> tf.data.Dataset:
   """Batches holding exactly ``counts[i]`` rows of source ``i``, permuted."""
@@ -313,8 +372,10 @@ def mix(datasets: Datasets,
       when None with ``balance='episodes'``, datasets of episodes with known
       cardinality give their own.
     exact: every batch holds exactly ``exact_counts(weights, batch_size)``
-      rows of each source (needs ``batch_size``); else sources are sampled
-      per element with ``tf.data.Dataset.sample_from_datasets``.
+      rows of each source (needs ``batch_size``; a source of non-zero weight
+      rounded to no row is a ValueError, shares more than 10% off their
+      weights an ``ExactCountsWarning``); else sources are sampled per
+      element with ``tf.data.Dataset.sample_from_datasets``.
     batch_size: batch the mixture (needed with ``exact``).
     batched: the sources' elements are batches (leading batch axis); they
       are then ``rebatch``-ed rather than batched (exact mode, or sampled
@@ -336,7 +397,8 @@ def mix(datasets: Datasets,
     TypeError: for datasets or numbers of the wrong type.
     ValueError: weights not summing to one, negative or of the wrong length;
       an empty source (known empty); mismatched element structures; a bad
-      ``balance``, ``sizes`` or ``batch_size``. A source that turns out
+      ``balance``, ``sizes`` or ``batch_size``; exact mode leaving a source
+      of non-zero weight out of every batch. A source that turns out
       empty only when read raises ``tf.errors.InvalidArgumentError`` naming
       it.
 
@@ -392,6 +454,7 @@ def mix(datasets: Datasets,
           'stop_on_empty_dataset=False would break the exact fractions '
           '(repeat() the sources instead).')
     counts = exact_counts(weights_array, batch_size)
+    check_exact_shares(names, weights_array, counts)
     return _exact(values, counts, batched, permute, seed)
   mixed = tf.data.Dataset.sample_from_datasets(
       values, weights=weights_array.tolist(), seed=seed,

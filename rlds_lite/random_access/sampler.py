@@ -144,6 +144,9 @@ class Sampler:
                        f'one, got {weights}.')
     self.weights = tuple(weights)
     self.counts = tuple(mixing.exact_counts(weights, self.global_batch_size))
+    mixing.check_exact_shares(
+        [f'dataset {i}' for i in range(len(sizes))], weights, self.counts,
+        'Sampler', 'global batch size', 'other weights')
     self._cumulative = np.concatenate([[0], np.cumsum(self.counts)]).astype(
         np.int64)
     self._dataset_seeds = tuple(derive_seed(self.seed, 'dataset', i)

@@ -2,9 +2,11 @@
 
 import collections
 import fractions
+import warnings
 
 import hypothesis
 from hypothesis import strategies as st
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -50,7 +52,8 @@ EXACT_CASES = {
 }
 
 
-@pytest.mark.parametrize('batch_size', [1, 7, 64])
+@pytest.mark.filterwarnings('ignore::rlds_lite.pipeline.ExactCountsWarning')
+@pytest.mark.parametrize('batch_size', [7, 64])
 @pytest.mark.parametrize('weights', list(EXACT_CASES.values()),
                          ids=list(EXACT_CASES))
 def test_exact_batches_hold_exact_counts_in_source_order(weights, batch_size):
@@ -67,6 +70,56 @@ def test_exact_batches_hold_exact_counts_in_source_order(weights, batch_size):
       np.testing.assert_array_equal(
           rows, i * OFFSET + taken[i] + np.arange(count))
       taken[i] += count
+
+
+# The rounding is the same in every batch: (weights, batch_size) -> the
+# counts, and the error or warning it gives (None: none).
+EXACT_ROUNDING_CASES = {
+    'one_row_of_two_sources': ((0.5, 0.5), 1, ValueError,
+                               'mix: batch_size 1 gives datasets[1] (weight '
+                               '0.5) no row in any batch (the weights round '
+                               'to [1, 0] rows); the smallest batch_size that '
+                               'gives every source a row is 2, or use '
+                               'exact=False.'),
+    'a_middle_source_never_drawn': (
+        (0.3, 0.3, 0.4), 2, ValueError,
+        'gives datasets[1] (weight 0.3) no row in any batch (the weights '
+        'round to [1, 0, 1] rows); the smallest batch_size that gives every '
+        'source a row is 3'),
+    'a_rare_source_never_drawn': (
+        (0.99, 0.01), 8, ValueError,
+        'gives datasets[1] (weight 0.01) no row in any batch (the weights '
+        'round to [8, 0] rows); the smallest batch_size that gives every '
+        'source a row is 51'),
+    'shares_far_off': (
+        (0.25, 0.25, 0.5), 3, mixing.ExactCountsWarning,
+        'mix: batch_size 3: every batch holds [1, 1, 1] rows, shares '
+        '[0.333, 0.333, 0.333] of weights [0.25, 0.25, 0.5]'),
+    'shares_close': ((1 / 3, 1 / 3, 1 / 3), 64, None, None),
+    'a_zero_weight_is_no_row': ((1.0, 0.0), 1, None, None),
+}
+
+
+@pytest.mark.parametrize('case', list(EXACT_ROUNDING_CASES.values()),
+                         ids=list(EXACT_ROUNDING_CASES))
+def test_exact_rounding_never_drops_a_source_silently(case):
+  weights, batch_size, kind, message = case
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    if kind is ValueError:
+      with pytest.raises(ValueError) as raised:
+        mixing.mix(sources(len(weights)), weights, exact=True,
+                   batch_size=batch_size)
+      assert message in str(raised.value)
+    else:
+      mixing.mix(sources(len(weights)), weights, exact=True,
+                 batch_size=batch_size)
+  warned = [str(w.message) for w in caught
+            if issubclass(w.category, mixing.ExactCountsWarning)]
+  if kind is mixing.ExactCountsWarning:
+    assert len(warned) == 1 and message in warned[0]
+  else:
+    assert not warned
 
 
 def test_exact_without_permute_concatenates_sources_in_order():

@@ -117,3 +117,13 @@ def test_spread_is_the_same_for_the_same_seed_and_position():
   b = SpreadOrder(np.array([5, 9, 2]), 4, seed=3).sample_ids(np.arange(40, 50))
   c = SpreadOrder(np.array([5, 9, 2]), 4, seed=4).sample_ids(np.arange(40, 50))
   assert a.tolist() == b.tolist() != c.tolist()
+
+
+def test_a_source_rounded_to_no_sample_is_refused():
+  with pytest.raises(ValueError) as raised:
+    Sampler([10, 10], weights=[0.9, 0.1], batch_size=1,
+            num_hosts=2, seed=0)
+  assert str(raised.value) == (
+      'Sampler: global batch size 2 gives dataset 1 (weight 0.1) no row in '
+      'any batch (the weights round to [2, 0] rows); the smallest global '
+      'batch size that gives every source a row is 6, or use other weights.')
