@@ -389,7 +389,8 @@ def validate(dataset: Any,
 
   Raises:
     FileNotFoundError, ValueError: for a missing path or a dataset that is
-      not RLDS at all (no ``steps``). Damaged files of a dataset on disk are
+      not RLDS at all (no ``steps``), or ``last_step_invalid=True`` with
+      ``last_step='valid'``. Damaged files of a dataset on disk are
       problems of the report (``corrupt_file``, ``undecodable``,
       ``features_mismatch``, each naming the file), not errors. An
       array_record dataset is read with ``tfds.data_source``.
@@ -402,6 +403,10 @@ def validate(dataset: Any,
   """
   names = repair_lib.repair_names(repair)
   policy = last_step_lib.as_last_step(last_step, 'validate')
+  if last_step_invalid and policy is last_step_lib.LastStep.VALID:
+    raise ValueError("validate: last_step_invalid=True and last_step='valid' "
+                     'contradict each other (invalid final-step values, or '
+                     'real ones?); pass one of them.')
   last_values = policy is last_step_lib.LastStep.INVALID
   damaged: List[dataset_files.CorruptDatasetError] = []
   try:

@@ -56,13 +56,21 @@ def _chosen(args: argparse.Namespace):
   if args.where:
     catalog = catalog.select(args.where)
   if args.sort:
-    catalog = catalog.sort(args.sort, descending=args.descending)
+    try:
+      catalog = catalog.sort(args.sort, descending=args.descending)
+    except (KeyError, ValueError) as error:  # Named by its flag, not method.
+      message = dataset_options.one_line(error).removeprefix('Catalog.sort: ')
+      raise ValueError(f'--sort {args.sort}: {message}') from None
   if args.limit is not None:
     catalog = catalog.head(args.limit)
   columns = None
-  if args.columns:
-    columns = [catalog.resolve(c.strip()) for c in args.columns.split(',')
-               if c.strip()]
+  if args.columns is not None:
+    names = [c.strip() for c in args.columns.split(',') if c.strip()]
+    if not names:
+      raise ValueError(f'--columns {args.columns!r} names no column; give '
+                       'column names, e.g. --columns length,return, or leave '
+                       'it out for all.')
+    columns = [catalog.resolve(name) for name in names]
   return catalog, total, columns
 
 

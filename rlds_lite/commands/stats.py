@@ -28,9 +28,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
   parser.add_argument('--no-cache', action='store_true',
                       help='neither read nor write the statistics cache')
   dataset_options.add_last_step_argument(parser, 'left out of the statistics')
-  parser.add_argument('--keep-last-step', action='store_const',
-                      dest='last_step', const='valid',
+  parser.add_argument('--keep-last-step', action='store_true',
                       help='the same as --last-step valid')
+  parser.set_defaults(last_step=None)  # To tell an explicit 'invalid' apart.
+
+
+def _last_step(args: argparse.Namespace) -> str:
+  """``--last-step`` with ``--keep-last-step``; a ValueError if they differ.
+
+  Example:
+    >>> _last_step(argparse.Namespace(last_step=None, keep_last_step=True))
+    'valid'
+  """
+  if args.keep_last_step:
+    if args.last_step == 'invalid':
+      raise ValueError('--keep-last-step and --last-step invalid contradict '
+                       'each other; pass one of them.')
+    return 'valid'
+  return args.last_step or 'invalid'
 
 
 def _one_line(error: BaseException) -> str:
@@ -67,19 +82,27 @@ def run(args: argparse.Namespace) -> int:
   if (path.startswith(('/', './', '../')) or os.sep in path and
       ':' not in path) and not os.path.exists(path):
     return _fail(f'dataset directory {args.path!r} does not exist.')
+  try:
+    last_step = _last_step(args)
+  except ValueError as e:
+    return _fail(str(e))
+  keys = None
+  if args.keys is not None:
+    keys = [k.strip() for k in args.keys.split(',') if k.strip()]
+    if not keys:
+      return _fail(f'--keys {args.keys!r} names no field; give field paths, '
+                   'e.g. --keys action,observation/pos, or leave it out for '
+                   'all numeric fields.')
   dataset_options.quiet_logs()
   # pylint: disable=g-import-not-at-top
   from rlds_lite import stats as stats_lib
-  keys = None
-  if args.keys:
-    keys = [k.strip() for k in args.keys.split(',') if k.strip()]
   source = path if os.path.exists(path) else args.path
   try:
     split = args.split or _default_split(source, args.data_dir)
     with dataset_options.last_step_warnings(
         'stats', also=(stats_lib.NonFiniteValuesWarning,)):
       stats = stats_lib.compute(
-          source, split=split, keys=keys, last_step=args.last_step,
+          source, split=split, keys=keys, last_step=last_step,
           cache=not args.no_cache, progress=not args.no_progress,
           data_dir=args.data_dir)
   except (FileNotFoundError, ValueError, KeyError, TypeError) as e:

@@ -41,9 +41,13 @@ def _argument_problem(args: argparse.Namespace) -> Optional[str]:
   """What is wrong with the numbers given, or None (checked before any work).
 
   Example:
-    >>> _argument_problem(argparse.Namespace(max_problems=5, episodes=0))
+    >>> _argument_problem(argparse.Namespace(
+    ...     max_problems=5, episodes=0, last_step_invalid=False))
     '--episodes must be at least 1.'
   """
+  if args.last_step_invalid and args.last_step == 'valid':
+    return ('--last-step-invalid and --last-step valid contradict each other '
+            '(invalid final-step values, or real ones?); pass one of them.')
   if args.max_problems < 1:
     return '--max-problems must be at least 1.'
   if args.episodes is not None and args.episodes < 1:

@@ -132,12 +132,14 @@ def test_episodes_json_lists_every_episode(robot, capsys):
      'episode_metadata/scene, episode_metadata/success, shard, record).'),
     (['--where', 'length >'], "EXPR 'length >': unexpected end of the "
      'expression;'),
-    (['--sort', 'speed'], "Catalog.sort: no column 'speed' (columns: index,"),
+    (['--sort', 'speed'], "--sort speed: no column 'speed' (columns: index,"),
+    (['--columns', ' , '], "--columns ' , ' names no column; give column "
+     'names, e.g. --columns length,return, or leave it out for all.'),
     (['--split', 'test'], "dataset '{path}' has no split 'test' (its splits: "
      "['train'])."),
     (['--limit', '-1'], '--limit must be at least 0.'),
-], ids=['unknown-column', 'syntax-error', 'unknown-sort-key', 'unknown-split',
-        'negative-limit'])
+], ids=['unknown-column', 'syntax-error', 'unknown-sort-key',
+        'empty-columns', 'unknown-split', 'negative-limit'])
 def test_episodes_bad_input_is_one_line_and_exit_2(robot, capsys, args,
                                                    message):
   code, out, err = _main(capsys, 'episodes', robot['path'], *args)

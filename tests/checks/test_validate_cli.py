@@ -68,7 +68,12 @@ def test_validate_json(datasets, capsys):
      "'no_such_registered_rlds'"),
     (['{good}', '--max-problems', '0'],
      'rlds-lite validate: --max-problems must be at least 1.'),
-], ids=['not-a-dataset', 'unknown-name', 'bad-max-problems'])
+    (['{good}', '--last-step-invalid', '--last-step', 'valid'],
+     'rlds-lite validate: --last-step-invalid and --last-step valid '
+     'contradict each other (invalid final-step values, or real ones?); pass '
+     'one of them.'),
+], ids=['not-a-dataset', 'unknown-name', 'bad-max-problems',
+        'contradicting-last-step-flags'])
 def test_bad_input_exits_2(datasets, tmp_path, capsys, args, message):
   fill = {'empty': str(tmp_path), 'good': datasets[0]}
   assert cli.main(['validate', *[a.format(**fill) for a in args]]) == 2

@@ -417,6 +417,14 @@ def test_last_step_must_be_valid_or_invalid():
     checks.validate(_episodes(), last_step='keep')
 
 
+def test_last_step_invalid_contradicts_last_step_valid():
+  with pytest.raises(ValueError) as raised:
+    checks.validate(_episodes(), last_step_invalid=True, last_step='valid')
+  assert str(raised.value) == (
+      "validate: last_step_invalid=True and last_step='valid' contradict each "
+      'other (invalid final-step values, or real ones?); pass one of them.')
+
+
 def test_an_undecodable_frame_is_named_by_field_and_step(tmp_path):
   # TFDS's decode error names no field; the readers find the frame.
   _, bad = rlds_testing.camera_datasets_good_and_undecodable(

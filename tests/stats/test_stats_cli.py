@@ -117,7 +117,14 @@ def test_missing_path_exits_non_zero_with_one_line(runs):
      'is_first, is_last, is_terminal, observation, reward).'),
     (lambda r: [r['path'], '--split', 'test'],
      "dataset '{path}' has no split 'test' (its splits: ['train'])."),
-], ids=['not-rlds', 'unknown-key', 'unknown-split'])
+    (lambda r: [r['path'], '--keys', ''],
+     "--keys '' names no field; give field paths, e.g. --keys "
+     'action,observation/pos, or leave it out for all numeric fields.'),
+    (lambda r: [r['path'], '--keep-last-step', '--last-step', 'invalid'],
+     '--keep-last-step and --last-step invalid contradict each other; pass '
+     'one of them.'),
+], ids=['not-rlds', 'unknown-key', 'unknown-split', 'empty-keys',
+        'contradicting-last-step-flags'])
 def test_bad_input_exits_non_zero_with_one_line(runs, capsys, args, message):
   assert cli.main(['stats', *args(runs), '--no-progress']) == 2
   out, err = capsys.readouterr()
