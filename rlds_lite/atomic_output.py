@@ -36,8 +36,9 @@ window finds no target; `missing_hint` says where the old one is.
 Everything a writer writes is under the lock, so whatever the lock holder
 finds with these names belongs to a dead writer. Outputs follow the umask
 as a file ``open`` creates would (no ``mkstemp`` 0600 modes). The lock file
-stays (hidden) beside the target: deleting it would let two writers hold
-"the" lock. On a remote path (``gs://...``) nothing is locked or flushed and
+``.<name>.lock`` exists while a writer works; its holder deletes it as its
+last act (``remove_file`` in `rlds_lite.tfds.locking`), and a killed
+writer's one is deleted by the next writer. On a remote path (``gs://...``) nothing is locked or flushed and
 a directory rename is a copy: there it is not atomic.
 
 Example:
@@ -48,7 +49,7 @@ Example:
   ...   open(os.path.join(output.path, 'a.tar'), 'wb').close()
   ...   _ = output.publish()
   >>> sorted(os.listdir(parent)), os.listdir(target)
-  (['.shards.lock', 'shards'], ['a.tar'])
+  (['shards'], ['a.tar'])
 """
 
 import os
@@ -220,7 +221,7 @@ class AtomicOutput:
     ... except OSError:
     ...   pass
     >>> open(target, 'rb').read(), sorted(os.listdir(os.path.dirname(target)))
-    (b'new', ['.data.npz.lock', 'data.npz'])
+    (b'new', ['data.npz'])
   """
 
   def __init__(self, target: PathLike, *, directory: bool = False,
@@ -233,7 +234,8 @@ class AtomicOutput:
     self._directory = directory
     self._check = check
     self._lock = locking.DatasetLock(self._target, timeout=lock_timeout,
-                                     label=label or repr(self._target))
+                                     label=label or repr(self._target),
+                                     remove_file=True)
     self._path: Optional[str] = None
     self._published = False
 
