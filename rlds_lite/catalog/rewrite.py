@@ -7,7 +7,11 @@ images included) into a new dataset written by `rlds_lite.tfds.EpisodeWriter`
 dataset. The new dataset goes to ``out_dir/<name>/<version>`` (``out_dir``
 is a TFDS ``data_dir``: ``rlds_lite.load(out_dir)`` and
 ``tfds.load(name, data_dir=out_dir)`` both find it); ``out_dir`` must not
-exist, and on any error nothing is left of it.
+exist. The whole ``out_dir`` is written under a hidden name beside it and
+renamed in once its dataset is complete (`rlds_lite.atomic_output`): on any
+error or a kill nothing appears at ``out_dir``, a re-run is not refused, and
+the next writer removes what a killed one left. Two runs writing one
+``out_dir`` run one after the other (the second then fails: it exists).
 
 - ``val_fraction=F, seed=S`` writes splits ``'train'`` and ``'validation'``
   instead of one: ``round(F * N)`` episodes (halves round up) chosen with
@@ -42,7 +46,6 @@ Example:
 import contextlib
 import dataclasses
 import os
-import shutil
 from typing import (Any, Dict, Iterator, List, Optional, Sequence, Tuple,
                     Union)
 
@@ -50,6 +53,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import atomic_output
 from rlds_lite import dataset_files
 from rlds_lite import loading
 from rlds_lite import progress as progress_lib
@@ -117,24 +121,6 @@ def _check_out_dir(out_dir: PathLike) -> str:
     raise FileExistsError(f'{out_dir!r} already exists; choose a new output '
                           'directory (nothing was written).')
   return out_dir
-
-
-def _create_out_dir(out_dir: str) -> None:
-  """Creates ``out_dir``; a FileExistsError if it exists (even if just made).
-
-  A local directory is created exclusively (``os.mkdir``), so of two runs
-  writing to the same new ``out_dir`` one fails at once, and the cleanup of
-  a failed run removes only a directory it made.
-  """
-  if '://' in out_dir:  # Object stores have no exclusive create.
-    tf.io.gfile.makedirs(out_dir)
-    return
-  os.makedirs(os.path.dirname(os.path.abspath(out_dir)), exist_ok=True)
-  try:
-    os.mkdir(out_dir)
-  except FileExistsError:
-    raise FileExistsError(f'{out_dir!r} already exists; choose a new output '
-                          'directory (nothing was written).') from None
 
 
 def _flat_features(features: tfds.features.FeaturesDict
@@ -311,10 +297,12 @@ def _write(operation: str, sources: Sequence[_Source], out_dir: str,
       'episodes': {split: _runs(sources, take)
                    for split, take in out_splits.items()},
   }}
-  _create_out_dir(out_dir)
-  try:
+  # The whole out_dir is staged beside it and renamed in once the dataset
+  # is published inside: a kill leaves no out_dir, and no re-run is refused.
+  with atomic_output.AtomicOutput(out_dir, directory=True,
+                                  check=_check_out_dir) as output:
     with episode_writer.EpisodeWriter(
-        out_dir, name, info.features, splits=tuple(out_splits),
+        output.path, name, info.features, splits=tuple(out_splits),
         file_format=first.files.file_format, version=str(info.version),
         description=info.description, homepage=info.homepage,
         citation=info.citation, metadata=metadata) as writer:
@@ -331,10 +319,9 @@ def _write(operation: str, sources: Sequence[_Source], out_dir: str,
               writer.add_serialized_episode(record, split_of(position))
               position += 1
               bar.update(1)
-  except BaseException:
-    tf.io.gfile.rmtree(out_dir)
-    raise
-  return writer.path
+    staged = writer.path
+    output.publish()
+  return os.path.join(out_dir, os.path.relpath(staged, output.path))
 
 
 def filter_dataset(source: PathLike,

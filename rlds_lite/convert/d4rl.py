@@ -31,11 +31,11 @@ Example:
 """
 
 import os
-import tempfile
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 
+from rlds_lite import atomic_output
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
@@ -416,19 +416,12 @@ def to_d4rl(episodes: episodes_lib.EpisodesLike,
 
 def _write_hdf5(arrays: Dict[str, np.ndarray], path: str) -> None:
   import h5py  # pylint: disable=g-import-not-at-top
-  directory = os.path.dirname(os.path.abspath(path))
-  handle, temp = tempfile.mkstemp(suffix='.hdf5.tmp', dir=directory)
-  os.close(handle)
-  try:
-    with h5py.File(temp, 'w') as file:
+  with atomic_output.AtomicOutput(path) as output:
+    with h5py.File(output.path, 'w') as file:
       for key, value in arrays.items():
         if np.asarray(value).dtype.kind in 'OSUT':
           value, dtype = strings.for_hdf5(np.asarray(value), key, path)
           file.create_dataset(key, data=value, dtype=dtype)
         else:
           file.create_dataset(key, data=value)
-    os.replace(temp, path)
-  except BaseException:
-    if os.path.exists(temp):
-      os.remove(temp)
-    raise
+    output.publish()

@@ -78,16 +78,29 @@ def _file_target(path: PathLike) -> str:
 
 
 def _save_npz(data: Dict[str, Any], path: str) -> str:
-  """Saves nested arrays as ``a/b`` keys; strings as ``S`` arrays (no pickle)."""
+  """Saves nested arrays as ``a/b`` keys; strings as ``S`` arrays (no pickle).
+
+  Atomically, one writer at a time (`rlds_lite.atomic_output`): a second
+  writer of ``path`` waits, then fails (it exists); a failure or a kill
+  leaves no file at ``path`` (a killed writer's hidden file is removed by
+  the next writer).
+  """
   flat = {}
   for key, value in nest_paths.flatten_with_paths(data):
     value = np.asarray(value)
     if value.dtype.kind in 'OSUT':
       value = strings.for_npz(value, key, path)
     flat[key] = value
-  tmp = path + '.partial.npz'
-  np.savez(tmp, **flat)
-  os.replace(tmp, path)
+
+  def check(target: str) -> None:  # Under the lock: one writer wins.
+    if os.path.lexists(target):
+      raise FileExistsError(f'{target} exists; choose a new target')
+
+  from rlds_lite import atomic_output  # pylint: disable=g-import-not-at-top
+  with atomic_output.AtomicOutput(path, check=check) as output:
+    with open(output.path, 'xb') as f:  # A hidden name; np.savez adds no
+      np.savez(f, **flat)               # '.npz' to a file object's name.
+    output.publish()
   return path
 
 

@@ -40,13 +40,13 @@ import io
 import os
 import pickle
 import tarfile
-import tempfile
 from typing import (Any, Dict, Iterable, Iterator, List, Optional, Sequence,
-                    Tuple, Union)
+                    Union)
 
 import numpy as np
 import tensorflow as tf
 
+from rlds_lite import atomic_output
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
@@ -842,23 +842,29 @@ def _add_member(file: Any, name: str, value: Any) -> None:
   file.write(bytes(-len(payload) % 512))
 
 
-def _write_temp_shard(path: str, frames: List[Dict[str, Any]], metadata: Any
-                      ) -> str:
-  """Writes the ustar shard of ``path`` to a hidden temporary file; its path."""
-  directory = os.path.dirname(os.path.abspath(path))
-  handle, temp = tempfile.mkstemp(suffix='.tar.tmp', dir=directory,
-                                  prefix='.' + os.path.basename(path))
-  try:
-    with os.fdopen(handle, 'wb') as file:
-      _add_member(file, METADATA_MEMBER, metadata)
-      for index, frame in enumerate(frames):
-        for field, value in frame.items():
-          _add_member(file, f'frame_{index:03d}.{field}.pickle', value)
-      file.write(bytes(1024))  # end-of-archive marker
-  except BaseException:
-    os.remove(temp)
-    raise
-  return temp
+def _write_shard(path: str, frames: List[Dict[str, Any]], metadata: Any
+                 ) -> None:
+  """Writes one ustar shard (in the hidden staging directory)."""
+  with open(path, 'xb') as file:  # Mode 0666 less the umask.
+    _add_member(file, METADATA_MEMBER, metadata)
+    for index, frame in enumerate(frames):
+      for field, value in frame.items():
+        _add_member(file, f'frame_{index:03d}.{field}.pickle', value)
+    file.write(bytes(1024))  # end-of-archive marker
+
+
+def _check_shard_dir(out_dir: str) -> None:
+  """Raises unless ``out_dir`` is absent or an empty directory."""
+  if not os.path.lexists(out_dir):
+    return
+  if not os.path.isdir(out_dir):
+    raise FileExistsError(f'{out_dir} exists and is not a directory.')
+  if glob.glob(os.path.join(out_dir, '*.tar')):
+    raise FileExistsError(f'{out_dir} already holds *.tar shards.')
+  if os.listdir(out_dir):
+    raise FileExistsError(
+        f'{out_dir} holds other files; to_webdataset writes a new or empty '
+        'directory (its shards appear together, in one rename).')
 
 
 def _frame_at(nest: Any, row: int) -> Any:
@@ -881,9 +887,13 @@ def to_webdataset(episodes: episodes_lib.EpisodesLike,
   has ``frames_per_shard`` frames. ``infos`` carries
   ``TimeLimit.truncated`` on the last frame of a truncated episode,
   ``episode_metadata`` on an episode's first frame, ``discount`` when
-  stored, and the other step fields. Every shard is written to a temporary
-  file, and they are renamed into place once all are written: a failure
-  leaves no shard. `from_webdataset` gives the episodes back
+  stored, and the other step fields. The shards are written into a hidden
+  directory beside ``out_dir`` that is renamed to ``out_dir`` once all are
+  on disk (`rlds_lite.atomic_output`): they appear together, and a failure
+  or a kill leaves no shard (a dead writer's hidden directory is removed by
+  the next writer). Writers of one ``out_dir`` run one at a time (a lock
+  file ``.<out_dir name>.lock`` beside it); the second then finds the
+  shards and fails. `from_webdataset` gives the episodes back
   exactly (apart from the last step's non-observation values).
 
   Args:
@@ -908,15 +918,12 @@ def to_webdataset(episodes: episodes_lib.EpisodesLike,
   if frames_per_shard < 1:
     raise ValueError(f'frames_per_shard={frames_per_shard}; must be >= 1.')
   out_dir = os.fspath(out_dir)
-  if glob.glob(os.path.join(out_dir, '*.tar')):
-    raise FileExistsError(f'{out_dir} already holds *.tar shards.')
+  _check_shard_dir(out_dir)  # Before reading; again under the lock.
   rows = rows_from_episodes(episodes, one_step=one_step,
                             what='a webdataset shard', last_step=last_step,
                             where='to_webdataset')
   if rows is None:
     raise ValueError('to_webdataset: no episodes with rows to write.')
-  os.makedirs(out_dir, exist_ok=True)  # Once the episodes are read: a bad
-  # one leaves no empty directory (which a retry would find in its way).
   metadata = {} if metadata is None else metadata
   ends = rows['ends']
   starts = np.concatenate([[True], ends[:-1]])
@@ -925,14 +932,15 @@ def to_webdataset(episodes: episodes_lib.EpisodesLike,
              'acts': rows['actions']}
   if rows['rewards'] is not None:
     columns['rews'] = rows['rewards']
-  written: List[Tuple[str, str]] = []  # (temporary file, shard path)
+  names: List[str] = []
+  with atomic_output.AtomicOutput(out_dir, directory=True,
+                                  check=_check_shard_dir) as output:
 
-  def write(frames: List[Dict[str, Any]]) -> None:
-    path = os.path.join(out_dir, f'shard_{len(written):06d}.tar')
-    written.append((_write_temp_shard(path, frames, metadata), path))
+    def write(frames: List[Dict[str, Any]]) -> None:
+      names.append(f'shard_{len(names):06d}.tar')
+      _write_shard(os.path.join(output.path, names[-1]), frames, metadata)
 
-  frames: List[Dict[str, Any]] = []
-  try:
+    frames: List[Dict[str, Any]] = []
     for row in range(len(ends)):
       frame = {k: _frame_at(v, row) for k, v in columns.items()}
       frame['dones'] = bool(ends[row])
@@ -950,10 +958,5 @@ def to_webdataset(episodes: episodes_lib.EpisodesLike,
         frames = []
     if frames:
       write(frames)
-  except BaseException:  # No shard is visible yet: leave none behind.
-    for temp, _ in written:
-      os.remove(temp)
-    raise
-  for temp, path in written:  # Published together once all are written.
-    os.replace(temp, path)
-  return [path for _, path in written]
+    output.publish()
+  return [os.path.join(out_dir, name) for name in names]

@@ -63,17 +63,17 @@ Example:
   (b'push', (3, 1))
 """
 
+import contextlib
 import glob
 import json
 import os
 import re
-import shutil
-import tempfile
 from typing import (Any, Dict, Iterable, Iterator, List, NamedTuple, Optional,
                     Sequence, Tuple, Union)
 
 import numpy as np
 
+from rlds_lite import atomic_output
 from rlds_lite import nest_paths
 from rlds_lite import overwriting
 from rlds_lite import rlds_types
@@ -559,8 +559,14 @@ def to_lerobot(episodes: episodes_lib.EpisodesLike,
   it); the module docstring tables the mapping. Episodes are streamed: one
   episode's rows at a time go to Parquet (a row group each) and its frames
   to each camera's encoder (SVT-AV1 uses every core), so memory holds about
-  one episode whatever the dataset's size. The dataset appears atomically (written to a temporary
-  directory beside ``root``, then renamed).
+  one episode whatever the dataset's size. The dataset appears atomically
+  (`rlds_lite.atomic_output`: written to a hidden directory beside
+  ``root``, renamed in; an overwrite sets the old one aside and deletes it
+  after). A kill leaves the old dataset or the new one (killed between the
+  two renames of an overwrite: the old one, whole, as
+  ``.<name>.replaced-*``, which the next writer renames back); a failure
+  (a full disk included) leaves nothing. Writers of one ``root`` run one at
+  a time (lock file ``.<name>.lock`` beside it).
 
   Args:
     episodes: Episodes or an RLDS dataset (every episode of one structure).
@@ -626,35 +632,37 @@ def to_lerobot(episodes: episodes_lib.EpisodesLike,
                        "repo_id such as 'user/dataset'.")
     root = os.path.join(lerobot_home(), repo_id)
   root = os.path.abspath(os.fspath(root))
-  overwriting.check_replaceable(root, kind='LeRobot dataset',
-                                marker=layout.INFO_PATH, writer='to_lerobot')
-  if os.path.exists(root) and if_exists == 'error':
-    raise FileExistsError(f"to_lerobot: {root} exists; pass "
-                          "if_exists='overwrite' to replace it.")
-  parent = os.path.dirname(root)
-  os.makedirs(parent, exist_ok=True)
-  temp = tempfile.mkdtemp(prefix=f'.{os.path.basename(root)}.tmp-',
-                          dir=parent)
+
+  def check(target: str) -> None:
+    overwriting.check_replaceable(target, kind='LeRobot dataset',
+                                  marker=layout.INFO_PATH,
+                                  writer='to_lerobot')
+    if os.path.exists(target) and if_exists == 'error':
+      raise FileExistsError(f"to_lerobot: {target} exists; pass "
+                            "if_exists='overwrite' to replace it.")
+
+  check(root)  # Before reading; again under the lock.
   source = '<episodes>'
-  writer = _DatasetWriter(
-      temp, fps=int(fps), task_key=task_key, default_task=default_task,
-      video=video, video_keys=video_keys, vcodec=vcodec,
-      robot_type=robot_type, names=dict(names or {}),
-      chunks_size=chunks_size, data_files_size_in_mb=data_files_size_in_mb,
-      video_files_size_in_mb=video_files_size_in_mb, source=source)
-  try:
-    for index, episode in enumerate(
-        episodes_lib.checked_episodes(episodes, source=source)):
-      writer.add(index, episode)
-    writer.close()
-    os.chmod(temp, 0o755)
-    if os.path.exists(root):
-      shutil.rmtree(root)
-    os.rename(temp, root)
-  except BaseException:
-    writer.abort()
-    shutil.rmtree(temp, ignore_errors=True)
-    raise
+  with atomic_output.AtomicOutput(root, directory=True, check=check,
+                                  label=f'to_lerobot: {root}') as output:
+    writer = _DatasetWriter(
+        output.path, fps=int(fps), task_key=task_key,
+        default_task=default_task, video=video, video_keys=video_keys,
+        vcodec=vcodec, robot_type=robot_type, names=dict(names or {}),
+        chunks_size=chunks_size, data_files_size_in_mb=data_files_size_in_mb,
+        video_files_size_in_mb=video_files_size_in_mb, source=source)
+    try:
+      for index, episode in enumerate(
+          episodes_lib.checked_episodes(episodes, source=source)):
+        writer.add(index, episode)
+      writer.close()
+    except BaseException:
+      # Its own error (e.g. ENOSPC again while closing encoders) must not
+      # hide the first one; the staging directory goes either way.
+      with contextlib.suppress(Exception):
+        writer.abort()
+      raise
+    output.publish()
   return root
 
 

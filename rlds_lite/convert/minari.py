@@ -39,14 +39,13 @@ import io
 import json
 import os
 import re
-import shutil
-import tempfile
 from typing import (Any, Dict, Iterable, Iterator, List, Optional, Sequence,
                     Tuple, Union)
 
 import numpy as np
 
 from rlds_lite import nest_paths
+from rlds_lite import atomic_output
 from rlds_lite import overwriting
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
@@ -661,7 +660,12 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
   does (``minari.load_dataset(dataset_id)`` with ``MINARI_DATASETS_PATH =
   out_dir`` loads it), plus the global metadata as root attributes for older
   readers. Images are stored raw (``jpeg_encoding: false``; lossless). The
-  dataset appears atomically (written to a temporary directory, renamed).
+  dataset appears atomically (`rlds_lite.atomic_output`: written to a hidden
+  directory beside it, renamed in; an overwrite sets the old one aside and
+  deletes it after). A kill leaves the old dataset or the new one (killed
+  between the two renames of an overwrite: the old one, whole, as
+  ``.<name>.replaced-*``, which the next writer renames back). Writers of
+  one dataset run one at a time (lock file ``.<name>.lock`` beside it).
 
   Args:
     episodes: Episodes or an RLDS dataset; they need ``observation``,
@@ -681,7 +685,8 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
       `infer_space`). Needed when there are no episodes.
     metadata: more global metadata for ``metadata.json`` (``author``,
       ``algorithm_name``, ``env_spec``, ...).
-    if_exists: ``'error'`` or ``'overwrite'``.
+    if_exists: ``'error'`` or ``'overwrite'`` (only a Minari dataset, or an
+      empty directory, is replaced: `rlds_lite.overwriting`).
     last_step: ``'invalid'`` (default, RLDS): the last step's action,
       reward and discount are left out, with one
       `rlds_lite.dense.LastStepValuesWarning` naming the fields of
@@ -720,18 +725,21 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
   policy = transitions.last_step_policy(last_step, 'to_minari')
   dropped = transitions.LastStepValues('to_minari', extras=False)
   root = os.path.join(os.fspath(out_dir), dataset_id)
-  overwriting.check_replaceable(root, kind='Minari dataset',
-                                marker=os.path.join('data', MAIN_FILE),
-                                writer='to_minari')
-  if os.path.exists(root) and if_exists == 'error':
-    raise FileExistsError(f'to_minari: {root} exists; pass '
-                          "if_exists='overwrite' to replace it.")
-  parent = os.path.dirname(root)
-  os.makedirs(parent, exist_ok=True)
-  temp = tempfile.mkdtemp(prefix=f'.{os.path.basename(root)}.tmp-', dir=parent)
-  source = '<episodes>'
-  try:
-    data = os.path.join(temp, 'data')
+
+  def check(target: str) -> None:
+    overwriting.check_replaceable(target, kind='Minari dataset',
+                                  marker=os.path.join('data', MAIN_FILE),
+                                  writer='to_minari')
+    if os.path.exists(target) and if_exists == 'error':
+      raise FileExistsError(f'to_minari: {target} exists; pass '
+                            "if_exists='overwrite' to replace it.")
+
+  check(root)  # Before reading; again under the lock.
+  output = atomic_output.AtomicOutput(root, directory=True, check=check,
+                                      label=f'to_minari: {root}')
+  with output:
+    source = '<episodes>'
+    data = os.path.join(output.path, 'data')
     os.mkdir(data)
     spaces = {}
     total_steps = total_episodes = 0
@@ -767,12 +775,7 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
                  **global_metadata}, f, default=_json_default)
     if match.group('namespace'):
       _write_namespace_files(os.fspath(out_dir), match.group('namespace'))
-    if os.path.exists(root):
-      shutil.rmtree(root)
-    os.rename(temp, root)
-  except BaseException:
-    shutil.rmtree(temp, ignore_errors=True)
-    raise
+    output.publish()
   dropped.warn()
   return root
 

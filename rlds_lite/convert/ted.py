@@ -39,11 +39,11 @@ Example:
 """
 
 import os
-import tempfile
 from typing import Any, Dict, Optional, Union
 
 import numpy as np
 
+from rlds_lite import atomic_output
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
@@ -325,15 +325,8 @@ def to_ted_h5(episodes: episodes_lib.EpisodesLike,
   import h5py  # pylint: disable=g-import-not-at-top
   nest = to_ted(episodes, one_step=one_step, last_step=last_step)
   path = os.fspath(path)
-  directory = os.path.dirname(os.path.abspath(path))
-  handle, temp = tempfile.mkstemp(suffix='.h5.tmp', dir=directory)
-  os.close(handle)
-  try:
-    with h5py.File(temp, 'w') as file:
+  with atomic_output.AtomicOutput(path) as output:
+    with h5py.File(output.path, 'w') as file:
       _write_group(file, nest, path)
-    os.replace(temp, path)
-  except BaseException:
-    if os.path.exists(temp):
-      os.remove(temp)
-    raise
+    output.publish()
   return path

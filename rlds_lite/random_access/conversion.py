@@ -24,13 +24,13 @@ import hashlib
 import io
 import json
 import os
-import uuid
 from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import atomic_output
 from rlds_lite import dataset_files
 from rlds_lite import loading
 from rlds_lite import overwriting
@@ -215,7 +215,12 @@ def convert(source: PathLike,
       256x256 JPEG camera).
     data_dir: where TFDS finds prepared datasets (names only).
     overwrite: replace an existing dataset at ``out`` (only once the new one
-      is complete).
+      is complete). The dataset appears atomically
+      (`rlds_lite.atomic_output`: written to a hidden directory beside
+      ``out``, renamed in; an overwrite sets the old one aside, then deletes
+      it). A kill leaves the old dataset or the new one (killed between the
+      two renames: the old one, whole, as ``.<name>.replaced-*``, which the
+      next writer renames back). Writers of one ``out`` run one at a time.
     max_bytes_per_file: start a new shard file after this many bytes.
     progress: the progress bar (None: on a terminal only).
 
@@ -246,12 +251,17 @@ def convert(source: PathLike,
   source_dir = os.fspath(builder.data_dir)
   out = os.path.abspath(os.path.expanduser(os.fspath(out))) if out else (
       default_output(source_dir))
-  overwriting.check_replaceable(out, kind='chunk dataset',
-                                marker=_METADATA_FILE, writer='convert',
-                                sources=[source_dir], is_kind=is_chunk_dataset)
-  if tf.io.gfile.exists(out) and not overwrite:
-    raise FileExistsError(f'convert: {out!r} already exists; pass '
-                          'overwrite=True to replace it.')
+
+  def check(target: str) -> None:
+    overwriting.check_replaceable(target, kind='chunk dataset',
+                                  marker=_METADATA_FILE, writer='convert',
+                                  sources=[source_dir],
+                                  is_kind=is_chunk_dataset)
+    if tf.io.gfile.exists(target) and not overwrite:
+      raise FileExistsError(f'convert: {target!r} already exists; pass '
+                            'overwrite=True to replace it.')
+
+  check(out)  # Before reading; again under the lock.
   all_splits = list(builder.info.splits.keys())
   splits = list(splits) if splits else all_splits
   for split in splits:
@@ -268,10 +278,10 @@ def convert(source: PathLike,
   except ValueError as e:
     raise ValueError(f'convert: dataset {label}: {e}') from None
   name = builder.info.name + '_chunks'
-  work = os.path.join(os.path.dirname(out),
-                      f'.{os.path.basename(out)}.incomplete-{uuid.uuid4().hex}')
-  tf.io.gfile.makedirs(work)
-  try:
+  output = atomic_output.AtomicOutput(out, directory=True, check=check,
+                                      label=f'convert: {out!r}')
+  with output:
+    work = output.path
     split_infos, tables = [], {}
     for split in splits:
       template = tfds.core.ShardedFileTemplate(
@@ -342,24 +352,5 @@ def convert(source: PathLike,
     info.set_file_format(tfds.core.FileFormat.TFRECORD)
     info.set_splits(tfds.core.SplitDict(split_infos))
     info.write_to_directory(work)
-    _publish(work, out, overwrite)
-  except BaseException:
-    if tf.io.gfile.exists(work):
-      tf.io.gfile.rmtree(work)
-    raise
+    output.publish()
   return out
-
-
-def _publish(work: str, out: str, overwrite: bool) -> None:
-  tf.io.gfile.makedirs(os.path.dirname(out))
-  if not tf.io.gfile.exists(out):
-    tf.io.gfile.rename(work, out)
-    return
-  if not overwrite:
-    raise FileExistsError(f'convert: {out!r} was created by someone else '
-                          'while converting; this conversion was discarded.')
-  trash = os.path.join(os.path.dirname(out),
-                       f'.{os.path.basename(out)}.replaced-{uuid.uuid4().hex}')
-  tf.io.gfile.rename(out, trash)
-  tf.io.gfile.rename(work, out)
-  tf.io.gfile.rmtree(trash)

@@ -20,7 +20,7 @@ import hashlib
 import inspect
 import json
 import os
-import tempfile
+import uuid
 from typing import Any, Callable, Dict, List, Optional
 
 import tensorflow as tf
@@ -126,7 +126,10 @@ def read(dataset_dir: str, key: str) -> Optional[types.DatasetStats]:
 
 def _write_atomically(path: str, text: str) -> None:
   os.makedirs(os.path.dirname(path), exist_ok=True)
-  fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix='.tmp')
+  tmp = os.path.join(os.path.dirname(path), f'.{os.path.basename(path)}.'
+                     f'{os.getpid()}-{uuid.uuid4().hex}.tmp')
+  fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
+               0o666)  # Less the umask, as any file (mkstemp gave 0600).
   try:
     with os.fdopen(fd, 'w') as f:
       f.write(text)

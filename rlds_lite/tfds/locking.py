@@ -9,9 +9,12 @@ other: the second waits (up to its ``timeout``) or fails up front, and no
 episode is lost.
 
 The lock is ``fcntl.flock`` (exclusive) on the file ``.<version>.lock`` beside
-the dataset directory (``data_dir/name/.1.0.0.lock``), created when missing
-and never deleted (deleting a lock file lets two writers hold "the" lock,
-one on the old file and one on a new one). The kernel releases it when its
+the dataset directory (``data_dir/name/.1.0.0.lock``), created when missing.
+A dataset's lock file is never deleted. Writers of other outputs
+(`rlds_lite.atomic_output`) pass ``remove_file=True``: the holder deletes
+the file as its last act before unlocking, and a writer that got the lock
+checks that the file it locked is still the one at the path (same inode),
+or tries again, so two writers never hold "the" lock on two files. The kernel releases it when its
 holder dies, however it dies, so a killed writer never leaves a stale lock.
 The holder writes its pid and host into the file; the error of a writer
 that timed out names them.
@@ -113,6 +116,8 @@ class DatasetLock:
     timeout: seconds to wait for another holder: None waits as long as it
       takes, 0 fails at once.
     label: how errors name the dataset (default: ``dataset '<dir>'``).
+    remove_file: delete the lock file on release (see the module docstring;
+      a killed holder's file stays until the next holder releases).
 
   Raises (from `acquire`):
     DatasetLockedError: (a TimeoutError) if another process still holds the
@@ -133,13 +138,15 @@ class DatasetLock:
 
   def __init__(self, dataset_dir: PathLike, *,
                timeout: Optional[float] = None,
-               label: Optional[str] = None):
+               label: Optional[str] = None,
+               remove_file: bool = False):
     if timeout is not None and timeout < 0:
       raise ValueError(f'lock timeout must be None or >= 0, got {timeout!r}.')
     self._dataset_dir = os.fspath(dataset_dir)
     self._path = lock_path(self._dataset_dir)
     self._timeout = timeout
     self._label = label or f'dataset {self._dataset_dir!r}'
+    self._remove_file = remove_file
     self._fd: Optional[int] = None
     self._key: Optional[str] = None
 
@@ -158,34 +165,50 @@ class DatasetLock:
     if self._fd is not None or not is_local(self._path):
       return self
     os.makedirs(os.path.dirname(self._path), exist_ok=True)
-    fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-      key = os.path.realpath(self._path)
-      with _HELD_GUARD:
-        if key in _HELD:
-          raise DatasetLockedError(
-              f'{self._label} is already being written in this process '
-              f'(pid {os.getpid()}); close() or abort() the other writer '
-              'first (one writer per dataset at a time).')
-        _HELD[key] = self
+    start = time.monotonic()
+    while True:
+      fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
       try:
-        self._wait(fd)
-      except BaseException:
+        key = os.path.realpath(self._path)
         with _HELD_GUARD:
-          _HELD.pop(key, None)
+          if key in _HELD:
+            raise DatasetLockedError(
+                f'{self._label} is already being written in this process '
+                f'(pid {os.getpid()}); close() or abort() the other writer '
+                'first (one writer per dataset at a time).')
+          _HELD[key] = self
+        try:
+          self._wait(fd, start)
+          current = self._still_at_path(fd)
+        except BaseException:
+          with _HELD_GUARD:
+            _HELD.pop(key, None)
+          raise
+      except BaseException:
+        os.close(fd)
         raise
-    except BaseException:
+      if current:
+        break
+      with _HELD_GUARD:  # Its holder deleted it: lock the new file.
+        _HELD.pop(key, None)
       os.close(fd)
-      raise
     self._fd, self._key = fd, key
     os.ftruncate(fd, 0)
     os.pwrite(fd, (f'pid {os.getpid()} on host {socket.gethostname()} since '
                    f'{time.strftime("%Y-%m-%d %H:%M:%S")}\n').encode(), 0)
     return self
 
-  def _wait(self, fd: int) -> None:
+  def _still_at_path(self, fd: int) -> bool:
+    """Whether the locked file is still the one at the path (not deleted)."""
+    try:
+      on_path = os.stat(self._path)
+    except FileNotFoundError:
+      return False
+    locked = os.fstat(fd)
+    return (locked.st_ino, locked.st_dev) == (on_path.st_ino, on_path.st_dev)
+
+  def _wait(self, fd: int, start: float) -> None:
     """Polls ``flock(LOCK_EX | LOCK_NB)`` until it succeeds or time runs out."""
-    start = time.monotonic()
     pause = _POLL_SECONDS
     while True:
       try:
@@ -214,6 +237,11 @@ class DatasetLock:
     with _HELD_GUARD:
       _HELD.pop(self._key, None)
     try:
+      if self._remove_file:  # Last, while still held (module docstring).
+        try:
+          os.remove(self._path)
+        except FileNotFoundError:
+          pass
       fcntl.flock(fd, fcntl.LOCK_UN)  # Also for copies of fd in forked children.
     finally:
       os.close(fd)

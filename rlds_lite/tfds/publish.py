@@ -44,7 +44,7 @@ Example:
 import os
 import signal
 import uuid
-from typing import List, Union
+from typing import List, Sequence, Union
 
 import tensorflow as tf
 import tensorflow_datasets as tfds
@@ -71,14 +71,17 @@ TEMP_MARK = '.tmp-'
 """A metadata file is written as ``.<name>.tmp-<pid>-<token>`` first."""
 
 
-def step(name: str) -> None:
+def step(name: str, steps: Sequence[str] = PUBLISH_STEPS) -> None:
   """Marks a publish step; SIGKILLs the process if `FAULT_KILL_ENV` names it.
+
+  ``steps`` are the protocol's step names (`rlds_lite.atomic_output` has
+  its own).
 
   Example:
     >>> step('published')  # Nothing happens unless the variable is set.
   """
-  if name not in PUBLISH_STEPS:
-    raise ValueError(f'unknown publish step {name!r}; one of {PUBLISH_STEPS}.')
+  if name not in steps:
+    raise ValueError(f'unknown publish step {name!r}; one of {tuple(steps)}.')
   if os.environ.get(FAULT_KILL_ENV) == name:
     os.kill(os.getpid(), signal.SIGKILL)
 

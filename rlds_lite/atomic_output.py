@@ -1,0 +1,319 @@
+"""Publish one output file or directory atomically, one writer at a time.
+
+The converters' and tools' writers (webdataset shards, Minari, LeRobot,
+chunk datasets, ``filter``/``merge`` outputs, ``.npz``/``.h5`` files) all
+publish what they write through `AtomicOutput`, the same protocol as the
+TFDS writers (`rlds_lite.tfds.publish`) for a whole file or directory:
+
+==================  =======================================================
+``output_locked``   the target's lock is held (`rlds_lite.tfds.locking`:
+                    ``flock`` on ``.<name>.lock`` beside the target; a
+                    second writer waits, or fails after ``lock_timeout``),
+                    a dead writer's leftovers removed (below), the target
+                    checked (the writer's ``check``: e.g. "exists")
+``output_staged``   everything written to the hidden staging path
+                    ``.<name>.incomplete-<pid>-<token>`` beside the target
+                    and flushed (``fsync``)
+``output_set_aside``  (replacing a non-empty directory only) the old target
+                    renamed to ``.<name>.replaced-<pid>-<token>``
+``output_published``  THE SWITCH: the staging path renamed to the target
+                    (a file or an empty directory is replaced atomically),
+                    the parent directory flushed
+``output_cleaned``  the set-aside old directory deleted
+==================  =======================================================
+
+What a kill (at any instruction) leaves: before ``output_set_aside``, the
+old target (or none) and a hidden staging path; between ``output_set_aside``
+and ``output_published`` (one rename), no target and the old one, whole,
+under ``.<name>.replaced-*``; after, the new target (and perhaps the old one
+set aside). Nothing is ever half-visible under the target's name. The next
+writer of the target removes staging paths (``.<name>.incomplete-*``, and
+``.<name>.tmp-*`` of rlds_lite versions before this protocol) and a set-aside
+directory when the target exists, and renames a set-aside directory back
+when the target is missing (so the old dataset returns). A reader in that
+window finds no target; `missing_hint` says where the old one is.
+
+Everything a writer writes is under the lock, so whatever the lock holder
+finds with these names belongs to a dead writer. Outputs follow the umask
+as a file ``open`` creates would (no ``mkstemp`` 0600 modes). The lock file
+``.<name>.lock`` exists while a writer works; its holder deletes it as its
+last act (``remove_file`` in `rlds_lite.tfds.locking`), and a killed
+writer's one is deleted by the next writer. On a remote path (``gs://...``) nothing is locked or flushed and
+a directory rename is a copy: there it is not atomic.
+
+Example:
+  >>> import os, tempfile
+  >>> parent = tempfile.mkdtemp()
+  >>> target = os.path.join(parent, 'shards')
+  >>> with AtomicOutput(target, directory=True) as output:
+  ...   open(os.path.join(output.path, 'a.tar'), 'wb').close()
+  ...   _ = output.publish()
+  >>> sorted(os.listdir(parent)), os.listdir(target)
+  (['shards'], ['a.tar'])
+"""
+
+import os
+import re
+import shutil
+import uuid
+from typing import Callable, List, Optional, Union
+
+from rlds_lite.tfds import locking
+from rlds_lite.tfds import publish
+
+__all__ = ['OUTPUT_STEPS', 'AtomicOutput', 'missing_hint', 'recover']
+
+PathLike = Union[str, os.PathLike]
+
+OUTPUT_STEPS = ('output_locked', 'output_staged', 'output_set_aside',
+                'output_published', 'output_cleaned')
+"""The steps of publishing an output, in order (see the module docstring)."""
+
+STAGING_MARK = '.incomplete-'
+ASIDE_MARK = '.replaced-'
+_LEGACY_MARK = '.tmp-'  # mkdtemp/mkstemp names of rlds_lite before the lock.
+
+
+def _local(path: str) -> bool:
+  return '://' not in path
+
+
+def _gfile():
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.io.gfile
+
+
+def _exists(path: str) -> bool:
+  return os.path.lexists(path) if _local(path) else _gfile().exists(path)
+
+
+def _isdir(path: str) -> bool:
+  return os.path.isdir(path) if _local(path) else _gfile().isdir(path)
+
+
+def _listdir(path: str) -> List[str]:
+  if _local(path):
+    return os.listdir(path)
+  return [name.rstrip('/') for name in _gfile().listdir(path)]
+
+
+def _remove(path: str) -> None:
+  """Removes a file or a directory tree (what is already gone is fine)."""
+  if _local(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+      shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+      try:
+        os.remove(path)
+      except FileNotFoundError:
+        pass
+  elif _gfile().isdir(path):
+    _gfile().rmtree(path)
+  elif _gfile().exists(path):
+    _gfile().remove(path)
+
+
+def _hidden(target: str, mark: str) -> str:
+  parent, base = os.path.split(target)
+  return os.path.join(parent,
+                      f'.{base}{mark}{os.getpid()}-{uuid.uuid4().hex}')
+
+
+def _marked(target: str, marks) -> List[str]:
+  """Paths beside ``target`` named ``.<base><mark>...`` (sorted)."""
+  parent, base = os.path.split(target)
+  if not _isdir(parent):
+    return []
+  pattern = re.compile(
+      rf'^\.{re.escape(base)}({"|".join(re.escape(m) for m in marks)})')
+  return [os.path.join(parent, name) for name in sorted(_listdir(parent))
+          if pattern.match(name)]
+
+
+def recover(target: PathLike) -> List[str]:
+  """Removes a dead writer's leftovers beside ``target``; hold its lock.
+
+  A set-aside old directory (``.<name>.replaced-*``) is renamed back when
+  the target is missing (its writer died between its two renames), and
+  deleted when the target exists; staging paths are deleted.
+
+  Returns:
+    The leftover paths handled.
+
+  Example (killed between setting the old dataset aside and renaming the
+  new one in):
+    >>> import os, tempfile
+    >>> parent = tempfile.mkdtemp()
+    >>> os.makedirs(os.path.join(parent, '.out.replaced-7-ab', 'data'))
+    >>> os.mkdir(os.path.join(parent, '.out.incomplete-7-cd'))
+    >>> [os.path.basename(p) for p in recover(os.path.join(parent, 'out'))]
+    ['.out.incomplete-7-cd', '.out.replaced-7-ab']
+    >>> sorted(os.listdir(parent)), os.listdir(os.path.join(parent, 'out'))
+    (['out'], ['data'])
+  """
+  target = os.path.normpath(os.fspath(target))
+  handled = []
+  for path in _marked(target, [STAGING_MARK, _LEGACY_MARK]):
+    _remove(path)
+    handled.append(path)
+  for path in _marked(target, [ASIDE_MARK]):
+    if not _exists(target):
+      publish.rename(path, target)
+    else:
+      _remove(path)
+    handled.append(path)
+  if handled:
+    publish.fsync_dir(os.path.dirname(target))
+  return handled
+
+
+def missing_hint(target: PathLike) -> str:
+  """What a reader of a missing ``target`` should know ('' if nothing).
+
+  Example:
+    >>> import os, tempfile
+    >>> parent = tempfile.mkdtemp()
+    >>> os.mkdir(os.path.join(parent, '.out.replaced-7-ab'))
+    >>> print(missing_hint(os.path.join(parent, 'out')).replace(parent, 'P'))
+    ; its writer died while replacing it: the old one is whole at P/.out.replaced-7-ab (the next writer of P/out puts it back; or rename it yourself)
+  """
+  target = os.path.normpath(os.fspath(target))
+  if _exists(target):
+    return ''
+  aside = _marked(target, [ASIDE_MARK])
+  if not aside:
+    return ''
+  return (f'; its writer died while replacing it: the old one is whole at '
+          f'{aside[-1]} (the next writer of {target} puts it back; or rename '
+          'it yourself)')
+
+
+class AtomicOutput:
+  """Writes one file or directory under a hidden name, then renames it in.
+
+  Use as a context manager: inside, write to `path` (a directory that
+  exists, or a file path to create), then call `publish`. Leaving the block
+  without publishing (an error, ``KeyboardInterrupt``) removes the staging
+  path: nothing is left. The lock is held for the whole block.
+
+  Args:
+    target: the file or directory the writer publishes.
+    directory: whether the output is a directory (`path` is created).
+    check: called with ``target`` once the lock is held and leftovers are
+      removed, before anything is written: raises if the target may not be
+      written (e.g. a FileExistsError when it exists).
+    lock_timeout: seconds to wait for another writer of ``target`` (None:
+      wait as long as it takes; 0: fail at once).
+    label: how errors name the output (default: its path).
+
+  Example (a file: replaced atomically; a failure leaves the old one):
+    >>> import os, tempfile
+    >>> target = os.path.join(tempfile.mkdtemp(), 'data.npz')
+    >>> for text in (b'old', b'new'):
+    ...   with AtomicOutput(target) as output:
+    ...     with open(output.path, 'wb') as f:
+    ...       _ = f.write(text)
+    ...     _ = output.publish()
+    >>> try:
+    ...   with AtomicOutput(target) as output:
+    ...     open(output.path, 'wb').close()
+    ...     raise OSError('disk full')
+    ... except OSError:
+    ...   pass
+    >>> open(target, 'rb').read(), sorted(os.listdir(os.path.dirname(target)))
+    (b'new', ['data.npz'])
+  """
+
+  def __init__(self, target: PathLike, *, directory: bool = False,
+               check: Optional[Callable[[str], None]] = None,
+               lock_timeout: Optional[float] = None,
+               label: Optional[str] = None):
+    target = os.fspath(target)
+    self._target = os.path.normpath(os.path.abspath(target)
+                                    if _local(target) else target)
+    self._directory = directory
+    self._check = check
+    self._lock = locking.DatasetLock(self._target, timeout=lock_timeout,
+                                     label=label or repr(self._target),
+                                     remove_file=True)
+    self._path: Optional[str] = None
+    self._published = False
+
+  @property
+  def target(self) -> str:
+    """The final path."""
+    return self._target
+
+  @property
+  def path(self) -> str:
+    """Where to write (the hidden staging path) until `publish`."""
+    if self._path is None:
+      raise RuntimeError('AtomicOutput: use it as a context manager.')
+    return self._path
+
+  def __enter__(self) -> 'AtomicOutput':
+    parent = os.path.dirname(self._target)
+    created = publish.missing_dirs(parent)
+    if _local(parent):
+      os.makedirs(parent, exist_ok=True)
+    else:
+      _gfile().makedirs(parent)
+    for directory in reversed(created):
+      publish.fsync_dir(os.path.dirname(directory))
+    self._lock.acquire()
+    try:
+      recover(self._target)
+      if self._check is not None:
+        self._check(self._target)
+      publish.step('output_locked', OUTPUT_STEPS)
+      self._path = _hidden(self._target, STAGING_MARK)
+      if self._directory:
+        if _local(self._path):
+          os.mkdir(self._path)  # 0o777 less the umask, as any directory.
+        else:
+          _gfile().makedirs(self._path)
+    except BaseException:
+      self._lock.release()
+      raise
+    return self
+
+  def publish(self) -> str:
+    """Flushes the staging path and renames it to the target; the target.
+
+    A file or an empty directory at the target is replaced in one rename;
+    a non-empty directory is set aside first and deleted after.
+    """
+    staging, target = self.path, self._target
+    parent = os.path.dirname(target)
+    if self._directory:
+      publish.fsync_tree(staging)
+    else:
+      publish.fsync_file(staging)
+    publish.step('output_staged', OUTPUT_STEPS)
+    aside = None
+    if (self._directory and _isdir(target) and not os.path.islink(target)
+        and _listdir(target)):
+      aside = _hidden(target, ASIDE_MARK)
+      publish.rename(target, aside)
+      publish.fsync_dir(parent)
+      publish.step('output_set_aside', OUTPUT_STEPS)
+    publish.rename(staging, target)
+    self._published = True
+    publish.fsync_dir(parent)
+    publish.step('output_published', OUTPUT_STEPS)
+    if aside is not None:
+      _remove(aside)
+      publish.fsync_dir(parent)
+    publish.step('output_cleaned', OUTPUT_STEPS)
+    return target
+
+  def __exit__(self, *unused_exc) -> None:
+    try:
+      if not self._published and self._path is not None:
+        _remove(self._path)
+    finally:
+      self._lock.release()
+
+  def __repr__(self) -> str:
+    state = 'published' if self._published else 'not published'
+    return f'AtomicOutput({self._target!r}, {state})'
