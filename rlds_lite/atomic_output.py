@@ -31,7 +31,9 @@ writer of the target removes staging paths (``.<name>.incomplete-*``, and
 ``.<name>.tmp-*`` of rlds_lite versions before this protocol) and a set-aside
 directory when the target exists, and renames a set-aside directory back
 when the target is missing (so the old dataset returns). A reader in that
-window finds no target; `missing_hint` says where the old one is.
+window finds no target; `missing_hint` says where the old one is (the
+"does not exist" errors of ``convert.files.read_episodes``, ``load`` and
+``random_access.ChunkStorage`` end with it).
 
 Everything a writer writes is under the lock, so whatever the lock holder
 finds with these names belongs to a dead writer. Outputs follow the umask

@@ -26,6 +26,7 @@ from typing import (Any, Callable, Collection, Iterator, List, Optional,
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import atomic_output
 from rlds_lite import dataset_files
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
@@ -81,7 +82,8 @@ def _builder_from_dir(path: PathLike, op: str) -> tfds.core.DatasetBuilder:
   """The TFDS builder of a prepared dataset directory (or its only version)."""
   path = os.path.expanduser(os.fspath(path))
   if not tf.io.gfile.exists(path):
-    raise FileNotFoundError(f'{op}: dataset directory {path!r} does not exist.')
+    raise FileNotFoundError(f'{op}: dataset directory {path!r} does not '
+                            f'exist{atomic_output.missing_hint(path)}.')
   if not tf.io.gfile.isdir(path):
     raise ValueError(f'{op}: {path!r} is a file, not a dataset directory.')
   candidates = _dataset_dirs(path)

@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, NamedTuple, Optional
 
 import numpy as np
 
+from rlds_lite import atomic_output
 from rlds_lite import nest_paths
 from rlds_lite import overwriting
 from rlds_lite import progress as progress_lib
@@ -375,7 +376,8 @@ def read_episodes(fmt: str, path: PathLike,
   reader = _format(fmt).read
   chosen = _options(fmt, options, reading=True)
   if not os.path.exists(path):
-    raise FileNotFoundError(f'{path}: no such file or directory')
+    raise FileNotFoundError(f'{path}: no such file or directory'
+                            f'{atomic_output.missing_hint(path)}')
   return iter(reader(path, **chosen))
 
 

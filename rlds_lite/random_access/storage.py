@@ -55,6 +55,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import atomic_output
 from rlds_lite import dataset_files
 from rlds_lite import rlds_types
 from rlds_lite.catalog import records as records_lib
@@ -133,7 +134,8 @@ def _builder(path: str) -> tfds.core.DatasetBuilder:
   if not tf.io.gfile.exists(os.path.join(path, 'dataset_info.json')):
     if not tf.io.gfile.exists(path):
       raise FileNotFoundError(f'random access: dataset directory {path!r} '
-                              'does not exist.')
+                              'does not exist'
+                              f'{atomic_output.missing_hint(path)}.')
     if not tf.io.gfile.isdir(path):
       raise ValueError(f'random access: {path!r} is a file, not a dataset '
                        'directory; pass the chunk dataset\'s directory '

@@ -141,3 +141,29 @@ def test_outputs_follow_the_umask(tmp_path):
   assert wrong == {}
   assert {'shards/shard_000000.tar', 'ns/toy-v0', 'ns/toy-v0/data/main_data.hdf5',
           'il.npz', 'd.h5', 't.h5', 'stats/k.json'} <= set(modes)
+
+
+@pytest.mark.parametrize('kind', OVERWRITING + ('filter',))
+def test_reader_of_a_target_set_aside_says_where_the_old_one_is(tmp_path,
+                                                               kind):
+  """A writer killed between its two renames: the reader's error says so."""
+  # pylint: disable=g-import-not-at-top
+  from rlds_lite import loading, random_access
+  from rlds_lite.convert import files
+  parent = str(tmp_path)
+  if kind == 'filter':
+    output_jobs.source(parent, 1)
+  output_jobs.write(kind, parent, version=1)
+  out = output_jobs.target(kind, parent)
+  aside = os.path.join(os.path.dirname(out),
+                       f'.{os.path.basename(out)}.replaced-7-ab')
+  os.rename(out, aside)
+  read = {'chunk': random_access.ChunkStorage,
+          'filter': loading.load,
+          'minari': lambda path: files.read_episodes('minari', path),
+          'lerobot': lambda path: files.read_episodes('lerobot', path)}[kind]
+  with pytest.raises(FileNotFoundError) as raised:
+    read(out)
+  assert (f'its writer died while replacing it: the old one is whole at '
+          f'{aside} (the next writer of {out} puts it back') in str(
+              raised.value)
