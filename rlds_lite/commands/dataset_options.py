@@ -32,18 +32,19 @@ BAD_INPUT_ERRORS = (FileNotFoundError, ValueError, KeyError, IndexError,
 """What the commands report as bad input."""
 
 
-def add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
+def add_dataset_arguments(
+    parser: argparse.ArgumentParser, *,
+    split_help: str = "the split (default: 'train', or the first split)",
+    json_help: str = 'print JSON for machines instead of a table') -> None:
   """PATH, --split, --data-dir, --json and --no-progress."""
   parser.add_argument('path', metavar='PATH',
                       help='a prepared TFDS dataset directory, or a registered '
                       'TFDS dataset name')
-  parser.add_argument('--split', default=None,
-                      help="the split (default: 'train', or the first split)")
+  parser.add_argument('--split', default=None, help=split_help)
   parser.add_argument('--data-dir', default=None,
                       help='where TFDS looks for prepared datasets (names '
                       'only)')
-  parser.add_argument('--json', action='store_true',
-                      help='print JSON for machines instead of a table')
+  parser.add_argument('--json', action='store_true', help=json_help)
   parser.add_argument('--no-progress', action='store_true',
                       help='hide the progress bar (shown on a terminal only)')
 

@@ -15,7 +15,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
       'records as they are. With --val-fraction, writes train and validation '
       'splits chosen by episode (seeded). An unknown column, no match or an '
       'existing --out is an error (exit 2) and nothing is written.')
-  dataset_options.add_dataset_arguments(parser)
+  dataset_options.add_dataset_arguments(
+      parser, json_help='print what was written as JSON for machines')
   parser.add_argument('--where', metavar='EXPR', default=None,
                       help='the episodes to keep (default: all)')
   dataset_options.add_last_step_argument(parser, "return in EXPR leaves the "

@@ -13,7 +13,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
       'step and episode features, and per split the episodes, steps (counted '
       'in one pass that decodes nothing), size and files. Without --split, '
       'every split is shown.')
-  dataset_options.add_dataset_arguments(parser)
+  dataset_options.add_dataset_arguments(
+      parser, split_help='the split to show (default: every split)')
   parser.add_argument('--no-steps', action='store_true',
                       help='skip counting steps (no pass over the data)')
 

@@ -20,7 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
       'camera (uint8 image field) side by side, or the fields given with '
       '--key. Frames lower than 128 pixels are enlarged (nearest neighbour) '
       'unless --scale is given.')
-  dataset_options.add_dataset_arguments(parser)
+  dataset_options.add_dataset_arguments(
+      parser, json_help='print what was written as JSON for machines')
   parser.add_argument('--episode', type=int, default=0,
                       help='the episode index in the split (default 0)')
   parser.add_argument('--key', action='append', default=None,

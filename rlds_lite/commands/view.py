@@ -25,7 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
       'state and reward with a cursor following the video). Episodes are '
       'read on demand; nothing is fetched from the network. Needs '
       "pip install 'rlds_lite[view]'.")
-  dataset_options.add_dataset_arguments(parser)
+  dataset_options.add_dataset_arguments(
+      parser, json_help='print the dataset and its address as JSON for '
+      'machines once serving')
   parser.add_argument('--port', type=int, default=8765,
                       help='the port on 127.0.0.1 (default 8765; 0 picks a '
                       'free one)')

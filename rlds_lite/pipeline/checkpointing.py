@@ -16,6 +16,19 @@ such. Resuming gives the same elements only if the rebuilt pipeline is the
 same and seeded (``seed=...``); Python state (``from_generator``,
 ``py_function``) and unseeded ``tf.random`` ops in ``map`` are not saved.
 
+Epochs: repeat the input, not the batches. A shuffled pipeline draws new
+seeds each time it is iterated again (each pass of an outer ``repeat()``);
+tf.data saves that per-pass counter of ``Dataset.random`` only while its
+iterator lives, and read-ahead (``prefetch``, parallel ``map``) ends it a
+few batches before the pass does. So ``windows_dataset(...).repeat()``
+resumes exactly within a pass, but a save in the last few batches of a pass
+resumes the next pass in another (seeded, equally shuffled) order. Repeat
+the episodes instead, ``windows_dataset(episodes.repeat(), ...)``: that
+resumes exactly at every position (tested for the windows and transitions
+pipelines), as does ``rlds_lite.random_access``, whose whole state is
+``(seed, position)``. Making the outer ``repeat()`` exact cost half the
+throughput (measured), so it is not done.
+
 tf.data calls a ``map`` function stateful if it runs a dataset inside
 (``get_single_element``, ``reduce``), as the pooled pipelines do although
 their result depends only on their input; such a pipeline's iterator cannot

@@ -19,9 +19,9 @@ def episodes(seed=0, num=12):
                             dense=True)
 
 
-def windows_pipeline(pool='samples', seed=1, episodes_seed=0):
+def windows_pipeline(pool='samples', seed=1, episodes_seed=0, epochs=1):
   return windows.windows_dataset(
-      episodes(episodes_seed), size=3, batch_size=4,
+      episodes(episodes_seed).repeat(epochs), size=3, batch_size=4,
       seed=seed, pool=pool, pool_episodes=4, episode_shuffle_buffer=8,
       episode_fields='episode_id')
 
@@ -40,9 +40,9 @@ def shuffled_batches(seed):
 EPOCH_BATCHES = 11  # Batches of one pass of windows_pipeline().
 
 PIPELINES = {  # name: (make(path), batches taken before saving)
-    # Stops in the second epoch, whose pools have other seeds.
+    # Stops in the second epoch (the episodes repeated: see below).
     'windows_samples_pool_two_epochs': (
-        lambda path: windows_pipeline('samples').repeat(2), EPOCH_BATCHES + 2),
+        lambda path: windows_pipeline('samples', epochs=2), EPOCH_BATCHES + 2),
     'windows_episodes_pool': (lambda path: windows_pipeline('episodes'), 3),
     'transitions_sharded_from_tfds': (lambda path: (
         transitions.transitions_dataset(
@@ -76,6 +76,44 @@ def test_resumed_run_continues_the_uninterrupted_one(make, stop, toy_path,
   if stop > EPOCH_BATCHES:
     assert run.position == 2 * EPOCH_BATCHES
   rlds_testing.assert_structures_equal(list(resumed.numpy()), rest)
+
+
+def transitions_pipeline(epochs):
+  return transitions.transitions_dataset(
+      episodes().repeat(epochs), batch_size=4, n=2, gamma=0.9, seed=2,
+      pool_episodes=4, episode_shuffle_buffer=8, episode_fields='episode_id')
+
+
+EPOCHS = {  # name: (make(epochs), batches of one epoch)
+    'windows_samples_pool': (
+        lambda epochs: windows_pipeline('samples', epochs=epochs), 11),
+    'windows_episodes_pool': (
+        lambda epochs: windows_pipeline('episodes', epochs=epochs), 11),
+    'transitions': (transitions_pipeline, 14),
+}
+# An outer repeat() (pipeline.repeat(3)) draws each pass's seeds from a
+# counter tf.data saves only while its iterator lives; read-ahead ends it
+# before the pass does, so a save late in a pass resumed the next pass
+# otherwise (the module docstring). Repeating the episodes is exact.
+STOPS = {'late_in_epoch_1': lambda n: n - 2,
+         'at_the_epoch_boundary': lambda n: n,
+         'early_in_epoch_2': lambda n: n + 1}
+
+
+@pytest.mark.parametrize('stop', list(STOPS.values()), ids=list(STOPS))
+@pytest.mark.parametrize('make,epoch', list(EPOCHS.values()), ids=list(EPOCHS))
+def test_resume_across_epochs_of_repeated_episodes(make, epoch, stop,
+                                                   tmp_path):
+  stop = stop(epoch)
+  full = as_numpy(make(3))
+  assert abs(len(full) - 3 * epoch) <= 2
+  run = checkpointing.ResumableIterator(make(3))
+  for _ in range(stop):
+    next(run)
+  path = run.save(tmp_path / 'data')
+  resumed = checkpointing.ResumableIterator(make(3))
+  resumed.restore(path)
+  rlds_testing.assert_structures_equal(list(resumed.numpy()), full[stop:])
 
 
 @pytest.mark.parametrize('stop', [0, 9], ids=['start', 'exhausted'])
