@@ -278,7 +278,7 @@ def _read_lerobot(path, task_key=None):
 
 def _write_lerobot(episodes, path, fps=None, task_key=None, no_video=False):
   from rlds_lite.convert import lerobot  # pylint: disable=g-import-not-at-top
-  if not fps:
+  if fps is None:  # 0 and negatives: to_lerobot says they are not rates.
     raise ValueError('writing lerobot needs the frame rate, e.g. fps=10: '
                      'RLDS does not record it')
   return lerobot.to_lerobot(
