@@ -10,7 +10,9 @@ Global flags: ``--version``, ``--verbose`` (also accepted after the command).
 
 A command line argparse cannot use (a missing argument, a bad number, an
 unknown flag) is one line on stderr naming the command, and exit status 2
-(`OneLineParser`); ``--help`` is argparse's own.
+(`OneLineParser`); ``--help`` is argparse's own. So is a file system failure
+a command lets through (a full disk, a read-only or missing directory:
+`rlds_lite.commands.io_errors`), naming what it writes.
 
 Example:
   >>> main(['version'])
@@ -28,6 +30,7 @@ from typing import List, Optional
 
 from rlds_lite import __version__
 from rlds_lite import commands
+from rlds_lite.commands import io_errors
 from rlds_lite.commands import quiet
 
 _VERBOSE_HELP = ("show TensorFlow's own log lines (hidden by default)")
@@ -106,11 +109,28 @@ def _parser() -> argparse.ArgumentParser:
   return parser
 
 
+def _output(args: argparse.Namespace) -> Optional[str]:
+  """What the command writes (``TARGET``, ``--out``), if it says."""
+  return getattr(args, 'target', None) or getattr(args, 'out', None)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-  """Runs the command line; returns the exit status."""
+  """Runs the command line; returns the exit status.
+
+  A file system error the command lets through is one line and exit
+  status 2 (`rlds_lite.commands.io_errors`); any other error is a traceback.
+  """
   args = _parse(argv)
   quiet.configure(verbose=args.verbose)
-  return _command_module(args.command).run(args)
+  try:
+    return _command_module(args.command).run(args)
+  except Exception as error:  # pylint: disable=broad-except
+    message = io_errors.describe(error, _output(args))
+    if message is None:
+      raise
+    message = message.removeprefix(f'{args.command}: ')
+    print(f'rlds-lite {args.command}: {message}', file=sys.stderr)
+    return io_errors.FAILED
 
 
 if __name__ == '__main__':

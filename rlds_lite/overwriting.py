@@ -1,4 +1,5 @@
-"""What a writer may write over: `check_replaceable`, `check_apart_from_sources`.
+"""What a writer may write: `check_replaceable`, `check_apart_from_sources`,
+`check_creatable`.
 
 Writers that replace an existing output (``random_access.convert(...,
 overwrite=True)``, ``rlds-lite chunk --overwrite``, ``to_lerobot(...,
@@ -7,7 +8,9 @@ the new one is complete. A wrong path must never delete data: they replace
 only a directory that is already a dataset of the kind they write (or an
 empty one), never one that is, holds or lies inside the source they read.
 A writer that only creates (``rlds-lite convert``) may not write into its
-source either (`check_apart_from_sources`).
+source either (`check_apart_from_sources`). Before any work, a writer can
+check that its output can be made at all (`check_creatable`: not inside a
+file, not on a read-only file system).
 
 Example:
   >>> import os, tempfile
@@ -24,7 +27,7 @@ Example:
 import os
 from typing import Callable, Optional, Sequence, Union
 
-__all__ = ['check_apart_from_sources', 'check_replaceable']
+__all__ = ['check_apart_from_sources', 'check_creatable', 'check_replaceable']
 
 PathLike = Union[str, os.PathLike]
 
@@ -152,3 +155,46 @@ def check_replaceable(out: PathLike, *, kind: str, marker: str,
         f'{writer}: {out} is not a {kind} (it has no {marker}); overwrite '
         f'replaces only a {kind}, so nothing was replaced. Choose a new '
         f'output directory (the {kind} itself, not its parent).')
+
+
+def check_creatable(out: PathLike, *, writer: str) -> None:
+  """Raises unless ``out`` (a file or directory) can be made or written in.
+
+  Its nearest existing part must be a directory that may be written (an
+  existing ``out`` that is a file is left to the writer's own checks).
+  Cheap: a few ``stat`` calls, before a writer reads anything. A full disk
+  shows only when writing. Remote paths (``gs://...``) are not checked.
+
+  Raises:
+    NotADirectoryError: a part of ``out`` is a file.
+    PermissionError: the directory is on a read-only file system, or not
+      writable.
+
+  Example:
+    >>> import tempfile
+    >>> file = os.path.join(tempfile.mkdtemp(), 'notes.txt')
+    >>> open(file, 'w').close()
+    >>> try:
+    ...   check_creatable(os.path.join(file, 'out'), writer='convert')
+    ... except NotADirectoryError as e:
+    ...   print(str(e).replace(file, 'FILE'))
+    convert: FILE/out: its directory FILE is not a directory
+  """
+  out = os.fspath(out)
+  if '://' in out:
+    return
+  path = directory = os.path.abspath(os.path.expanduser(out))
+  while not os.path.lexists(directory):
+    directory = os.path.dirname(directory)
+  if not os.path.isdir(directory):
+    if directory == path:
+      return
+    raise NotADirectoryError(
+        f'{writer}: {out}: its directory {directory} is not a directory')
+  if os.access(directory, os.W_OK):
+    return
+  where = out if directory == path else f'{out}: its directory {directory}'
+  if os.statvfs(directory).f_flag & os.ST_RDONLY:
+    raise PermissionError(f'{writer}: {where} is on a read-only file system')
+  raise PermissionError(f'{writer}: {where} is not writable (permission '
+                        'denied)')

@@ -44,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
     return dataset_options.report_error(
         'chunk', ValueError(f'--chunk-steps must be positive, got '
                             f'{args.chunk_steps}.'))
+  if args.out:
+    from rlds_lite import overwriting
+    overwriting.check_creatable(args.out, writer='chunk')
   dataset_options.quiet_logs()
   from rlds_lite.random_access import conversion
   from rlds_lite.random_access import storage

@@ -2,6 +2,7 @@
 
 import argparse
 
+from rlds_lite import overwriting
 from rlds_lite.commands import dataset_options
 from rlds_lite.commands import rewrite_options
 
@@ -28,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
   problem = rewrite_options.out_dir_error(args.out)
   if problem:
     return dataset_options.report_error('filter', ValueError(problem))
+  overwriting.check_creatable(args.out, writer='filter')
   dataset_options.quiet_logs()
   # pylint: disable=g-import-not-at-top
   from rlds_lite.catalog import rewrite

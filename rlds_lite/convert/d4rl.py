@@ -40,6 +40,7 @@ from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
 from rlds_lite.convert import hdf5_formats
+from rlds_lite.convert import hdf5_output
 from rlds_lite.convert import strings
 from rlds_lite.convert import transitions
 
@@ -415,9 +416,9 @@ def to_d4rl(episodes: episodes_lib.EpisodesLike,
 
 
 def _write_hdf5(arrays: Dict[str, np.ndarray], path: str) -> None:
-  import h5py  # pylint: disable=g-import-not-at-top
   with atomic_output.AtomicOutput(path) as output:
-    with h5py.File(output.path, 'w') as file:
+    with hdf5_output.HDF5Output(output.path) as hdf5:  # Not h5py.File: see it.
+      file = hdf5.file
       for key, value in arrays.items():
         if np.asarray(value).dtype.kind in 'OSUT':
           value, dtype = strings.for_hdf5(np.asarray(value), key, path)

@@ -471,6 +471,9 @@ def convert(source: PathLike, target: PathLike, *, from_format: str,
       source file is fine: convert only creates); an unknown format or an
       option it does not take.
     FileExistsError: the target exists.
+    NotADirectoryError, PermissionError: the target cannot be made (it would
+      be inside a file, or on a read-only file system; checked before
+      anything is read).
 
   Example:
     >>> import os, tempfile, rlds_lite
@@ -493,9 +496,10 @@ def convert(source: PathLike, target: PathLike, *, from_format: str,
   if 'split' in read_options and to_format == 'rlds':
     write_options['split'] = read_options['split']
   _format(to_format)
-  overwriting.check_apart_from_sources(
-      _written(to_format, target, write_options), [source],
-      kind='dataset', writer='convert')
+  written = _written(to_format, target, write_options)
+  overwriting.check_apart_from_sources(written, [source], kind='dataset',
+                                       writer='convert')
+  overwriting.check_creatable(written, writer='convert')
   episodes = read_episodes(from_format, source, **read_options)
   counts = [0, 0, 0]
   skip = write_options.get('one_step') == 'skip'

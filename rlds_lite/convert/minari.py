@@ -50,6 +50,7 @@ from rlds_lite import overwriting
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
 from rlds_lite.convert import hdf5_formats
+from rlds_lite.convert import hdf5_output
 from rlds_lite.convert import strings
 from rlds_lite.convert import transitions
 
@@ -711,7 +712,6 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
     >>> sorted(os.listdir(os.path.join(path, 'data')))
     ['main_data.hdf5', 'metadata.json']
   """
-  import h5py  # pylint: disable=g-import-not-at-top
   match = _DATASET_ID.fullmatch(dataset_id)
   if not match:
     raise ValueError(
@@ -743,10 +743,13 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
     os.mkdir(data)
     spaces = {}
     total_steps = total_episodes = 0
-    with h5py.File(os.path.join(data, MAIN_FILE), 'w') as file:
+    # Not h5py.File: a full disk would crash the process (hdf5_output).
+    with hdf5_output.HDF5Output(os.path.join(data, MAIN_FILE)) as hdf5:
+      file = hdf5.file
       for index, episode in enumerate(transitions.prepared_for_writing(
           episodes_lib.checked_episodes(episodes, source=source), policy,
           dropped)):
+        hdf5.check()
         if not spaces:
           steps = episode[rlds_types.STEPS]
           spaces = {

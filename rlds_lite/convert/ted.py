@@ -48,6 +48,7 @@ from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
 from rlds_lite.convert import hdf5_formats
+from rlds_lite.convert import hdf5_output
 from rlds_lite.convert import il_representations as rows_lib
 from rlds_lite.convert import strings
 from rlds_lite.convert import transitions
@@ -322,11 +323,10 @@ def to_ted_h5(episodes: episodes_lib.EpisodesLike,
     >>> [x['steps']['observation'].tolist() for x in from_ted(path)]
     [[0.0, 1.0, 2.0]]
   """
-  import h5py  # pylint: disable=g-import-not-at-top
   nest = to_ted(episodes, one_step=one_step, last_step=last_step)
   path = os.fspath(path)
   with atomic_output.AtomicOutput(path) as output:
-    with h5py.File(output.path, 'w') as file:
-      _write_group(file, nest, path)
+    with hdf5_output.HDF5Output(output.path) as hdf5:  # Not h5py.File: see it.
+      _write_group(hdf5.file, nest, path)
     output.publish()
   return path

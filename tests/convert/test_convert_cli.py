@@ -1,12 +1,17 @@
 """``rlds-lite convert`` and `rlds_lite.convert.files`: every format on disk."""
 
+import contextlib
+import errno
 import os
+import resource
+import signal
 import subprocess
 import sys
 
 import h5py
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import convert_testing
 import rlds_lite
@@ -338,3 +343,124 @@ def test_a_target_beside_a_source_file_is_written(tmp_path, capsys):
                        capsys.readouterr().err)
   listing = [n for n in os.listdir(source.parent) if not n.startswith('.')]
   assert sorted(listing) == ['1.0.0', 'raw.npz']  # (and the writer's lock)
+
+
+_TARGETS = {'rlds': 'x', 'minari': 'm', 'd4rl': 'x.h5', 'il': 'x.npz',
+            'webdataset': 'shards', 'ted': 'x.h5', 'alf': 'x.npz',
+            'lerobot': 'lr'}
+"""A target name for each format."""
+
+
+def _convert_args(sources, to_format, target):
+  args = ['convert', '--from', 'rlds', '--to', to_format, sources['source'],
+          target, '--no-progress']
+  if to_format == 'minari':
+    args += ['--dataset-id', 'ab/t-v0']
+  if to_format == 'lerobot':
+    args += ['--fps', '10', '--no-video']
+  return args
+
+
+def _written_path(to_format, target):
+  """What the message names: the dataset directory rlds and minari make."""
+  return os.path.join(target, 'ab', 't-v0') if to_format == 'minari' else (
+      target)
+
+
+@pytest.mark.parametrize('to_format', sorted(files.FORMATS))
+@pytest.mark.parametrize('where', ['inside-a-file', 'a-file-as-minari-root',
+                                   'read-only'])
+def test_a_target_that_cannot_be_made_is_one_line_and_exit_2(
+    tmp_path, sources, capsys, monkeypatch, to_format, where):
+  file = tmp_path / 'notes.txt'
+  file.write_text('keep')
+  if where == 'a-file-as-minari-root':
+    if to_format != 'minari':  # The others: "exists; choose a new target".
+      return
+    target = str(file)
+    problem = f'its directory {file} is not a directory'
+  elif where == 'inside-a-file':
+    target = str(file / _TARGETS[to_format])
+    problem = f'its directory {file} is not a directory'
+  else:  # A read-only file system (root may write anywhere else).
+    target = str(tmp_path / 'ro' / _TARGETS[to_format])
+    os.mkdir(tmp_path / 'ro')
+    real_statvfs = os.statvfs
+    monkeypatch.setattr(os, 'access', lambda path, mode: False)
+    monkeypatch.setattr(os, 'statvfs', lambda path: os.statvfs_result(
+        real_statvfs(path)[:8] + (os.ST_RDONLY,) + real_statvfs(path)[9:]))
+    problem = f'its directory {tmp_path / "ro"} is on a read-only file system'
+  assert cli.main(_convert_args(sources, to_format, target)) == 2
+  out, err = capsys.readouterr()
+  assert (out, err) == ('', f'rlds-lite convert: '
+                        f'{_written_path(to_format, target)}: {problem}\n')
+  monkeypatch.undo()
+  assert _listing(tmp_path) == ['notes.txt']
+  assert file.read_text() == 'keep'
+
+
+@contextlib.contextmanager
+def _files_limited_to(size):
+  """Writes past ``size`` bytes of a file fail (EFBIG) as on a full disk,
+  in C (TensorFlow, HDF5, Arrow) as in Python; no root, no mount needed."""
+  soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+  handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+  resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
+  try:
+    yield
+  finally:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    signal.signal(signal.SIGXFSZ, handler)
+
+
+@pytest.mark.parametrize('to_format', sorted(files.FORMATS))
+def test_a_write_that_fails_is_one_line_and_exit_2(tmp_path, sources, capsys,
+                                                   to_format):
+  target = str(tmp_path / _TARGETS[to_format])
+  with _files_limited_to(256):
+    status = cli.main(_convert_args(sources, to_format, target))
+  out, err = capsys.readouterr()
+  assert (status, out, err) == (2, '', f'rlds-lite convert: {target}: file '
+                                'too large\n')
+
+
+@pytest.mark.parametrize('to_format', ['il', 'rlds'])
+def test_a_full_disk_is_one_line_naming_the_target(tmp_path, sources, capsys,
+                                                   monkeypatch, to_format):
+  def full(*args, **kwargs):
+    del args, kwargs
+    if to_format == 'rlds':
+      raise tf.errors.ResourceExhaustedError(
+          None, None, f'{target}/.1.0.0.incomplete-1/.shard-1-00000; No '
+          'space left on device')
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC),
+                  f'{target}.partial.npz')
+
+  target = str(tmp_path / _TARGETS[to_format])
+  if to_format == 'rlds':
+    monkeypatch.setattr(tf.io.TFRecordWriter, 'write', full)
+  else:
+    monkeypatch.setattr(np, 'savez', full)
+  assert cli.main(_convert_args(sources, to_format, target)) == 2
+  assert capsys.readouterr() == ('', f'rlds-lite convert: {target}: no space '
+                                 'left on device (the disk is full)\n')
+
+
+def test_minari_on_a_failing_disk_exits_cleanly(tmp_path, sources):
+  """HDF5 once crashed at exit (SIGSEGV, thousands of lines) after a failed
+  write (rlds_lite.convert.hdf5_output); a process of its own shows it."""
+  target = str(tmp_path / 'm')
+
+  def limit():
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+  run = subprocess.run(
+      [sys.executable, '-m', 'rlds_lite.cli',
+       *_convert_args(sources, 'minari', target)],
+      capture_output=True, text=True, preexec_fn=limit, check=False,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'))
+  lines = [line for line in run.stderr.splitlines()
+           if not line.startswith(('I0000', 'WARNING: All log'))]
+  assert (run.returncode, lines) == (
+      2, [f'rlds-lite convert: {target}: file too large']), run.stderr[-3000:]

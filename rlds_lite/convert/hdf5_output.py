@@ -1,0 +1,133 @@
+"""An HDF5 file to write that fails cleanly when the disk does (`HDF5Output`).
+
+h5py over HDF5's default driver hands a failed write (a full disk) to
+HDF5 inside whatever call made it, often a group or dataset closed while its
+Python object is collected: ``Exception ignored in: 'h5py._objects.ObjectID.
+__dealloc__'`` (hundreds of lines), ids HDF5 can no longer close, and at exit
+HDF5's own clean-up crashes on them (SIGSEGV in ``H5D_top_term_package``).
+`HDF5Output` writes through a Python file that keeps the first failure and
+drops every later write, so HDF5 never sees one and closes cleanly; the
+failure is raised after, as one ``OSError`` naming the file.
+
+Example:
+  >>> import os, tempfile, numpy as np
+  >>> path = os.path.join(tempfile.mkdtemp(), 'out.h5')
+  >>> with HDF5Output(path) as output:
+  ...   output.file.create_dataset('x', data=np.arange(3))
+  ...   output.check()
+  <HDF5 dataset "x": shape (3,), type "<i8">
+  >>> import h5py
+  >>> with h5py.File(path, 'r') as f:
+  ...   f['x'][()].tolist()
+  [0, 1, 2]
+"""
+
+import io
+import os
+from typing import Any, Optional, Union
+
+
+class _DroppingAfterFailure(io.RawIOBase):
+  """A file HDF5 writes through; after a failed write, writes are dropped.
+
+  The first ``OSError`` of a write or truncate is kept in ``failure``;
+  later writes only move the position, so HDF5 can finish and close.
+  """
+
+  def __init__(self, path: str):
+    super().__init__()
+    self._file = io.FileIO(path, 'w+')
+    self.failure: Optional[OSError] = None
+
+  def readable(self) -> bool:
+    return True
+
+  def writable(self) -> bool:
+    return True
+
+  def seekable(self) -> bool:
+    return True
+
+  def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+    return self._file.seek(offset, whence)
+
+  def tell(self) -> int:
+    return self._file.tell()
+
+  def readinto(self, buffer: Any) -> int:
+    return self._file.readinto(buffer)
+
+  def write(self, data: Any) -> int:
+    size = memoryview(data).nbytes
+    if self.failure is None:
+      try:
+        written = self._file.write(data)
+        if written == size:
+          return written
+        self._file.seek(size - written, os.SEEK_CUR)  # A short write.
+        self.failure = OSError(f'{self._file.name}: short write')
+      except OSError as error:
+        self.failure = error
+        self._file.seek(size, os.SEEK_CUR)
+    else:
+      self._file.seek(size, os.SEEK_CUR)
+    return size
+
+  def truncate(self, size: Optional[int] = None) -> int:
+    if self.failure is None:
+      try:
+        return self._file.truncate(size)
+      except OSError as error:
+        self.failure = error
+    return self.tell() if size is None else size
+
+  def flush(self) -> None:
+    if self.failure is None:
+      self._file.flush()
+
+  def close(self) -> None:
+    try:
+      super().close()  # Flushes.
+    finally:
+      self._file.close()
+
+
+class HDF5Output:
+  """``h5py.File(path, 'w')`` that, on a failed write, closes cleanly and
+  raises one ``OSError`` naming ``path`` (see the module docstring).
+
+  Use it as a context manager: ``file`` is the ``h5py.File``; call `check`
+  now and then (after each episode) to stop at a failure instead of writing
+  on into nothing. On leaving, the file is closed; a failure not raised yet
+  is raised then (unless another error is already on its way).
+  """
+
+  def __init__(self, path: Union[str, os.PathLike]):
+    self.path = os.fspath(path)
+    self._sink: Optional[_DroppingAfterFailure] = None
+    self.file: Any = None
+
+  def __enter__(self) -> 'HDF5Output':
+    import h5py  # pylint: disable=g-import-not-at-top
+    self._sink = _DroppingAfterFailure(self.path)
+    try:
+      self.file = h5py.File(self._sink, 'w')
+    except BaseException:
+      self._sink.close()
+      raise
+    return self
+
+  def check(self) -> None:
+    """Raises the first failed write (an ``OSError`` naming the file)."""
+    failure = self._sink.failure
+    if failure is not None:
+      raise OSError(failure.errno, failure.strerror or str(failure),
+                    self.path) from failure
+
+  def __exit__(self, kind, error, traceback) -> None:
+    try:
+      self.file.close()
+    finally:
+      self._sink.close()
+    if kind is None:
+      self.check()
