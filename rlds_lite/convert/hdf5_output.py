@@ -22,6 +22,7 @@ Example:
   [0, 1, 2]
 """
 
+import errno
 import io
 import os
 from typing import Any, Optional, Union
@@ -58,19 +59,19 @@ class _DroppingAfterFailure(io.RawIOBase):
     return self._file.readinto(buffer)
 
   def write(self, data: Any) -> int:
-    size = memoryview(data).nbytes
+    view = memoryview(data).cast('B')
+    size = done = len(view)
     if self.failure is None:
+      done = 0
       try:
-        written = self._file.write(data)
-        if written == size:
-          return written
-        self._file.seek(size - written, os.SEEK_CUR)  # A short write.
-        self.failure = OSError(f'{self._file.name}: short write')
+        while done < size:  # A short write (the disk filling): write the
+          written = self._file.write(view[done:])  # rest, to get its error.
+          if not written:
+            raise OSError(errno.EIO, 'a write wrote nothing', self._file.name)
+          done += written
       except OSError as error:
         self.failure = error
-        self._file.seek(size, os.SEEK_CUR)
-    else:
-      self._file.seek(size, os.SEEK_CUR)
+    self._file.seek(size - done, os.SEEK_CUR)
     return size
 
   def truncate(self, size: Optional[int] = None) -> int:
