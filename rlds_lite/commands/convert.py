@@ -133,11 +133,12 @@ def run(args: argparse.Namespace) -> int:
     print(json.dumps({'episodes': counted.episodes, 'steps': counted.steps,
                       'skipped_one_step': counted.skipped_one_step,
                       'from': args.from_format, 'source': args.source,
-                      'to': args.to_format, 'target': args.target}))
+                      'to': args.to_format, 'target': args.target,
+                      'written': counted.written}))
   else:
     skipped = (f'; left out {counted.skipped_one_step} one-step episodes'
                if counted.skipped_one_step else '')
     print(f'converted {counted.episodes} episodes ({counted.steps} steps): '
           f'{args.from_format} {args.source} -> {args.to_format} '
-          f'{args.target}{skipped}')
+          f'{counted.written}{skipped}')
   return 0

@@ -153,8 +153,12 @@ _RLDS_VERSION = '1.0.0'
 
 
 def _write_rlds(episodes, path, name=None, split='train'):
+  if os.path.isfile(path):  # Before the name: 'x.txt' is not a bad name.
+    raise FileExistsError(f'{path} exists (a file); choose a new target')
   target = _rlds_target(path, name)
   version = os.path.join(target, _RLDS_VERSION)
+  if os.path.isfile(target):
+    raise FileExistsError(f'{target} exists (a file); choose a new target')
   if os.path.isfile(os.path.join(version, 'dataset_info.json')):
     # Checked before reading (write_tfds would find it at the first episode).
     raise FileExistsError(f'{version} exists; choose a new target')
@@ -404,11 +408,13 @@ def write_episodes(fmt: str, episodes: episodes_lib.EpisodesLike,
 
 
 class Counted(NamedTuple):
-  """What went through a conversion: episodes and steps written, and the
-  one-step episodes left out (``one_step='skip'``)."""
+  """What went through a conversion: episodes and steps written, the
+  one-step episodes left out (``one_step='skip'``) and the file or directory
+  written (``rlds``: the dataset directory; ``minari``: the dataset's)."""
   episodes: int
   steps: int
   skipped_one_step: int = 0
+  written: str = ''
 
 
 def counting(episodes: Iterable[episodes_lib.Episode], counts: list,
@@ -482,7 +488,7 @@ def convert(source: PathLike, target: PathLike, *, from_format: str,
     >>> ted_file = write_episodes('ted', episodes, os.path.join(work, 'b.h5'))
     >>> convert(ted_file, os.path.join(work, 'alf.npz'), from_format='ted',
     ...         to_format='alf')
-    Counted(episodes=3, steps=97, skipped_one_step=0)
+    Counted(episodes=3, steps=97, skipped_one_step=0, written='.../alf.npz')
   """
   last_step = options.pop('last_step', None)
   reads = _format(from_format).read_options | _READ_OPTIONS
@@ -508,4 +514,4 @@ def convert(source: PathLike, target: PathLike, *, from_format: str,
     write_episodes(to_format, counting(episodes, counts, bar,
                                        skip_one_step=skip), target,
                    **write_options)
-  return Counted(*counts)
+  return Counted(*counts, written=written)

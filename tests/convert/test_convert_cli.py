@@ -2,6 +2,7 @@
 
 import contextlib
 import errno
+import json
 import os
 import resource
 import signal
@@ -133,6 +134,8 @@ def _listing(root):
     (['--from', 'rlds', '--to', 'minari', '{source}', '{minari_root}',
       '--dataset-id', 'ab/walk-v0'],
      '{minari} exists; choose a new target'),
+    (['--from', 'rlds', '--to', 'rlds', '{source}', '{d4rl}'],
+     '{d4rl} exists (a file); choose a new target'),
     (['--from', 'minari', '--to', 'rlds', '{d4rl}', '{tmp}/x'],
      '{d4rl}: looks like a D4RL file (observations, actions, rewards and '
      'terminals rows at the top), not a Minari dataset; read it with '
@@ -146,7 +149,8 @@ def _listing(root):
         'repair-of-another-format', 'unknown-task-key',
         'explicit-default-task-key-absent',
         'one-letter-minari-namespace', 'existing-rlds-dataset',
-        'existing-minari-dataset', 'd4rl-read-as-minari',
+        'existing-minari-dataset', 'rlds-target-is-a-file',
+        'd4rl-read-as-minari',
         'minari-read-as-d4rl'])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, sources, capsys, args,
                                           message):
@@ -272,7 +276,21 @@ def test_skipped_one_step_episodes_are_not_counted_as_converted(tmp_path,
       kept)
   counted = files.convert(source, tmp_path / 'alf.npz', from_format='rlds',
                           to_format='alf', one_step='skip')
-  assert counted == files.Counted(len(kept), steps, one_step)
+  assert counted == files.Counted(len(kept), steps, one_step,
+                                  str(tmp_path / 'alf.npz'))
+
+
+def test_the_summary_names_what_was_written(tmp_path, capsys):
+  """--name writes beside TARGET: the line says where (not TARGET)."""
+  source = files.write_episodes('rlds', convert_testing.NAMED_EPISODES[
+      'terminal'], tmp_path / 'source')
+  assert cli.main(['convert', '--from', 'rlds', '--to', 'rlds', source,
+                   str(tmp_path / 'out'), '--name', 'copy', '--no-progress',
+                   '--json']) == 0
+  summary = json.loads(capsys.readouterr().out)
+  assert (summary['target'], summary['written']) == (
+      str(tmp_path / 'out'), str(tmp_path / 'copy'))
+  assert len(list(rlds_lite.load(summary['written']))) == 1
 
 
 @pytest.mark.parametrize('fmt, damage, message, flag', [
