@@ -174,7 +174,7 @@ def _validation_mask(total: int, val_fraction: Optional[float],
   num_val = int(np.floor(val_fraction * total + 0.5))
   if num_val == 0 or num_val == total:
     empty = VALIDATION if num_val == 0 else TRAIN
-    raise ValueError(f'val_fraction {val_fraction} of {total} episode'
+    raise ValueError(f'val_fraction={val_fraction} of {total} episode'
                      f'{"s" if total != 1 else ""} leaves the {empty!r} split '
                      'empty.')
   mask = np.zeros(total, bool)

@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
 
 
 def run(args: argparse.Namespace) -> int:
-  problem = rewrite_options.out_dir_error(args.out)
+  problem = rewrite_options.out_dir_error(args.out, args.val_fraction)
   if problem:
     return dataset_options.report_error('filter', ValueError(problem))
   overwriting.check_creatable(args.out, writer='filter')

@@ -19,7 +19,7 @@ Example:
 import argparse
 import json
 import os
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,15 +36,20 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
                       help="the new dataset's name (default: the source's)")
 
 
-def out_dir_error(out: str) -> str:
-  """The message for an existing --out, or '' if it is new.
+def out_dir_error(out: str, val_fraction: Optional[float] = None) -> str:
+  """The message for an existing --out or a bad --val-fraction, or ''.
 
   Example:
     >>> out_dir_error('/no/such/directory')
     ''
     >>> out_dir_error('/')
     "'/' already exists; choose a new output directory (nothing was written)."
+    >>> out_dir_error('/no/such/directory', 1.5)
+    '--val-fraction must be between 0 and 1 (exclusive), got 1.5.'
   """
+  if val_fraction is not None and not 0 < val_fraction < 1:
+    return ('--val-fraction must be between 0 and 1 (exclusive), got '
+            f'{val_fraction}.')
   if os.path.exists(os.path.expanduser(out)):
     return (f'{out!r} already exists; choose a new output directory (nothing '
             'was written).')
@@ -61,7 +66,8 @@ def report_error(command: str, error: BaseException) -> int:
   # pylint: disable=g-import-not-at-top
   from rlds_lite.commands import dataset_options
   message = dataset_options.one_line(error).removeprefix(f'{command}: ')
-  return dataset_options.report_error(command, ValueError(message))
+  return dataset_options.report_error(command, ValueError(message),
+                                      {'val_fraction': '--val-fraction'})
 
 
 def written(path: str) -> Tuple[Dict[str, int], int]:

@@ -179,15 +179,18 @@ def test_merge_json(robot, capsys, tmp_path):
      "rlds-lite filter: no episode matches 'length > 99'; nothing was "
      'written.'),
     (lambda r: ['filter', r['path'], '--val-fraction', '0.01'],
-     "rlds-lite filter: val_fraction 0.01 of 12 episodes leaves the "
+     "rlds-lite filter: --val-fraction 0.01 of 12 episodes leaves the "
      "'validation' split empty."),
+    (lambda r: ['merge', r['path'], r['path'], '--val-fraction', '1.5'],
+     'rlds-lite merge: --val-fraction must be between 0 and 1 (exclusive), '
+     'got 1.5.'),
     (lambda r: ['merge', r['path'], r['other']],
      'rlds-lite merge: the datasets have different features: '
      'steps/observation/image is Image(shape=(4, 4, 3), dtype=uint8) in '),
     (lambda r: ['merge', r['path'], r['root'] / 'nowhere'],
      "rlds-lite merge: dataset directory '{root}/nowhere' does not exist."),
 ], ids=['unknown-column', 'empty-result', 'empty-validation',
-        'different-features', 'missing-dataset'])
+        'val-fraction-out-of-range', 'different-features', 'missing-dataset'])
 def test_bad_input_is_one_line_exit_2_and_nothing_written(robot, capsys,
                                                           tmp_path, command,
                                                           message):

@@ -163,7 +163,7 @@ def _assert_nothing_written(out_dir):
      ValueError, "filter: no episode matches 'length > 100'; nothing was "
      'written.'),
     (lambda p, o: rewrite.split_dataset(p, o, 0.01, progress=False),
-     ValueError, "val_fraction 0.01 of 12 episodes leaves the 'validation' "
+     ValueError, "val_fraction=0.01 of 12 episodes leaves the 'validation' "
      'split empty.'),
     (lambda p, o: rewrite.split_dataset(p, o, 1.0, progress=False),
      ValueError, 'val_fraction must be between 0 and 1 (exclusive), got 1.0.'),
