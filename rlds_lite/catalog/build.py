@@ -286,7 +286,7 @@ def _pass(plan: _Plan, files: records_lib.SplitFiles,
   parts: Dict[str, List[Any]] = {}
   done = 0
   with progress_lib.bar(progress, total=files.num_episodes, unit=' episodes',
-                        desc='catalog', leave=False) as bar:
+                        desc='catalog') as bar:
     for batch in batches:
       batch = _numpy_batch(batch)
       for key, value in batch.items():

@@ -16,7 +16,6 @@ Example:
 
 import dataclasses
 import json
-import sys
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -26,6 +25,7 @@ import tqdm
 
 from rlds_lite import dataset_files
 from rlds_lite import loading
+from rlds_lite import progress as progress_lib
 from rlds_lite import rlds_types
 from rlds_lite.checks import problems as problems_lib
 from rlds_lite.checks import sources
@@ -196,10 +196,9 @@ def count_steps(builder: tfds.core.DatasetBuilder, split: str,
     54
   """
   dataset_files.check_open(builder, split)
-  with tqdm.tqdm(total=sources.split_size(builder, split),
-                 desc=f'count steps [{split}]', unit=' episodes',
-                 file=sys.stderr, leave=False,
-                 disable=None if progress is None else not progress) as bar:
+  with progress_lib.bar(progress, total=sources.split_size(builder, split),
+                        desc=f'count steps [{split}]',
+                        unit=' episodes') as bar:
     if dataset_files.file_format(builder) == 'array_record':
       return _count_steps_random_access(builder, split, bar)
     episodes = loading.as_dataset(

@@ -53,7 +53,6 @@ Example:
 
 import contextlib
 import os
-import sys
 from typing import (Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple,
                     Union)
 
@@ -63,6 +62,7 @@ import tqdm
 from rlds_lite import dataset_files
 from rlds_lite import dense
 from rlds_lite import loading
+from rlds_lite import progress as progress_lib
 from rlds_lite import rlds_types
 from rlds_lite.dense import last_step as last_step_lib
 from rlds_lite.checks import problems as problems_lib
@@ -281,9 +281,8 @@ def _around_damage(dataset: Any, split: Optional[str],
 def _progress_bar(total: Optional[int], progress: Optional[bool],
                   label: str) -> tqdm.tqdm:
   """A tqdm bar on stderr; ``progress=None`` shows it on a terminal only."""
-  return tqdm.tqdm(total=total, desc=f'validate {label}', unit=' episodes',
-                   file=sys.stderr, leave=False,
-                   disable=None if progress is None else not progress)
+  return progress_lib.bar(progress, total=total, desc=f'validate {label}',
+                          unit=' episodes')
 
 
 def _run_pass(source: sources.Source,

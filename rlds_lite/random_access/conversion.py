@@ -295,7 +295,7 @@ def convert(source: PathLike,
       try:
         dataset_files.check_open(builder, split)
         with progress_lib.bar(progress, total=total, unit=' episodes',
-                              desc=f'chunk {split}', leave=False) as bar, \
+                              desc=f'chunk {split}') as bar, \
             loading.named_read_errors(builder, split):
           for index, episode in enumerate(_episodes(builder, split, layout)):
             steps = episode['steps']

@@ -48,11 +48,11 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
-import tqdm
 
 from rlds_lite import dense
 from rlds_lite import loading
 from rlds_lite import nest_paths
+from rlds_lite import progress as progress_lib
 from rlds_lite import rlds_types
 from rlds_lite.stats import cache as cache_lib
 from rlds_lite.dense import last_step as last_step_lib
@@ -269,9 +269,10 @@ def _pass(episodes: tf.data.Dataset, selected: Dict[str, tf.TensorSpec],
   rows = episodes.map(_rows_fn(selected, mask_last_step, has_reward),
                       num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   batches = rows.rebatch(_batch_size(selected)).prefetch(2)
-  with tqdm.tqdm(total=_num_episodes(episodes), unit='episode',
-                 desc='stats', disable=None if progress else True,
-                 leave=False) as bar:
+  # progress=True means "on a terminal" here (its documented default).
+  with progress_lib.bar(None if progress else False,
+                        total=_num_episodes(episodes), unit=' episodes',
+                        desc='stats') as bar:
     for batch in batches.as_numpy_iterator():
       bar.update(acc.add(batch))
   return acc.result(skipped, source)
