@@ -292,7 +292,7 @@ def test_bad_demo_arguments_exit_non_zero_with_a_message(tmp_path, capsys,
                                                          args, message):
   # In-process (argument checks come before any work); one subprocess below.
   assert cli.main(['demo', '--out', str(tmp_path / 'out'), *args]) == 2
-  assert capsys.readouterr().err == f'rlds-lite demo: {message}\n'
+  assert capsys.readouterr().err == f'rlds-lite demo: {message}.\n'
   assert not (tmp_path / 'out').exists()
 
 
@@ -342,7 +342,7 @@ def test_bad_arguments_exit_non_zero_as_a_subprocess(tmp_path):
   assert time.perf_counter() - start < 2  # Checked before TensorFlow loads.
   assert result.returncode == 2
   assert result.stderr == (
-      f"rlds-lite demo: --out '{a_file}' is a file; give a directory\n")
+      f"rlds-lite demo: --out '{a_file}' is a file; give a directory.\n")
   assert a_file.read_text() == ''
   start = time.perf_counter()
   result = _run('episodes', str(tmp_path), '--limit', 'ten')
@@ -387,9 +387,9 @@ def test_convert_from_minari_reads_what_to_minari_wrote(cameras, tmp_path,
 
 @pytest.mark.parametrize('argv, message', [
     (['demo', '--out', '{file}'], "rlds-lite demo: --out '{file}' is a file; "
-     'give a directory'),
+     'give a directory.'),
     (['demo', '--out', '{file}/sub'], "rlds-lite demo: --out '{file}/sub': "
-     "'{file}' is a file, not a directory"),
+     "'{file}' is a file, not a directory."),
     (['validate', '{data}', '--episodes', '0'],
      'rlds-lite validate: --episodes must be at least 1.'),
     (['validate', '{data}', '--episodes', '-3'],

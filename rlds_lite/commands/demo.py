@@ -78,7 +78,7 @@ def _out_problem(out: str) -> Optional[str]:
 def run(args: argparse.Namespace) -> int:
   problem = _argument_problem(args)
   if problem:
-    print(f'rlds-lite demo: {problem}', file=sys.stderr)
+    print(f'rlds-lite demo: {problem}.', file=sys.stderr)
     return 2
   quiet.import_tensorflow()
   # pylint: disable=g-import-not-at-top

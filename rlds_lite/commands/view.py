@@ -47,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
   if not 0 <= args.port <= 65535:
     return dataset_options.report_error(
         'view', ValueError(f'--port must be in 0..65535, got {args.port}.'))
+  if not args.fps > 0:  # As video says it.
+    return dataset_options.report_error(
+        'view', ValueError(f'--fps must be positive, got {args.fps:g}.'))
   dataset_options.quiet_logs()
   try:
     # pylint: disable=g-import-not-at-top

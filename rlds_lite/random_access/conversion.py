@@ -266,7 +266,7 @@ def convert(source: PathLike,
   splits = list(splits) if splits else all_splits
   for split in splits:
     if split not in all_splits:
-      raise ValueError(f'convert: dataset {label} has no split {split!r} '
+      raise ValueError(f'convert: dataset {label!r} has no split {split!r} '
                        f'(its splits: {sorted(all_splits)}).')
   step_feature = builder.info.features[rlds_types.STEPS].feature
   try:

@@ -77,6 +77,11 @@ def test_port_out_of_range(capsys, dataset):
       '--port must be in 0..65535, got 70000.')
 
 
+def test_fps_not_positive(capsys, dataset):
+  assert _bad_input(capsys, ['view', dataset, '--fps', '0']) == (
+      '--fps must be positive, got 0.')
+
+
 def test_port_in_use(capsys, dataset):
   with socket.socket() as taken:
     taken.bind(('127.0.0.1', 0))
