@@ -63,7 +63,8 @@ from typing import Callable, List, Optional, Union
 from rlds_lite.tfds import locking
 from rlds_lite.tfds import publish
 
-__all__ = ['OUTPUT_STEPS', 'AtomicOutput', 'missing_hint', 'recover']
+__all__ = ['OUTPUT_STEPS', 'AtomicOutput', 'existing_check', 'missing_hint',
+           'recover']
 
 PathLike = Union[str, os.PathLike]
 
@@ -167,6 +168,35 @@ def recover(target: PathLike) -> List[str]:
   if handled:
     publish.fsync_dir(os.path.dirname(target))
   return handled
+
+
+def existing_check(if_exists: str, op: str
+                   ) -> Optional[Callable[[str], None]]:
+  """`AtomicOutput`'s ``check`` for a file writer's ``if_exists``.
+
+  ``'overwrite'``: none (an existing target is replaced); ``'error'``: an
+  existing target is a FileExistsError, checked under the lock, so of two
+  writers of one path the second fails instead of replacing the first's.
+
+  Example:
+    >>> existing_check('error', 'to_d4rl')('/')
+    Traceback (most recent call last):
+    ...
+    FileExistsError: / exists; choose a new target
+    >>> existing_check('overwrite', 'to_d4rl') is None
+    True
+  """
+  if if_exists == 'overwrite':
+    return None
+  if if_exists != 'error':
+    raise ValueError(f"{op}: if_exists must be 'error' or 'overwrite', got "
+                     f'{if_exists!r}.')
+
+  def check(target: str) -> None:
+    if _exists(target):
+      raise FileExistsError(f'{target} exists; choose a new target')
+
+  return check
 
 
 def missing_hint(target: PathLike) -> str:

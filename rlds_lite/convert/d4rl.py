@@ -31,7 +31,8 @@ Example:
 """
 
 import os
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional,
+                    Tuple, Union)
 
 import numpy as np
 
@@ -319,8 +320,8 @@ def _append(columns: Dict[str, List[np.ndarray]], name: str, nest: Any) -> None:
 def to_d4rl(episodes: episodes_lib.EpisodesLike,
             path: Optional[Union[str, os.PathLike]] = None, *,
             one_step: str = 'error',
-            last_step: transitions.LastStepLike = 'invalid'
-            ) -> Dict[str, np.ndarray]:
+            last_step: transitions.LastStepLike = 'invalid',
+            if_exists: str = 'overwrite') -> Dict[str, np.ndarray]:
   """D4RL-style row arrays (with ``next_observations``) from Episodes.
 
   Each episode of ``T`` steps gives ``T - 1`` rows; ``next_observations``
@@ -334,6 +335,9 @@ def to_d4rl(episodes: episodes_lib.EpisodesLike,
     episodes: Episodes or an RLDS dataset with ``observation``, ``action``
       and ``reward``.
     path: if given, also written there as an HDF5 file (atomically).
+    if_exists: ``'overwrite'`` (default) replaces an existing ``path``;
+      ``'error'`` refuses it (FileExistsError), checked under the path's
+      lock, so of two writers of one path the second fails.
     one_step: a one-step episode (only a final observation) has no row:
       ``'error'`` (default) or ``'skip'``.
     last_step: ``'invalid'`` (default, RLDS): the last step's action,
@@ -357,6 +361,8 @@ def to_d4rl(episodes: episodes_lib.EpisodesLike,
     >>> to_d4rl([e], last_step='valid')['rewards'].tolist()
     [1.0, 1.0, 5.0]
   """
+  check = (atomic_output.existing_check(if_exists, 'to_d4rl')
+           if path is not None else None)
   if one_step not in ('error', 'skip'):
     raise ValueError(f"to_d4rl: one_step={one_step!r}; 'error' or 'skip'.")
   policy = transitions.last_step_policy(last_step, 'to_d4rl')
@@ -410,13 +416,14 @@ def to_d4rl(episodes: episodes_lib.EpisodesLike,
   if stored_discount:
     out['discounts'] = np.concatenate(discounts)
   if path is not None:
-    _write_hdf5(out, os.fspath(path))
+    _write_hdf5(out, os.fspath(path), check)
   dropped.warn()
   return out
 
 
-def _write_hdf5(arrays: Dict[str, np.ndarray], path: str) -> None:
-  with atomic_output.AtomicOutput(path) as output:
+def _write_hdf5(arrays: Dict[str, np.ndarray], path: str,
+                check: Optional[Callable[[str], None]]) -> None:
+  with atomic_output.AtomicOutput(path, check=check) as output:
     with hdf5_output.HDF5Output(output.path) as hdf5:  # Not h5py.File: see it.
       file = hdf5.file
       for key, value in arrays.items():

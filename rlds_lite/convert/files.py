@@ -93,11 +93,7 @@ def _save_npz(data: Dict[str, Any], path: str) -> str:
       value = strings.for_npz(value, key, path)
     flat[key] = value
 
-  def check(target: str) -> None:  # Under the lock: one writer wins.
-    if os.path.lexists(target):
-      raise FileExistsError(f'{target} exists; choose a new target')
-
-  from rlds_lite import atomic_output  # pylint: disable=g-import-not-at-top
+  check = atomic_output.existing_check('error', 'convert')  # One wins.
   with atomic_output.AtomicOutput(path, check=check) as output:
     with open(output.path, 'xb') as f:  # A hidden name; np.savez adds no
       np.savez(f, **flat)               # '.npz' to a file object's name.
@@ -219,7 +215,7 @@ def _read_d4rl(path, repair=None, final_observation=None,
 def _write_d4rl(episodes, path, one_step='error', last_step='invalid'):
   from rlds_lite.convert import d4rl  # pylint: disable=g-import-not-at-top
   d4rl.to_d4rl(episodes, _file_target(path), one_step=one_step,
-               last_step=last_step)
+               last_step=last_step, if_exists='error')
   return os.fspath(path)
 
 
@@ -260,7 +256,7 @@ def _read_ted(path, repair=None, check_continuity=True, last_step='invalid'):
 def _write_ted(episodes, path, one_step='error', last_step='invalid'):
   from rlds_lite.convert import ted  # pylint: disable=g-import-not-at-top
   return ted.to_ted_h5(episodes, _file_target(path), one_step=one_step,
-                       last_step=last_step)
+                       last_step=last_step, if_exists='error')
 
 
 def _read_alf(path, repair=None, last_step='invalid'):

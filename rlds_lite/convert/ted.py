@@ -310,10 +310,13 @@ def _write_group(group: Any, nest: Dict[str, Any], source: str,
 
 def to_ted_h5(episodes: episodes_lib.EpisodesLike,
               path: Union[str, os.PathLike], *, one_step: str = 'error',
-              last_step: transitions.LastStepLike = 'invalid') -> str:
+              last_step: transitions.LastStepLike = 'invalid',
+              if_exists: str = 'overwrite') -> str:
   """Writes `to_ted` as an H5 file (groups for nests), atomically.
 
-  Arguments as `to_ted`.
+  Arguments as `to_ted`; ``if_exists``: ``'overwrite'`` (default) replaces
+  an existing ``path``, ``'error'`` refuses it (FileExistsError), checked
+  under the path's lock, so of two writers of one path the second fails.
 
   Example:
     >>> import tempfile
@@ -323,9 +326,10 @@ def to_ted_h5(episodes: episodes_lib.EpisodesLike,
     >>> [x['steps']['observation'].tolist() for x in from_ted(path)]
     [[0.0, 1.0, 2.0]]
   """
+  check = atomic_output.existing_check(if_exists, 'to_ted_h5')
   nest = to_ted(episodes, one_step=one_step, last_step=last_step)
   path = os.fspath(path)
-  with atomic_output.AtomicOutput(path) as output:
+  with atomic_output.AtomicOutput(path, check=check) as output:
     with hdf5_output.HDF5Output(output.path) as hdf5:  # Not h5py.File: see it.
       _write_group(hdf5.file, nest, path)
     output.publish()

@@ -33,7 +33,8 @@ def target(kind: str, parent: str) -> str:
           'lerobot': os.path.join(parent, 'lr'),
           'chunk': os.path.join(parent, 'chunks'),
           'filter': os.path.join(parent, 'filtered'),
-          'il': os.path.join(parent, 'il.npz')}[kind]
+          'il': os.path.join(parent, 'il.npz'),
+          'd4rl': os.path.join(parent, 'd4rl.h5')}[kind]
 
 
 def source(parent: str, version: int) -> str:
@@ -67,8 +68,8 @@ def write(kind: str, parent: str, version: int, overwrite: bool = False
   elif kind == 'filter':
     rewrite.filter_dataset(source(parent, version), out, 'length > 0',
                            progress=False)
-  elif kind == 'il':
-    files.write_episodes('il', episodes(version), out)
+  elif kind in ('il', 'd4rl'):
+    files.write_episodes(kind, episodes(version), out)
   else:
     raise ValueError(kind)
 

@@ -100,7 +100,7 @@ def test_create_killed_at_every_step_blocks_no_rerun(server, tmp_path, kind,
   _only_the_output(kind, parent, lock_file=published)
 
 
-@pytest.mark.parametrize('kind', ['webdataset', 'il', 'filter'])
+@pytest.mark.parametrize('kind', ['webdataset', 'il', 'd4rl', 'filter'])
 def test_two_writers_of_one_output_one_whole_result(server, tmp_path, kind):
   parent = str(tmp_path)
   if kind == 'filter':  # Sources first, so both writers only write.
