@@ -410,6 +410,12 @@ def test_convert_from_minari_reads_what_to_minari_wrote(cameras, tmp_path,
      'rlds-lite video: --scale must be at least 1, got 0.'),
     (['video', '{data}', '--out', '{tmp}/v.gif', '--fps', '0'],
      'rlds-lite video: --fps must be positive, got 0.'),
+    (['video', '{data}', '--out', '{tmp}/v.txt'],
+     "rlds-lite video: --out {tmp}/v.txt: unknown video format '.txt' (use "
+     '.gif or .mp4).'),
+    (['video', '{data}', '--out', '{file}/v.gif'],
+     'rlds-lite video: --out: {file}/v.gif: its directory {file} is not a '
+     'directory'),
     (['chunk', '{data}', '--out', '{data_dir}', '--overwrite'],
      'rlds-lite chunk: {data_dir} holds the source {data}; overwriting it '
      'would delete the source. Choose an output directory for the new chunk '
@@ -423,7 +429,8 @@ def test_convert_from_minari_reads_what_to_minari_wrote(cameras, tmp_path,
 ], ids=['demo-out-is-a-file', 'demo-out-under-a-file', 'validate-0-episodes',
         'validate-negative-episodes', 'd4rl-into-a-missing-directory',
         'alf-into-a-file', 'alf-from-a-text-file', 'minari-root-of-two',
-        'video-scale-0', 'video-fps-0', 'chunk-over-the-data-dir',
+        'video-scale-0', 'video-fps-0', 'video-unknown-format',
+        'video-under-a-file', 'chunk-over-the-data-dir',
         'chunk-into-the-source', 'chunk-over-the-source'])
 def test_bad_input_is_one_line_and_exit_2(cameras, tmp_path, capsys, argv,
                                           message):

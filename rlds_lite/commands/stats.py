@@ -5,6 +5,7 @@ import json
 import os
 import sys
 
+from rlds_lite import overwriting
 from rlds_lite.commands import dataset_options
 
 _MAX_MESSAGE = 600  # Errors naming a damaged file are longer.
@@ -84,7 +85,9 @@ def run(args: argparse.Namespace) -> int:
     return _fail(f'dataset directory {args.path!r} does not exist.')
   try:
     last_step = _last_step(args)
-  except ValueError as e:
+    if args.plot:
+      overwriting.check_creatable(args.plot, writer='--plot')
+  except (ValueError, OSError) as e:
     return _fail(str(e))
   keys = None
   if args.keys is not None:

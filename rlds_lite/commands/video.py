@@ -7,8 +7,10 @@ given with ``--key``; frames lower than 128 pixels are enlarged by default
 
 import argparse
 import json
+import os
 from typing import Tuple
 
+from rlds_lite import overwriting
 from rlds_lite.commands import dataset_options
 
 
@@ -107,6 +109,15 @@ def run(args: argparse.Namespace) -> int:
   if args.fps <= 0:
     return dataset_options.report_error(
         'video', ValueError(f'--fps must be positive, got {args.fps:g}.'))
+  suffix = os.path.splitext(args.out)[1].lower()
+  if suffix not in ('.gif', '.mp4'):
+    return dataset_options.report_error('video', ValueError(
+        f'--out {args.out}: unknown video format {suffix!r} (use .gif or '
+        '.mp4).'))
+  try:
+    overwriting.check_creatable(args.out, writer='--out')
+  except OSError as e:
+    return dataset_options.report_error('video', e)
   dataset_options.quiet_logs()
   from rlds_lite import video  # pylint: disable=g-import-not-at-top
   try:

@@ -143,8 +143,8 @@ def test_unwritable_plot_path_exits_non_zero_with_one_line(runs, capsys,
                    '--plot', plot]) == 2
   out, err = capsys.readouterr()
   assert out == ''  # Nothing printed before the failure.
-  assert err == (f"{PREFIX}cannot write the plot '{plot}': [Errno 17] File "
-                 f"exists: '{blocker}'\n")
+  assert err == (f'{PREFIX}--plot: {plot}: its directory {blocker} is not a '
+                 'directory\n')
 
 
 def test_split_defaults_to_the_first_split_without_train(tmp_path, capsys):
