@@ -21,7 +21,7 @@ import contextlib
 import re
 import shlex
 import sys
-from typing import Iterator, Mapping, Optional, Tuple
+from typing import Iterator, List, Mapping, Optional, Tuple
 import warnings
 
 BAD_INPUT = 2
@@ -47,6 +47,27 @@ def add_dataset_arguments(
   parser.add_argument('--json', action='store_true', help=json_help)
   parser.add_argument('--no-progress', action='store_true',
                       help='hide the progress bar (shown on a terminal only)')
+
+
+def comma_list(text: Optional[str], flag: str, what: str,
+               example: str) -> Optional[List[str]]:
+  """The names in a comma-separated flag value (None: the flag not given).
+
+  Example:
+    >>> comma_list(' a, b,', '--keys', 'field', 'reward')
+    ['a', 'b']
+    >>> comma_list(',', '--keys', 'field', 'reward')
+    Traceback (most recent call last):
+    ...
+    ValueError: --keys ',' names no field; give one or more, e.g. --keys reward, or leave it out for all.
+  """
+  if text is None:
+    return None
+  names = [name.strip() for name in text.split(',') if name.strip()]
+  if not names:
+    raise ValueError(f'{flag} {text!r} names no {what}; give one or more, '
+                     f'e.g. {flag} {example}, or leave it out for all.')
+  return names
 
 
 def progress_option(args: argparse.Namespace):

@@ -63,14 +63,9 @@ def _chosen(args: argparse.Namespace):
       raise ValueError(f'--sort {args.sort}: {message}') from None
   if args.limit is not None:
     catalog = catalog.head(args.limit)
-  columns = None
-  if args.columns is not None:
-    names = [c.strip() for c in args.columns.split(',') if c.strip()]
-    if not names:
-      raise ValueError(f'--columns {args.columns!r} names no column; give '
-                       'column names, e.g. --columns length,return, or leave '
-                       'it out for all.')
-    columns = [catalog.resolve(name) for name in names]
+  names = dataset_options.comma_list(args.columns, '--columns', 'column',
+                                     'length,return')
+  columns = None if names is None else [catalog.resolve(n) for n in names]
   return catalog, total, columns
 
 

@@ -85,17 +85,12 @@ def run(args: argparse.Namespace) -> int:
     return _fail(f'dataset directory {args.path!r} does not exist.')
   try:
     last_step = _last_step(args)
+    keys = dataset_options.comma_list(args.keys, '--keys', 'field',
+                                      'action,observation/pos')
     if args.plot:
       overwriting.check_creatable(args.plot, writer='--plot')
   except (ValueError, OSError) as e:
     return _fail(str(e))
-  keys = None
-  if args.keys is not None:
-    keys = [k.strip() for k in args.keys.split(',') if k.strip()]
-    if not keys:
-      return _fail(f'--keys {args.keys!r} names no field; give field paths, '
-                   'e.g. --keys action,observation/pos, or leave it out for '
-                   'all numeric fields.')
   dataset_options.quiet_logs()
   # pylint: disable=g-import-not-at-top
   from rlds_lite import stats as stats_lib

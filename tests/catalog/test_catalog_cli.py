@@ -133,8 +133,8 @@ def test_episodes_json_lists_every_episode(robot, capsys):
     (['--where', 'length >'], "EXPR 'length >': unexpected end of the "
      'expression;'),
     (['--sort', 'speed'], "--sort speed: no column 'speed' (columns: index,"),
-    (['--columns', ' , '], "--columns ' , ' names no column; give column "
-     'names, e.g. --columns length,return, or leave it out for all.'),
+    (['--columns', ' , '], "--columns ' , ' names no column; give one or "
+     'more, e.g. --columns length,return, or leave it out for all.'),
     (['--split', 'test'], "dataset '{path}' has no split 'test' (its splits: "
      "['train'])."),
     (['--limit', '-1'], '--limit must be at least 0.'),

@@ -118,8 +118,8 @@ def test_missing_path_exits_non_zero_with_one_line(runs):
     (lambda r: [r['path'], '--split', 'test'],
      "dataset '{path}' has no split 'test' (its splits: ['train'])."),
     (lambda r: [r['path'], '--keys', ''],
-     "--keys '' names no field; give field paths, e.g. --keys "
-     'action,observation/pos, or leave it out for all numeric fields.'),
+     "--keys '' names no field; give one or more, e.g. --keys "
+     'action,observation/pos, or leave it out for all.'),
     (lambda r: [r['path'], '--keep-last-step', '--last-step', 'invalid'],
      '--keep-last-step and --last-step invalid contradict each other; pass '
      'one of them.'),
