@@ -193,9 +193,13 @@ class DatasetLock:
         _HELD.pop(key, None)
       os.close(fd)
     self._fd, self._key = fd, key
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, (f'pid {os.getpid()} on host {socket.gethostname()} since '
-                   f'{time.strftime("%Y-%m-%d %H:%M:%S")}\n').encode(), 0)
+    try:  # Only a note for the next writer's message: a full disk is fine.
+      os.ftruncate(fd, 0)
+      os.pwrite(fd, (f'pid {os.getpid()} on host {socket.gethostname()} '
+                     f'since {time.strftime("%Y-%m-%d %H:%M:%S")}\n').encode(),
+                0)
+    except OSError:
+      pass
     return self
 
   def _still_at_path(self, fd: int) -> bool:

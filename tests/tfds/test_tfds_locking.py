@@ -92,3 +92,17 @@ def test_the_lock_is_released_however_a_writer_ends(tmp_path, end):
 def test_bad_timeout(tmp_path):
   with pytest.raises(ValueError, match=r'lock timeout must be None or >= 0'):
     locking.DatasetLock(tmp_path / 'x', timeout=-1)
+
+
+def test_a_full_disk_for_the_holder_note_still_locks_and_releases(
+    tmp_path, monkeypatch):
+  """The pid note is informational: ENOSPC writing it must not leak the lock."""
+  def full(*unused_args):
+    raise OSError(28, 'No space left on device')
+  monkeypatch.setattr(locking.os, 'pwrite', full)
+  lock = locking.DatasetLock(str(tmp_path / 'toy' / '1.0.0'), timeout=0)
+  with lock:
+    assert lock.held
+  assert not lock.held
+  with locking.DatasetLock(str(tmp_path / 'toy' / '1.0.0'), timeout=0) as again:
+    assert again.held
