@@ -17,6 +17,7 @@ FULL = 'no space left on device (the disk is full)'
      '/d/out', f'/d/out: {FULL}'),
     (OSError(errno.ENOSPC, 'No space left on device', '/d/out/.tmp-1/x'),
      None, f'/d/out/.tmp-1/x: {FULL}'),
+    (OSError(errno.ENOSPC, 'No space left on device'), None, FULL),
     (OSError(errno.EROFS, 'Read-only file system', '/ro/out'), '/ro/out',
      '/ro/out: read-only file system'),
     (PermissionError(errno.EACCES, 'Permission denied', '/d/x'), '/d/out',
@@ -39,7 +40,8 @@ FULL = 'no space left on device (the disk is full)'
     (NotADirectoryError('convert: /f/x: its directory /f is not a '
                         'directory'), '/f/x',
      'convert: /f/x: its directory /f is not a directory'),
-], ids=['full-disk-names-the-output', 'full-disk-no-output', 'read-only',
+], ids=['full-disk-names-the-output', 'full-disk-no-output',
+        'full-disk-no-path-at-all', 'read-only',
         'permission-denied-names-its-file', 'hdf5-errno-in-text',
         'tf-full-disk', 'tf-full-disk-no-output', 'tf-read-only',
         'tf-file-too-large', 'own-message'])

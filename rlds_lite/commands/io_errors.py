@@ -110,7 +110,8 @@ def describe(error: BaseException,
   if code is None:  # Our own OSErrors: their message names the path.
     return ' '.join(str(error).split())
   if code in _WRITING_ONLY:
-    return f'{output or path}: {_WRITING_ONLY[code]}'
+    where = output or path
+    return (f'{where}: ' if where else '') + _WRITING_ONLY[code]
   if code == errno.ENOTDIR:
     file = _file_above(output or path or '')
     if file is not None:
