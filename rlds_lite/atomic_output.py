@@ -43,6 +43,10 @@ last act (``remove_file`` in `rlds_lite.tfds.locking`), and a killed
 writer's one is deleted by the next writer. On a remote path (``gs://...``) nothing is locked or flushed and
 a directory rename is a copy: there it is not atomic.
 
+A target that is a symlink is followed (what it points to is replaced; the
+link stays); a mount point is refused (a ValueError, before anything is
+written), since no rename can replace it.
+
 Example:
   >>> import os, tempfile
   >>> parent = tempfile.mkdtemp()
@@ -58,7 +62,7 @@ import os
 import re
 import shutil
 import uuid
-from typing import Callable, List, Optional, Union
+from typing import Callable, List, Optional, Sequence, Union
 
 from rlds_lite.tfds import locking
 from rlds_lite.tfds import publish
@@ -74,7 +78,10 @@ OUTPUT_STEPS = ('output_locked', 'output_staged', 'output_set_aside',
 
 STAGING_MARK = '.incomplete-'
 ASIDE_MARK = '.replaced-'
-_LEGACY_MARK = '.tmp-'  # mkdtemp/mkstemp names of rlds_lite before the lock.
+_TOKEN = r'(\d+-)?[0-9a-f]{32}'  # <pid>-<uuid hex>; chunk's once had no pid.
+_STAGING = re.escape(STAGING_MARK) + _TOKEN
+_ASIDE = re.escape(ASIDE_MARK) + _TOKEN
+_LEGACY = r'\.tmp-[a-z0-9_]{8}'  # mkdtemp names of rlds_lite before the lock.
 
 
 def _local(path: str) -> bool:
@@ -122,13 +129,16 @@ def _hidden(target: str, mark: str) -> str:
                       f'.{base}{mark}{os.getpid()}-{uuid.uuid4().hex}')
 
 
-def _marked(target: str, marks) -> List[str]:
-  """Paths beside ``target`` named ``.<base><mark>...`` (sorted)."""
+def _marked(target: str, patterns: Sequence[str]) -> List[str]:
+  """Paths beside ``target`` named exactly ``.<base><pattern>`` (sorted).
+
+  Exactly: ``.x.tmp-notes`` or the leftovers of a target named
+  ``x.replaced-1`` are not target ``x``'s.
+  """
   parent, base = os.path.split(target)
   if not _isdir(parent):
     return []
-  pattern = re.compile(
-      rf'^\.{re.escape(base)}({"|".join(re.escape(m) for m in marks)})')
+  pattern = re.compile(rf'^\.{re.escape(base)}(?:{"|".join(patterns)})$')
   return [os.path.join(parent, name) for name in sorted(_listdir(parent))
           if pattern.match(name)]
 
@@ -147,19 +157,21 @@ def recover(target: PathLike) -> List[str]:
   new one in):
     >>> import os, tempfile
     >>> parent = tempfile.mkdtemp()
-    >>> os.makedirs(os.path.join(parent, '.out.replaced-7-ab', 'data'))
-    >>> os.mkdir(os.path.join(parent, '.out.incomplete-7-cd'))
-    >>> [os.path.basename(p) for p in recover(os.path.join(parent, 'out'))]
-    ['.out.incomplete-7-cd', '.out.replaced-7-ab']
+    >>> token = '7-' + 'ab' * 16  # <pid>-<32 hex digits>
+    >>> os.makedirs(os.path.join(parent, '.out.replaced-' + token, 'data'))
+    >>> os.mkdir(os.path.join(parent, '.out.incomplete-' + token))
+    >>> os.mkdir(os.path.join(parent, '.out.tmp-notes'))  # Not a leftover.
+    >>> [os.path.basename(p)[:16] for p in recover(os.path.join(parent, 'out'))]
+    ['.out.incomplete-', '.out.replaced-7-']
     >>> sorted(os.listdir(parent)), os.listdir(os.path.join(parent, 'out'))
-    (['out'], ['data'])
+    (['.out.tmp-notes', 'out'], ['data'])
   """
   target = os.path.normpath(os.fspath(target))
   handled = []
-  for path in _marked(target, [STAGING_MARK, _LEGACY_MARK]):
+  for path in _marked(target, [_STAGING, _LEGACY]):
     _remove(path)
     handled.append(path)
-  for path in _marked(target, [ASIDE_MARK]):
+  for path in _marked(target, [_ASIDE]):
     if not _exists(target):
       publish.rename(path, target)
     else:
@@ -205,14 +217,14 @@ def missing_hint(target: PathLike) -> str:
   Example:
     >>> import os, tempfile
     >>> parent = tempfile.mkdtemp()
-    >>> os.mkdir(os.path.join(parent, '.out.replaced-7-ab'))
+    >>> os.mkdir(os.path.join(parent, '.out.replaced-7-' + 'ab' * 16))
     >>> print(missing_hint(os.path.join(parent, 'out')).replace(parent, 'P'))
-    ; its writer died while replacing it: the old one is whole at P/.out.replaced-7-ab (the next writer of P/out puts it back; or rename it yourself)
+    ; its writer died while replacing it: the old one is whole at P/.out.replaced-7-abab...abab (the next writer of P/out puts it back; or rename it yourself)
   """
   target = os.path.normpath(os.fspath(target))
   if _exists(target):
     return ''
-  aside = _marked(target, [ASIDE_MARK])
+  aside = _marked(target, [_ASIDE])
   if not aside:
     return ''
   return (f'; its writer died while replacing it: the old one is whole at '
@@ -261,8 +273,10 @@ class AtomicOutput:
                lock_timeout: Optional[float] = None,
                label: Optional[str] = None):
     target = os.fspath(target)
-    self._target = os.path.normpath(os.path.abspath(target)
-                                    if _local(target) else target)
+    if _local(target):  # Through a symlink: replace what it points to.
+      target = os.path.realpath(target) if os.path.islink(target) else (
+          os.path.abspath(target))
+    self._target = os.path.normpath(target)
     self._directory = directory
     self._check = check
     self._lock = locking.DatasetLock(self._target, timeout=lock_timeout,
@@ -284,6 +298,10 @@ class AtomicOutput:
     return self._path
 
   def __enter__(self) -> 'AtomicOutput':
+    if _local(self._target) and os.path.ismount(self._target):
+      raise ValueError(
+          f'{self._target} is a mount point, which a rename cannot replace: '
+          f'write to a directory inside it (e.g. {self._target}/out).')
     parent = os.path.dirname(self._target)
     created = publish.missing_dirs(parent)
     if _local(parent):

@@ -898,7 +898,8 @@ def to_webdataset(episodes: episodes_lib.EpisodesLike,
 
   Args:
     episodes: Episodes or an RLDS dataset.
-    out_dir: created if missing; must not hold ``*.tar`` files yet.
+    out_dir: must not exist yet, or be an empty directory (not a mount
+      point); a FileExistsError otherwise.
     frames_per_shard: frames after which a new shard starts.
     metadata: the value of every shard's ``_metadata.meta.pickle``.
     one_step: a one-step episode has no frame: ``'error'`` or ``'skip'``.

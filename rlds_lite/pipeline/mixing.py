@@ -279,8 +279,8 @@ def check_exact_shares(names: Sequence[str], weights: Sequence[float],
 
   For exact mixing, where every batch (of ``sum(counts)``, called
   ``size_name`` in messages) holds ``counts`` rows of the sources: a source
-  of non-zero weight with no row is a ValueError naming the smallest size
-  that gives every source a row (or ``other_way``); shares more than
+  of non-zero weight with no row is a ValueError naming a size that gives
+  every source a row (or ``other_way``); shares more than
   ``EXACT_SHARE_TOLERANCE`` (relative) off their weights are one
   ``ExactCountsWarning``.
 
@@ -288,7 +288,7 @@ def check_exact_shares(names: Sequence[str], weights: Sequence[float],
     >>> check_exact_shares(['a', 'b'], [0.9, 0.1], [2, 0])
     Traceback (most recent call last):
     ...
-    ValueError: mix: batch_size 2 gives b (weight 0.1) no row in any batch (the weights round to [2, 0] rows); the smallest batch_size that gives every source a row is 6, or use exact=False.
+    ValueError: mix: batch_size 2 gives b (weight 0.1) no row in any batch (the weights round to [2, 0] rows); a batch_size of 10 or more gives every source a row, or use exact=False.
   """
   weights = np.asarray(weights, np.float64)
   total = int(sum(counts))
@@ -296,13 +296,10 @@ def check_exact_shares(names: Sequence[str], weights: Sequence[float],
              if w > 0 and c == 0]
   if starved:
     i = starved[0]
-    smallest = next((size for size in range(total + 1, 100 * total + 1000)
-                     if all(c > 0 for w, c in zip(
-                         weights, exact_counts(weights, size)) if w > 0)),
-                    None)
-    advice = (f'the smallest {size_name} that gives every source a row is '
-              f'{smallest}, or use {other_way}' if smallest else
-              f'use {other_way}')
+    # From w * size >= 1 on, every source of weight w gets a row.
+    enough = math.ceil(1 / weights[weights > 0].min() - 1e-9)
+    advice = (f'a {size_name} of {enough} or more gives every source a row, '
+              f'or use {other_way}')
     raise ValueError(
         f'{op}: {size_name} {total} gives {names[i]} (weight '
         f'{weights[i]:.3g}) no row in any batch (the weights round to '

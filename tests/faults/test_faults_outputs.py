@@ -156,7 +156,7 @@ def test_reader_of_a_target_set_aside_says_where_the_old_one_is(tmp_path,
   output_jobs.write(kind, parent, version=1)
   out = output_jobs.target(kind, parent)
   aside = os.path.join(os.path.dirname(out),
-                       f'.{os.path.basename(out)}.replaced-7-ab')
+                       f'.{os.path.basename(out)}.replaced-7-{"ab" * 16}')
   os.rename(out, aside)
   read = {'chunk': random_access.ChunkStorage,
           'filter': loading.load,

@@ -78,19 +78,19 @@ EXACT_ROUNDING_CASES = {
     'one_row_of_two_sources': ((0.5, 0.5), 1, ValueError,
                                'mix: batch_size 1 gives datasets[1] (weight '
                                '0.5) no row in any batch (the weights round '
-                               'to [1, 0] rows); the smallest batch_size that '
-                               'gives every source a row is 2, or use '
+                               'to [1, 0] rows); a batch_size of 2 or more '
+                               'gives every source a row, or use '
                                'exact=False.'),
     'a_middle_source_never_drawn': (
         (0.3, 0.3, 0.4), 2, ValueError,
         'gives datasets[1] (weight 0.3) no row in any batch (the weights '
-        'round to [1, 0, 1] rows); the smallest batch_size that gives every '
-        'source a row is 3'),
+        'round to [1, 0, 1] rows); a batch_size of 4 or more gives every '
+        'source a row'),
     'a_rare_source_never_drawn': (
         (0.99, 0.01), 8, ValueError,
         'gives datasets[1] (weight 0.01) no row in any batch (the weights '
-        'round to [8, 0] rows); the smallest batch_size that gives every '
-        'source a row is 51'),
+        'round to [8, 0] rows); a batch_size of 100 or more gives every '
+        'source a row'),
     'shares_far_off': (
         (0.25, 0.25, 0.5), 3, mixing.ExactCountsWarning,
         'mix: batch_size 3: every batch holds [1, 1, 1] rows, shares '

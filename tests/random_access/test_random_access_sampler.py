@@ -125,5 +125,5 @@ def test_a_source_rounded_to_no_sample_is_refused():
             num_hosts=2, seed=0)
   assert str(raised.value) == (
       'Sampler: global batch size 2 gives dataset 1 (weight 0.1) no row in '
-      'any batch (the weights round to [2, 0] rows); the smallest global '
-      'batch size that gives every source a row is 6, or use other weights.')
+      'any batch (the weights round to [2, 0] rows); a global batch size of '
+      '10 or more gives every source a row, or use other weights.')
