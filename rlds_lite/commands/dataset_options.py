@@ -70,6 +70,16 @@ def comma_list(text: Optional[str], flag: str, what: str,
   return names
 
 
+def missing_hint(path: str) -> str:
+  """`rlds_lite.atomic_output.missing_hint` (TensorFlow imported quietly).
+
+  Only for an error path: the import takes seconds.
+  """
+  quiet_logs()
+  from rlds_lite import atomic_output  # pylint: disable=g-import-not-at-top
+  return atomic_output.missing_hint(path)
+
+
 def progress_option(args: argparse.Namespace):
   """False with --no-progress, else None (a bar on a terminal only)."""
   return False if args.no_progress else None

@@ -82,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
   path = os.path.expanduser(args.path)
   if (path.startswith(('/', './', '../')) or os.sep in path and
       ':' not in path) and not os.path.exists(path):
-    return _fail(f'dataset directory {args.path!r} does not exist.')
+    return _fail(f'dataset directory {args.path!r} does not exist'
+                 f'{dataset_options.missing_hint(path)}.')
   try:
     last_step = _last_step(args)
     keys = dataset_options.comma_list(args.keys, '--keys', 'field',

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
       ':' not in path) and not os.path.exists(path):
     return dataset_options.report_error(
         'view', FileNotFoundError(f'dataset directory {args.path!r} does not '
-                                  'exist.'))
+                                  f'exist{dataset_options.missing_hint(path)}.'))
   if not 0 <= args.port <= 65535:
     return dataset_options.report_error(
         'view', ValueError(f'--port must be in 0..65535, got {args.port}.'))

@@ -1126,6 +1126,9 @@ def from_lerobot(root: Union[str, os.PathLike], *,
     [[False, False, True]]
   """
   root = os.fspath(root)
+  hint = atomic_output.missing_hint(root)
+  if hint:  # A writer died replacing it: say where the old one is.
+    raise FileNotFoundError(f'{root}: does not exist{hint}')
   info = layout.read_info(root)
   info_path = os.path.join(root, layout.INFO_PATH)
   mapping = _mapping(info, task_key, info_path)

@@ -149,7 +149,7 @@ def test_reader_of_a_target_set_aside_says_where_the_old_one_is(tmp_path,
   """A writer killed between its two renames: the reader's error says so."""
   # pylint: disable=g-import-not-at-top
   from rlds_lite import loading, random_access
-  from rlds_lite.convert import files
+  from rlds_lite.convert import files, lerobot
   parent = str(tmp_path)
   if kind == 'filter':
     output_jobs.source(parent, 1)
@@ -161,9 +161,25 @@ def test_reader_of_a_target_set_aside_says_where_the_old_one_is(tmp_path,
   read = {'chunk': random_access.ChunkStorage,
           'filter': loading.load,
           'minari': lambda path: files.read_episodes('minari', path),
-          'lerobot': lambda path: files.read_episodes('lerobot', path)}[kind]
+          'lerobot': lambda path: list(lerobot.from_lerobot(path))}[kind]
   with pytest.raises(FileNotFoundError) as raised:
     read(out)
   assert (f'its writer died while replacing it: the old one is whole at '
           f'{aside} (the next writer of {out} puts it back') in str(
               raised.value)
+
+
+@pytest.mark.parametrize('command', ['stats', 'view'])
+def test_commands_say_where_a_set_aside_dataset_is(tmp_path, capsys, command):
+  from rlds_lite import cli  # pylint: disable=g-import-not-at-top
+  parent = str(tmp_path)
+  output_jobs.source(parent, 1)
+  output_jobs.write('filter', parent, version=1)
+  out = output_jobs.target('filter', parent)
+  aside = os.path.join(parent, f'.filtered.replaced-7-{"ab" * 16}')
+  os.rename(out, aside)
+  assert cli.main([command, out]) == 2
+  assert capsys.readouterr().err == (
+      f"rlds-lite {command}: dataset directory '{out}' does not exist; its "
+      f'writer died while replacing it: the old one is whole at {aside} (the '
+      f'next writer of {out} puts it back; or rename it yourself).\n')
