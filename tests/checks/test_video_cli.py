@@ -146,7 +146,8 @@ def test_unwritable_out_path_is_one_line_and_exit_2(catch, tmp_path, capsys):
   assert cli.main(['video', catch[0], '--key', checks_testing.IMAGE_KEY,
                    '--out', out]) == 2
   assert capsys.readouterr().err == (
-      f"rlds-lite video: [Errno 20] Not a directory: '{out}'\n")
+      f'rlds-lite video: --out: {out}: its directory {blocker} is not a '
+      'directory\n')
 
 
 @pytest.fixture(name='damaged', scope='module')
