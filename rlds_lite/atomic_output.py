@@ -302,6 +302,9 @@ class AtomicOutput:
       raise ValueError(
           f'{self._target} is a mount point, which a rename cannot replace: '
           f'write to a directory inside it (e.g. {self._target}/out).')
+    if not self._directory and _isdir(self._target):
+      raise IsADirectoryError(f'{self._target} is a directory; give a file '
+                              'path')
     parent = os.path.dirname(self._target)
     created = publish.missing_dirs(parent)
     if _local(parent):

@@ -52,3 +52,13 @@ def test_a_mount_point_is_refused_before_anything_is_written(monkeypatch,
       f'{target} is a mount point, which a rename cannot replace: write to a '
       f'directory inside it (e.g. {target}/out).')
   assert os.listdir(tmp_path) == ['disk']
+
+
+def test_a_file_output_onto_a_directory_is_refused_first(tmp_path):
+  (tmp_path / 'out.h5').mkdir()
+  with pytest.raises(IsADirectoryError) as raised:
+    with atomic_output.AtomicOutput(tmp_path / 'out.h5'):
+      pass
+  assert str(raised.value) == (
+      f'{tmp_path}/out.h5 is a directory; give a file path')
+  assert os.listdir(tmp_path) == ['out.h5']
