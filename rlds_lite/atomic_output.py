@@ -16,32 +16,43 @@ TFDS writers (`rlds_lite.tfds.publish`) for a whole file or directory:
                     and flushed (``fsync``)
 ``output_set_aside``  (replacing a non-empty directory only) the old target
                     renamed to ``.<name>.replaced-<pid>-<token>``
-``output_published``  THE SWITCH: the staging path renamed to the target
-                    (a file or an empty directory is replaced atomically),
-                    the parent directory flushed
-``output_cleaned``  the set-aside old directory deleted
+``output_published``  THE SWITCH: the target checked again, the staging
+                    path renamed to the target (a file or an empty
+                    directory is replaced atomically; a writer that only
+                    creates, ``replace=False``, never replaces a file or a
+                    non-empty directory), the parent directory flushed
+``output_cleaned``  the set-aside old directory renamed to a staging name
+                    (so a partly deleted one is never put back) and deleted
 ==================  =======================================================
 
 What a kill (at any instruction) leaves: before ``output_set_aside``, the
 old target (or none) and a hidden staging path; between ``output_set_aside``
 and ``output_published`` (one rename), no target and the old one, whole,
-under ``.<name>.replaced-*``; after, the new target (and perhaps the old one
-set aside). Nothing is ever half-visible under the target's name. The next
-writer of the target removes staging paths (``.<name>.incomplete-*``, and
-``.<name>.tmp-*`` of rlds_lite versions before this protocol) and a set-aside
-directory when the target exists, and renames a set-aside directory back
-when the target is missing (so the old dataset returns). A reader in that
-window finds no target; `missing_hint` says where the old one is (the
-"does not exist" errors of ``convert.files.read_episodes``, ``load`` and
+under ``.<name>.replaced-*``; after, the new target (and perhaps the old one,
+or part of it, under a staging name). Nothing is ever half-visible under the
+target's name. An error or ``KeyboardInterrupt`` (not a kill) between the two
+renames puts the old directory back before the writer lets go of the lock.
+The next writer of the target removes staging paths
+(``.<name>.incomplete-*``, and ``.<name>.tmp-XXXXXXXX`` mkdtemp directories
+of rlds_lite versions before this protocol) and a set-aside directory when
+the target exists, and renames a set-aside directory back when the target
+is missing (so the old dataset returns). A reader in that window finds no
+target; `missing_hint` says where the old one is (the "does not exist"
+errors of ``convert.files.read_episodes``, ``load`` and
 ``random_access.ChunkStorage`` end with it).
 
 Everything a writer writes is under the lock, so whatever the lock holder
-finds with these names belongs to a dead writer. Outputs follow the umask
-as a file ``open`` creates would (no ``mkstemp`` 0600 modes). The lock file
-``.<name>.lock`` exists while a writer works; its holder deletes it as its
-last act (``remove_file`` in `rlds_lite.tfds.locking`), and a killed
-writer's one is deleted by the next writer. On a remote path (``gs://...``) nothing is locked or flushed and
-a directory rename is a copy: there it is not atomic.
+finds with these names belongs to a dead writer. A process that writes the
+target without the lock is not excluded, but what it put there is never
+deleted by a writer that only creates (``replace=False``): that writer's
+output is discarded instead (a FileExistsError); a writer that replaces runs
+its ``check`` again just before setting the old directory aside. Outputs
+follow the umask as a file ``open`` creates would (no ``mkstemp`` 0600
+modes). The lock file ``.<name>.lock`` exists while a writer works; its
+holder deletes it as its last act (``remove_file`` in
+`rlds_lite.tfds.locking`), and a killed writer's one is deleted by the next
+writer. On a remote path (``gs://...``) nothing is locked or flushed and a
+directory rename is a copy: there it is not atomic.
 
 A target that is a symlink is followed (what it points to is replaced; the
 link stays); a mount point is refused (a ValueError, before anything is
@@ -58,6 +69,8 @@ Example:
   (['shards'], ['a.tar'])
 """
 
+import contextlib
+import errno
 import os
 import re
 import shutil
@@ -123,6 +136,13 @@ def _remove(path: str) -> None:
     _gfile().remove(path)
 
 
+def _absolute(target: PathLike) -> str:
+  """``target`` normalised; a local one made absolute (its parent is known)."""
+  target = os.fspath(target)
+  return os.path.normpath(os.path.abspath(target) if _local(target)
+                          else target)
+
+
 def _hidden(target: str, mark: str) -> str:
   parent, base = os.path.split(target)
   return os.path.join(parent,
@@ -166,7 +186,7 @@ def recover(target: PathLike) -> List[str]:
     >>> sorted(os.listdir(parent)), os.listdir(os.path.join(parent, 'out'))
     (['.out.tmp-notes', 'out'], ['data'])
   """
-  target = os.path.normpath(os.fspath(target))
+  target = _absolute(target)
   handled = []
   for path in _marked(target, [_STAGING, _LEGACY]):
     _remove(path)
@@ -221,7 +241,7 @@ def missing_hint(target: PathLike) -> str:
     >>> print(missing_hint(os.path.join(parent, 'out')).replace(parent, 'P'))
     ; its writer died while replacing it: the old one is whole at P/.out.replaced-7-abab...abab (the next writer of P/out puts it back; or rename it yourself)
   """
-  target = os.path.normpath(os.fspath(target))
+  target = _absolute(target)
   if _exists(target):
     return ''
   aside = _marked(target, [_ASIDE])
@@ -238,14 +258,22 @@ class AtomicOutput:
   Use as a context manager: inside, write to `path` (a directory that
   exists, or a file path to create), then call `publish`. Leaving the block
   without publishing (an error, ``KeyboardInterrupt``) removes the staging
-  path: nothing is left. The lock is held for the whole block.
+  path (and puts back an old directory set aside): nothing is left. The
+  lock is held for the whole block. Missing directories above the target
+  are created (and flushed).
 
   Args:
     target: the file or directory the writer publishes.
     directory: whether the output is a directory (`path` is created).
     check: called with ``target`` once the lock is held and leftovers are
-      removed, before anything is written: raises if the target may not be
-      written (e.g. a FileExistsError when it exists).
+      removed, before anything is written, and again just before the
+      switch: raises if the target may not be written (e.g. a
+      FileExistsError when it exists).
+    replace: whether `publish` may replace what is at the target (a file,
+      or a non-empty directory, set aside and deleted). False (a writer that
+      only creates): a file or a non-empty directory found at the target at
+      the switch is left as it is, and the output is discarded with a
+      FileExistsError; an empty directory is replaced.
     lock_timeout: seconds to wait for another writer of ``target`` (None:
       wait as long as it takes; 0: fail at once).
     label: how errors name the output (default: its path).
@@ -254,12 +282,12 @@ class AtomicOutput:
     >>> import os, tempfile
     >>> target = os.path.join(tempfile.mkdtemp(), 'data.npz')
     >>> for text in (b'old', b'new'):
-    ...   with AtomicOutput(target) as output:
+    ...   with AtomicOutput(target, replace=True) as output:
     ...     with open(output.path, 'wb') as f:
     ...       _ = f.write(text)
     ...     _ = output.publish()
     >>> try:
-    ...   with AtomicOutput(target) as output:
+    ...   with AtomicOutput(target, replace=True) as output:
     ...     open(output.path, 'wb').close()
     ...     raise OSError('disk full')
     ... except OSError:
@@ -270,6 +298,7 @@ class AtomicOutput:
 
   def __init__(self, target: PathLike, *, directory: bool = False,
                check: Optional[Callable[[str], None]] = None,
+               replace: bool = False,
                lock_timeout: Optional[float] = None,
                label: Optional[str] = None):
     target = os.fspath(target)
@@ -279,10 +308,12 @@ class AtomicOutput:
     self._target = os.path.normpath(target)
     self._directory = directory
     self._check = check
+    self._replace = replace
     self._lock = locking.DatasetLock(self._target, timeout=lock_timeout,
                                      label=label or repr(self._target),
                                      remove_file=True)
     self._path: Optional[str] = None
+    self._aside: Optional[str] = None
     self._published = False
 
   @property
@@ -333,8 +364,22 @@ class AtomicOutput:
   def publish(self) -> str:
     """Flushes the staging path and renames it to the target; the target.
 
-    A file or an empty directory at the target is replaced in one rename;
-    a non-empty directory is set aside first and deleted after.
+    ``check`` runs again first. A file or an empty directory at the target
+    is replaced in one rename; a non-empty directory is set aside first and
+    deleted after (``replace=True``), or refused (``replace=False``: a
+    FileExistsError, the target left as it is).
+
+    Example:
+      >>> import os, tempfile
+      >>> target = os.path.join(tempfile.mkdtemp(), 'out')
+      >>> with AtomicOutput(target, directory=True) as output:
+      ...   os.makedirs(target + '/by_someone_else')   # no lock taken
+      ...   output.publish()
+      Traceback (most recent call last):
+      ...
+      FileExistsError: ... appeared while this output was written ...
+      >>> os.listdir(target)
+      ['by_someone_else']
     """
     staging, target = self.path, self._target
     parent = os.path.dirname(target)
@@ -343,30 +388,104 @@ class AtomicOutput:
     else:
       publish.fsync_file(staging)
     publish.step('output_staged', OUTPUT_STEPS)
-    aside = None
-    if (self._directory and _isdir(target) and not os.path.islink(target)
-        and _listdir(target)):
-      aside = _hidden(target, ASIDE_MARK)
-      publish.rename(target, aside)
-      publish.fsync_dir(parent)
-      publish.step('output_set_aside', OUTPUT_STEPS)
-    publish.rename(staging, target)
+    if self._check is not None:
+      self._check(target)
+    if not self._replace:
+      _rename_no_replace(staging, target, self._directory)
+    else:
+      if (self._directory and _isdir(target) and not os.path.islink(target)
+          and _listdir(target)):
+        self._aside = _hidden(target, ASIDE_MARK)
+        publish.rename(target, self._aside)
+        publish.fsync_dir(parent)
+        publish.step('output_set_aside', OUTPUT_STEPS)
+      publish.rename(staging, target)
     self._published = True
     publish.fsync_dir(parent)
     publish.step('output_published', OUTPUT_STEPS)
-    if aside is not None:
-      _remove(aside)
+    if self._aside is not None:
+      # A staging name first: a kill while deleting never leaves a partial
+      # old directory under the name `recover` would put back.
+      doomed = _hidden(target, STAGING_MARK)
+      publish.rename(self._aside, doomed)
+      self._aside = None
+      _remove(doomed)
       publish.fsync_dir(parent)
     publish.step('output_cleaned', OUTPUT_STEPS)
     return target
 
   def __exit__(self, *unused_exc) -> None:
     try:
-      if not self._published and self._path is not None:
-        _remove(self._path)
+      if not self._published:
+        if self._path is not None:
+          _remove(self._path)
+        if self._aside is not None and not _exists(self._target):
+          publish.rename(self._aside, self._target)  # The old one, back.
+          publish.fsync_dir(os.path.dirname(self._target))
     finally:
       self._lock.release()
 
   def __repr__(self) -> str:
     state = 'published' if self._published else 'not published'
     return f'AtomicOutput({self._target!r}, {state})'
+
+
+def _rename_no_replace(staging: str, target: str, directory: bool) -> None:
+  """Renames ``staging`` to ``target`` unless something is there.
+
+  An empty directory at ``target`` is replaced (POSIX ``rename``); a file,
+  or a non-empty directory, is a FileExistsError and stays as it is. A file
+  is linked to its name (``link`` fails where a name exists), then its
+  staging name removed.
+
+  Example:
+    >>> import os, tempfile
+    >>> parent = tempfile.mkdtemp()
+    >>> for name in ('.new', 'taken'):
+    ...   open(os.path.join(parent, name), 'w').close()
+    >>> _rename_no_replace(parent + '/.new', parent + '/taken', False)
+    Traceback (most recent call last):
+    ...
+    FileExistsError: .../taken appeared while this output was written ...
+  """
+  appeared = FileExistsError(
+      f'{target} appeared while this output was written (a process not '
+      'holding its lock created it): it is left as it is, and this output '
+      'was discarded')
+  if not _local(target):
+    if _exists(target) and not (directory and _isdir(target)
+                                and not _listdir(target)):
+      raise appeared
+    publish.rename(staging, target)
+    return
+  try:
+    if directory:
+      if os.path.lexists(target) and not os.path.isdir(target):
+        raise appeared
+      os.rename(staging, target)  # Fails on a non-empty directory.
+    else:
+      _link_file(staging, target)
+  except OSError as error:
+    if error.errno in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR,
+                       errno.EISDIR):
+      raise appeared from None
+    raise
+
+
+def _link_file(staging: str, target: str) -> None:
+  """Gives the file ``staging`` the name ``target`` if that name is free.
+
+  Where the file system has no hard links, a rename after a last look
+  (a process creating ``target`` in between is not seen).
+  """
+  try:
+    os.link(staging, target)
+  except OSError as error:
+    if error.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV):
+      raise
+    if os.path.lexists(target):
+      raise FileExistsError(errno.EEXIST, 'exists', target) from None
+    os.rename(staging, target)
+    return
+  with contextlib.suppress(OSError):  # A leftover the next writer removes.
+    os.remove(staging)

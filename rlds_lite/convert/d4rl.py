@@ -416,15 +416,17 @@ def to_d4rl(episodes: episodes_lib.EpisodesLike,
   if stored_discount:
     out['discounts'] = np.concatenate(discounts)
   if path is not None:
-    _write_hdf5(out, os.fspath(path), check)
+    _write_hdf5(out, os.fspath(path), check, if_exists == 'overwrite')
   dropped.warn()
   return out
 
 
 def _write_hdf5(arrays: Dict[str, np.ndarray], path: str,
-                check: Optional[Callable[[str], None]]) -> None:
-  with atomic_output.AtomicOutput(path, check=check) as output:
-    with hdf5_output.HDF5Output(output.path) as hdf5:  # Not h5py.File: see it.
+                check: Optional[Callable[[str], None]], replace: bool) -> None:
+  with atomic_output.AtomicOutput(path, check=check,
+                                  replace=replace) as output:
+    # Not h5py.File: see HDF5Output.
+    with hdf5_output.HDF5Output(output.path) as hdf5:
       file = hdf5.file
       for key, value in arrays.items():
         if np.asarray(value).dtype.kind in 'OSUT':

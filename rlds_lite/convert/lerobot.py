@@ -644,6 +644,7 @@ def to_lerobot(episodes: episodes_lib.EpisodesLike,
   check(root)  # Before reading; again under the lock.
   source = '<episodes>'
   with atomic_output.AtomicOutput(root, directory=True, check=check,
+                                  replace=if_exists == 'overwrite',
                                   label=f'to_lerobot: {root}') as output:
     writer = _DatasetWriter(
         output.path, fps=int(fps), task_key=task_key,

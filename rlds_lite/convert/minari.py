@@ -736,6 +736,7 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
 
   check(root)  # Before reading; again under the lock.
   output = atomic_output.AtomicOutput(root, directory=True, check=check,
+                                      replace=if_exists == 'overwrite',
                                       label=f'to_minari: {root}')
   with output:
     source = '<episodes>'

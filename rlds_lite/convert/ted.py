@@ -329,8 +329,10 @@ def to_ted_h5(episodes: episodes_lib.EpisodesLike,
   check = atomic_output.existing_check(if_exists, 'to_ted_h5')
   nest = to_ted(episodes, one_step=one_step, last_step=last_step)
   path = os.fspath(path)
-  with atomic_output.AtomicOutput(path, check=check) as output:
-    with hdf5_output.HDF5Output(output.path) as hdf5:  # Not h5py.File: see it.
+  with atomic_output.AtomicOutput(path, check=check,
+                                  replace=if_exists == 'overwrite') as output:
+    # Not h5py.File: see HDF5Output.
+    with hdf5_output.HDF5Output(output.path) as hdf5:
       _write_group(hdf5.file, nest, path)
     output.publish()
   return path

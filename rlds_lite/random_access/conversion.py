@@ -279,6 +279,7 @@ def convert(source: PathLike,
     raise ValueError(f'convert: dataset {label}: {e}') from None
   name = builder.info.name + '_chunks'
   output = atomic_output.AtomicOutput(out, directory=True, check=check,
+                                      replace=overwrite,
                                       label=f'convert: {out!r}')
   with output:
     work = output.path
