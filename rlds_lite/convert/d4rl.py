@@ -426,7 +426,7 @@ def _write_hdf5(arrays: Dict[str, np.ndarray], path: str,
   with atomic_output.AtomicOutput(path, check=check,
                                   replace=replace) as output:
     # Not h5py.File: see HDF5Output.
-    with hdf5_output.HDF5Output(output.path) as hdf5:
+    with hdf5_output.HDF5Output(output.path, label=path) as hdf5:
       file = hdf5.file
       for key, value in arrays.items():
         if np.asarray(value).dtype.kind in 'OSUT':
@@ -434,4 +434,5 @@ def _write_hdf5(arrays: Dict[str, np.ndarray], path: str,
           file.create_dataset(key, data=value, dtype=dtype)
         else:
           file.create_dataset(key, data=value)
+        hdf5.check()   # A failed write stops here, not at HDF5's close.
     output.publish()

@@ -95,16 +95,34 @@ class _DroppingAfterFailure(io.RawIOBase):
 
 class HDF5Output:
   """``h5py.File(path, 'w')`` that, on a failed write, closes cleanly and
-  raises one ``OSError`` naming ``path`` (see the module docstring).
+  raises one ``OSError`` naming the file (see the module docstring).
 
   Use it as a context manager: ``file`` is the ``h5py.File``; call `check`
   now and then (after each episode) to stop at a failure instead of writing
-  on into nothing. On leaving, the file is closed; a failure not raised yet
-  is raised then (unless another error is already on its way).
+  on into nothing. On leaving, the file is closed; a failed write not raised
+  yet is raised then, in place of what HDF5 made of it (an HDF5 error from
+  reading back metadata that never reached the disk), but never in place
+  of a ``KeyboardInterrupt``.
+
+  Args:
+    path: the file to write.
+    label: how errors name the file (default ``path``; e.g. the final path
+      of a file written under a staging name).
+
+  Example:
+    >>> import os, tempfile, numpy as np
+    >>> staging = os.path.join(tempfile.mkdtemp(), '.out.h5.staging')
+    >>> with HDF5Output(staging, label='out.h5') as output:
+    ...   _ = output.file.create_dataset('x', data=np.arange(3))
+    ...   output.check()   # no failed write so far
+    >>> output.label
+    'out.h5'
   """
 
-  def __init__(self, path: Union[str, os.PathLike]):
+  def __init__(self, path: Union[str, os.PathLike],
+               label: Optional[Union[str, os.PathLike]] = None):
     self.path = os.fspath(path)
+    self.label = os.fspath(label) if label is not None else self.path
     self._sink: Optional[_DroppingAfterFailure] = None
     self.file: Any = None
 
@@ -118,17 +136,39 @@ class HDF5Output:
       raise
     return self
 
-  def check(self) -> None:
-    """Raises the first failed write (an ``OSError`` naming the file)."""
+  def _failure(self) -> Optional[OSError]:
+    """The first failed write as an ``OSError`` naming ``label`` (or None)."""
     failure = self._sink.failure
-    if failure is not None:
-      raise OSError(failure.errno, failure.strerror or str(failure),
-                    self.path) from failure
+    if failure is None:
+      return None
+    error = OSError(failure.errno, failure.strerror or str(failure),
+                    self.label)
+    error.__cause__ = failure
+    return error
 
-  def __exit__(self, kind, error, traceback) -> None:
+  def check(self) -> None:
+    """Raises the first failed write (an ``OSError`` naming the file).
+
+    Example:
+      (see `HDF5Output`)
+    """
+    failure = self._failure()
+    if failure is not None:
+      raise failure
+
+  def __exit__(self, kind: Optional[type], error: Optional[BaseException],
+               traceback: Any) -> None:
     try:
-      self.file.close()
-    finally:
-      self._sink.close()
-    if kind is None:
-      self.check()
+      try:
+        self.file.close()
+      finally:
+        self._sink.close()
+    except Exception:  # pylint: disable=broad-except
+      if self._sink.failure is None:
+        raise   # HDF5's own error, with no failed write behind it.
+    failure = self._failure()
+    if failure is None or isinstance(error, KeyboardInterrupt):
+      return
+    if isinstance(error, OSError) and error.__cause__ is self._sink.failure:
+      return   # `check` raised it already: it goes on its way.
+    raise failure from error

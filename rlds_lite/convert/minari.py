@@ -745,7 +745,9 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
     spaces = {}
     total_steps = total_episodes = 0
     # Not h5py.File: a full disk would crash the process (hdf5_output).
-    with hdf5_output.HDF5Output(os.path.join(data, MAIN_FILE)) as hdf5:
+    with hdf5_output.HDF5Output(
+        os.path.join(data, MAIN_FILE),
+        label=os.path.join(root, 'data', MAIN_FILE)) as hdf5:
       file = hdf5.file
       for index, episode in enumerate(transitions.prepared_for_writing(
           episodes_lib.checked_episodes(episodes, source=source), policy,

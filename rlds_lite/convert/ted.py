@@ -39,7 +39,7 @@ Example:
 """
 
 import os
-from typing import Any, Dict, Optional, Union
+from typing import Any, Callable, Dict, Optional, Union
 
 import numpy as np
 
@@ -296,16 +296,20 @@ def to_ted(episodes: episodes_lib.EpisodesLike, *,
 
 
 def _write_group(group: Any, nest: Dict[str, Any], source: str,
-                 prefix: str = '') -> None:
+                 check: Callable[[], None], prefix: str = '') -> None:
+  """Writes ``nest`` under ``group``; ``check`` after each array (it raises
+  a failed write before HDF5 writes on into nothing: `HDF5Output`)."""
   for key, value in nest.items():
     path = f'{prefix}{key}'
     if isinstance(value, dict):
-      _write_group(group.create_group(key), value, source, f'{path}/')
-    elif np.asarray(value).dtype.kind in 'OSUT':
+      _write_group(group.create_group(key), value, source, check, f'{path}/')
+      continue
+    if np.asarray(value).dtype.kind in 'OSUT':
       data, dtype = strings.for_hdf5(np.asarray(value), path, source)
       group.create_dataset(key, data=data, dtype=dtype)
     else:
       group.create_dataset(key, data=value)
+    check()
 
 
 def to_ted_h5(episodes: episodes_lib.EpisodesLike,
@@ -332,7 +336,7 @@ def to_ted_h5(episodes: episodes_lib.EpisodesLike,
   with atomic_output.AtomicOutput(path, check=check,
                                   replace=if_exists == 'overwrite') as output:
     # Not h5py.File: see HDF5Output.
-    with hdf5_output.HDF5Output(output.path) as hdf5:
-      _write_group(hdf5.file, nest, path)
+    with hdf5_output.HDF5Output(output.path, label=path) as hdf5:
+      _write_group(hdf5.file, nest, path, hdf5.check)
     output.publish()
   return path
