@@ -60,8 +60,9 @@ class Format(NamedTuple):
 def _file_target(path: PathLike) -> str:
   """``path`` as a string; a FileNotFoundError if its directory is missing.
 
-  A file format's writer writes a temporary file beside the target first;
-  without this check its error would name that temporary file.
+  ``convert`` writes a file only into a directory that exists (a typo in
+  the directory is an error, not a new directory tree; the library writers,
+  `rlds_lite.atomic_output`, create missing parents).
 
   Example:
     >>> _file_target('/no/such/dir/x.h5')

@@ -234,7 +234,7 @@ class DatasetLock:
       pause = min(pause * 1.5, _MAX_POLL_SECONDS)
 
   def release(self) -> None:
-    """Releases the lock (the lock file stays)."""
+    """Releases the lock (the lock file stays, unless ``remove_file``)."""
     if self._fd is None:
       return
     fd, self._fd = self._fd, None

@@ -92,7 +92,7 @@ def test_create_killed_at_every_step_blocks_no_rerun(server, tmp_path, kind,
   if not published:
     output_jobs.write(kind, parent, version=2)
     assert output_jobs.read_version(kind, parent) == 2
-  else:  # Refused before it takes the lock: the dead one's empty lock file
+  else:  # Refused before it takes the lock: the dead one's lock file
     # stays (until a writer of this target takes the lock).
     with pytest.raises(FileExistsError):
       output_jobs.write(kind, parent, version=2)
