@@ -69,7 +69,7 @@ import os
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -83,6 +83,18 @@ BATCH = 64
 HISTORY = 2
 HORIZON = 4
 CAMERAS = {'image_primary': (256, 256), 'image_wrist': (128, 128)}
+
+
+def camera_size(name: str, image_size: Optional[int]
+                ) -> Optional[Tuple[int, int]]:
+  """The output size of camera ``name``: the primary camera resized to
+  ``image_size`` (None: stored size), the others by the same factor (the
+  wrist camera to half of it, as Octo's 256 / 128)."""
+  if not image_size:
+    return None
+  h, w = CAMERAS[name]
+  primary = CAMERAS['image_primary'][0]
+  return (h * image_size // primary, w * image_size // primary)
 CONTENDERS = ('octo', 'rlds', 'ours', 'ours_budget', 'ours_budget_0.8x', 'floor',
               'floor_samples', 'floor_pooled', 'floor_per_frame')
 BUDGET_FACTORS = {'ours_budget': 1.0, 'ours_budget_0.8x': 0.8}
@@ -163,8 +175,8 @@ def octo_pipeline(path: str, buffer: int, image_size: Optional[int]):
 
   def decode_and_resize(frame):   # obs_transforms.decode_and_resize, vmapped.
     observation = dict(frame['observation'])
-    for name, (h, w) in CAMERAS.items():
-      size = (image_size, image_size * w // h) if image_size else None
+    for name in CAMERAS:
+      size = camera_size(name, image_size)
 
       def decode(encoded, size=size):
         image = tf.io.decode_image(encoded, expand_animations=False,
@@ -174,7 +186,7 @@ def octo_pipeline(path: str, buffer: int, image_size: Optional[int]):
       observation[name] = tf.map_fn(
           decode, observation[name],
           fn_output_signature=tf.TensorSpec(
-              (size or (h, w)) + (3,), tf.uint8))
+              (size or CAMERAS[name]) + (3,), tf.uint8))
     return {**frame, 'observation': observation}
 
   dataset = trajectories.map(restructure, num_parallel_calls=auto)
@@ -204,9 +216,9 @@ def rlds_pipeline(path: str, buffer: int, image_size: Optional[int]):
     observation = tf.nest.map_structure(lambda x: x[:HISTORY],
                                         window['observation'])
     if image_size:
-      for name, (h, w) in CAMERAS.items():
+      for name in CAMERAS:
         observation[name] = _resize_like_dlimp(
-            observation[name], (image_size, image_size * w // h))
+            observation[name], camera_size(name, image_size))
     return {'observation': observation,
             'action': window['action'][HISTORY - 1:],
             'language_instruction': window['language_instruction'][
@@ -218,13 +230,22 @@ def rlds_pipeline(path: str, buffer: int, image_size: Optional[int]):
   return windows.map(sample).shuffle(buffer).batch(BATCH)
 
 
+def _sizes(image_size: Optional[int]
+           ) -> Optional[Dict[str, Tuple[int, int]]]:
+  """robot_samples_dataset's ``image_size``: every camera's output size."""
+  if not image_size:
+    return None
+  return {f'observation/{name}': camera_size(name, image_size)
+          for name in CAMERAS}
+
+
 def ours_pipeline(path: str, image_size: Optional[int],
                   budget: Optional[int] = None):
   from rlds_lite import pipeline  # pylint: disable=g-import-not-at-top
   return pipeline.robot_samples_dataset(
       path, batch_size=BATCH, history=HISTORY, action_chunk=HORIZON,
       last_step='valid', episode_fields='episode_id', seed=0,
-      image_size=image_size, memory_budget=budget)
+      image_size=_sizes(image_size), memory_budget=budget)
 
 
 def ours_plan(path: str, image_size: Optional[int],
@@ -232,7 +253,7 @@ def ours_plan(path: str, image_size: Optional[int],
   from rlds_lite import pipeline  # pylint: disable=g-import-not-at-top
   return pipeline.plan_robot_samples(
       path, batch_size=BATCH, history=HISTORY, action_chunk=HORIZON,
-      image_size=image_size, memory_budget=budget)
+      image_size=_sizes(image_size), memory_budget=budget)
 
 
 def floor_samples_pipeline(path: str, image_size: Optional[int]):
@@ -247,8 +268,8 @@ def floor_samples_pipeline(path: str, image_size: Optional[int]):
     history = tf.maximum(tf.range(length)[:, None] + tf.range(-HISTORY + 1, 1),
                          0)
     out = {}
-    for name, (h, w) in CAMERAS.items():
-      size = (image_size, image_size * w // h) if image_size else None
+    for name in CAMERAS:
+      size = camera_size(name, image_size)
       frames = images.decode_frames(observation[name],
                                     specs[f'observation/{name}'], size)
       out[name] = tf.gather(frames, history)
@@ -290,8 +311,8 @@ def floor_pooled_pipeline(path: str, image_size: Optional[int],
 
   def decode(frames, history):
     out = {}
-    for name, (h, w) in CAMERAS.items():
-      size = (image_size, image_size * w // h) if image_size else None
+    for name in CAMERAS:
+      size = camera_size(name, image_size)
       out[name] = images.decode_frames(frames[name],
                                        specs[f'observation/{name}'], size)
     return out, history
@@ -339,8 +360,7 @@ def floor_pipeline(path: str, frames_per_element: int,
     out = {}
     for name in CAMERAS:
       spec = specs[f'observation/{name}']
-      h, w = CAMERAS[name]
-      size = (image_size, image_size * w // h) if image_size else None
+      size = camera_size(name, image_size)
       out[name] = images.decode_frames(chunk[name], spec, size)
     return out
 

@@ -37,7 +37,7 @@ time, all threads), distinct episodes per batch, peak RSS and RSS growth over
 the TensorFlow runtime (peak minus the RSS after TF ran a trivial pipeline),
 the chunk shards' memory-mapped pages in that RSS at the end (from
 ``/proc/self/smaps``: page cache, which the kernel may reclaim; at most
-``mapped_budget``, 16 MiB by default), time to the first batch (building the pipeline
+``mapped_budget``, 64 MiB by default), time to the first batch (building the pipeline
 included), and resume exactness (random: the next 3 batches of a
 ``SampleIterator`` restored from a saved state equal those of the run that
 saved it; pooled: the same with ``pipeline.ResumableIterator``, with the
