@@ -1,7 +1,6 @@
 """Tests of rlds_lite.convert.hdf5_output: a failed write, cleanly."""
 
 import errno
-import io
 import json
 import os
 import subprocess
@@ -11,27 +10,14 @@ import h5py
 import numpy as np
 import pytest
 
+from hdf5_failures import FillingFile
 from rlds_lite.convert import hdf5_output
-
-
-class _FillingFile(io.FileIO):
-  """A file on a disk with ``room`` bytes left: short writes, then ENOSPC."""
-
-  room = 4096
-
-  def write(self, data):
-    view = memoryview(data).cast('B')
-    if not _FillingFile.room:
-      raise OSError(errno.ENOSPC, 'No space left on device', self.name)
-    written = super().write(view[:_FillingFile.room])
-    _FillingFile.room -= written
-    return written
 
 
 def test_a_short_write_then_a_full_disk_is_one_oserror_naming_the_file(
     tmp_path, monkeypatch):
-  monkeypatch.setattr(_FillingFile, 'room', 4096)
-  monkeypatch.setattr(hdf5_output.io, 'FileIO', _FillingFile)
+  monkeypatch.setattr(FillingFile, 'room', 4096)
+  monkeypatch.setattr(hdf5_output.io, 'FileIO', FillingFile)
   path = str(tmp_path / 'out.h5')
   with pytest.raises(OSError) as raised:
     with hdf5_output.HDF5Output(path) as output:
@@ -47,7 +33,6 @@ def test_a_file_written_whole_reads_back(tmp_path):
     output.check()
   with h5py.File(path, 'r') as f:
     assert f['x'][()].tolist() == [0, 1, 2, 3, 4]
-
 
 
 def _run(scenario, tmp_path):
