@@ -36,6 +36,8 @@ setuptools.setup(
     extras_require={
         'test': [
             'pytest>=8',
+            # make test runs the suite on two workers, a test file each.
+            'pytest-xdist>=3.5',
             'hypothesis>=6.100',
             # The Beam build and `tfds build` tests need these (see the beam extra).
             'apache-beam>=2.77,<3',
