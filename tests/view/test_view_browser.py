@@ -252,6 +252,9 @@ def test_episode_page_plays_and_the_cursor_follows(page, server, expected,
   first = _frame(page)
   assert _frame_error(first, frames[0]) < 6
 
+  # Half speed: the pause below lands mid-video even on a loaded machine (a
+  # click after the video's end would play it again from the start).
+  page.select_option('#speed', '0.5')
   page.click('#play')
   page.wait_for_function(
       "document.querySelector('video').currentTime > 1.2", timeout=TIMEOUT_MS)
@@ -308,10 +311,15 @@ def test_episode_without_cameras_plays_on_a_clock(page, tmp_path):
     page.goto(f'{server.url}episode/train/{index}')
     page.wait_for_selector('body[data-ready="1"]')
     assert page.locator('video').count() == 0
+    # A quarter speed: the 3 s episode lasts 12 s, so a loaded machine still
+    # pauses it mid-way (a click after its end would play it from step 0).
+    page.select_option('#speed', '0.25')
     page.click('#play')
-    page.wait_for_function("Number(document.body.dataset.step) >= 8")
+    page.wait_for_function("Number(document.body.dataset.step) >= 3")
     page.click('#play')  # Pause.
+    assert page.text_content('#play') == '▶ play'
     step = int(page.evaluate('document.body.dataset.step'))
+    assert 3 <= step < 29
     page.wait_for_function(
         f"document.getElementById('plot').layout.shapes[0].x0 === {step}")
     time.sleep(0.3)
