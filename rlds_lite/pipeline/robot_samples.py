@@ -705,8 +705,12 @@ def robot_samples_dataset(
     tf.errors.InvalidArgumentError: while iterating, from TF's decoder, if
       a frame a sample uses does not decode. It names the field through
       its decode op (``{{node observation/image/map/while/DecodeJpeg}}``),
-      not the episode: ``rlds_lite.validate(source)`` (``rlds-lite
-      validate``) names the file, episode, step and field.
+      not the episode. Iterate inside ``with
+      rlds_lite.loading.named_read_errors(builder, split):`` (``builder``
+      from ``rlds_lite.loading.rlds_builder(name_or_dir)``) to get a
+      ``CorruptDatasetError`` naming the file, episode, field and step
+      instead; ``rlds_lite.validate`` (``rlds-lite validate``) names them
+      too.
 
   Example:
     >>> import tempfile

@@ -8,6 +8,7 @@ those samples (same pixels), each once per pass.
 
 import collections
 import logging
+import os
 
 import numpy as np
 import pytest
@@ -491,6 +492,28 @@ def test_undecodable_frame_error_names_its_field(tmp_path, decode):
                      r'\{\{node observation/camera/map/while/DecodePng\}\}'):
     for _ in ds:
       pass
+
+
+@pytest.mark.parametrize('decode', ['per_episode', 'after_sampling'])
+def test_named_read_errors_names_the_undecodable_frames_episode(tmp_path,
+                                                                decode):
+  """The docstring's remedy: the loop inside ``loading.named_read_errors``."""
+  _, bad = rlds_testing.camera_datasets_good_and_undecodable(
+      tmp_path, only_at=(2, 3))
+  ds = pipeline.robot_samples_dataset(bad, batch_size=4, history=2,
+                                      decode=decode, seed=0)
+  builder, _ = rlds_lite.loading.rlds_builder(bad)
+  shard = os.path.join(bad, 'cams-train.tfrecord-00000')
+  with pytest.raises(rlds_lite.dataset_files.CorruptDatasetError) as raised:
+    with rlds_lite.loading.named_read_errors(builder, 'train'):
+      for _ in ds:
+        pass
+  assert str(raised.value) == (
+      f"{shard}: episode 2 of split 'train', field 'observation/camera': "
+      'step 3 does not decode as the image its feature declares in '
+      'dataset_info.json (Unknown image file format. One of JPEG, JPEG XL, '
+      "PNG, GIF, BMP, WebP required); its bytes begin b'not a pn'.")
+  assert raised.value.__cause__ is None and raised.value.__suppress_context__
 
 
 @pytest.mark.parametrize('kwargs', [
