@@ -427,12 +427,7 @@ def _write_hdf5(arrays: Dict[str, np.ndarray], path: str,
                                   replace=replace) as output:
     # Not h5py.File: see HDF5Output.
     with hdf5_output.HDF5Output(output.path, label=path) as hdf5:
-      file = hdf5.file
       for key, value in arrays.items():
-        if np.asarray(value).dtype.kind in 'OSUT':
-          value, dtype = strings.for_hdf5(np.asarray(value), key, path)
-          file.create_dataset(key, data=value, dtype=dtype)
-        else:
-          file.create_dataset(key, data=value)
+        strings.create_hdf5_dataset(hdf5.file, key, value, key, path)
         hdf5.check()   # A failed write stops here, not at HDF5's close.
     output.publish()

@@ -587,12 +587,7 @@ def _write_node(group: Any, key: str, value: Any, field: str,
     for k, v in value.items():
       _write_node(sub, str(k), v, f'{field}/{k}', source, index)
     return
-  array = np.asarray(value)
-  if array.dtype.kind in 'OSUT':
-    data, dtype = strings.for_hdf5(array, field, source, index)
-    group.create_dataset(key, data=data, dtype=dtype)
-  else:
-    group.create_dataset(key, data=array)
+  strings.create_hdf5_dataset(group, key, value, field, source, index)
 
 
 def _flatten_attrs(metadata: Dict[str, Any],

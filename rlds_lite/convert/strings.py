@@ -157,6 +157,30 @@ def for_hdf5(value: np.ndarray, field: str, source: Optional[str] = None,
   return data, h5py.string_dtype(encoding)
 
 
+def create_hdf5_dataset(group: Any, key: str, value: Any, field: str,
+                        source: Optional[str] = None,
+                        episode: Optional[int] = None) -> None:
+  """``group.create_dataset(key, data=value)``, strings as `for_hdf5` says.
+
+  Raises:
+    ConversionError: naming the field, for a string holding a NUL byte.
+
+  Example:
+    >>> import h5py, io
+    >>> with h5py.File(io.BytesIO(), 'w') as f:
+    ...   create_hdf5_dataset(f, 'task', np.array(['pick']), 'task')
+    ...   create_hdf5_dataset(f, 'reward', np.zeros(2), 'reward')
+    ...   f['task'].asstr()[()].tolist(), f['reward'].dtype.name
+    (['pick'], 'float64')
+  """
+  array = np.asarray(value)
+  if array.dtype.kind in 'OSUT':
+    data, dtype = for_hdf5(array, field, source, episode)
+    group.create_dataset(key, data=data, dtype=dtype)
+  else:
+    group.create_dataset(key, data=array)
+
+
 def text_space(value: np.ndarray) -> Dict[str, Any]:
   """A gymnasium ``Text`` space (serialised as Minari does) for strings.
 

@@ -303,13 +303,9 @@ def _write_group(group: Any, nest: Dict[str, Any], source: str,
     path = f'{prefix}{key}'
     if isinstance(value, dict):
       _write_group(group.create_group(key), value, source, check, f'{path}/')
-      continue
-    if np.asarray(value).dtype.kind in 'OSUT':
-      data, dtype = strings.for_hdf5(np.asarray(value), path, source)
-      group.create_dataset(key, data=data, dtype=dtype)
     else:
-      group.create_dataset(key, data=value)
-    check()
+      strings.create_hdf5_dataset(group, key, value, path, source)
+      check()
 
 
 def to_ted_h5(episodes: episodes_lib.EpisodesLike,
