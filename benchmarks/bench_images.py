@@ -83,6 +83,11 @@ BATCH = 64
 HISTORY = 2
 HORIZON = 4
 CAMERAS = {'image_primary': (256, 256), 'image_wrist': (128, 128)}
+CONTENDERS = ('octo', 'rlds', 'ours', 'ours_budget', 'ours_budget_0.8x', 'floor',
+              'floor_samples', 'floor_pooled', 'floor_per_frame')
+BUDGET_FACTORS = {'ours_budget': 1.0, 'ours_budget_0.8x': 0.8}
+TARGETS = {'ours': 2.5, 'ours_budget': 1.5}
+"""Targets (issue 16): samples/s vs the Octo recipe; judged here per CPU-second."""
 
 
 def camera_size(name: str, image_size: Optional[int]
@@ -95,11 +100,6 @@ def camera_size(name: str, image_size: Optional[int]
   h, w = CAMERAS[name]
   primary = CAMERAS['image_primary'][0]
   return (h * image_size // primary, w * image_size // primary)
-CONTENDERS = ('octo', 'rlds', 'ours', 'ours_budget', 'ours_budget_0.8x', 'floor',
-              'floor_samples', 'floor_pooled', 'floor_per_frame')
-BUDGET_FACTORS = {'ours_budget': 1.0, 'ours_budget_0.8x': 0.8}
-TARGETS = {'ours': 2.5, 'ours_budget': 1.5}
-"""Targets (issue 16): samples/s vs the Octo recipe; judged here per CPU-second."""
 
 
 # ------------------------------------------------------------------ dataset

@@ -302,10 +302,9 @@ class AtomicOutput:
                lock_timeout: Optional[float] = None,
                label: Optional[str] = None):
     target = os.fspath(target)
-    if _local(target):  # Through a symlink: replace what it points to.
-      target = os.path.realpath(target) if os.path.islink(target) else (
-          os.path.abspath(target))
-    self._target = os.path.normpath(target)
+    if _local(target) and os.path.islink(target):
+      target = os.path.realpath(target)  # Replace what the link points to.
+    self._target = _absolute(target)
     self._directory = directory
     self._check = check
     self._replace = replace
