@@ -49,6 +49,7 @@ Usage:
       [--write-results]
 """
 
+import rlds_lite
 import argparse
 import datetime
 import json
@@ -103,7 +104,7 @@ def array_record_copy(path: str) -> str:
   if os.path.exists(os.path.join(target, 'dataset_info.json')):
     return target
   builder = tfds.builder_from_directory(path)
-  files = records.split_files(loading.rlds_builder(path)[0], 'train')
+  files = records.split_files(rlds_lite.open(path).builder, 'train')
   with EpisodeWriter(out_dir, name, builder.info.features,
                      file_format='array_record') as writer:
     for record in records.iterate_records(files):

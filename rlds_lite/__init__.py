@@ -28,6 +28,8 @@ _NAMES = {
     'ValidationReport': 'checks',
     'episode_to_video': 'video',
     'load': 'loading',
+    'open': 'source',
+    'Source': 'source',
     'CorruptDatasetError': 'dataset_files',
     'LastStep': 'dense.last_step',
     'LastStepValuesWarning': 'dense.last_step',
@@ -92,6 +94,7 @@ if TYPE_CHECKING:  # For type checkers and IDEs: the same names, eagerly.
   from rlds_lite.checks import validate, ValidationReport
   from rlds_lite.video import episode_to_video
   from rlds_lite.loading import load
+  from rlds_lite.source import open, Source  # pylint: disable=redefined-builtin
   from rlds_lite.dataset_files import CorruptDatasetError
   from rlds_lite.dense.last_step import LastStep, LastStepValuesWarning
   from rlds_lite.metadata import (AGENT_ID, ENVIRONMENT_CONFIG, EPISODE_ID,

@@ -19,23 +19,20 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
 import tensorflow as tf
 
-OBSERVATION = 'observation'
-ACTION = 'action'
-REWARD = 'reward'
-DISCOUNT = 'discount'
-IS_FIRST = 'is_first'
-IS_LAST = 'is_last'
-IS_TERMINAL = 'is_terminal'
-
-CORE_STEP_FIELDS = frozenset(
-    [OBSERVATION, ACTION, REWARD, IS_TERMINAL, IS_FIRST, IS_LAST, DISCOUNT])
-"""All the step fields RLDS names (two of them, the flags, are mandatory)."""
-
-MANDATORY_STEP_FIELDS = frozenset([IS_FIRST, IS_LAST])
-"""The step fields the RLDS format requires on every step."""
-
-STEPS = 'steps'
-ALIGNMENT = 'alignment'
+# The names live in a module of their own, below `validation` (which checks
+# them) and this module (which also offers upstream's `is_valid_rlds_dataset`).
+from rlds_lite.rlds_names import ACTION
+from rlds_lite.rlds_names import ALIGNMENT
+from rlds_lite.rlds_names import CORE_STEP_FIELDS
+from rlds_lite.rlds_names import DISCOUNT
+from rlds_lite.rlds_names import IS_FIRST
+from rlds_lite.rlds_names import IS_LAST
+from rlds_lite.rlds_names import IS_TERMINAL
+from rlds_lite.rlds_names import MANDATORY_STEP_FIELDS
+from rlds_lite.rlds_names import OBSERVATION
+from rlds_lite.rlds_names import REWARD
+from rlds_lite.rlds_names import STEPS
+from rlds_lite.validation import is_valid_rlds_dataset
 
 Episode = Dict[str, Any]
 Step = Dict[str, Any]
@@ -125,18 +122,3 @@ def build_episode(steps: Union[List[Any], tf.data.Dataset, Mapping[str, Any]],
     raise ValueError(  # Upstream RLDS's message, word for word.
         f'Invalid Episode Metadata: it contains an episode key ({STEPS})')
   return {STEPS: steps, **metadata}
-
-
-def is_valid_rlds_dataset(dataset: tf.data.Dataset) -> bool:
-  """Whether ``dataset`` follows the RLDS format; upstream's location of it.
-
-  The same as ``rlds_lite.is_valid_rlds_dataset`` (every episode checked,
-  only the flags required; see ``rlds_lite.validation``).
-
-  Example:
-    >>> is_valid_rlds_dataset(tf.data.Dataset.range(3))
-    False
-  """
-  # pylint: disable-next=g-import-not-at-top
-  from rlds_lite import validation  # It imports this module.
-  return validation.is_valid_rlds_dataset(dataset)

@@ -39,7 +39,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlds_lite import nest_paths
-from rlds_lite import rlds_types
+from rlds_lite import rlds_names
 
 
 class RLDSFormatError(ValueError):
@@ -74,11 +74,11 @@ def _joined_paths(structure: Any) -> Iterator[Tuple[str, Any]]:
 def _steps_spec(episodes: tf.data.Dataset) -> Tuple[Any, bool]:
   """Returns (step spec, is_dense) or raises RLDSFormatError."""
   spec = episodes.element_spec
-  if not isinstance(spec, dict) or rlds_types.STEPS not in spec:
+  if not isinstance(spec, dict) or rlds_names.STEPS not in spec:
     raise RLDSFormatError(
-        f'elements must be episode dicts with a {rlds_types.STEPS!r} entry; '
+        f'elements must be episode dicts with a {rlds_names.STEPS!r} entry; '
         f'got element spec {spec!r}.')
-  steps_spec = spec[rlds_types.STEPS]
+  steps_spec = spec[rlds_names.STEPS]
   if isinstance(steps_spec, tf.data.DatasetSpec):
     return steps_spec.element_spec, False
   return steps_spec, True
@@ -88,10 +88,10 @@ def _check_spec(step_spec: Any, is_dense: bool) -> None:
   if not isinstance(step_spec, dict):
     raise RLDSFormatError(
         f'steps must be dicts of fields; got a step spec {step_spec!r}.')
-  for flag in (rlds_types.IS_FIRST, rlds_types.IS_LAST):
+  for flag in (rlds_names.IS_FIRST, rlds_names.IS_LAST):
     if flag not in step_spec:
       raise RLDSFormatError('the mandatory step field is missing.', field=flag)
-  for flag in (rlds_types.IS_FIRST, rlds_types.IS_LAST, rlds_types.IS_TERMINAL):
+  for flag in (rlds_names.IS_FIRST, rlds_names.IS_LAST, rlds_names.IS_TERMINAL):
     if flag not in step_spec:
       continue
     flag_spec = step_spec[flag]
@@ -122,11 +122,11 @@ def _episode_summary(steps: Any, is_dense: bool,
   def summarize(step: Any) -> Dict[str, tf.Tensor]:
     flat = dict(_joined_paths(step))
     out = {
-        rlds_types.IS_FIRST: step[rlds_types.IS_FIRST],
-        rlds_types.IS_LAST: step[rlds_types.IS_LAST],
+        rlds_names.IS_FIRST: step[rlds_names.IS_FIRST],
+        rlds_names.IS_LAST: step[rlds_names.IS_LAST],
     }
-    if rlds_types.IS_TERMINAL in step:
-      out[rlds_types.IS_TERMINAL] = step[rlds_types.IS_TERMINAL]
+    if rlds_names.IS_TERMINAL in step:
+      out[rlds_names.IS_TERMINAL] = step[rlds_names.IS_TERMINAL]
     for path in open_fields:
       shape = tf.shape(flat[path], out_type=tf.int64)
       out['shape:' + path] = shape[1:] if is_dense else shape
@@ -136,22 +136,22 @@ def _episode_summary(steps: Any, is_dense: bool,
     summary = summarize(steps)
     for path, leaf in _joined_paths(steps):  # One entry per step, each field.
       summary['length:' + path] = tf.shape(leaf)[0]
-    num_steps = tf.shape(steps[rlds_types.IS_FIRST])[0]
+    num_steps = tf.shape(steps[rlds_names.IS_FIRST])[0]
     for path in open_fields:  # one shape per episode in dense form
       summary['shape:' + path] = tf.tile(summary['shape:' + path][None],
                                          [num_steps, 1])
     return {k: np.asarray(v) for k, v in summary.items()}
   chunks = list(steps.map(summarize).batch(_SUMMARY_CHUNK).as_numpy_iterator())
   if not chunks:
-    return {rlds_types.IS_FIRST: np.zeros([0], bool),
-            rlds_types.IS_LAST: np.zeros([0], bool)}
+    return {rlds_names.IS_FIRST: np.zeros([0], bool),
+            rlds_names.IS_LAST: np.zeros([0], bool)}
   return {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
 
 
 def _check_episode(index: int, summary: Dict[str, np.ndarray],
                    reference_shapes: Dict[str, np.ndarray]) -> None:
-  is_first = summary[rlds_types.IS_FIRST]
-  is_last = summary[rlds_types.IS_LAST]
+  is_first = summary[rlds_names.IS_FIRST]
+  is_last = summary[rlds_names.IS_LAST]
   length = len(is_first)
   for key, value in summary.items():
     if key.startswith('length:') and int(value) != length:
@@ -162,30 +162,30 @@ def _check_episode(index: int, summary: Dict[str, np.ndarray],
   if length == 0:
     raise RLDSFormatError(
         'the episode has no steps; an RLDS episode has at least the step with '
-        'is_last=True.', index, rlds_types.STEPS)
+        'is_last=True.', index, rlds_names.STEPS)
   if not is_first[0]:
     raise RLDSFormatError('step 0 must have is_first=True.', index,
-                          rlds_types.IS_FIRST)
+                          rlds_names.IS_FIRST)
   extra_first = np.flatnonzero(is_first[1:])
   if extra_first.size:
     raise RLDSFormatError(
         f'only step 0 may have is_first=True; step {extra_first[0] + 1} has it.',
-        index, rlds_types.IS_FIRST)
+        index, rlds_names.IS_FIRST)
   if not is_last[-1]:
     raise RLDSFormatError(
         f'the final step (index {length - 1}) must have is_last=True.', index,
-        rlds_types.IS_LAST)
+        rlds_names.IS_LAST)
   early_last = np.flatnonzero(is_last[:-1])
   if early_last.size:
     raise RLDSFormatError(
         f'only the final step (index {length - 1}) may have is_last=True; step '
-        f'{early_last[0]} has it.', index, rlds_types.IS_LAST)
-  if rlds_types.IS_TERMINAL in summary:
-    early_terminal = np.flatnonzero(summary[rlds_types.IS_TERMINAL][:-1])
+        f'{early_last[0]} has it.', index, rlds_names.IS_LAST)
+  if rlds_names.IS_TERMINAL in summary:
+    early_terminal = np.flatnonzero(summary[rlds_names.IS_TERMINAL][:-1])
     if early_terminal.size:
       raise RLDSFormatError(
           f'only the final step (index {length - 1}) may have is_terminal=True; '
-          f'step {early_terminal[0]} has it.', index, rlds_types.IS_TERMINAL)
+          f'step {early_terminal[0]} has it.', index, rlds_names.IS_TERMINAL)
   for key, shapes in summary.items():
     if not key.startswith('shape:'):
       continue
@@ -230,7 +230,7 @@ def validate_episodes(episodes: tf.data.Dataset,
   reference_shapes: Dict[str, np.ndarray] = {}
   checked = 0
   for index, episode in enumerate(episodes):
-    summary = _episode_summary(episode[rlds_types.STEPS], is_dense, open_fields)
+    summary = _episode_summary(episode[rlds_names.STEPS], is_dense, open_fields)
     _check_episode(index, summary, reference_shapes)
     checked += 1
   return checked

@@ -146,9 +146,9 @@ def test_errors_that_are_not_the_files_are_re_raised(dataset):
 
 
 def test_named_read_errors_passes_other_exceptions(dataset):
-  builder, _ = loading.rlds_builder(dataset)
+  builder = rlds_lite.open(dataset).builder
   with pytest.raises(KeyError):
-    with loading.named_read_errors(builder, 'train'):
+    with rlds_lite.diagnosis.named_read_errors(builder, 'train'):
       raise KeyError('not ours')
 
 
@@ -303,9 +303,9 @@ def test_named_read_errors_names_a_frame_that_does_not_decode(tmp_path):
   # TFDS's error ("Unknown image file format") names no field or step.
   _, bad = rlds_testing.camera_datasets_good_and_undecodable(
       tmp_path, only_at=(2, 3))
-  builder, _ = loading.rlds_builder(bad)
+  builder = rlds_lite.open(bad).builder
   with pytest.raises(dataset_files.CorruptDatasetError) as error:
-    with loading.named_read_errors(builder, 'train'):
+    with rlds_lite.diagnosis.named_read_errors(builder, 'train'):
       for _ in rlds_lite.load(bad, dense=True):
         pass
   assert (error.value.episode, error.value.step, error.value.field,

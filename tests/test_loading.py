@@ -2,6 +2,7 @@
 
 import os
 import pathlib
+import warnings
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import tensorflow_datasets as tfds
 
 import rlds_testing
 import tfds_fixtures
+import rlds_lite
 from rlds_lite import loading
 from rlds_lite import nest_paths
 
@@ -210,11 +212,11 @@ def test_a_chunk_dataset_is_named_as_one(data_dir, tmp_path):
   # (684 characters on one line).
   from rlds_lite import random_access  # pylint: disable=g-import-not-at-top
   from rlds_lite.random_access import layout  # pylint: disable=g-import-not-at-top
-  assert loading._CHUNK_LAYOUT == layout.LAYOUT_NAME  # pylint: disable=protected-access
+  assert rlds_lite.source._CHUNK_LAYOUT == layout.LAYOUT_NAME  # pylint: disable=protected-access
   source = os.path.join(data_dir, 'toy_vectors', '1.0.0')
   chunks = random_access.convert(source, str(tmp_path / 'chunks'),
                                  progress=False)
-  for read in (loading.load, loading.rlds_builder):
+  for read in (loading.load, rlds_lite.open):
     with pytest.raises(ValueError) as error:
       read(chunks)
     assert str(error.value) == (
@@ -232,7 +234,7 @@ def test_a_dataset_without_steps_names_its_top_level_features(tmp_path):
       {'train': [{**{k: 1 for k in features if k != 'steps'},
                   'steps': {'x': 0.5}}]})
   with pytest.raises(ValueError) as error:
-    loading.rlds_builder(path)
+    rlds_lite.open(path)
   assert str(error.value) == (
       f"load: dataset '{path}' is not an RLDS dataset: it has no 'steps' "
       'feature of type tfds.features.Dataset (its top-level features: k00 '
@@ -287,3 +289,31 @@ def test_loading_images_and_strings_warns_nothing_about_tfds_internals():
                        check=True)
   assert run.stdout == '(4,)\n'
   assert 'is deprecated' not in run.stderr
+
+
+def test_moved_names_still_work_and_warn_once(data_dir):
+  path = os.path.join(data_dir, 'toy_vectors', '1.0.0')
+  loading._WARNED.clear()  # pylint: disable=protected-access
+  with pytest.warns(DeprecationWarning, match=r'rlds_lite\.open'):
+    builder, label = loading.rlds_builder(path)
+  assert (os.fspath(builder.data_dir), label) == (path, path)
+  with pytest.warns(DeprecationWarning,
+                    match=r'loading\.named_read_errors is now rlds_lite\.'
+                    r'diagnosis\.named_read_errors'):
+    assert loading.named_read_errors is rlds_lite.diagnosis.named_read_errors
+  with warnings.catch_warnings():
+    warnings.simplefilter('error')  # Once: no second warning.
+    assert loading.named_read_errors is rlds_lite.diagnosis.named_read_errors
+  with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+    loading.nope  # pylint: disable=pointless-statement
+
+
+def test_a_source_is_accepted_wherever_a_path_is(data_dir):
+  path = os.path.join(data_dir, 'toy_vectors', '1.0.0')
+  source = rlds_lite.open(path, 'train[:2]')
+  assert source.num_episodes == 2
+  assert int(loading.load(source).cardinality()) == 2
+  assert int(loading.load(source, 'train[:1]').cardinality()) == 1
+  assert rlds_lite.pipeline.dataset_size(source) == 2
+  assert rlds_lite.open(path).num_steps == sum(
+      int(e['steps']['reward'].shape[0]) for e in loading.load(path, dense=True))

@@ -62,8 +62,10 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import source as source_lib
 from rlds_lite import dataset_files
-from rlds_lite import loading
+from rlds_lite import diagnosis
+from rlds_lite import decoding
 from rlds_lite import nest_paths
 from rlds_lite import progress as progress_lib
 from rlds_lite import rlds_types
@@ -235,7 +237,7 @@ def _decoded(feature: Any, encoded: tf.Tensor) -> tf.Tensor:
   """
   if encoded.dtype == _dtype(feature):
     return encoded
-  return loading.decode_batch_example(feature, encoded)
+  return decoding.decode_batch_example(feature, encoded)
 
 
 def _leaves_of_values(values: Any, prefix: str = '') -> List[Tuple[str, Any]]:
@@ -302,14 +304,14 @@ def _named_pass(builder: tfds.core.DatasetBuilder, split: str, plan: _Plan,
                 progress: Optional[bool]) -> Dict[str, Any]:
   """`_pass`, with a damaged file named as the other readers name it.
 
-  A read error becomes the `rlds_lite.loading.CorruptDatasetError` of
-  ``loading.named_read_errors`` (file, episode); one the files do not
+  A read error becomes the `rlds_lite.dataset_files.CorruptDatasetError` of
+  ``diagnosis.named_read_errors`` (file, episode); one the files do not
   explain, a ValueError naming the dataset and split. Fewer records than
   ``dataset_info.json`` says (a shard whose ``shardLengths`` were raised)
   are named too (``dataset_files.check_all_read``).
   """
   try:
-    with loading.named_read_errors(builder, split):
+    with diagnosis.named_read_errors(builder, split):
       parts, done = _pass(plan, files, policy, progress)
   except tf.errors.OpError as e:
     raise ValueError(
@@ -366,15 +368,16 @@ def catalog_of_builder(builder: tfds.core.DatasetBuilder, split: str,
                        cache: bool = True,
                        progress: Optional[bool] = None
                        ) -> table.Catalog:
-  """`episodes` for a TFDS builder (as `rlds_lite.loading.rlds_builder` gives).
+  """`episodes` for a TFDS builder (a `rlds_lite.Source`'s ``builder``).
 
   It does not warn about left-out last rewards: callers that use ``return``
   call `warn_left_out`.
 
   Example:
+    >>> import rlds_lite
     >>> from rlds_lite import synthetic
     >>> path = synthetic.dataset(num_episodes=3, seed=0)
-    >>> builder, _ = loading.rlds_builder(path)
+    >>> builder = rlds_lite.open(path).builder
     >>> catalog_of_builder(builder, 'train', progress=False)['length'].tolist()
     [5, 46, 46]
   """
@@ -462,8 +465,8 @@ def episodes(name_or_dir: PathLike,
   """The episode catalog of a split: one row per episode (see the module doc).
 
   Args:
-    name_or_dir: a prepared TFDS dataset directory or a registered name (as
-      `rlds_lite.load` takes).
+    name_or_dir: a `rlds_lite.Source`, a prepared TFDS dataset directory or
+      a registered name (as `rlds_lite.load` takes).
     split: a plain split name (no slicing).
     data_dir: where TFDS looks for prepared datasets (names only).
     last_step: ``'invalid'`` (default, RLDS): ``return`` leaves out the last
@@ -492,7 +495,7 @@ def episodes(name_or_dir: PathLike,
     FileNotFoundError: load: dataset directory '/no/such/dataset' does not exist.
   """
   policy = last_step_lib.as_last_step(last_step, 'catalog.episodes')
-  builder, _ = loading.rlds_builder(name_or_dir, data_dir)
+  builder = source_lib.as_source(name_or_dir, split, data_dir=data_dir).builder
   catalog = catalog_of_builder(builder, split, last_step=policy, cache=cache,
                                progress=progress)
   warn_left_out(catalog, 'episodes')

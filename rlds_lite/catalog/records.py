@@ -20,9 +20,10 @@ scalar strings:
 - array_record shards: random access with ArrayRecord's reader.
 
 Example:
-  >>> from rlds_lite import loading, synthetic
+  >>> import rlds_lite
+  >>> from rlds_lite import synthetic
   >>> path = synthetic.dataset(5, seed=0)
-  >>> files = split_files(loading.rlds_builder(path)[0], 'train')
+  >>> files = split_files(rlds_lite.open(path).builder, 'train')
   >>> files.num_episodes, files.shard_names
   (5, ('toy-train.tfrecord-00000',))
   >>> len(list(read_records(files, [1, 3])))
@@ -123,13 +124,14 @@ def split_files(builder: tfds.core.DatasetBuilder, split: str) -> SplitFiles:
 
   Example:
     >>> import tempfile
-    >>> from rlds_lite import loading, synthetic
+    >>> import rlds_lite
+    >>> from rlds_lite import synthetic
     >>> from rlds_lite.tfds import EpisodeWriter
     >>> with EpisodeWriter(tempfile.mkdtemp(), 'toy', {'steps': {'x': np.int32}},
     ...                    max_episodes_per_file=2) as writer:
     ...   writer.add_episodes({'steps': {'x': [i], 'is_terminal': [True]}}
     ...                       for i in range(3))
-    >>> files = split_files(loading.rlds_builder(writer.path)[0], 'train')
+    >>> files = split_files(rlds_lite.open(writer.path).builder, 'train')
     >>> files.shard_names, files.lengths
     (('toy-train.tfrecord-00000', 'toy-train.tfrecord-00001'), (2, 1))
   """
@@ -312,13 +314,13 @@ def read_records(files: SplitFiles,
 
   Example:
     >>> import tempfile
-    >>> from rlds_lite import loading
+    >>> import rlds_lite
     >>> from rlds_lite.tfds import EpisodeWriter
     >>> with EpisodeWriter(tempfile.mkdtemp(), 'toy', {'steps': {'x': np.int32}},
     ...                    max_episodes_per_file=2) as writer:
     ...   writer.add_episodes({'steps': {'x': [i], 'is_terminal': [True]}}
     ...                       for i in range(3))
-    >>> files = split_files(loading.rlds_builder(writer.path)[0], 'train')
+    >>> files = split_files(rlds_lite.open(writer.path).builder, 'train')
     >>> every = [r.numpy() for r in read_records(files)]
     >>> [r.numpy() for r in read_records(files, [2, 0])] == [every[2], every[0]]
     True
@@ -341,13 +343,13 @@ def iterate_records(files: SplitFiles,
 
   Example:
     >>> import tempfile
-    >>> from rlds_lite import loading
+    >>> import rlds_lite
     >>> from rlds_lite.tfds import EpisodeWriter
     >>> with EpisodeWriter(tempfile.mkdtemp(), 'toy', {'steps': {'x': np.int32}},
     ...                    file_format='array_record') as writer:
     ...   writer.add_episodes({'steps': {'x': [i], 'is_terminal': [True]}}
     ...                       for i in range(3))
-    >>> files = split_files(loading.rlds_builder(writer.path)[0], 'train')
+    >>> files = split_files(rlds_lite.open(writer.path).builder, 'train')
     >>> [type(r).__name__ for r in iterate_records(files, [1, 1])]
     ['bytes', 'bytes']
   """

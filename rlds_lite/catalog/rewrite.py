@@ -55,7 +55,8 @@ import tensorflow_datasets as tfds
 
 from rlds_lite import atomic_output
 from rlds_lite import dataset_files
-from rlds_lite import loading
+from rlds_lite import source as source_lib
+from rlds_lite import diagnosis
 from rlds_lite import progress as progress_lib
 from rlds_lite import rlds_types
 from rlds_lite.catalog import build
@@ -96,10 +97,8 @@ class _Source:
 
 def _open(source: PathLike, split: Optional[str],
           data_dir: Optional[PathLike]) -> _Source:
-  from rlds_lite.checks import sources  # pylint: disable=g-import-not-at-top
-  builder, label = loading.rlds_builder(source, data_dir)
-  split = split or sources.default_split(builder)
-  loading.check_split(builder, split, label)
+  opened = source_lib.as_source(source, split, data_dir=data_dir)
+  builder, label, split = opened.builder, opened.label, opened.split
   files = records_lib.split_files(builder, split)
   dataset_files.check_open(builder, split)  # Damaged shards named up front.
   return _Source(label, builder, split, files,
@@ -250,12 +249,12 @@ def _with_episode_id(record: bytes, field: str, value: Any) -> bytes:
 def _damage_named(source: _Source) -> Iterator[None]:
   """Read errors of ``source`` as the `CorruptDatasetError` naming its file.
 
-  TF's errors go through ``loading.named_read_errors``; a shard whose
+  TF's errors go through ``diagnosis.named_read_errors``; a shard whose
   records do not match ``dataset_info.json`` (``records.record_offsets``'s
   ValueError) is named as ``rlds_lite.load`` names it, with its episode.
   """
   try:
-    with loading.named_read_errors(source.builder, source.split):
+    with diagnosis.named_read_errors(source.builder, source.split):
       yield
   except dataset_files.CorruptDatasetError:
     raise

@@ -35,6 +35,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import decoding
 from rlds_lite import rlds_types
 from rlds_lite.catalog import build
 from rlds_lite.catalog import expression
@@ -92,9 +93,10 @@ def episode_indices(episodes: Episodes, builder: tfds.core.DatasetBuilder,
     ValueError: for a catalog of another dataset or split.
 
   Example:
-    >>> from rlds_lite import loading, synthetic
+    >>> import rlds_lite
+    >>> from rlds_lite import synthetic
     >>> path = synthetic.dataset(num_episodes=6, seed=0)
-    >>> builder, _ = loading.rlds_builder(path)
+    >>> builder = rlds_lite.open(path).builder
     >>> episode_indices('length < 20', builder, 'train', progress=False)
     array([0, 5])
   """
@@ -142,7 +144,7 @@ def load_episodes(builder: tfds.core.DatasetBuilder, split: str,
     last_step: what ``return`` sums in an EXPR or function (``'invalid'``:
       every step but the last, RLDS; ``'valid'``: every step).
     step_fields: with ``dense``, keep and decode only these step fields
-      (``rlds_lite.loading.decode_dense_steps``).
+      (``rlds_lite.decoding.decode_steps``).
     progress: the catalog's progress bar, if one is built (None: on a
       terminal only).
 
@@ -151,14 +153,14 @@ def load_episodes(builder: tfds.core.DatasetBuilder, split: str,
     logged, logger ``'rlds_lite'``).
 
   Example:
-    >>> from rlds_lite import loading, synthetic
+    >>> import rlds_lite
+    >>> from rlds_lite import synthetic
     >>> path = synthetic.dataset(num_episodes=6, seed=0)
-    >>> builder, _ = loading.rlds_builder(path)
+    >>> builder = rlds_lite.open(path).builder
     >>> episodes = load_episodes(builder, 'train', [5, 0], dense=True)
     >>> [int(e['steps']['reward'].shape[0]) for e in episodes]
     [10, 5]
   """
-  from rlds_lite import loading  # pylint: disable=g-import-not-at-top
   indices = episode_indices(episodes, builder, split, last_step=last_step,
                             progress=progress)
   if not len(indices):  # pylint: disable=g-explicit-length-test
@@ -173,6 +175,6 @@ def load_episodes(builder: tfds.core.DatasetBuilder, split: str,
                           deterministic=True)
   parsed = parsed.apply(tf.data.experimental.assert_cardinality(len(indices)))
   if dense:
-    return loading.decode_dense_steps(parsed, features[rlds_types.STEPS],
-                                      step_fields=step_fields)
+    return decoding.decode_steps(parsed, features[rlds_types.STEPS],
+                                 fields=step_fields)
   return parsed

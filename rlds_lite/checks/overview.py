@@ -19,12 +19,11 @@ import json
 from typing import Any, Dict, List, Optional
 
 import numpy as np
-import tensorflow as tf
+import tensorflow as tf  # pylint: disable=unused-import (the doctests use it)
 import tensorflow_datasets as tfds
-import tqdm
 
+from rlds_lite import source as source_lib
 from rlds_lite import dataset_files
-from rlds_lite import loading
 from rlds_lite import progress as progress_lib
 from rlds_lite import rlds_types
 from rlds_lite.checks import problems as problems_lib
@@ -171,23 +170,9 @@ def _bytes_text(num_bytes: int) -> str:
   return f'{size:.1f} TiB'
 
 
-def _count_steps_random_access(builder: tfds.core.DatasetBuilder, split: str,
-                               bar: tqdm.tqdm) -> int:
-  """Steps of an array_record split, read with ``tfds.data_source``."""
-  total = 0
-  for episode in sources.RandomAccessEpisodes(builder, split):
-    total += len(tf.nest.flatten(episode[rlds_types.STEPS])[0])
-    bar.update(1)
-  return total
-
-
 def count_steps(builder: tfds.core.DatasetBuilder, split: str,
                 progress: Optional[bool] = False) -> int:
-  """Steps in a split, read without decoding (one length per episode).
-
-  A damaged shard file raises a ``rlds_lite.dataset_files.CorruptDatasetError``
-  naming it (and the episode where known). Works on tfrecord and
-  array_record datasets.
+  """Steps in a split, read without decoding (`rlds_lite.source.count_steps`), with a bar.
 
   Example:
     >>> from rlds_lite import synthetic
@@ -195,30 +180,10 @@ def count_steps(builder: tfds.core.DatasetBuilder, split: str,
     >>> count_steps(tfds.builder_from_directory(path), 'train')
     54
   """
-  dataset_files.check_open(builder, split)
   with progress_lib.bar(progress, total=sources.split_size(builder, split),
                         desc=f'count steps [{split}]',
                         unit=' episodes') as bar:
-    if dataset_files.file_format(builder) == 'array_record':
-      return _count_steps_random_access(builder, split, bar)
-    episodes = loading.as_dataset(
-        builder, split=split,
-        decoders={rlds_types.STEPS: tfds.decode.SkipDecoding()})
-
-    label = str(builder.data_dir)
-
-    def length(episode):
-      steps = loading.check_step_lengths(episode[rlds_types.STEPS], label)
-      first = tf.nest.flatten(steps)[0]
-      return tf.shape(first, out_type=tf.int64)[0]
-
-    total = 0
-    with loading.named_read_errors(builder, split):
-      for lengths in episodes.map(length).batch(
-          _COUNT_BATCH).as_numpy_iterator():
-        total += int(lengths.sum())
-        bar.update(len(lengths))
-  return total
+    return source_lib.count_steps(builder, split, bar.update)
 
 
 def describe(name_or_dir: sources.PathLike, *, split: Optional[str] = None,
@@ -249,7 +214,8 @@ def describe(name_or_dir: sources.PathLike, *, split: Optional[str] = None,
     ...
     FileNotFoundError: load: dataset directory '/no/such/dir' does not exist.
   """
-  builder, label = sources.open_builder(name_or_dir, data_dir)
+  opened = source_lib.as_source(name_or_dir, split, data_dir=data_dir)
+  builder, label = opened.builder, opened.label
   dataset_files.check_has_splits(builder)
   info = builder.info
   names = sorted(info.splits.keys())

@@ -15,15 +15,13 @@ Example:
 
 import dataclasses
 import os
-from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from rlds_lite import dataset_files
-from rlds_lite import loading
-from rlds_lite import nest_paths
+from rlds_lite import source as source_lib
 from rlds_lite import rlds_types
 
 PathLike = Union[str, os.PathLike]
@@ -61,34 +59,7 @@ class Source:
     return position if self.numbers is None else self.numbers[position]
 
 
-def open_builder(name_or_dir: PathLike, data_dir: Optional[PathLike] = None
-                 ) -> Tuple[tfds.core.DatasetBuilder, str]:
-  """The TFDS builder of an RLDS dataset directory or name, and its label.
-
-  Raises the errors of ``rlds_lite.load`` (FileNotFoundError for a missing
-  directory, ValueError for an unknown name or a dataset without ``steps``).
-
-  Example:
-    >>> open_builder('/no/such/dir')  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    FileNotFoundError: load: dataset directory '/no/such/dir' does not exist.
-  """
-  return loading.rlds_builder(name_or_dir, data_dir)
-
-
-def default_split(builder: tfds.core.DatasetBuilder) -> str:
-  """``'train'`` if the dataset has it, else its first split by name.
-
-  Example:
-    >>> default_split(type('B', (), {'info': type('I', (), {
-    ...     'splits': {'test': 1, 'valid': 2}})()})())
-    'test'
-  """
-  splits = sorted(builder.info.splits.keys())
-  if not splits:
-    dataset_files.check_has_splits(builder)
-  return 'train' if 'train' in splits else splits[0]
+default_split = source_lib.default_split
 
 
 def split_size(builder: tfds.core.DatasetBuilder, split: str) -> Optional[int]:
@@ -136,49 +107,7 @@ def _dataset_kind(episodes: tf.data.Dataset) -> str:
   return DENSE
 
 
-class RandomAccessEpisodes:
-  """The episodes of an array_record split, read in order with ``tfds.data_source``.
-
-  ``rlds_lite.load`` reads tfrecord datasets only (TFDS has no ``as_dataset``
-  for array_record); checks read array_record episodes this way, as Python
-  episodes whose ``steps`` are dense NumPy arrays (encoded features, such as
-  PNG images, are left encoded). A damaged file raises a
-  ``rlds_lite.dataset_files.CorruptDatasetError`` naming it (the array_record
-  reader's own errors name no episode, some no file). ``indices`` reads
-  only those episodes (the ones around damaged files).
-  """
-
-  def __init__(self, builder: tfds.core.DatasetBuilder, split: str,
-               indices: Optional[Sequence[int]] = None):
-    self.builder = builder
-    self.split = split
-    self._source = builder.as_data_source(
-        split, decoders={rlds_types.STEPS: tfds.decode.SkipDecoding()})
-    self._indices = (range(len(self._source)) if indices is None
-                     else indices)
-
-  def __len__(self) -> int:
-    return len(self._indices)
-
-  def __iter__(self):
-    for index in self._indices:
-      try:
-        episode = self._source[index]
-      except Exception:  # pylint: disable=broad-except
-        self._raise_damage()
-        raise
-      if episode is None or any(  # What TFDS returns from a truncated file.
-          leaf is None for _, leaf in nest_paths.flatten_with_paths(episode)):
-        self._raise_damage()
-        raise ValueError(f'episode {index} of split {self.split!r} of '
-                         f'{os.fspath(self.builder.data_dir)!r} cannot be '
-                         'read (tfds.data_source returned None).')
-      yield episode
-
-  def _raise_damage(self) -> None:
-    for problem in dataset_files.find_damage(self.builder, self.split,
-                                             records=True):
-      raise problem from None
+RandomAccessEpisodes = source_lib.RandomAccessEpisodes
 
 
 def open_source(source: Any, split: Optional[str] = None,
@@ -209,15 +138,13 @@ def open_source(source: Any, split: Optional[str] = None,
     ...
     TypeError: expected a dataset path or name, a tf.data.Dataset or a list of episodes; got int.
   """
-  if isinstance(source, (str, os.PathLike)):
-    builder, label = open_builder(source, data_dir)
-    split = split or default_split(builder)
-    if random_access and dataset_files.file_format(builder) == 'array_record':
-      loading.check_split(builder, split, label)
-      dataset_files.check_open(builder, split)
-      return Source(label, RandomAccessEpisodes(builder, split), PYTHON,
+  if isinstance(source, (str, os.PathLike, source_lib.Source)):
+    opened = source_lib.as_source(source, split, data_dir=data_dir)
+    builder, label, split = opened.builder, opened.label, opened.split
+    if random_access and opened.file_format == 'array_record':
+      return Source(label, opened.random_access_episodes(), PYTHON,
                     split_size(builder, split), builder, split)
-    episodes = loading.load(source, split, data_dir=data_dir, dense=True)
+    episodes = opened.episodes(dense=True)
     return Source(label, episodes, DENSE, split_size(builder, split), builder,
                   split)
   if isinstance(source, tf.data.Dataset):

@@ -59,9 +59,10 @@ from typing import (Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple,
 import tensorflow as tf
 import tqdm
 
+from rlds_lite import source as source_lib
 from rlds_lite import dataset_files
 from rlds_lite import dense
-from rlds_lite import loading
+from rlds_lite import diagnosis
 from rlds_lite import progress as progress_lib
 from rlds_lite import rlds_types
 from rlds_lite.dense import last_step as last_step_lib
@@ -252,8 +253,8 @@ def _around_damage(dataset: Any, split: Optional[str],
     episodes they keep from the pass.
   """
   try:
-    builder, label = loading.rlds_builder(dataset, data_dir)
-    split = split or sources.default_split(builder)
+    opened = source_lib.as_source(dataset, split, data_dir=data_dir)
+    builder, label, split = opened.builder, opened.label, opened.split
     if rescan:  # ``errors`` holds the first damaged file only.
       errors = _files_damage(builder, split) or errors
   except (ValueError, OSError):
@@ -271,7 +272,7 @@ def _around_damage(dataset: Any, split: Optional[str],
     episodes = sources.RandomAccessEpisodes(builder, split, numbers)
     kind = sources.PYTHON
   else:
-    episodes = loading.episode_reader(builder)(
+    episodes = diagnosis.episode_reader(builder)(
         _as_split([order[n] for n in numbers]))
     kind = sources.DENSE
   return (sources.Source(label, episodes, kind, len(numbers), builder, split,
@@ -320,7 +321,7 @@ def _run_pass(source: sources.Source,
     total = num_episodes if total is None else min(total, num_episodes)
   reference_shapes: Dict[str, Tuple[int, ...]] = {}
   episodes = steps = 0
-  reading = (loading.named_read_errors(source.builder, source.split,
+  reading = (diagnosis.named_read_errors(source.builder, source.split,
                                        {e.path for e in damaged})
              if source.builder is not None else contextlib.nullcontext())
   try:

@@ -40,14 +40,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
 def _chosen(args: argparse.Namespace):
   """The catalog's chosen rows, the split's episode count, the columns."""
   # pylint: disable=g-import-not-at-top
-  from rlds_lite import loading
+  from rlds_lite import source as source_lib
   from rlds_lite.catalog import build
-  from rlds_lite.checks import sources
   if args.limit is not None and args.limit < 0:
     raise ValueError('--limit must be at least 0.')
-  builder, _ = loading.rlds_builder(args.path, args.data_dir)
-  split = args.split or sources.default_split(builder)
-  loading.check_split(builder, split, args.path)
+  opened = source_lib.open(args.path, args.split, data_dir=args.data_dir)
+  builder, split = opened.builder, opened.split
   catalog = build.catalog_of_builder(
       builder, split, last_step=args.last_step, cache=not args.no_cache,
       progress=dataset_options.progress_option(args))

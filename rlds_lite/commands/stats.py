@@ -72,10 +72,8 @@ def _fail(message: str) -> int:
 def _default_split(source: str, data_dir: str) -> str:
   """``'train'``, or the dataset's first split (as the other commands)."""
   # pylint: disable=g-import-not-at-top
-  from rlds_lite import loading
-  from rlds_lite.checks import sources
-  builder, _ = loading.rlds_builder(source, data_dir)
-  return sources.default_split(builder)
+  from rlds_lite import source as source_lib
+  return source_lib.open(source, data_dir=data_dir).split
 
 
 def run(args: argparse.Namespace) -> int:

@@ -45,15 +45,14 @@ def _episode(args: argparse.Namespace):
   its plain split (`_in_plain_split`; the records before it in its shard are
   skipped, not decoded), so a damaged earlier episode does not stop it. A
   read error names the file, episode, step and field
-  (`rlds_lite.loading.episode_error`).
+  (`rlds_lite.diagnosis.episode_error`).
   """
   # pylint: disable=g-import-not-at-top
   import tensorflow as tf
-  from rlds_lite import loading
-  from rlds_lite.checks import sources
-  builder, label = loading.rlds_builder(args.path, args.data_dir)
-  split = args.split or sources.default_split(builder)
-  loading.check_split(builder, split, label)
+  from rlds_lite import diagnosis
+  from rlds_lite import source as source_lib
+  opened = source_lib.open(args.path, args.split, data_dir=args.data_dir)
+  builder, split = opened.builder, opened.split
   if args.episode < 0:
     raise IndexError(f'--episode must be >= 0, got {args.episode}.')
   total = builder.info.splits[split].num_examples  # Slices too.
@@ -61,13 +60,13 @@ def _episode(args: argparse.Namespace):
     raise IndexError(f'episode {args.episode} is out of range: split '
                      f'{split!r} has {total} episodes.')
   name, index = _in_plain_split(builder, split, args.episode)
-  episodes = loading.load(args.path, f'{name}[{index}:{index + 1}]',
-                          data_dir=args.data_dir, dense=True)
+  episodes = opened.with_split(f'{name}[{index}:{index + 1}]').episodes(
+      dense=True)
   try:
     for episode in episodes:
       return episode
   except tf.errors.OpError as error:
-    problem = loading.episode_error(builder, name, index, error)
+    problem = diagnosis.episode_error(builder, name, index, error)
     if problem is None:
       raise
     raise problem from None

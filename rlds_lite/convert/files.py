@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, NamedTuple, Optional
 
 import numpy as np
 
+from rlds_lite import source as source_lib
 from rlds_lite import atomic_output
 from rlds_lite import nest_paths
 from rlds_lite import overwriting
@@ -123,12 +124,11 @@ def _read_rlds(path, split='train'):
   Opening errors are raised here; damage found while reading, by the
   returned iterator.
   """
-  from rlds_lite import loading  # pylint: disable=g-import-not-at-top
-  episodes = loading.load(path, split, dense=True)
-  builder, _ = loading.rlds_builder(path)
+  source = source_lib.as_source(path, split)
+  episodes = source.episodes(dense=True)
 
   def read():
-    with loading.named_read_errors(builder, split):
+    with source.read_errors():
       yield from episodes_lib.numpy_episodes(episodes)
 
   return read()

@@ -9,7 +9,7 @@ Per-frame operations (as dlimp keeps them apart from whole-trajectory ops):
   dataset, and its dense episodes with frames left encoded;
   ``first_bad_frame`` finds the field and step of a frame that does not
   decode (the readers' damage errors name them with it:
-  ``rlds_lite.loading.named_read_errors``, behind ``rlds_lite.validate``);
+  ``rlds_lite.diagnosis.named_read_errors``, behind ``rlds_lite.validate``);
 * ``augment_images`` / ``augment_batches``: random resized crops and
   brightness / contrast / saturation / hue jitter of whole batches,
   vectorised and seeded.
@@ -23,6 +23,9 @@ Example:
   TensorShape([1, 8, 8, 3])
 """
 
+import importlib
+from typing import Any
+
 from rlds_lite.images.augment import apply_params
 from rlds_lite.images.augment import augment_batches
 from rlds_lite.images.augment import augment_images
@@ -34,10 +37,10 @@ from rlds_lite.images.decode import decode_images
 from rlds_lite.images.decode import ImageSpec
 from rlds_lite.images.decode import output_shape
 from rlds_lite.images.decode import RESIZE_METHODS
-from rlds_lite.images.fields import BadFrame
-from rlds_lite.images.fields import first_bad_frame
-from rlds_lite.images.fields import image_specs
-from rlds_lite.images.fields import load_encoded
+
+_FIELDS = ('BadFrame', 'first_bad_frame', 'image_specs', 'load_encoded')
+"""Names of ``images.fields``, imported on first use: that module opens
+datasets (``rlds_lite.source``), which sits above ``images.decode``."""
 
 __all__ = [
     'apply_params',
@@ -56,3 +59,10 @@ __all__ = [
     'output_shape',
     'RESIZE_METHODS',
 ]
+
+
+def __getattr__(name: str) -> Any:
+  """The names of ``images.fields``, imported on first use."""
+  if name in _FIELDS:
+    return getattr(importlib.import_module('rlds_lite.images.fields'), name)
+  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

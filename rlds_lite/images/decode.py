@@ -37,9 +37,11 @@ Example:
 """
 
 import re
-from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import tensorflow as tf
+
+from rlds_lite.decoding import ImageSpec
 
 __all__ = ['DCT_RATIOS', 'ImageSpec', 'RESIZE_METHODS', 'dct_ratio',
            'decode_frames', 'decode_images', 'output_shape']
@@ -50,33 +52,6 @@ ENCODINGS = ('jpeg', 'png', None)
 """Frame encodings: JPEG, PNG, or None for raw (already decoded) frames."""
 
 Size = Optional[Tuple[int, int]]
-
-
-class ImageSpec(NamedTuple):
-  """How the frames of an image field are stored.
-
-  Attributes:
-    shape: ``(height, width, channels)`` of a stored frame (as the TFDS
-      feature says).
-    encoding: ``'jpeg'``, ``'png'`` or None (raw pixels).
-    dtype: the decoded dtype (``tf.uint8``; PNG may be ``tf.uint16``).
-
-  Example:
-    >>> spec = ImageSpec((64, 48, 3))  # JPEG frames of uint8 by default.
-    >>> spec.encoding, spec.dtype.name, spec.frame_bytes
-    ('jpeg', 'uint8', 9216)
-    >>> ImageSpec((64, 48, 1), 'png', tf.uint16).frame_bytes
-    6144
-  """
-  shape: Tuple[int, int, int]
-  encoding: Optional[str] = 'jpeg'
-  dtype: tf.DType = tf.uint8
-
-  @property
-  def frame_bytes(self) -> int:
-    """Bytes of one decoded frame."""
-    h, w, c = self.shape
-    return h * w * c * self.dtype.size
 
 
 def check_size(size: Any, op: str, name: str = 'size') -> Size:

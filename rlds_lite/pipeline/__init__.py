@@ -47,7 +47,7 @@ from rlds_lite.pipeline.service import distribute
 from rlds_lite.pipeline.service import LocalService
 from rlds_lite.pipeline.sharding import shard
 from rlds_lite.pipeline.sharding import split_slices
-from rlds_lite.pipeline.shuffling import estimate_memory
+from rlds_lite.pipeline.memory import estimate_memory
 from rlds_lite.pipeline.shuffling import ShuffleKnobs
 from rlds_lite.pipeline.shuffling import ShuffleMemory
 from rlds_lite.pipeline.shuffling import shuffled_episodes

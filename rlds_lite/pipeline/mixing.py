@@ -39,7 +39,7 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 import tensorflow as tf
 
-from rlds_lite import loading
+from rlds_lite import source as source_lib
 from rlds_lite import rlds_types
 from rlds_lite.pipeline import inputs
 
@@ -144,7 +144,7 @@ def exact_counts(weights: Sequence[float], total: int) -> List[int]:
 
 
 def dataset_size(name_or_dir: Union[str, os.PathLike],
-                 split: str = 'train',
+                 split: Optional[str] = None,
                  unit: str = 'episodes',
                  *,
                  data_dir: Optional[Union[str, os.PathLike]] = None) -> int:
@@ -173,7 +173,8 @@ def dataset_size(name_or_dir: Union[str, os.PathLike],
   if unit not in UNITS:
     raise ValueError(f'dataset_size: unit must be one of {UNITS}, got '
                      f'{unit!r}.')
-  episodes = loading.load(name_or_dir, split, data_dir=data_dir, dense=True)
+  episodes = source_lib.as_source(name_or_dir, split,
+                                 data_dir=data_dir).episodes(dense=True)
   if unit == 'episodes':
     count = int(episodes.cardinality())
     if count >= 0:

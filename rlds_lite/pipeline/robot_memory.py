@@ -64,6 +64,7 @@ import math
 import os
 from typing import Any, Dict, NamedTuple, Optional, Union
 
+from rlds_lite import byte_sizes
 from rlds_lite.images import decode as decode_lib
 
 DECODES = ('auto', 'per_episode', 'after_sampling')
@@ -120,19 +121,7 @@ a pool then still holds ``pool_episodes`` distinct episodes when some of
 the open ones run out of segments before the others."""
 
 
-def human_bytes(num_bytes: float) -> str:
-  """``num_bytes`` as a short decimal string.
-
-  Example:
-    >>> human_bytes(1234567)
-    '1.2 MB'
-  """
-  for unit in ('B', 'KB', 'MB', 'GB'):
-    if abs(num_bytes) < 1000 or unit == 'GB':
-      return (f'{int(num_bytes)} {unit}' if unit == 'B' else
-              f'{num_bytes:.1f} {unit}')
-    num_bytes /= 1000
-  return f'{num_bytes:.1f} GB'
+human_bytes = byte_sizes.format_bytes
 
 
 class RobotMemory(NamedTuple):
@@ -354,8 +343,7 @@ def parse_budget(value: Any, op: str) -> Optional[int]:
   """
   if value is None:
     return None
-  from rlds_lite.pipeline import shuffling  # pylint: disable=g-import-not-at-top
-  return shuffling.parse_bytes(value, 'memory_budget', op)
+  return byte_sizes.parse_bytes(value, 'memory_budget', op)
 
 
 def dataset_sizes(builder: Any, split: str, num_steps: int,

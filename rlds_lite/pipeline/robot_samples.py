@@ -49,14 +49,14 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import tensorflow as tf
 
-from rlds_lite import loading
+from rlds_lite import decoding
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
+from rlds_lite import source as source_lib
 from rlds_lite.dense import indexing
 from rlds_lite.dense import last_step as last_step_lib
 from rlds_lite.dense import robot as samples_lib
 from rlds_lite.images import decode as decode_lib
-from rlds_lite.images import fields as fields_lib
 from rlds_lite.pipeline import inputs
 from rlds_lite.pipeline import pools
 from rlds_lite.pipeline import robot_carry
@@ -76,10 +76,21 @@ _NO_FRAMES = '_no_frames'
 # ----------------------------------------------------------------- the input
 
 
-def _source(source: Any, split: str, data_dir: Optional[PathLike],
-            shuffle: bool, seed: Optional[int], specs: Optional[Specs],
-            observation_key: str, op: str) -> Tuple[tf.data.Dataset, Specs]:
-  """``(episodes, image specs)`` of a TFDS name or directory, or a dataset."""
+def _opened(source: Any, split: Optional[str], data_dir: Optional[PathLike],
+            op: str) -> Any:
+  """A `rlds_lite.Source` of a TFDS name or directory; a dataset as it is."""
+  if isinstance(source, tf.data.Dataset):
+    return source
+  if not isinstance(source, (str, os.PathLike, source_lib.Source)):
+    raise TypeError(f'{op}: source must be a TFDS name, a dataset directory or '
+                    f'a tf.data.Dataset of episodes, got {type(source).__name__}.')
+  return source_lib.as_source(source, split, data_dir=data_dir, op=op)
+
+
+def _source(source: Any, shuffle: bool, seed: Optional[int],
+            specs: Optional[Specs], observation_key: str,
+            op: str) -> Tuple[tf.data.Dataset, Specs]:
+  """``(episodes, image specs)`` of an opened TFDS split, or a dataset."""
   if isinstance(source, tf.data.Dataset):
     episodes = inputs.dense_episodes(source, op)
     step_spec = episodes.element_spec[rlds_types.STEPS]
@@ -97,20 +108,14 @@ def _source(source: Any, split: str, data_dir: Optional[PathLike],
         raise ValueError(f'{op}: image_specs names {path!r}, which is not a '
                          f'step field; the steps have {fields}.')
     return episodes, found
-  if not isinstance(source, (str, os.PathLike)):
-    raise TypeError(f'{op}: source must be a TFDS name, a dataset directory or '
-                    f'a tf.data.Dataset of episodes, got {type(source).__name__}.')
   if specs:
     raise ValueError(f'{op}: image_specs describes the image fields of a '
                      'tf.data.Dataset source; a TFDS dataset declares its own '
                      '(its Image features). Leave image_specs out.')
-  from rlds_lite.pipeline import shuffling  # pylint: disable=g-import-not-at-top
   read_config = tfds_read_config(seed) if shuffle else None
-  with shuffling._quiet_ordering_guard():  # pylint: disable=protected-access
-    episodes, found = fields_lib.load_encoded(
-        source, split, data_dir=data_dir, shuffle_files=shuffle,
-        read_config=read_config, op=op)
-  return episodes, found
+  episodes = source.episodes(dense=True, encoded_images=True,
+                             shuffle_files=shuffle, read_config=read_config)
+  return episodes, source.image_specs
 
 
 def _checked_spec(spec: Any, leaf: tf.TensorSpec, path: str,
@@ -489,12 +494,12 @@ def _value_bytes(step_spec: Any, specs: Specs, history: int,
 def _feature_value_bytes(step_feature: Any, specs: Specs, history: int,
                          action_chunk: int) -> int:
   """`_value_bytes` of a TFDS step feature (decoded specs, rank + 1)."""
-  spec = loading.dense_steps_spec(step_feature.get_tensor_spec())
+  spec = decoding.dense_steps_spec(step_feature.get_tensor_spec())
   return _value_bytes(spec, specs, history, action_chunk)
 
 
 def plan_robot_samples(source: Any,
-                       split: str = 'train',
+                       split: Optional[str] = None,
                        *,
                        batch_size: int,
                        history: int = 1,
@@ -513,7 +518,7 @@ def plan_robot_samples(source: Any,
   """The ``DecodePlan`` ``robot_samples_dataset`` would use (and its memory).
 
   For a TFDS name or directory the estimate uses the split's bytes and step
-  count (``num_steps``, else one pass with ``shuffling.count_steps``,
+  count (``num_steps``, else one pass: ``rlds_lite.Source.num_steps``,
   cached). For a dataset of episodes the sizes are unknown: the plan is
   the defaults (or what is given) and has no estimate.
 
@@ -529,16 +534,15 @@ def plan_robot_samples(source: Any,
     ('per_episode', 4)
   """
   op = 'plan_robot_samples'
-  return _plan(source, split, batch_size, history, action_chunk,
+  return _plan(_opened(source, split, data_dir, op), batch_size, history, action_chunk,
                history_stride, goal, image_size, decode, segment_steps,
-               pool_episodes, memory_budget, prefetch, data_dir, num_steps,
-               None, op)[0]
+               pool_episodes, memory_budget, prefetch, num_steps, None, op)
 
 
-def _plan(source, split, batch_size, history, action_chunk, history_stride,
+def _plan(source, batch_size, history, action_chunk, history_stride,
           goal, image_size, decode, segment_steps, pool_episodes,
-          memory_budget, prefetch, data_dir, num_steps, value_bytes, op):
-  """The plan, and the dataset's builder (None for a dataset source)."""
+          memory_budget, prefetch, num_steps, value_bytes, op):
+  """The plan for an opened split (or a dataset of episodes)."""
   batch_size = inputs.check_positive_int(batch_size, 'batch_size', op)
   if decode not in robot_memory.DECODES:
     raise ValueError(f'{op}: decode must be one of {robot_memory.DECODES}, '
@@ -565,30 +569,28 @@ def _plan(source, split, batch_size, history, action_chunk, history_stride,
     whole = mode == 'per_episode' and segment_steps is None
     return robot_memory.DecodePlan(
         mode, segment_steps if mode == 'per_episode' else None, pool,
-        1 if whole else pool, None), None
-  from rlds_lite.pipeline import shuffling  # pylint: disable=g-import-not-at-top
-  builder, label = loading.rlds_builder(source, data_dir, op=op)
-  loading.check_split(builder, split, label, op=op)
-  step_feature = builder.info.features[rlds_types.STEPS].feature
-  specs = fields_lib.image_specs(step_feature)
+        1 if whole else pool, None)
+  step_feature = source.steps_feature.feature
+  specs = source.image_specs
   if num_steps is None:
-    num_steps = shuffling.count_steps(source, split, data_dir=data_dir)
+    num_steps = source.num_steps
   if value_bytes is None:
     value_bytes = _feature_value_bytes(step_feature, specs, history,
                                        action_chunk)
-  sizes = robot_memory.dataset_sizes(builder, split, num_steps, specs,
-                                     image_size, history, goal, value_bytes)
+  sizes = robot_memory.dataset_sizes(source.builder, source.split, num_steps,
+                                     specs, image_size, history, goal,
+                                     value_bytes)
   plan = robot_memory.pick(
       budget, sizes, batch_size=batch_size, prefetch=prefetch,
       history=history, history_stride=history_stride, goal=goal,
       decode=decode, segment_steps=segment_steps, pool_episodes=pool_episodes,
       op=op)
-  return plan, builder
+  return plan
 
 
 def robot_samples_dataset(
     source: Any,
-    split: str = 'train',
+    split: Optional[str] = None,
     *,
     batch_size: int,
     history: int = 1,
@@ -641,8 +643,9 @@ def robot_samples_dataset(
   ``plan_robot_samples`` returns it.
 
   Args:
-    source: a TFDS name or prepared dataset directory (image step features
-      are read encoded and decoded here), or a ``tf.data.Dataset`` of dense
+    source: a `rlds_lite.Source`, a TFDS name or a prepared dataset
+      directory (image step features are read encoded and decoded here), or
+      a ``tf.data.Dataset`` of dense
       episodes whose image fields are uint8 ``[T, h, w, c]`` frames or
       encoded ``[T]`` strings described by ``image_specs``.
     split: the split of a TFDS source.
@@ -705,9 +708,8 @@ def robot_samples_dataset(
     tf.errors.InvalidArgumentError: while iterating, from TF's decoder, if
       a frame a sample uses does not decode. It names the field through
       its decode op (``{{node observation/image/map/while/DecodeJpeg}}``),
-      not the episode. Iterate inside ``with
-      rlds_lite.loading.named_read_errors(builder, split):`` (``builder``
-      from ``rlds_lite.loading.rlds_builder(name_or_dir)``) to get a
+      not the episode. Open the dataset with ``source = rlds_lite.open(path)``
+      and iterate inside ``with source.read_errors():`` to get a
       ``CorruptDatasetError`` naming the file, episode, field and step
       instead; ``rlds_lite.validate`` (``rlds-lite validate``) names them
       too.
@@ -731,8 +733,9 @@ def robot_samples_dataset(
   last_step = last_step_lib.as_last_step(last_step, op)
   prefetch = inputs.check_non_negative_int(prefetch, 'prefetch', op)
   seed = inputs.check_seed(seed, op)
-  episodes, specs = _source(source, split, data_dir, shuffle, seed,
-                               image_specs, observation_key, op)
+  source = _opened(source, split, data_dir, op)
+  episodes, specs = _source(source, shuffle, seed, image_specs,
+                            observation_key, op)
   step_fields = list(episodes.element_spec[rlds_types.STEPS])
   indexing.require_fields(episodes.element_spec[rlds_types.STEPS],
                           [observation_key, action_key], op)
@@ -752,13 +755,13 @@ def robot_samples_dataset(
                        max_samples=max_samples, goal=goal, goal_p=goal_p)
   layout = _Layout(specs, observation_key, action_key, goal_key, index_key,
                    episode_fields, sample_kwargs, image_size, resize_method, op)
-  plan, _ = _plan(source, split, batch_size, history, action_chunk,
-                  history_stride, goal, image_size, decode, segment_steps,
-                  pool_episodes, memory_budget, prefetch, data_dir, num_steps,
-                  _value_bytes(episodes.element_spec[rlds_types.STEPS],
-                               specs, history, action_chunk), op)
+  plan = _plan(source, batch_size, history, action_chunk, history_stride,
+               goal, image_size, decode, segment_steps, pool_episodes,
+               memory_budget, prefetch, num_steps,
+               _value_bytes(episodes.element_spec[rlds_types.STEPS],
+                            specs, history, action_chunk), op)
   if drop_last_batch and not isinstance(source, tf.data.Dataset):
-    _check_a_full_batch(source, split, data_dir, num_steps, batch_size, op)
+    _check_a_full_batch(source, num_steps, batch_size, op)
   _LOG.info('%s: %r', op, plan)
   seeds = pools.pool_seeds(seed)
   if plan.decode == 'per_episode':
@@ -771,21 +774,19 @@ def robot_samples_dataset(
   return batches.prefetch(prefetch) if prefetch else batches
 
 
-def _check_a_full_batch(source: Any, split: str, data_dir: Optional[PathLike],
-                        num_steps: Optional[int], batch_size: int,
-                        op: str) -> None:
+def _check_a_full_batch(source: source_lib.Source, num_steps: Optional[int],
+                        batch_size: int, op: str) -> None:
   """Raises if ``drop_last_batch`` would leave no batch: fewer steps than one.
 
   A sample is anchored at a step, so a split of ``N`` steps has at most
   ``N`` samples (a pass would end without a batch, and a ``repeat()`` of it
   would never give one).
   """
-  from rlds_lite.pipeline import shuffling  # pylint: disable=g-import-not-at-top
   if num_steps is None:
-    num_steps = shuffling.count_steps(source, split, data_dir=data_dir)
+    num_steps = source.num_steps
   if num_steps < batch_size:
     raise ValueError(
-        f'{op}: drop_last_batch=True gives no batch: split {split!r} has '
+        f'{op}: drop_last_batch=True gives no batch: split {source.split!r} has '
         f'{num_steps} steps, so fewer samples than batch_size {batch_size}. '
         'Use a smaller batch_size or drop_last_batch=False.')
 

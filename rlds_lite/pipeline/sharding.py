@@ -34,7 +34,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from rlds_lite import loading
+from rlds_lite import source as source_lib
 from rlds_lite.pipeline import inputs
 
 PathLike = Union[str, os.PathLike]
@@ -145,7 +145,7 @@ def shard(dataset_or_name: Union[tf.data.Dataset, PathLike],
           index: int,
           count: int,
           *,
-          split: str = 'train',
+          split: Optional[str] = None,
           seed: Optional[int] = None,
           data_dir: Optional[PathLike] = None,
           dense: bool = True,
@@ -187,20 +187,19 @@ def shard(dataset_or_name: Union[tf.data.Dataset, PathLike],
     if seed is None:
       return dataset_or_name.shard(count, index)
     return _seeded_shard(dataset_or_name, index, count, seed)
-  if not isinstance(dataset_or_name, (str, os.PathLike)):
+  if not isinstance(dataset_or_name, (str, os.PathLike, source_lib.Source)):
     raise TypeError('shard: dataset_or_name must be a tf.data.Dataset, a TFDS '
                     f'name or a directory, got {type(dataset_or_name).__name__}.')
+  source = source_lib.as_source(dataset_or_name, split, data_dir=data_dir)
   if seed is None:
-    loading.load(dataset_or_name, split, data_dir=data_dir)  # Checks split.
-    part = split_slices(split, count)[index]
-    return loading.load(dataset_or_name, part, data_dir=data_dir, dense=dense,
-                        shuffle_files=shuffle_files, read_config=read_config)
+    part = source.with_split(split_slices(source.split, count)[index])
+    return part.episodes(dense=dense, shuffle_files=shuffle_files,
+                         read_config=read_config)
   if shuffle_files and (read_config is None or read_config.shuffle_seed is None):
     raise ValueError(
         'shard: a seeded shard with shuffle_files=True needs '
         'read_config=tfds.ReadConfig(shuffle_seed=...) so that every host '
         'reads the episodes in the same order.')
-  episodes = loading.load(dataset_or_name, split, data_dir=data_dir,
-                          dense=dense, shuffle_files=shuffle_files,
-                          read_config=read_config)
+  episodes = source.episodes(dense=dense, shuffle_files=shuffle_files,
+                             read_config=read_config)
   return _seeded_shard(episodes, index, count, seed)

@@ -53,23 +53,21 @@ Example:
   True
 """
 
-import contextlib
 import functools
-import logging
 import operator
 import os
-import re
-import warnings
-from typing import (Any, Dict, Iterator, NamedTuple, Optional, Sequence,
+from typing import (Any, Dict, NamedTuple, Optional, Sequence,
                     Tuple, Union)
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import byte_sizes
+from rlds_lite import decoding
 from rlds_lite import dense
-from rlds_lite import loading
 from rlds_lite import rlds_types
+from rlds_lite import source as source_lib
 from rlds_lite.pipeline import inputs
 from rlds_lite.pipeline import pools
 from rlds_lite.pipeline import sliding
@@ -91,10 +89,6 @@ POOL_EXTRA_BLOCKS = 3
 and its concatenation (see `rlds_lite.pipeline.sliding`)."""
 MAX_POOL_EPISODES = 4096
 """``memory_budget`` never picks larger pools (first-batch latency)."""
-_UNITS = {'': 1, 'B': 1, 'KB': 10**3, 'MB': 10**6, 'GB': 10**9, 'TB': 10**12,
-          'KIB': 1 << 10, 'MIB': 1 << 20, 'GIB': 1 << 30, 'TIB': 1 << 40}
-
-
 class ShuffleKnobs(NamedTuple):
   """The memory-costing knobs of ``shuffled_steps``, resolved.
 
@@ -116,14 +110,7 @@ class ShuffleKnobs(NamedTuple):
   prefetch: int
 
 
-def _human(num_bytes: float) -> str:
-  """``num_bytes`` as a short decimal string (``'1.5 MB'``)."""
-  for unit in ('B', 'KB', 'MB', 'GB'):
-    if abs(num_bytes) < 1000 or unit == 'GB':
-      return (f'{int(num_bytes)} {unit}' if unit == 'B' else
-              f'{num_bytes:.1f} {unit}')
-    num_bytes /= 1000
-  return f'{num_bytes:.1f} GB'
+_human = byte_sizes.format_bytes
 
 
 class ShuffleMemory(NamedTuple):
@@ -174,53 +161,25 @@ class ShuffleMemory(NamedTuple):
             f'{self.knobs})')
 
 
-def parse_bytes(value: Any, name: str = 'memory_budget',
-                op: str = 'shuffled_steps') -> int:
-  """A byte count from an int or a string like ``'512MB'`` or ``'1.5 GiB'``.
-
-  ``KB``/``MB``/``GB``/``TB`` are powers of 1000, ``KiB``/``MiB``/``GiB``/
-  ``TiB`` powers of 1024 (case-insensitive).
-
-  Example:
-    >>> parse_bytes('512MB'), parse_bytes('1 KiB'), parse_bytes(10)
-    (512000000, 1024, 10)
-    >>> parse_bytes('lots')
-    Traceback (most recent call last):
-    ...
-    ValueError: shuffled_steps: memory_budget must be a positive number of bytes or a string like '512MB', got 'lots'.
-  """
-  error = ValueError(f'{op}: {name} must be a positive number of bytes or a '
-                     f"string like '512MB', got {value!r}.")
-  if isinstance(value, str):
-    match = re.fullmatch(r'\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*', value)
-    if not match or match.group(2).upper() not in _UNITS:
-      raise error
-    value = float(match.group(1)) * _UNITS[match.group(2).upper()]
-  if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-    raise error
-  if not value >= 1:
-    raise error
-  return int(value)
+parse_bytes = byte_sizes.parse_bytes
 
 
 class _Split(NamedTuple):
-  """What the knobs need to know of a split."""
-  builder: tfds.core.DatasetBuilder
-  label: str
-  split: Any
-  num_episodes: int
+  """The opened split, and the step fields kept."""
+  source: source_lib.Source
   step_spec: Dict[str, tf.TensorSpec]
 
+  @property
+  def label(self) -> str:
+    return self.source.label
 
-def _builder(name_or_dir: PathLike, data_dir: Optional[PathLike],
-             op: str = 'shuffled_steps'
-             ) -> Tuple[tfds.core.DatasetBuilder, str]:
-  """The TFDS builder of a name or directory (as ``load`` finds it)."""
-  if not isinstance(name_or_dir, (str, os.PathLike)):
-    raise TypeError(
-        f'{op}: name_or_dir must be a TFDS name or a directory path, '
-        f'got {type(name_or_dir).__name__}.')
-  return loading.rlds_builder(name_or_dir, data_dir)
+  @property
+  def split(self) -> Any:
+    return self.source.split
+
+  @property
+  def num_episodes(self) -> int:
+    return self.source.num_episodes
 
 
 def _check_fields(available: Sequence[str], fields: Optional[Sequence[str]],
@@ -235,41 +194,28 @@ def _check_fields(available: Sequence[str], fields: Optional[Sequence[str]],
   return fields
 
 
-def _split_facts(name_or_dir: PathLike, split: Any,
+def _split_facts(name_or_dir: Any, split: Any,
                  data_dir: Optional[PathLike], fields: Optional[Sequence[str]],
                  op: str) -> _Split:
-  """Episode count and (selected) step specs of ``split``, from the metadata."""
-  builder, label = _builder(name_or_dir, data_dir, op)
-  loading.check_split(builder, split, label)
-  num_episodes = builder.info.splits[split].num_examples
-  steps = builder.info.features[rlds_types.STEPS].feature.get_tensor_spec()
-  fields = _check_fields(list(steps), fields, 'step field', label, op)
-  return _Split(builder, label, split, num_episodes,
-                {f: steps[f] for f in fields})
+  """The opened split and its (selected) step specs, from the metadata."""
+  if not isinstance(name_or_dir, (str, os.PathLike, source_lib.Source)):
+    raise TypeError(
+        f'{op}: name_or_dir must be a TFDS name or a directory path, '
+        f'got {type(name_or_dir).__name__}.')
+  source = source_lib.as_source(name_or_dir, split, data_dir=data_dir)
+  steps = source.step_spec
+  fields = _check_fields(list(steps), fields, 'step field', source.label, op)
+  return _Split(source, {f: steps[f] for f in fields})
 
 
 def _step_bytes(step_spec: Dict[str, Any]) -> int:
   """Bytes of one decoded step (unknown dims count 1, strings 32)."""
-  return pools.sample_bytes(loading.dense_steps_spec(step_spec))
+  return pools.sample_bytes(decoding.dense_steps_spec(step_spec))
 
 
-@functools.lru_cache(maxsize=64)
-def _counted_steps(name_or_dir: str, split: str, data_dir: Optional[str],
-                   stamp: Tuple[Any, ...]) -> int:
-  del stamp  # Only part of the cache key.
-  from rlds_lite.checks import overview  # pylint: disable=g-import-not-at-top
-  builder, _ = _builder(name_or_dir, data_dir)
-  return overview.count_steps(builder, split)
-
-
-def count_steps(name_or_dir: PathLike, split: str = 'train', *,
+def count_steps(name_or_dir: Any, split: Optional[str] = None, *,
                 data_dir: Optional[PathLike] = None) -> int:
-  """Steps of a split, from one pass over its episodes (cached).
-
-  TFDS metadata has the episode count of a split but not its step count; this
-  reads the split once without decoding its steps
-  (``rlds_lite.checks.overview.count_steps``; cached per process until the
-  dataset changes).
+  """Steps of a split, from one pass over its episodes (`rlds_lite.Source.num_steps`).
 
   Example:
     >>> from rlds_lite import synthetic
@@ -277,12 +223,7 @@ def count_steps(name_or_dir: PathLike, split: str = 'train', *,
     >>> count_steps(path)
     144
   """
-  builder, _ = _builder(name_or_dir, data_dir)
-  info = os.path.join(os.fspath(builder.data_dir), 'dataset_info.json')
-  stamp = (os.fspath(builder.data_dir), tf.io.gfile.stat(info).mtime_nsec)
-  return _counted_steps(
-      os.fspath(name_or_dir), str(split),
-      None if data_dir is None else os.fspath(data_dir), stamp)
+  return source_lib.as_source(name_or_dir, split, data_dir=data_dir).num_steps
 
 
 def _memory(knobs: ShuffleKnobs, batch_size: int, step_bytes: int,
@@ -431,8 +372,8 @@ def _resolve(facts: _Split, batch_size: int, knobs: Dict[str, Any],
       prefetch=value('prefetch', DEFAULT_PREFETCH)), None
 
 
-def estimate_memory(name_or_dir: PathLike,
-                    split: str = 'train',
+def estimate_memory(name_or_dir: Any,
+                    split: Optional[str] = None,
                     *,
                     batch_size: int,
                     data_dir: Optional[PathLike] = None,
@@ -445,9 +386,7 @@ def estimate_memory(name_or_dir: PathLike,
                     prefetch: Optional[int] = None,
                     memory_budget: Union[int, str, None] = None,
                     fields: Optional[Sequence[str]] = None,
-                    num_steps: Optional[int] = None,
-                    robot_samples: Optional[Dict[str, Any]] = None
-                    ) -> Union[ShuffleMemory, Any]:
+                    num_steps: Optional[int] = None) -> ShuffleMemory:
   """The memory ``shuffled_steps`` with these arguments would hold (estimate).
 
   Step bytes come from the dataset's step features (decoded: images count
@@ -456,15 +395,9 @@ def estimate_memory(name_or_dir: PathLike,
   docstring for the formula; knobs left None take ``shuffled_steps``'s
   defaults, or are picked for ``memory_budget`` (``pick_knobs``).
 
-  For camera datasets and ``robot_samples_dataset`` (frames kept encoded or
-  decoded once per segment) pass its arguments as ``robot_samples``
-  (``dict(history=2, action_chunk=4, image_size=...)``): the result is then
-  the ``RobotMemory`` of its ``DecodePlan`` (``plan_robot_samples``), for
-  ``batch_size`` and ``memory_budget``; the ``shuffled_steps`` knobs do not
-  apply.
+  For ``robot_samples_dataset`` see ``rlds_lite.pipeline.estimate_memory``.
 
   Example:
-    >>> import tempfile
     >>> from rlds_lite import synthetic
     >>> path = synthetic.dataset(40, seed=0)
     >>> small = estimate_memory(path, batch_size=8, memory_budget='600KB')
@@ -473,23 +406,12 @@ def estimate_memory(name_or_dir: PathLike,
     True
     >>> small.total <= 2 * 10**6
     True
-    >>> cameras = synthetic.camera_dataset(tempfile.mkdtemp(), num_episodes=4,
-    ...                                    length=10, cameras={'image': (64, 64)})
-    >>> estimate_memory(cameras, batch_size=8,
-    ...                 robot_samples=dict(history=2)).step_bytes   # 64 * 64 * 3
-    12288
   """
   op = 'estimate_memory'
   batch_size = inputs.check_positive_int(batch_size, 'batch_size', op)
-  if robot_samples is not None:
-    from rlds_lite.pipeline import robot_samples as robot_lib  # pylint: disable=g-import-not-at-top
-    return robot_lib.plan_robot_samples(
-        name_or_dir, split, batch_size=batch_size, data_dir=data_dir,
-        memory_budget=memory_budget, num_steps=num_steps,
-        **robot_samples).memory
   facts = _split_facts(name_or_dir, split, data_dir, fields, op)
   if num_steps is None:
-    num_steps = count_steps(name_or_dir, split, data_dir=data_dir)
+    num_steps = facts.source.num_steps
   knobs = dict(num_slices=num_slices, cycle_length=cycle_length,
                pool_episodes=pool_episodes, read_ahead=read_ahead,
                episode_shuffle_buffer=episode_shuffle_buffer,
@@ -530,36 +452,8 @@ def _slice_split(split: Any, splits: Any, num_slices: int
   return functools.reduce(operator.add, pieces)
 
 
-class _OrderingGuardFilter(logging.Filter):
-  """Drops TFDS's warning that an ordered dataset is read out of order."""
-
-  def filter(self, record: logging.LogRecord) -> bool:
-    return 'is an ordered dataset' not in record.getMessage()
-
-
-@contextlib.contextmanager
-def _quiet_ordering_guard() -> Iterator[None]:
-  """Silences the warnings TFDS gives when an ordered dataset is shuffled.
-
-  Shuffling is the point here; the warnings would only confuse. Also drops
-  tf.data's warning that ``deterministic`` is unused by a sequential
-  interleave (TFDS always passes it).
-  """
-  absl_logger = logging.getLogger('absl')
-  quiet = _OrderingGuardFilter()
-  absl_logger.addFilter(quiet)
-  try:
-    with warnings.catch_warnings():
-      warnings.filterwarnings('ignore', message='The `deterministic` argument')
-      yield
-  finally:
-    absl_logger.removeFilter(quiet)
-
-
-def _interleaved(name_or_dir: PathLike, facts: _Split,
-                 data_dir: Optional[PathLike], knobs: ShuffleKnobs,
-                 seed: Optional[int], keep: Tuple[str, ...]
-                 ) -> tf.data.Dataset:
+def _interleaved(facts: _Split, knobs: ShuffleKnobs, seed: Optional[int],
+                 keep: Tuple[str, ...]) -> tf.data.Dataset:
   """Dense episodes of the slices, ``cycle_length`` slices read at a time.
 
   One TFDS pipeline: each slice is one file instruction (or two, across a
@@ -575,12 +469,10 @@ def _interleaved(name_or_dir: PathLike, facts: _Split,
       override_buffer_size=READ_BUFFER_BYTES, skip_prefetch=True,
       try_autocache=False, shuffle_seed=seed,
       shuffle_reshuffle_each_iteration=True, enable_ordering_guard=False)
-  split = _slice_split(facts.split, facts.builder.info.splits,
+  split = _slice_split(facts.split, facts.source.builder.info.splits,
                        knobs.num_slices)
-  with _quiet_ordering_guard():
-    episodes = loading.load(name_or_dir, split, data_dir=data_dir,
-                            dense=True, shuffle_files=True,
-                            read_config=read_config)
+  episodes = facts.source.with_split(split).episodes(
+      dense=True, shuffle_files=True, read_config=read_config)
   step_fields = tuple(facts.step_spec)
 
   @tf.autograph.experimental.do_not_convert
@@ -595,7 +487,7 @@ def _interleaved(name_or_dir: PathLike, facts: _Split,
 def _episode_fields(facts: _Split, episode_fields: Any, op: str
                     ) -> Tuple[str, ...]:
   """The checked names of the episode metadata to keep (None: all)."""
-  available = [k for k in facts.builder.info.features.keys()
+  available = [k for k in facts.source.features.keys()
                if k != rlds_types.STEPS]
   if episode_fields is None:
     return tuple(available)
@@ -615,8 +507,8 @@ def _step_rows(fields: Tuple[str, ...]):
   return rows
 
 
-def shuffled_steps(name_or_dir: PathLike,
-                   split: str = 'train',
+def shuffled_steps(name_or_dir: Any,
+                   split: Optional[str] = None,
                    *,
                    batch_size: int,
                    data_dir: Optional[PathLike] = None,
@@ -640,7 +532,8 @@ def shuffled_steps(name_or_dir: PathLike,
   the module docstring). Memory (``estimate_memory``) is bounded by the knobs.
 
   Args:
-    name_or_dir: a TFDS name or a prepared dataset directory (as ``load``).
+    name_or_dir: a `rlds_lite.Source`, a TFDS name or a prepared dataset
+      directory (as ``load``).
     split: a split, TFDS slicing allowed (``'train[:80%]'``).
     batch_size: steps per batch.
     data_dir: where TFDS finds prepared datasets (names only).
@@ -703,11 +596,11 @@ def shuffled_steps(name_or_dir: PathLike,
     raise ValueError(f'{op}: episode_fields {clash} have the names of step '
                      'fields; rename them first.')
   if num_steps is None and (drop_remainder or memory_budget is not None):
-    num_steps = count_steps(name_or_dir, split, data_dir=data_dir)
+    num_steps = facts.source.num_steps
   if drop_remainder and batch_size > num_steps:
     raise ValueError(
         f'{op}: batch_size={batch_size} is larger than the {num_steps} steps '
-        f'of split {split!r} of dataset {facts.label!r}, and '
+        f'of split {facts.split!r} of dataset {facts.label!r}, and '
         'drop_remainder=True would drop them all.')
   knobs, _ = _resolve(
       facts, batch_size,
@@ -716,7 +609,7 @@ def shuffled_steps(name_or_dir: PathLike,
            episode_shuffle_buffer=episode_shuffle_buffer,
            num_parallel_reads=num_parallel_reads, prefetch=prefetch),
       memory_budget, num_steps, op)
-  episodes = _interleaved(name_or_dir, facts, data_dir, knobs, seed, keep)
+  episodes = _interleaved(facts, knobs, seed, keep)
   if knobs.episode_shuffle_buffer:
     episodes = episodes.shuffle(knobs.episode_shuffle_buffer, seed=seed,
                                 reshuffle_each_iteration=True)
@@ -729,8 +622,8 @@ def shuffled_steps(name_or_dir: PathLike,
       drop_last_batch=drop_remainder, prefetch=knobs.prefetch, op=op)
 
 
-def shuffled_episodes(name_or_dir: PathLike,
-                      split: str = 'train',
+def shuffled_episodes(name_or_dir: Any,
+                      split: Optional[str] = None,
                       *,
                       data_dir: Optional[PathLike] = None,
                       num_slices: Optional[int] = None,
@@ -749,7 +642,7 @@ def shuffled_episodes(name_or_dir: PathLike,
   ``cycle_length * (READ_BUFFER_BYTES + (2 * num_parallel_reads - 1) * E)``.
 
   Args:
-    name_or_dir: a TFDS name or a prepared dataset directory.
+    name_or_dir: a `rlds_lite.Source`, a TFDS name or a dataset directory.
     split: the split (slicing allowed).
     data_dir: where TFDS finds prepared datasets (names only).
     num_slices: disjoint slices (default ``min(16, episodes)``).
@@ -778,7 +671,7 @@ def shuffled_episodes(name_or_dir: PathLike,
       dict(num_slices=num_slices, cycle_length=cycle_length,
            episode_shuffle_buffer=episode_shuffle_buffer,
            num_parallel_reads=num_parallel_reads), None, None, op)
-  episodes = _interleaved(name_or_dir, facts, data_dir, knobs, seed, keep)
+  episodes = _interleaved(facts, knobs, seed, keep)
   if knobs.episode_shuffle_buffer:
     episodes = episodes.shuffle(knobs.episode_shuffle_buffer, seed=seed,
                                 reshuffle_each_iteration=True)

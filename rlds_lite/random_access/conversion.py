@@ -30,9 +30,11 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import source as source_lib
 from rlds_lite import atomic_output
 from rlds_lite import dataset_files
-from rlds_lite import loading
+from rlds_lite import diagnosis
+from rlds_lite import decoding
 from rlds_lite import overwriting
 from rlds_lite import progress as progress_lib
 from rlds_lite import rlds_types
@@ -112,7 +114,7 @@ def _decoder(step_feature: Any, layout: layout_lib.ChunkLayout):
       if leaf.kind == 'fixed':
         want = tf.as_dtype(leaf.dtype)
         if value.dtype != want or value.shape[1:] != leaf.shape[1:]:
-          value = loading.decode_batch_example(features[leaf.path], value)
+          value = decoding.decode_batch_example(features[leaf.path], value)
       flat[leaf.path] = value
     out = {'steps': flat}
     if 'episode_id' in episode and not isinstance(episode['episode_id'], dict):
@@ -247,7 +249,8 @@ def convert(source: PathLike,
       chunk_steps < 1):
     raise ValueError(f'convert: chunk_steps must be a positive int, got '
                      f'{chunk_steps!r}.')
-  builder, label = loading.rlds_builder(source, data_dir)
+  opened = source_lib.as_source(source, None, data_dir=data_dir)
+  builder, label = opened.builder, opened.label
   source_dir = os.fspath(builder.data_dir)
   out = os.path.abspath(os.path.expanduser(os.fspath(out))) if out else (
       default_output(source_dir))
@@ -297,7 +300,7 @@ def convert(source: PathLike,
         dataset_files.check_open(builder, split)
         with progress_lib.bar(progress, total=total, unit=' episodes',
                               desc=f'chunk {split}') as bar, \
-            loading.named_read_errors(builder, split):
+            diagnosis.named_read_errors(builder, split):
           for index, episode in enumerate(_episodes(builder, split, layout)):
             steps = episode['steps']
             length = len(steps[layout.leaves[0].path])

@@ -50,7 +50,9 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from rlds_lite import dense
-from rlds_lite import loading
+from rlds_lite import source as source_lib
+from rlds_lite import diagnosis
+from rlds_lite import decoding
 from rlds_lite import nest_paths
 from rlds_lite import progress as progress_lib
 from rlds_lite import rlds_types
@@ -162,7 +164,7 @@ def _needed_fields(steps_spec: Any, selected: Dict[str, tf.TensorSpec]
 
 def _decoded_steps_spec(builder: tfds.core.DatasetBuilder) -> Any:
   """The ``[T, ...]`` spec of a dataset's decoded dense steps."""
-  return loading.dense_steps_spec(
+  return decoding.dense_steps_spec(
       builder.info.features[rlds_types.STEPS].feature.get_tensor_spec())
 
 
@@ -181,9 +183,9 @@ def _dense_episodes(dataset_or_path: Any, split: str,
   _check_path_type(dataset_or_path)
   # TFDS caches datasets under 250 MiB in memory by default ("autocache"): a
   # one-pass reduction must not, or memory grows with the dataset.
-  return loading.load(dataset_or_path, split, data_dir=data_dir, dense=True,
-                      read_config=tfds.ReadConfig(try_autocache=False),
-                      step_fields=step_fields)
+  source = source_lib.as_source(dataset_or_path, split, data_dir=data_dir)
+  return source.episodes(dense=True, fields=step_fields,
+                         read_config=tfds.ReadConfig(try_autocache=False))
 
 
 def _check_path_type(dataset_or_path: Any) -> None:
@@ -352,8 +354,8 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
   is_path = not isinstance(dataset_or_path, tf.data.Dataset)
   if is_path:
     _check_path_type(dataset_or_path)
-    builder, label = loading.rlds_builder(dataset_or_path, data_dir)
-    loading.check_split(builder, split, label)
+    builder = source_lib.as_source(dataset_or_path, split,
+                                   data_dir=data_dir).builder
   # From a path without a transform, only the fields summarised are read
   # (and decoded): the pass never decodes the images it skips.
   read_selected = is_path and transform is None
@@ -370,7 +372,7 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
   dataset_dir = key = None
   reading = contextlib.nullcontext()
   if is_path:
-    reading = loading.named_read_errors(builder, split)
+    reading = diagnosis.named_read_errors(builder, split)
   if cache and is_path and (transform is None or transform_key):
     dataset_dir = os.fspath(builder.data_dir)
     key = cache_lib.cache_key(dataset_dir, {**source, 'dataset': None})

@@ -4,9 +4,10 @@ Everything here comes from the dataset's ``dataset_info.json`` (the TFDS
 builder's ``info``): no episode is read.
 
 Example:
-  >>> from rlds_lite import loading, synthetic
+  >>> import rlds_lite
+  >>> from rlds_lite import synthetic
   >>> path = synthetic.dataset(3, seed=0)
-  >>> info = dataset_info(loading.rlds_builder(path)[0], path)
+  >>> info = dataset_info(rlds_lite.open(path).builder, path)
   >>> info['name'], info['splits']
   ('toy', [{'name': 'train', 'episodes': 3, 'shards': 1, 'bytes': ...}])
   >>> [f['path'] for f in info['features'] if f['level'] == 'step'][:3]

@@ -13,9 +13,10 @@ the order `read_order` gives to a full pass (TFDS interleaves the files of a
 dataset written without ``disable_shuffling`` unless told not to).
 
 Example:
-  >>> from rlds_lite import loading, synthetic
+  >>> import rlds_lite
+  >>> from rlds_lite import synthetic
   >>> path = synthetic.dataset(3, seed=0)
-  >>> reader = EpisodeReader(loading.rlds_builder(path)[0])
+  >>> reader = EpisodeReader(rlds_lite.open(path).builder)
   >>> episode = reader.read('train', 2)
   >>> int(episode['episode_id']), episode['steps']['reward'].dtype
   (2, dtype('float32'))
@@ -27,7 +28,7 @@ from typing import Any, Callable, Dict, Optional
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from rlds_lite import loading
+from rlds_lite import decoding
 from rlds_lite import rlds_types
 
 
@@ -63,7 +64,7 @@ class EpisodeReader:
       if self._decode is None:
         feature = self._step_feature
         self._decode = tf.function(
-            lambda steps: loading.decode_batch_example(feature, steps),
+            lambda steps: decoding.decode_batch_example(feature, steps),
             input_signature=[encoded_spec])
       return self._decode
 

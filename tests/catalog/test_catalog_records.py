@@ -1,5 +1,6 @@
 """Where episodes live (from dataset_info.json) and reading their records."""
 
+import rlds_lite
 import os
 
 import numpy as np
@@ -54,7 +55,7 @@ def test_split_files_follow_the_info_not_the_directory(tmp_path):
                                per_file=3)
   # A leftover file the info does not list (an older generation, a copy).
   open(os.path.join(path, 'robot-train.tfrecord-00009'), 'wb').write(b'junk')
-  files = records.split_files(loading.rlds_builder(path)[0], 'train')
+  files = records.split_files(rlds_lite.open(path).builder, 'train')
   assert files.shard_names == ('robot-train.tfrecord-00000',
                                'robot-train.tfrecord-00001',
                                'robot-train.tfrecord-00002')

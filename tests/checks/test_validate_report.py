@@ -452,7 +452,7 @@ def test_an_undecodable_episode_is_reported_when_its_frames_cannot_be_read(
   def unreadable(*args, **kwargs):
     raise tf.errors.InvalidArgumentError(None, None, 'cannot read')
 
-  monkeypatch.setattr(rlds_lite.images.fields, 'first_bad_frame', unreadable)
+  monkeypatch.setattr(rlds_lite.diagnosis, 'first_bad_frame', unreadable)
   [problem] = rlds_lite.validate(bad).problems
   assert (problem.episode, problem.step, problem.field, problem.kind) == (
       2, None, None, 'undecodable')

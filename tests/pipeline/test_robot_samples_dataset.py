@@ -497,15 +497,15 @@ def test_undecodable_frame_error_names_its_field(tmp_path, decode):
 @pytest.mark.parametrize('decode', ['per_episode', 'after_sampling'])
 def test_named_read_errors_names_the_undecodable_frames_episode(tmp_path,
                                                                 decode):
-  """The docstring's remedy: the loop inside ``loading.named_read_errors``."""
+  """The docstring's remedy: the loop inside ``Source.read_errors``."""
   _, bad = rlds_testing.camera_datasets_good_and_undecodable(
       tmp_path, only_at=(2, 3))
-  ds = pipeline.robot_samples_dataset(bad, batch_size=4, history=2,
+  source = rlds_lite.open(bad)
+  ds = pipeline.robot_samples_dataset(source, batch_size=4, history=2,
                                       decode=decode, seed=0)
-  builder, _ = rlds_lite.loading.rlds_builder(bad)
   shard = os.path.join(bad, 'cams-train.tfrecord-00000')
   with pytest.raises(rlds_lite.dataset_files.CorruptDatasetError) as raised:
-    with rlds_lite.loading.named_read_errors(builder, 'train'):
+    with source.read_errors():
       for _ in ds:
         pass
   assert str(raised.value) == (
@@ -531,3 +531,23 @@ def test_segments_log_nothing(camera_path, capfd, kwargs):
   capfd.readouterr()
   assert sum(len(b['action']) for b in ds) > 0
   assert 'RefCount' not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize('memory_budget', [None, '1GB'])
+def test_a_path_is_opened_once(camera_path, monkeypatch, memory_budget):
+  """One TFDS builder per call: opening, planning and reading share it."""
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  built = []
+  for name in ('builder_from_directory', 'builder'):
+    original = getattr(tfds, name)
+
+    def counted(*args, original=original, **kwargs):
+      built.append(args[0])
+      return original(*args, **kwargs)
+
+    monkeypatch.setattr(tfds, name, counted)
+  ds = pipeline.robot_samples_dataset(
+      camera_path, batch_size=4, history=2, seed=0, drop_last_batch=True,
+      memory_budget=memory_budget)
+  next(iter(ds))
+  assert len(built) == 1

@@ -77,7 +77,7 @@ def test_readers_ignore_leftovers_and_the_next_writer_removes_them(tmp_path):
     f.write('not ours')
   for reader_path in (tmp_path / 'kept', path):
     assert _ids(reader_path) == [0, 1]
-    builder, _ = loading.rlds_builder(reader_path)  # inspect/validate/stats.
+    builder = rlds_lite.open(reader_path).builder  # inspect/validate/stats.
     assert builder.info.splits['train'].num_examples == 2
   assert sorted(os.listdir(tmp_path / 'kept')) == sorted(
       ['.1.0.0.lock', '1.0.0', 'incomplete.ABC123_1.0.0', *staging])

@@ -24,7 +24,7 @@ def _dataset(tmp_path_factory):
 
 
 def test_each_episode_equals_dense_load(dataset):
-  reader = episode_reader.EpisodeReader(loading.rlds_builder(dataset)[0])
+  reader = episode_reader.EpisodeReader(rlds_lite.open(dataset).builder)
   for index, expected in enumerate(rlds_lite.load(dataset, dense=True)):
     episode = reader.read('train', index)
     expected = tf.nest.map_structure(lambda t: t.numpy(), expected)
@@ -38,7 +38,7 @@ def test_each_episode_equals_dense_load(dataset):
 
 
 def test_out_of_range_and_unknown_split(dataset):
-  reader = episode_reader.EpisodeReader(loading.rlds_builder(dataset)[0])
+  reader = episode_reader.EpisodeReader(rlds_lite.open(dataset).builder)
   assert reader.num_episodes('train') == 5
   with pytest.raises(IndexError, match="episode 5 is out of range: split "
                      "'train' has 5 episodes"):
@@ -64,7 +64,7 @@ def test_table_rows_are_the_episodes_read_even_with_interleaved_files(
   info['disableShuffling'] = False
   with open(info_path, 'w') as f:
     json.dump(info, f)
-  builder, _ = loading.rlds_builder(dataset)
+  builder = rlds_lite.open(dataset).builder
   assert not builder.info.disable_shuffling
   default_order = [int(e['episode_id']) for e in builder.as_dataset(
       split='train', decoders={'steps': tfds.decode.SkipDecoding()})]
