@@ -30,6 +30,9 @@ _NAMES = {
     'load': 'loading',
     'open': 'source',
     'Source': 'source',
+    'RobotSamples': 'sample_kinds',
+    'Transitions': 'sample_kinds',
+    'Windows': 'sample_kinds',
     'CorruptDatasetError': 'dataset_files',
     'LastStep': 'dense.last_step',
     'LastStepValuesWarning': 'dense.last_step',
@@ -95,6 +98,7 @@ if TYPE_CHECKING:  # For type checkers and IDEs: the same names, eagerly.
   from rlds_lite.video import episode_to_video
   from rlds_lite.loading import load
   from rlds_lite.source import open, Source  # pylint: disable=redefined-builtin
+  from rlds_lite.sample_kinds import RobotSamples, Transitions, Windows
   from rlds_lite.dataset_files import CorruptDatasetError
   from rlds_lite.dense.last_step import LastStep, LastStepValuesWarning
   from rlds_lite.metadata import (AGENT_ID, ENVIRONMENT_CONFIG, EPISODE_ID,

@@ -86,7 +86,7 @@ def load(name_or_dir: Any,
       raise ValueError('load: episodes= reads the chosen episodes in their '
                        'order; it does not take shuffle_files or read_config '
                        '(shuffle the result instead).')
-    source.check_readable()
+    source.check_readable(tfrecord=False)  # Chosen episodes: random access.
     return selection.load_episodes(source.builder, source.split, episodes,
                                    dense=dense, last_step=last_step,
                                    step_fields=step_fields)
@@ -123,6 +123,16 @@ def rlds_builder(name_or_dir: PathLike, data_dir: Optional[PathLike] = None,
   _warn_once('rlds_builder', 'rlds_lite.open(...).builder')
   return (source_lib.open_builder(name_or_dir, data_dir, op=op),
           os.fspath(name_or_dir))
+
+
+def decode_dense_steps(episodes: tf.data.Dataset,
+                       steps_feature: tfds.features.Dataset, label: str = '',
+                       step_fields: Optional[Sequence[str]] = None
+                       ) -> tf.data.Dataset:
+  """Deprecated: ``rlds_lite.decoding.decode_steps`` (``fields=`` for ``step_fields``)."""
+  _warn_once('decode_dense_steps', 'rlds_lite.decoding.decode_steps')
+  return decoding.decode_steps(episodes, steps_feature, fields=step_fields,
+                               label=label)
 
 
 def __getattr__(name: str) -> Any:

@@ -527,7 +527,7 @@ class Source:
     """
     return diagnosis.named_read_errors(self.builder, self.split, known)
 
-  def check_readable(self) -> None:
+  def check_readable(self, tfrecord: bool = True) -> None:
     """What ``load`` checks before reading: prepared, files present, tfrecord."""
     if not tf.io.gfile.exists(os.path.join(self.data_dir, _INFO_FILE)):
       raise ValueError(
@@ -535,7 +535,7 @@ class Source:
           f'{self.data_dir!r}; prepare it first '
           '(builder.download_and_prepare()) or pass the right data_dir.')
     dataset_files.check_open(self.builder, self.split)
-    if self.file_format == 'array_record':
+    if tfrecord and self.file_format == 'array_record':
       raise ValueError(
           f'load: dataset {self.label!r} is stored as array_record, which '
           'TFDS reads only by random access: read it with '

@@ -15,6 +15,7 @@ Example:
 
 import dataclasses
 import os
+import warnings
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -60,6 +61,15 @@ class Source:
 
 
 default_split = source_lib.default_split
+
+
+def open_builder(name_or_dir: PathLike, data_dir: Optional[PathLike] = None):
+  """Deprecated: ``rlds_lite.open(name_or_dir)`` (its ``builder`` and ``label``)."""
+  warnings.warn('rlds_lite.checks.sources.open_builder is now '
+                'rlds_lite.open(...).builder; the old name will go in a later '
+                'release.', DeprecationWarning, stacklevel=2)
+  source = source_lib.open(name_or_dir, data_dir=data_dir)
+  return source.builder, source.label
 
 
 def split_size(builder: tfds.core.DatasetBuilder, split: str) -> Optional[int]:

@@ -40,9 +40,11 @@ from rlds_lite.pipeline.pools import pooled_batches
 from rlds_lite.pipeline.quality import shuffle_quality
 from rlds_lite.pipeline.robot_memory import DecodePlan
 from rlds_lite.pipeline.robot_memory import RobotMemory
+from rlds_lite.pipeline.robot_samples import FrameDecoding
 from rlds_lite.pipeline.robot_samples import plan_robot_samples
 from rlds_lite.pipeline.robot_samples import robot_samples_dataset
 from rlds_lite.pipeline.quality import ShuffleQuality
+from rlds_lite.sample_kinds import RobotSamples
 from rlds_lite.pipeline.service import distribute
 from rlds_lite.pipeline.service import LocalService
 from rlds_lite.pipeline.sharding import shard
@@ -56,6 +58,8 @@ from rlds_lite.pipeline.transitions import transitions_dataset
 from rlds_lite.pipeline.windows import windows_dataset
 
 __all__ = [
+    'FrameDecoding',
+    'RobotSamples',
     'dataset_size',
     'DecodePlan',
     'distribute',

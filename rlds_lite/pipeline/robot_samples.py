@@ -43,15 +43,18 @@ Example:
   15
 """
 
+import dataclasses
 import logging
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+import warnings
 
 import tensorflow as tf
 
 from rlds_lite import decoding
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
+from rlds_lite import sample_kinds
 from rlds_lite import source as source_lib
 from rlds_lite.dense import indexing
 from rlds_lite.dense import last_step as last_step_lib
@@ -199,21 +202,26 @@ def _put(tree: Any, relative: str, value: Any) -> Any:
 class _Layout:
   """How an episode becomes samples: the arguments, the image fields."""
 
-  def __init__(self, specs: Specs, observation_key: str, action_key: str,
-               goal_key: str, index_key: Optional[str],
-               episode_fields: Tuple[str, ...], sample_kwargs: Dict[str, Any],
-               image_size: Any, method: str, op: str):
+  def __init__(self, specs: Specs, kind: sample_kinds.RobotSamples,
+               episode_fields: Tuple[str, ...], frames: 'FrameDecoding',
+               op: str):
     self.specs = specs
-    self.relative = _image_paths(specs, observation_key, op)
-    self.observation_key = observation_key
-    self.action_key = action_key
-    self.goal_key = goal_key
-    self.index_key = index_key
+    self.kind = kind
+    self.relative = _image_paths(specs, kind.observation_key, op)
+    self.observation_key = kind.observation_key
+    self.action_key = kind.action_key
+    self.goal_key = kind.goal_key
+    self.index_key = kind.index_key
     self.episode_fields = episode_fields
-    self.kwargs = sample_kwargs
-    self.history = sample_kwargs['history']
-    self.goal = sample_kwargs['goal']
-    self.method = decode_lib.check_method(method, op)
+    self.kwargs = dict(
+        history=kind.history, action_chunk=kind.action_chunk,
+        last_step=kind.last_step, history_stride=kind.history_stride,
+        shift=kind.shift, keep_actionless=kind.keep_actionless,
+        max_samples=kind.max_samples, goal=kind.goal, goal_p=kind.goal_p)
+    self.history = kind.history
+    self.goal = kind.goal
+    self.method = decode_lib.check_method(frames.resize_method, op)
+    image_size = frames.image_size
     self.sizes = {}
     for path in specs:
       size = image_size.get(path) if isinstance(image_size, dict) else image_size
@@ -244,6 +252,8 @@ class _Layout:
     values = indexing.gather_steps(steps, index.anchors)
     if observation is not None:
       values[obs_key] = indexing.gather_steps(observation, index.history)
+      if self.kind.history_pad == 'zero':
+        values[obs_key] = _zeroed(values[obs_key], index.history_mask)
       if self.goal is not None:
         values[self.goal_key] = indexing.gather_steps(observation, index.goals)
     values[obs_key + '_pad_mask'] = index.history_mask
@@ -251,6 +261,8 @@ class _Layout:
     has_action = last_step_lib.num_valid_actions(length, policy) > 0
     values[action_key] = indexing.gather_steps(
         actions, index.actions, index.action_mask | has_action)
+    if self.kind.action_pad == 'zero':
+      values[action_key] = _zeroed(values[action_key], index.action_mask)
     values[action_key + '_pad_mask'] = index.action_mask
     frame_steps = index.history
     if self.goal is not None:
@@ -293,13 +305,24 @@ class _Layout:
     out = dict(values)
     history = self.history
     history_index = index if self.goal is None else index[:, :history]
+    mask = out[self.observation_key + '_pad_mask']
     for path, relative in zip(self.specs, self.relative):
+      history_frames = tf.gather(frames[path], history_index)
+      if self.kind.history_pad == 'zero':
+        history_frames = _zeroed(history_frames, mask)
       out[self.observation_key] = _put(out.get(self.observation_key), relative,
-                                       tf.gather(frames[path], history_index))
+                                       history_frames)
       if self.goal is not None:
         out[self.goal_key] = _put(out.get(self.goal_key), relative,
                                   tf.gather(frames[path], index[:, history]))
     return out
+
+
+def _zeroed(values: Any, mask: tf.Tensor) -> Any:
+  """``values`` (leaves ``[N, K, ...]``) with zeros where ``mask`` ``[N, K]`` is False."""
+  return tf.nest.map_structure(
+      lambda v: tf.where(indexing.broadcast_mask(mask, v), v, tf.zeros_like(v)),
+      values)
 
 
 _NUM_FRAMES, _NUM_SAMPLES = 'num_frames', 'num_samples'
@@ -498,55 +521,143 @@ def _feature_value_bytes(step_feature: Any, specs: Specs, history: int,
   return _value_bytes(spec, specs, history, action_chunk)
 
 
-def plan_robot_samples(source: Any,
-                       split: Optional[str] = None,
-                       *,
-                       batch_size: int,
-                       history: int = 1,
-                       action_chunk: int = 1,
-                       history_stride: int = 1,
-                       goal: Optional[str] = None,
-                       image_size: Any = None,
+@dataclasses.dataclass(frozen=True)
+class FrameDecoding:
+  """How ``robot_samples_dataset`` decodes, pools and buffers camera frames.
+
+  Attributes:
+    image_size: the output ``(height, width)`` of every camera, or a dict
+      ``{'observation/image_wrist': (h, w), ...}`` (None: stored size).
+      JPEG frames are decoded at 1/2, 1/4 or 1/8 scale when that gives the
+      size (DCT scaling), else at the nearest larger such scale and resized.
+    resize_method: the ``tf.image.resize`` method
+      (``rlds_lite.images.RESIZE_METHODS``).
+    segment_steps: ``'per_episode'``: samples of an episode decoded together
+      (None: whole episodes, or ``'auto'``'s choice).
+    pool_episodes: episodes (segments) mixed per pool (default
+      ``min(batch_size, 64, episodes)``).
+    prefetch: batches prefetched.
+    num_parallel_calls: parallelism of decoding and gathering.
+
+  Example:
+    >>> FrameDecoding(image_size=(128, 128)).resize_method
+    'bilinear'
+  """
+  image_size: Any = None
+  resize_method: str = 'bilinear'
+  segment_steps: Optional[int] = None
+  pool_episodes: Optional[int] = None
+  prefetch: int = 1
+  num_parallel_calls: Optional[int] = tf.data.AUTOTUNE
+
+
+_KIND_FIELDS = tuple(f.name for f in dataclasses.fields(sample_kinds.RobotSamples))
+_FRAME_FIELDS = tuple(f.name for f in dataclasses.fields(FrameDecoding))
+_SOURCE_FIELDS = ('split', 'data_dir', 'num_steps')
+_WARNED = set()
+
+
+class _Call(NamedTuple):
+  """One call's arguments, the legacy keywords sorted into their objects."""
+  source: Any
+  kind: sample_kinds.RobotSamples
+  frames: FrameDecoding
+  num_steps: Optional[int]
+
+
+def _sorted_call(op: str, source: Any, kind: Any, frames: Any,
+                 legacy: Dict[str, Any]) -> _Call:
+  """The source opened once, and the kind and frames, old keywords too.
+
+  The keywords of before sample kinds (``history=2, image_size=...,
+  split=...``) still work, warning once (``DeprecationWarning``).
+  """
+  if isinstance(kind, str):  # The old second positional argument.
+    legacy = {**legacy, 'split': kind}
+    kind = None
+  unknown = sorted(set(legacy) - set(_KIND_FIELDS + _FRAME_FIELDS +
+                                     _SOURCE_FIELDS))
+  if unknown:
+    raise TypeError(f'{op}() got an unexpected keyword argument '
+                    f'{unknown[0]!r}')
+  kind_args = {k: v for k, v in legacy.items() if k in _KIND_FIELDS}
+  frame_args = {k: v for k, v in legacy.items() if k in _FRAME_FIELDS}
+  if kind_args and kind is not None:
+    raise TypeError(f'{op}: pass the sample arguments in the kind '
+                    f'(RobotSamples(...)), not beside it: {sorted(kind_args)}.')
+  if frame_args and frames is not None:
+    raise TypeError(f'{op}: pass {sorted(frame_args)} in frames='
+                    'FrameDecoding(...), not beside it.')
+  if (kind_args or frame_args) and op not in _WARNED:
+    _WARNED.add(op)
+    warnings.warn(f'{op}: the sample and frame keywords are now '
+                  'RobotSamples(...) and frames=FrameDecoding(...); the old '
+                  'keywords will go in a later release.', DeprecationWarning,
+                  stacklevel=3)
+  if kind is None:
+    kind = _legacy_kind(kind_args, op)
+  elif not isinstance(kind, sample_kinds.RobotSamples):
+    raise TypeError(f'{op}: kind must be a RobotSamples(...), got '
+                    f'{type(kind).__name__}.')
+  frames = frames if frames is not None else FrameDecoding(**frame_args)
+  opened = _opened(source, legacy.get('split'), legacy.get('data_dir'), op)
+  return _Call(opened, kind, frames, legacy.get('num_steps'))
+
+
+def _legacy_kind(kind_args: Dict[str, Any], op: str
+                 ) -> sample_kinds.RobotSamples:
+  """``RobotSamples(**kind_args)``, its errors named by ``op`` as before."""
+  try:
+    return sample_kinds.RobotSamples(**kind_args)
+  except (TypeError, ValueError) as error:
+    message = str(error).replace('RobotSamples: ', f'{op}: ', 1)
+    raise type(error)(message) from None
+
+
+def plan_robot_samples(source: Any, kind: Any = None,
+                       batch_size: Optional[int] = None, *,
                        decode: str = 'auto',
-                       segment_steps: Optional[int] = None,
-                       pool_episodes: Optional[int] = None,
                        memory_budget: Union[int, str, None] = None,
-                       prefetch: int = 1,
-                       data_dir: Optional[PathLike] = None,
-                       num_steps: Optional[int] = None
-                       ) -> robot_memory.DecodePlan:
+                       frames: Optional[FrameDecoding] = None,
+                       **legacy: Any) -> robot_memory.DecodePlan:
   """The ``DecodePlan`` ``robot_samples_dataset`` would use (and its memory).
 
-  For a TFDS name or directory the estimate uses the split's bytes and step
-  count (``num_steps``, else one pass: ``rlds_lite.Source.num_steps``,
-  cached). For a dataset of episodes the sizes are unknown: the plan is
-  the defaults (or what is given) and has no estimate.
+  For a TFDS source the estimate uses the split's bytes and step count
+  (``Source.num_steps``: one pass, cached). For a dataset of episodes the
+  sizes are unknown: the plan is the defaults (or what is given).
 
   Example:
     >>> import tempfile
     >>> from rlds_lite import synthetic
     >>> path = synthetic.camera_dataset(tempfile.mkdtemp(), num_episodes=4,
     ...                                 length=20)
-    >>> plan_robot_samples(path, batch_size=8, history=2)  # doctest: +ELLIPSIS
+    >>> kind = sample_kinds.RobotSamples(history=2)
+    >>> plan_robot_samples(path, kind, 8)  # doctest: +ELLIPSIS
     DecodePlan(decode='per_episode', whole episodes, 4 episodes pooled, 1 open; RobotMemory(total=...
-    >>> plan_robot_samples(path, batch_size=8, history=2,
-    ...                    memory_budget='50MB')[:2]   # decode, segment_steps
+    >>> plan_robot_samples(path, kind, 8, memory_budget='50MB')[:2]
     ('per_episode', 4)
   """
   op = 'plan_robot_samples'
-  return _plan(_opened(source, split, data_dir, op), batch_size, history, action_chunk,
-               history_stride, goal, image_size, decode, segment_steps,
-               pool_episodes, memory_budget, prefetch, num_steps, None, op)
+  call = _sorted_call(op, source, kind, frames, legacy)
+  batch_size = _batch_size(batch_size, op)
+  return _plan(call, batch_size, decode, memory_budget, None, op)
 
 
-def _plan(source, batch_size, history, action_chunk, history_stride,
-          goal, image_size, decode, segment_steps, pool_episodes,
-          memory_budget, prefetch, num_steps, value_bytes, op):
+def _batch_size(batch_size: Any, op: str) -> int:
+  if batch_size is None:
+    raise TypeError(f'{op}() missing 1 required argument: \'batch_size\'')
+  return inputs.check_positive_int(batch_size, 'batch_size', op)
+
+
+def _plan(call: _Call, batch_size: int, decode: str,
+          memory_budget: Union[int, str, None], value_bytes: Optional[int],
+          op: str) -> robot_memory.DecodePlan:
   """The plan for an opened split (or a dataset of episodes)."""
-  batch_size = inputs.check_positive_int(batch_size, 'batch_size', op)
+  kind, frames, source = call.kind, call.frames, call.source
   if decode not in robot_memory.DECODES:
     raise ValueError(f'{op}: decode must be one of {robot_memory.DECODES}, '
                      f'got {decode!r}.')
+  segment_steps, pool_episodes = frames.segment_steps, frames.pool_episodes
   if segment_steps is not None:
     segment_steps = inputs.check_positive_int(segment_steps, 'segment_steps',
                                               op)
@@ -570,57 +681,35 @@ def _plan(source, batch_size, history, action_chunk, history_stride,
     return robot_memory.DecodePlan(
         mode, segment_steps if mode == 'per_episode' else None, pool,
         1 if whole else pool, None)
-  step_feature = source.steps_feature.feature
   specs = source.image_specs
-  if num_steps is None:
-    num_steps = source.num_steps
+  num_steps = source.num_steps if call.num_steps is None else call.num_steps
   if value_bytes is None:
-    value_bytes = _feature_value_bytes(step_feature, specs, history,
-                                       action_chunk)
+    value_bytes = _feature_value_bytes(source.steps_feature.feature, specs,
+                                       kind.history, kind.action_chunk)
   sizes = robot_memory.dataset_sizes(source.builder, source.split, num_steps,
-                                     specs, image_size, history, goal,
-                                     value_bytes)
-  plan = robot_memory.pick(
-      budget, sizes, batch_size=batch_size, prefetch=prefetch,
-      history=history, history_stride=history_stride, goal=goal,
-      decode=decode, segment_steps=segment_steps, pool_episodes=pool_episodes,
-      op=op)
-  return plan
+                                     specs, frames.image_size, kind.history,
+                                     kind.goal, value_bytes)
+  return robot_memory.pick(
+      budget, sizes, batch_size=batch_size, prefetch=frames.prefetch,
+      history=kind.history, history_stride=kind.history_stride,
+      goal=kind.goal, decode=decode, segment_steps=segment_steps,
+      pool_episodes=pool_episodes, op=op)
 
 
 def robot_samples_dataset(
     source: Any,
-    split: Optional[str] = None,
+    kind: Any = None,
+    batch_size: Optional[int] = None,
     *,
-    batch_size: int,
-    history: int = 1,
-    action_chunk: int = 1,
-    last_step: Union[last_step_lib.LastStep, str] = last_step_lib.LastStep.INVALID,
-    history_stride: int = 1,
-    shift: int = 1,
-    keep_actionless: bool = False,
-    max_samples: Optional[int] = None,
-    goal: Optional[str] = None,
-    goal_p: Optional[float] = None,
-    image_size: Any = None,
-    resize_method: str = 'bilinear',
     decode: str = 'auto',
-    segment_steps: Optional[int] = None,
-    pool_episodes: Optional[int] = None,
     memory_budget: Union[int, str, None] = None,
+    frames: Optional[FrameDecoding] = None,
     episode_fields: Union[str, Sequence[str]] = (),
     image_specs: Optional[Specs] = None,
-    observation_key: str = rlds_types.OBSERVATION,
-    action_key: str = rlds_types.ACTION,
-    goal_key: str = 'goal',
-    index_key: Optional[str] = None,
     shuffle: bool = True,
     seed: Optional[int] = None,
-    data_dir: Optional[PathLike] = None,
-    num_steps: Optional[int] = None,
     drop_last_batch: bool = False,
-    prefetch: int = 1,
-    num_parallel_calls: Optional[int] = tf.data.AUTOTUNE) -> tf.data.Dataset:
+    **legacy: Any) -> tf.data.Dataset:
   """Shuffled batches of observation histories and action chunks, frames decoded.
 
   The samples are those of ``rlds_lite.dense.robot_samples`` (same
@@ -643,84 +732,39 @@ def robot_samples_dataset(
   ``plan_robot_samples`` returns it.
 
   Args:
-    source: a `rlds_lite.Source`, a TFDS name or a prepared dataset
-      directory (image step features are read encoded and decoded here), or
-      a ``tf.data.Dataset`` of dense
-      episodes whose image fields are uint8 ``[T, h, w, c]`` frames or
-      encoded ``[T]`` strings described by ``image_specs``.
-    split: the split of a TFDS source.
+    source: a `rlds_lite.Source` (``rlds_lite.open``), a TFDS name or a
+      dataset directory (image step features are read encoded and decoded
+      here), or a ``tf.data.Dataset`` of dense episodes whose image fields
+      are uint8 ``[T, h, w, c]`` frames or encoded ``[T]`` strings described
+      by ``image_specs``.
+    kind: the samples: a `rlds_lite.RobotSamples` (history, action chunk,
+      goals, ...; the samples of ``rlds_lite.dense.robot_samples``).
     batch_size: samples per batch.
-    history, action_chunk, last_step, history_stride, shift,
-    keep_actionless, max_samples: the samples (see
-      ``rlds_lite.dense.robot_sample_indices``); per-episode random choices
-      are seeded from ``seed`` and the episode's turn.
-    goal: a goal frame per sample from the same episode, at step (``T``
-      steps, anchor ``t``; see ``rlds_lite.dense.relabel_goals``):
-      ``'future'`` uniform over ``[t, T-1]``, ``'final'`` ``T-1``,
-      ``'uniform'`` uniform over ``[0, T-1]``, ``'geometric'`` ``min(t + K,
-      T-1)`` with ``P(K = k) = goal_p (1-goal_p)^(k-1)``; None: no goal.
-    goal_p: ``'geometric'``'s probability, in (0, 1]; only with it.
-    image_size: the output ``(height, width)`` of every camera, or a dict
-      ``{'observation/image_wrist': (h, w), ...}`` (None: stored size).
-      JPEG frames are decoded at 1/2, 1/4 or 1/8 scale when that gives the
-      size (DCT scaling), else decoded at the nearest larger such scale and
-      resized with ``resize_method`` (antialiased).
-    resize_method: the ``tf.image.resize`` method (one of
-      ``rlds_lite.images.RESIZE_METHODS``).
     decode: ``'auto'``, ``'per_episode'`` or ``'after_sampling'``.
-    segment_steps: ``'per_episode'``: samples of an episode decoded
-      together (None: whole episodes, or ``'auto'``'s choice).
-    pool_episodes: episodes (segments) mixed per pool (default
-      ``min(batch_size, 64, episodes)``).
-    memory_budget: bytes (or ``'512MB'``) for ``decode='auto'`` to plan
-      for; needs a TFDS source.
+    memory_budget: bytes (or ``'512MB'``) for ``decode='auto'`` to plan for;
+      needs a TFDS source.
+    frames: a `FrameDecoding` (output size, resizing, segments, pools,
+      prefetch, parallelism).
     episode_fields: episode metadata copied into every sample.
-    image_specs: for a dataset source, ``{path: ImageSpec}`` of its
-      encoded image fields.
-    observation_key, action_key, goal_key: field names.
-    index_key: if given, add each sample's anchor step index (``[B]``
-      int32) under this key.
+    image_specs: for a dataset source, ``{path: ImageSpec}`` of its encoded
+      image fields.
     shuffle: shuffle (files, segments and samples); else episode order.
     seed: an int, the seed of all shuffling and sampling (None: random).
-    data_dir: where TFDS finds a named dataset.
-    num_steps: the split's step count, if known (for the estimate).
     drop_last_batch: drop a last batch smaller than ``batch_size``.
-    prefetch: batches prefetched (a batch of frames is large: one lets the
-      pipeline run beside the training step).
-    num_parallel_calls: parallelism of decoding and gathering.
+    **legacy: the keywords of before `RobotSamples` (``history=``,
+      ``image_size=``, ``split=``, ...), still taken, warning once.
 
   Returns:
     A ``tf.data.Dataset`` of batches.
-
-  Raises:
-    FileNotFoundError, ValueError: for a missing or non-RLDS dataset or an
-      unknown split (``robot_samples_dataset: dataset directory ... does
-      not exist.``); ``CorruptDatasetError`` (a ValueError) naming a
-      damaged file.
-    TypeError, ValueError: for bad arguments, images outside the
-      observation, or a ``memory_budget`` too small for any plan.
-    tf.errors.InvalidArgumentError: while iterating, for a frame whose
-      height and width are not its ``image_specs`` entry's (a
-      ``tf.data.Dataset`` source; raw frames are checked at once):
-      ``assertion failed: [image field observation/image: its ImageSpec
-      says frames of 32x32 (height x width); ... This frame decodes to
-      (height, width, channels):] [16 16 3]``.
-    tf.errors.InvalidArgumentError: while iterating, from TF's decoder, if
-      a frame a sample uses does not decode. It names the field through
-      its decode op (``{{node observation/image/map/while/DecodeJpeg}}``),
-      not the episode. Open the dataset with ``source = rlds_lite.open(path)``
-      and iterate inside ``with source.read_errors():`` to get a
-      ``CorruptDatasetError`` naming the file, episode, field and step
-      instead; ``rlds_lite.validate`` (``rlds-lite validate``) names them
-      too.
 
   Example:
     >>> import tempfile
     >>> from rlds_lite import synthetic
     >>> path = synthetic.camera_dataset(tempfile.mkdtemp(), num_episodes=2,
     ...                                 length=6)
-    >>> ds = robot_samples_dataset(path, batch_size=4, history=2,
-    ...                            action_chunk=3, image_size=(64, 64), seed=0)
+    >>> kind = sample_kinds.RobotSamples(history=2, action_chunk=3)
+    >>> ds = robot_samples_dataset(path, kind, 4, seed=0,
+    ...                            frames=FrameDecoding(image_size=(64, 64)))
     >>> batch = next(iter(ds))
     >>> batch['observation']['image_primary'].shape.as_list()
     [4, 2, 64, 64, 3]
@@ -728,50 +772,45 @@ def robot_samples_dataset(
     ([4, 3, 7], 3)
   """
   op = 'robot_samples_dataset'
-  goal_p = samples_lib.check_sample_args(history, action_chunk, history_stride,
-                                         shift, max_samples, goal, goal_p, op)
-  last_step = last_step_lib.as_last_step(last_step, op)
-  prefetch = inputs.check_non_negative_int(prefetch, 'prefetch', op)
+  call = _sorted_call(op, source, kind, frames, legacy)
+  kind, frames = call.kind, call.frames
+  batch_size = _batch_size(batch_size, op)
+  prefetch = inputs.check_non_negative_int(frames.prefetch, 'prefetch', op)
   seed = inputs.check_seed(seed, op)
-  source = _opened(source, split, data_dir, op)
-  episodes, specs = _source(source, shuffle, seed, image_specs,
-                            observation_key, op)
-  step_fields = list(episodes.element_spec[rlds_types.STEPS])
-  indexing.require_fields(episodes.element_spec[rlds_types.STEPS],
-                          [observation_key, action_key], op)
-  reserved = step_fields + [observation_key + '_pad_mask',
-                            action_key + '_pad_mask', goal_key,
-                            samples_lib.GOAL_INDEX]
-  if index_key is not None:
-    if index_key in reserved:
-      raise ValueError(f'{op}: index_key {index_key!r} is the name of a field '
-                       'of the samples; choose another.')
-    reserved.append(index_key)
-  episode_fields = inputs.check_episode_fields(episodes, episode_fields,
-                                               reserved, op)
-  sample_kwargs = dict(history=history, action_chunk=action_chunk,
-                       last_step=last_step, history_stride=history_stride,
-                       shift=shift, keep_actionless=keep_actionless,
-                       max_samples=max_samples, goal=goal, goal_p=goal_p)
-  layout = _Layout(specs, observation_key, action_key, goal_key, index_key,
-                   episode_fields, sample_kwargs, image_size, resize_method, op)
-  plan = _plan(source, batch_size, history, action_chunk, history_stride,
-               goal, image_size, decode, segment_steps, pool_episodes,
-               memory_budget, prefetch, num_steps,
-               _value_bytes(episodes.element_spec[rlds_types.STEPS],
-                            specs, history, action_chunk), op)
-  if drop_last_batch and not isinstance(source, tf.data.Dataset):
-    _check_a_full_batch(source, num_steps, batch_size, op)
+  episodes, specs = _source(call.source, shuffle, seed, image_specs,
+                            kind.observation_key, op)
+  episode_fields = _episode_fields(episodes, kind, episode_fields, op)
+  layout = _Layout(specs, kind, episode_fields, frames, op)
+  plan = _plan(call, batch_size, decode, memory_budget,
+               _value_bytes(episodes.element_spec[rlds_types.STEPS], specs,
+                            kind.history, kind.action_chunk), op)
+  if drop_last_batch and not isinstance(call.source, tf.data.Dataset):
+    _check_a_full_batch(call.source, call.num_steps, batch_size, op)
   _LOG.info('%s: %r', op, plan)
   seeds = pools.pool_seeds(seed)
-  if plan.decode == 'per_episode':
-    batches = _per_episode(episodes, seeds, layout, plan, batch_size, shuffle,
-                           seed, drop_last_batch, num_parallel_calls)
-  else:
-    batches = _after_sampling(episodes, seeds, layout, plan, batch_size,
-                              shuffle, seed, drop_last_batch,
-                              num_parallel_calls)
+  make = _per_episode if plan.decode == 'per_episode' else _after_sampling
+  batches = make(episodes, seeds, layout, plan, batch_size, shuffle, seed,
+                 drop_last_batch, frames.num_parallel_calls)
   return batches.prefetch(prefetch) if prefetch else batches
+
+
+def _episode_fields(episodes: tf.data.Dataset,
+                    kind: sample_kinds.RobotSamples,
+                    episode_fields: Union[str, Sequence[str]],
+                    op: str) -> Tuple[str, ...]:
+  """The checked episode fields; none may take a name the samples have."""
+  step_fields = list(episodes.element_spec[rlds_types.STEPS])
+  indexing.require_fields(episodes.element_spec[rlds_types.STEPS],
+                          [kind.observation_key, kind.action_key], op)
+  reserved = step_fields + [kind.observation_key + '_pad_mask',
+                            kind.action_key + '_pad_mask', kind.goal_key,
+                            samples_lib.GOAL_INDEX]
+  if kind.index_key is not None:
+    if kind.index_key in reserved:
+      raise ValueError(f'{op}: index_key {kind.index_key!r} is the name of a '
+                       'field of the samples; choose another.')
+    reserved.append(kind.index_key)
+  return inputs.check_episode_fields(episodes, episode_fields, reserved, op)
 
 
 def _check_a_full_batch(source: source_lib.Source, num_steps: Optional[int],

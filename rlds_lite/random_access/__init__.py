@@ -42,9 +42,9 @@ from rlds_lite.random_access.grain_reader import GrainSamples
 from rlds_lite.random_access.index import SampleIndex
 from rlds_lite.random_access.reading import SampleReader
 from rlds_lite.random_access.sampler import Sampler
-from rlds_lite.random_access.samples import RobotSamples
-from rlds_lite.random_access.samples import Transitions
-from rlds_lite.random_access.samples import Windows
+from rlds_lite.sample_kinds import RobotSamples
+from rlds_lite.sample_kinds import Transitions
+from rlds_lite.sample_kinds import Windows
 from rlds_lite.random_access.state import SampleIterator
 from rlds_lite.random_access.state import StateMismatchError
 from rlds_lite.random_access.storage import ChunkStorage

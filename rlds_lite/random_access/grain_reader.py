@@ -36,7 +36,7 @@ import tensorflow as tf
 
 from rlds_lite.random_access import index as index_lib
 from rlds_lite.random_access import reading
-from rlds_lite.random_access import samples as samples_lib
+from rlds_lite import sample_kinds as samples_lib
 from rlds_lite.random_access import storage as storage_lib
 from rlds_lite.random_access import tf_data
 

@@ -30,7 +30,7 @@ from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
-from rlds_lite.random_access import samples as samples_lib
+from rlds_lite import sample_kinds as samples_lib
 
 __all__ = ['SampleIndex', 'compact_dtype']
 

@@ -36,7 +36,7 @@ from rlds_lite.images import decode as decode_lib
 from rlds_lite.random_access import exit_guard
 from rlds_lite.random_access import index as index_lib
 from rlds_lite.random_access import layout as layout_lib
-from rlds_lite.random_access import samples as samples_lib
+from rlds_lite import sample_kinds as samples_lib
 from rlds_lite.random_access import storage as storage_lib
 
 __all__ = ['SampleReader', 'EPISODE_INDEX', 'nest', 'damage_of']

@@ -44,7 +44,7 @@ from typing import Any, Dict, Iterator, Mapping, Optional, Tuple, Union
 
 import tensorflow as tf
 
-from rlds_lite.random_access import samples as samples_lib
+from rlds_lite import sample_kinds as samples_lib
 from rlds_lite.random_access import tf_data
 
 __all__ = ['SampleIterator', 'StateMismatchError']

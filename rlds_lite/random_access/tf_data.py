@@ -35,7 +35,7 @@ from rlds_lite.random_access import index as index_lib
 from rlds_lite.random_access import layout as layout_lib
 from rlds_lite.random_access import reading
 from rlds_lite.random_access import sampler as sampler_lib
-from rlds_lite.random_access import samples as samples_lib
+from rlds_lite import sample_kinds as samples_lib
 from rlds_lite.random_access import storage as storage_lib
 
 __all__ = ['sample_batches', 'Plan', 'plan', 'DATASET_INDEX']
