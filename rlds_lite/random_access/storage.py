@@ -315,8 +315,8 @@ class ChunkStorage:
     try:
       self.layout = layout_lib.ChunkLayout.from_json(metadata['layout'])
       self.fingerprint = str(metadata['fingerprint'])
-      # The SHA-256 of the split's records as written ('' before rlds_lite
-      # recorded it): the data a random-access state's fingerprint names.
+      # The SHA-256 of the split's step values, recorded by convert ('' in
+      # older chunk datasets): the data a random-access state names.
       self.data_digest = str(dict(metadata.get('splits', {})).get(
           split, {}).get('sha256', ''))
     except (AttributeError, KeyError, TypeError, ValueError) as error:
