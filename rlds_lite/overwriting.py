@@ -1,5 +1,5 @@
 """What a writer may write: `check_replaceable`, `check_apart_from_sources`,
-`check_creatable`.
+`check_creatable`, `path_inside`.
 
 Writers that replace an existing output (``random_access.convert(...,
 overwrite=True)``, ``rlds-lite chunk --overwrite``, ``to_lerobot(...,
@@ -10,7 +10,9 @@ empty one), never one that is, holds or lies inside the source they read.
 A writer that only creates (``rlds-lite convert``) may not write into its
 source either (`check_apart_from_sources`). Before any work, a writer can
 check that its output can be made at all (`check_creatable`: not inside a
-file, not on a read-only file system).
+file, not on a read-only file system). A name a writer puts under its
+target (a dataset name or version, a Minari dataset id, a LeRobot repo id)
+goes through `path_inside`, which refuses one that leads outside it.
 
 Example:
   >>> import os, tempfile
@@ -25,9 +27,11 @@ Example:
 """
 
 import os
-from typing import Callable, Optional, Sequence, Union
+import re
+from typing import Any, Callable, Optional, Sequence, Union
 
-__all__ = ['check_apart_from_sources', 'check_creatable', 'check_replaceable']
+__all__ = ['check_apart_from_sources', 'check_creatable', 'check_replaceable',
+           'path_inside']
 
 PathLike = Union[str, os.PathLike]
 
@@ -198,3 +202,35 @@ def check_creatable(out: PathLike, *, writer: str) -> None:
     raise PermissionError(f'{writer}: {where} is on a read-only file system')
   raise PermissionError(f'{writer}: {where} is not writable (permission '
                         'denied)')
+
+
+def path_inside(target: PathLike, name: Any, *, what: str,
+                writer: str) -> str:
+  """``target/name``; a ValueError if ``name`` would lead outside ``target``.
+
+  ``name`` must be a relative path (``/`` or ``\\`` between its parts) whose
+  parts are neither empty, ``.`` nor ``..``: it names a place inside
+  ``target``, never ``target`` itself nor anything beside or above it.
+
+  Args:
+    target: the directory the writer writes into.
+    name: the name the writer puts under it.
+    what: the argument ``name`` came from, for the message (``'name'``).
+    writer: the operation, for the message.
+
+  Example:
+    >>> path_inside('/data', 'ns/walk-v0', what='dataset_id', writer='to_minari')
+    '/data/ns/walk-v0'
+    >>> try:
+    ...   path_inside('/data', '../x', what='name', writer='convert')
+    ... except ValueError as e:
+    ...   print(e)
+    convert: name='../x' leads outside /data; a name must stay inside its target (a relative path without empty, '.' or '..' parts).
+  """
+  target = os.fspath(target)
+  if not isinstance(name, str) or os.path.isabs(name) or any(
+      part in ('', '.', '..') for part in re.split(r'[/\\]', name)):
+    raise ValueError(f'{writer}: {what}={name!r} leads outside {target}; a '
+                     'name must stay inside its target (a relative path '
+                     "without empty, '.' or '..' parts).")
+  return os.path.join(target, name)

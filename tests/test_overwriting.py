@@ -97,3 +97,68 @@ def test_what_a_writer_may_write_into(tmp_path, case):
     return
   with pytest.raises(ValueError, match=f'^convert: {out} {CASES[case][1]}'):
     check()
+
+
+@pytest.mark.parametrize('name, inside', [
+    ('ns/walk-v0', True), ('toy', True), ('a.b/c', True),
+    ('../x', False), ('a/../../x', False), ('a/..', False), ('..', False),
+    ('.', False), ('', False), ('a//b', False), ('a/', False),
+    ('/abs', False), ('..\\x', False), (None, False),
+], ids=['namespaced', 'plain', 'dotted', 'up', 'up-later', 'up-to-target',
+        'parent', 'target', 'empty', 'empty-part', 'trailing-slash',
+        'absolute', 'backslash-up', 'not-a-string'])
+def test_path_inside(name, inside):
+  call = lambda: overwriting.path_inside('/data', name, what='name',
+                                         writer='w')
+  if inside:
+    assert call() == os.path.join('/data', name)
+    return
+  with pytest.raises(ValueError) as raised:
+    call()
+  assert str(raised.value) == (
+      f"w: name={name!r} leads outside /data; a name must stay inside its "
+      "target (a relative path without empty, '.' or '..' parts).")
+
+
+def _episode_writer(root, name):
+  from rlds_lite.tfds import episode_writer  # pylint: disable=g-import-not-at-top
+  return episode_writer.EpisodeWriter(root, name, {})
+
+
+def _to_lerobot(root, name):
+  del root  # $HF_LEROBOT_HOME.
+  from rlds_lite.convert import lerobot  # pylint: disable=g-import-not-at-top
+  return lerobot.to_lerobot([], repo_id=name, fps=10)
+
+
+def _to_minari(root, name):
+  from rlds_lite.convert import minari  # pylint: disable=g-import-not-at-top
+  return minari.to_minari([], root, name)
+
+
+_LEADS_OUTSIDE = ("leads outside {root}; a name must stay inside its target "
+                  "(a relative path without empty, '.' or '..' parts).")
+
+
+@pytest.mark.parametrize('write, name, message', [
+    (_episode_writer, '../x', 'name must be a snake_case TFDS dataset name '
+     "(lowercase letters, digits, underscores; starting with a letter), got "
+     "'../x'."),
+    (_to_lerobot, '../..', "to_lerobot: repo_id='../..' " + _LEADS_OUTSIDE),
+    (_to_lerobot, 'user/..', "to_lerobot: repo_id='user/..' " +
+     _LEADS_OUTSIDE),
+    (_to_minari, 'ns/../../walk-v0', "to_minari: dataset_id="
+     "'ns/../../walk-v0' is not a Minari id: (namespace/)name-v<version> of "
+     "letters, digits, '-' and '_', a namespace of 2 characters or more "
+     "(Minari's rule), e.g. 'ns/walk-v0'."),
+], ids=['episode-writer', 'lerobot-repo-id-up', 'lerobot-repo-id-to-home',
+        'minari-dataset-id'])
+def test_writers_keep_names_inside_their_target(tmp_path, monkeypatch, write,
+                                                name, message):
+  root = tmp_path / 'root'
+  root.mkdir()
+  monkeypatch.setenv('HF_LEROBOT_HOME', str(root))
+  with pytest.raises(ValueError) as raised:
+    write(root, name)
+  assert str(raised.value) == message.format(root=root)
+  assert os.listdir(tmp_path) == ['root'] and not os.listdir(root)

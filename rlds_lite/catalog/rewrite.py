@@ -55,8 +55,9 @@ import tensorflow_datasets as tfds
 
 from rlds_lite import atomic_output
 from rlds_lite import dataset_files
-from rlds_lite import source as source_lib
 from rlds_lite import diagnosis
+from rlds_lite import overwriting
+from rlds_lite import source as source_lib
 from rlds_lite import progress as progress_lib
 from rlds_lite import rlds_types
 from rlds_lite.catalog import build
@@ -360,7 +361,8 @@ def filter_dataset(source: PathLike,
   Raises:
     FileExistsError: if ``out_dir`` exists.
     ExpressionError: for a bad EXPR (unknown columns are listed).
-    ValueError: if no episode matches, or a split would be empty.
+    ValueError: if ``out_dir`` lies inside the source, no episode matches,
+      or a split would be empty.
 
   Example:
     >>> import tempfile, os
@@ -375,6 +377,8 @@ def filter_dataset(source: PathLike,
   policy = last_step_lib.as_last_step(last_step, 'filter')
   out_dir = _check_out_dir(out_dir)
   opened = _open(source, split, data_dir)
+  overwriting.check_apart_from_sources(out_dir, [opened.builder.data_dir],
+                                       kind='dataset', writer='filter')
   if where is not None:
     where = expression.parse(where).text
     catalog = _catalog(opened, progress, policy.value)
@@ -450,8 +454,9 @@ def merge_datasets(sources: Sequence[PathLike],
 
   Raises:
     FileExistsError: if ``out_dir`` exists.
-    ValueError: if the features differ (the message names the first
-      difference), there is no episode, or a split would be empty.
+    ValueError: if ``out_dir`` lies inside a source, the features differ
+      (the message names the first difference), there is no episode, or a
+      split would be empty.
 
   Example:
     >>> import tempfile, os
@@ -467,6 +472,9 @@ def merge_datasets(sources: Sequence[PathLike],
     raise ValueError('merge: pass a list of at least one dataset.')
   out_dir = _check_out_dir(out_dir)
   opened = [_open(source, split, data_dir) for source in sources]
+  overwriting.check_apart_from_sources(
+      out_dir, [s.builder.data_dir for s in opened], kind='dataset',
+      writer='merge')
   for other in opened[1:]:
     difference = _feature_difference(opened[0], other)
     if difference is not None:

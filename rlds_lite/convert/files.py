@@ -142,7 +142,10 @@ def _rlds_target(path: PathLike, name: Optional[str]) -> str:
     ('/data/toy', '/data/other')
   """
   path = os.path.abspath(os.fspath(path))
-  return os.path.join(os.path.dirname(path), name or os.path.basename(path))
+  if name is None:
+    return path
+  return overwriting.path_inside(os.path.dirname(path), name, what='name',
+                                 writer='convert')
 
 
 _RLDS_VERSION = '1.0.0'

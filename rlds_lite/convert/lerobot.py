@@ -630,7 +630,8 @@ def to_lerobot(episodes: episodes_lib.EpisodesLike,
     if not repo_id or not _REPO_ID.match(repo_id):
       raise ValueError(f"to_lerobot: repo_id={repo_id!r}; pass root, or a "
                        "repo_id such as 'user/dataset'.")
-    root = os.path.join(lerobot_home(), repo_id)
+    root = overwriting.path_inside(lerobot_home(), repo_id, what='repo_id',
+                                   writer='to_lerobot')
   root = os.path.abspath(os.fspath(root))
 
   def check(target: str) -> None:

@@ -719,7 +719,8 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
                      "'overwrite'.")
   policy = transitions.last_step_policy(last_step, 'to_minari')
   dropped = transitions.LastStepValues('to_minari', extras=False)
-  root = os.path.join(os.fspath(out_dir), dataset_id)
+  root = overwriting.path_inside(out_dir, dataset_id, what='dataset_id',
+                                 writer='to_minari')
 
   def check(target: str) -> None:
     overwriting.check_replaceable(target, kind='Minari dataset',

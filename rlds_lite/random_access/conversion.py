@@ -184,6 +184,25 @@ def _terminated(steps: Dict[str, np.ndarray], length: int) -> bool:
   return bool(length and flags is not None and flags[length - 1])
 
 
+def _digest_steps(digest: Any, layout: layout_lib.ChunkLayout,
+                  steps: Dict[str, Any]) -> None:
+  """Adds an episode's step values to ``digest`` (whatever ``chunk_steps``).
+
+  The split's digest (``metadata.json``: ``splits/<split>/sha256``) names its
+  data in random-access states (`rlds_lite.random_access.tf_data.Plan`).
+  """
+  for leaf in layout.leaves:
+    values = steps[leaf.path]
+    digest.update(f'{leaf.path}:{len(values)}'.encode())
+    if leaf.kind == 'fixed':
+      digest.update(np.ascontiguousarray(
+          np.asarray(values).astype(leaf.dtype, copy=False)).tobytes())
+    else:
+      for value in values:
+        value = bytes(value)
+        digest.update(len(value).to_bytes(8, 'little') + value)
+
+
 def _fingerprint(layout: layout_lib.ChunkLayout,
                  tables: Dict[str, Dict[str, np.ndarray]]) -> str:
   digest = hashlib.sha256(json.dumps(layout.to_json(), sort_keys=True).encode())
@@ -286,7 +305,7 @@ def convert(source: PathLike,
                                       label=f'convert: {out!r}')
   with output:
     work = output.path
-    split_infos, tables = [], {}
+    split_infos, tables, digests = [], {}, {}
     for split in splits:
       template = tfds.core.ShardedFileTemplate(
           data_dir=work, template=shards.SHARD_TEMPLATE, dataset_name=name,
@@ -295,6 +314,7 @@ def convert(source: PathLike,
                                   max_examples_per_shard=1 << 40,
                                   max_bytes_per_shard=max_bytes_per_file)
       lengths, terminated, ids = [], [], []
+      digests[split] = data = hashlib.sha256()
       total = builder.info.splits[split].num_examples
       try:
         dataset_files.check_open(builder, split)
@@ -306,6 +326,7 @@ def convert(source: PathLike,
             length = len(steps[layout.leaves[0].path])
             for offset, num, values in _chunks(steps, length, chunk_steps):
               writer.write(layout.encode(index, offset, num, values))
+            _digest_steps(data, layout, steps)
             lengths.append(length)
             terminated.append(_terminated(steps, length))
             if 'episode_id' in episode:
@@ -342,7 +363,8 @@ def convert(source: PathLike,
                    'file_format': getattr(builder.info.file_format, 'value',
                                           'tfrecord')},
         'splits': {split: {'episodes': len(t['length']),
-                           'steps': int(t['length'].sum())}
+                           'steps': int(t['length'].sum()),
+                           'sha256': digests[split].hexdigest()[:32]}
                    for split, t in tables.items()},
     }
     info = tfds.core.DatasetInfo(

@@ -4,13 +4,15 @@
 (samples of all hosts taken so far). Its state is ``{'format', 'seed',
 'position', 'fingerprint'}``: ``(seed, position)``, the state's format, and a
 fingerprint of what positions mean (each source's split, step features,
-episode lengths and sample kind; the weights, the order and the global batch
-size: `tf_data.Plan.fingerprint`; not the chunk layout, so a state restores
-into the source chunked again with other ``chunk_steps``, which gives the
-same batches). ``save(path)`` writes it as a small JSON file (atomically);
-``restore(path)`` checks the fingerprint and continues at the batch that
-would have come next (states of format 1, whose fingerprint held the chunk
-layout, restore into the chunk dataset that saved them). ``checkpoint`` holds the same state as
+episode lengths, the digest of its step values and sample kind; the weights,
+the order and the global batch size: `tf_data.Plan.fingerprint`; not the
+chunk layout, so a state restores into the source chunked again with other
+``chunk_steps``, which gives the same batches). ``save(path)`` writes it as a
+small JSON file (atomically); ``restore(path)`` checks the fingerprint and
+continues at the batch that would have come next (states of format 2, whose
+fingerprint held no digest, restore into any data of the same shape; of
+format 1, whose fingerprint held the chunk layout, into the chunk dataset
+that saved them). ``checkpoint`` holds the same state as
 ``tf.Variable``\\ s, to save with a model in a ``tf.train.Checkpoint``: after
 ``checkpoint.read(...)``, the next batch follows the restored state.
 
@@ -50,10 +52,14 @@ from rlds_lite.random_access import tf_data
 __all__ = ['SampleIterator', 'StateMismatchError']
 
 PathLike = Union[str, os.PathLike]
-STATE_FORMAT = 'rlds_lite.random_access.state/2'
+STATE_FORMAT = 'rlds_lite.random_access.state/3'
 """The ``format`` of the states `SampleIterator.state` gives."""
+_FORMAT_V2 = 'rlds_lite.random_access.state/2'   # Still restored.
 _FORMAT_V1 = 'rlds_lite.random_access.state/1'   # Still restored.
-_FORMATS = (STATE_FORMAT, _FORMAT_V1)
+_FORMATS = (STATE_FORMAT, _FORMAT_V2, _FORMAT_V1)
+_BOUNDS = {'seed': (-(1 << 63), (1 << 63) - 1), 'position': (0, (1 << 62) - 1)}
+"""The values a state's seed (an int64) and position may hold (a position
+leaves room to count on: a batch's positions are int64)."""
 
 
 class StateMismatchError(ValueError):
@@ -140,8 +146,9 @@ class SampleIterator:
 
   def _check(self, fingerprint: str, where: str,
              state_format: str = STATE_FORMAT) -> None:
-    wanted = (self.plan.fingerprint_v1 if state_format == _FORMAT_V1 else
-              self.plan.fingerprint)
+    wanted = {_FORMAT_V1: self.plan.fingerprint_v1,
+              _FORMAT_V2: self.plan.fingerprint_v2}.get(
+                  state_format, self.plan.fingerprint)
     if fingerprint not in (wanted, self.plan.fingerprint):
       raise StateMismatchError(
           f'random access: the state {where} was saved by another pipeline '
@@ -156,7 +163,8 @@ class SampleIterator:
     if self._live == wanted:
       return
     fingerprint = self._fingerprint.numpy().decode()
-    if fingerprint not in (self.plan.fingerprint, self.plan.fingerprint_v1):
+    if fingerprint not in (self.plan.fingerprint, self.plan.fingerprint_v2,
+                           self.plan.fingerprint_v1):
       self._check(fingerprint, 'restored from a tf.train.Checkpoint')
     if wanted[0] != self.plan.sampler.seed:
       self.plan = self.plan.with_seed(wanted[0])
@@ -203,7 +211,8 @@ class SampleIterator:
       IsADirectoryError: if the path is a directory.
       StateMismatchError: if the state was saved by another pipeline.
       ValueError: if the file or dict is not a saved state, or a value of it
-        is missing or not an int (the message names it).
+        is missing, not an int, out of range, or (a position) past the end
+        of a pipeline with an end (the message names it).
 
     Example:
       >>> from rlds_lite import synthetic
@@ -214,7 +223,7 @@ class SampleIterator:
       >>> it.restore({**it.state(), 'position': 'ten'})
       Traceback (most recent call last):
       ...
-      ValueError: SampleIterator.restore: the state given has position 'ten'; it must be an int >= 0. Restore the state save() wrote (or a state() dict) as it was.
+      ValueError: SampleIterator.restore: the state given has position 'ten'; it must be an int from 0 to 4611686018427387903. Restore the state save() wrote (or a state() dict) as it was.
     """
     if isinstance(path_or_state, Mapping):
       state, where = dict(path_or_state), 'given'
@@ -225,6 +234,12 @@ class SampleIterator:
       state, where = _read_state(os.fspath(path_or_state))
     seed, position, fingerprint = _parse_state(state, where)
     self._check(fingerprint, where, state['format'])
+    end = self.plan.end
+    if end is not None and position > end:
+      raise ValueError(f'SampleIterator.restore: the state {where} has '
+                       f'position {position}, past the end of this pipeline '
+                       f'({end}: num_epochs times its samples); the pipeline '
+                       'that saved it never got there.')
     self._seed.assign(seed)
     self._position.assign(position)
 
@@ -256,13 +271,13 @@ def _parse_state(state: Any, where: str) -> Tuple[int, int, str]:
   if missing:
     raise ValueError(f'SampleIterator.restore: the state {where} has no '
                      f'{", ".join(repr(k) for k in missing)}. {again}')
-  for key, minimum in (('seed', None), ('position', 0)):
+  for key, (low, high) in _BOUNDS.items():
     value = state[key]
     if (isinstance(value, bool) or not isinstance(value, int) or
-        (minimum is not None and value < minimum)):
-      bound = '' if minimum is None else f' >= {minimum}'
+        not low <= value <= high):
       raise ValueError(f'SampleIterator.restore: the state {where} has '
-                       f'{key} {value!r}; it must be an int{bound}. {again}')
+                       f'{key} {value!r}; it must be an int from {low} to '
+                       f'{high}. {again}')
   if not isinstance(state['fingerprint'], str):
     raise ValueError(f'SampleIterator.restore: the state {where} has '
                      f'fingerprint {state["fingerprint"]!r}; it must be a '

@@ -17,8 +17,9 @@ memory does not grow with the dataset.
 * Fixed layouts (every step field a fixed-shape number or boolean): records
   all have the same size and the same bytes outside their payloads, so the
   shard is a ``[records, record_bytes]`` array; `read_block` gathers rows and
-  checks the bytes around the payloads (and each record's episode and
-  offset) against what they must be, naming the file and record otherwise.
+  checks the bytes around the payloads (and each record's episode, offset
+  and num_steps) against what they must be, naming the file and record
+  otherwise.
 * Other layouts (images, strings): `read_records` slices each record at its
   byte offset (from a scan of the record headers) for ``tf.io.parse_example``.
 
@@ -30,7 +31,10 @@ those checked): a record whose bytes changed is a
 silently wrong values. Later reads of a record take only the bytes they need.
 A damaged or missing file of the dataset (``dataset_info.json``,
 ``metadata.json``, ``features.json``, ``episodes-<split>.npz``, a shard) is a
-`DamagedChunksError` naming it, when the storage opens or when it is read.
+`DamagedChunksError` naming it, when the storage opens or when it is read
+(an episode table whose episodes or steps are not those ``metadata.json``
+records, at open). A chunk dataset is a snapshot of its source (its `repr`
+says so): a source rewritten later is not noticed.
 
 Example:
   >>> from rlds_lite import synthetic
@@ -38,7 +42,7 @@ Example:
   >>> source = synthetic.dataset(num_episodes=3, seed=0)
   >>> storage = ChunkStorage(convert(source, chunk_steps=16, progress=False))
   >>> storage
-  ChunkStorage('.../toy_chunks/1.0.0', split='train', episodes=3, steps=97, chunks=7 of 16 steps, fixed)
+  ChunkStorage('.../toy_chunks/1.0.0', split='train', episodes=3, steps=97, chunks=7 of 16 steps, fixed, a snapshot of '.../toy/1.0.0')
   >>> storage.first_chunk.tolist()
   [0, 1, 4, 7]
   >>> fields = storage.fields(storage.read_block([[1, 2]]))
@@ -49,7 +53,7 @@ Example:
 import json
 import mmap
 import os
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -209,6 +213,21 @@ def _read_table(path: str, split: str) -> Dict[str, np.ndarray]:
   return table
 
 
+def _check_table(path: str, split: str, table: Dict[str, np.ndarray],
+                 metadata: Any) -> None:
+  """Raises if the table's episodes or steps are not what `convert` wrote."""
+  written = dict(metadata.get('splits', {})).get(split)
+  if not isinstance(written, Mapping):
+    return   # A split of no episodes (no entry).
+  held = (len(table['length']), int(table['length'].sum()))
+  wanted = (written.get('episodes'), written.get('steps'))
+  if held != wanted:
+    raise DamagedChunksError(
+        conversion.episodes_file(path, split),
+        f'holds {held[0]} episodes of {held[1]} steps, metadata.json says '
+        f'{wanted[0]} of {wanted[1]} (the episode table was changed)')
+
+
 def _not_chunked(path: str, builder: tfds.core.DatasetBuilder) -> str:
   file_format = getattr(builder.info.file_format, 'value', 'tfrecord')
   if rlds_types.STEPS in builder.info.features:
@@ -296,12 +315,17 @@ class ChunkStorage:
     try:
       self.layout = layout_lib.ChunkLayout.from_json(metadata['layout'])
       self.fingerprint = str(metadata['fingerprint'])
-    except (KeyError, TypeError, ValueError) as error:
+      # The SHA-256 of the split's step values, recorded by convert ('' in
+      # older chunk datasets): the data a random-access state names.
+      self.data_digest = str(dict(metadata.get('splits', {})).get(
+          split, {}).get('sha256', ''))
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
       raise DamagedChunksError(
           os.path.join(path, 'metadata.json'), 'does not describe a chunk '
           f'layout ({_first_line(error)})') from None
     self.source = dict(metadata.get('source', {}))
     table = _read_table(path, split)
+    _check_table(path, split, table, metadata)
     self.lengths = table['length'].astype(np.int64)
     self.terminated = table['terminated'].astype(bool)
     self.episode_ids = table.get('episode_id')
@@ -369,7 +393,8 @@ class ChunkStorage:
     kind = 'fixed' if self.layout.fixed else 'parsed'
     return (f'ChunkStorage({self.path!r}, split={self.split!r}, '
             f'episodes={self.num_episodes}, steps={self.num_steps}, '
-            f'chunks={self.num_chunks} of {self.chunk_steps} steps, {kind})')
+            f'chunks={self.num_chunks} of {self.chunk_steps} steps, {kind}, '
+            f'a snapshot of {self.source.get("path", "its source")!r})')
 
   # Files --------------------------------------------------------------------
 
@@ -600,34 +625,38 @@ class ChunkStorage:
   def _check_frames(self, frames: np.ndarray, ids: np.ndarray,
                     header: np.ndarray) -> None:
     """Raises naming the first record whose framing or header is wrong."""
-    episodes = np.searchsorted(self.first_chunk, ids, side='right') - 1
-    offsets = (ids - self.first_chunk[episodes]) * self.chunk_steps
-    values = header
     template = _items(self._template[np.newaxis, :_TFRECORD_HEADER], 0,
                       _TFRECORD_HEADER)[0]
-    wrong = ((frames != template) |
-             (values[:, 0] != episodes) | (values[:, 1] != offsets))
+    wrong = (frames != template) | (header != self._wanted_header(ids)).any(
+        axis=1)
     if wrong.any():
       first = int(np.flatnonzero(wrong)[0])
-      self._raise_wrong(int(ids[first]), int(episodes[first]),
-                        int(values[first, 0]), int(values[first, 1]))
+      self._raise_wrong(int(ids[first]), header[first])
+
+  def _wanted_header(self, ids: np.ndarray) -> np.ndarray:
+    """``[R, 3]``: the episode, offset and num_steps the table gives ``ids``."""
+    episodes = np.searchsorted(self.first_chunk, ids, side='right') - 1
+    offsets = (ids - self.first_chunk[episodes]) * self.chunk_steps
+    num_steps = np.minimum(self.lengths[episodes] - offsets, self.chunk_steps)
+    return np.stack([episodes, offsets, num_steps], axis=-1)
 
   def _header_values(self, view: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``[R, 2]`` int64: the episode and offset fields of ``rows``."""
-    out = np.empty([len(rows), 2], np.int64)
-    for i, name in enumerate(('episode', 'offset')):
+    """``[R, 3]`` int64: the episode, offset and num_steps of ``rows``."""
+    out = np.empty([len(rows), 3], np.int64)
+    for i, name in enumerate(layout_lib.HEADER_FIELDS):
       start, _ = self._payloads[name]
       out[:, i] = _items(view, start, 8)[rows].view('<i8')
     return out
 
-  def _raise_wrong(self, chunk: int, episode: int, held_episode: int,
-                   held_offset: int) -> None:
+  def _raise_wrong(self, chunk: int, held: np.ndarray) -> None:
+    """Raises for chunk ``chunk``, which holds header ``held`` (`_wanted_header`)."""
     path, row = self._place(chunk)
+    episode, offset, num_steps = self._wanted_header(np.array([chunk]))[0]
     raise DamagedChunksError(
         path, f'record {row} (chunk {chunk}) is not chunk '
-        f'{chunk - self.first_chunk[episode]} of episode {episode} as the '
-        f'episode table says (it holds episode {held_episode}, offset '
-        f'{held_offset}, or its bytes are damaged)')
+        f'{offset // self.chunk_steps} of episode {episode} ({num_steps} '
+        f'steps) as the episode table says (it holds episode {held[0]}, '
+        f'offset {held[1]}, {held[2]} steps, or its bytes are damaged)')
 
   def _place(self, chunk: int) -> Tuple[str, int]:
     """``(file, record)`` of chunk ``chunk``."""
@@ -679,17 +708,14 @@ class ChunkStorage:
 
   def _verify(self, block: np.ndarray, ids: np.ndarray) -> None:
     frames = block[:, self._frame_columns]
-    bad = np.flatnonzero((frames != self._template).any(axis=1))
-    episodes = np.searchsorted(self.first_chunk, ids, side='right') - 1
-    offsets = (ids - self.first_chunk[episodes]) * self.chunk_steps
-    header = self.header_fields(block)
-    wrong = (header['episode'] != episodes) | (header['offset'] != offsets)
-    bad = np.union1d(bad, np.flatnonzero(wrong))
+    fields = self.header_fields(block)
+    header = np.stack([fields[name] for name in layout_lib.HEADER_FIELDS],
+                      axis=-1)
+    bad = np.flatnonzero((frames != self._template).any(axis=1) |
+                         (header != self._wanted_header(ids)).any(axis=1))
     if bad.size:
       first = int(bad[0])
-      self._raise_wrong(int(ids[first]), int(episodes[first]),
-                        int(header['episode'][first]),
-                        int(header['offset'][first]))
+      self._raise_wrong(int(ids[first]), header[first])
 
   def header_fields(self, block: np.ndarray) -> Dict[str, np.ndarray]:
     """``episode``, ``offset``, ``num_steps`` of a block of records."""

@@ -85,13 +85,21 @@ class Plan:
   @property
   def fingerprint(self) -> str:
     """Identifies what a position means: each source's samples (split, step
-    features, episode lengths and terminal flags, sample kind), and the
-    sampler's sizes, weights, order and global batch size.
+    features, episode lengths and terminal flags, the digest of its step
+    values that `convert` recorded, sample kind), and the sampler's sizes,
+    weights, order and global batch size.
 
     The chunk layout (``chunk_steps``) is not part of it: it changes how
     samples are read, not which sample a position gives, so a state restores
     into the same source chunked again with other ``chunk_steps``.
     """
+    parts = [_source_fingerprint(r, r.storage.data_digest)
+             for r in self.readers]
+    return '-'.join(parts + [self.sampler.fingerprint()])
+
+  @property
+  def fingerprint_v2(self) -> str:
+    """The fingerprint of states of format 2 (the data's shape only)."""
     parts = [_source_fingerprint(r) for r in self.readers]
     return '-'.join(parts + [self.sampler.fingerprint()])
 
@@ -164,8 +172,9 @@ class Plan:
     return positions
 
 
-def _source_fingerprint(reader: reading.SampleReader) -> str:
-  """What one source's sample ids mean (see `Plan.fingerprint`)."""
+def _source_fingerprint(reader: reading.SampleReader, data: str = '') -> str:
+  """What one source's sample ids mean (see `Plan.fingerprint`); ``data`` is
+  its values' digest (none in `Plan.fingerprint_v2`)."""
   storage, index = reader.storage, reader.index
   leaves = [[leaf.path, leaf.kind, leaf.dtype, list(leaf.shape[1:]),
              leaf.encoding] for leaf in storage.layout.leaves]
@@ -173,6 +182,7 @@ def _source_fingerprint(reader: reading.SampleReader) -> str:
       json.dumps([storage.split, repr(index.kind), leaves]).encode())
   digest.update(np.ascontiguousarray(index.lengths, '<i8').tobytes())
   digest.update(np.ascontiguousarray(index.terminated, bool).tobytes())
+  digest.update(data.encode())
   return digest.hexdigest()[:16]
 
 

@@ -59,6 +59,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 from google.protobuf import json_format
 
+from rlds_lite import overwriting
 from rlds_lite import rlds_types
 from rlds_lite.dense import conversion
 from rlds_lite.tfds import encoding
@@ -101,7 +102,10 @@ def dataset_path(data_dir: PathLike, name: str, version: str) -> str:
     >>> dataset_path('/data', 'toy', '1.0.0')
     '/data/toy/1.0.0'
   """
-  return os.path.join(os.path.expanduser(os.fspath(data_dir)), name, version)
+  name_dir = overwriting.path_inside(os.path.expanduser(os.fspath(data_dir)),
+                                    name, what='name', writer='EpisodeWriter')
+  return overwriting.path_inside(name_dir, version, what='version',
+                                 writer='EpisodeWriter')
 
 
 def _existing_info(path: str) -> Optional[tfds.core.DatasetInfo]:

@@ -234,3 +234,23 @@ def test_a_damaged_shard_is_one_line_naming_it(six, capsys, tmp_path, case,
   assert err == (f'rlds-lite {command[0]}: '
                  f'{catalog_testing.DAMAGE[case].format(shard=shard)}\n')
   assert not (tmp_path / 'out').exists()
+
+
+@pytest.mark.parametrize('command, out, message', [
+    (['filter', '{path}'], '{path}/inner',
+     'rlds-lite filter: {path}/inner is inside the source {path}; writing '
+     'there would change the source dataset. Choose an output outside it.'),
+    (['filter', '{path}', '--where', 'length > 2'], '{path}/a/b',
+     'rlds-lite filter: {path}/a/b is inside the source {path}; writing '
+     'there would change the source dataset. Choose an output outside it.'),
+    (['merge', '{path}', '{path}'], '{path}/merged',
+     'rlds-lite merge: {path}/merged is inside the source {path}; writing '
+     'there would change the source dataset. Choose an output outside it.'),
+], ids=['filter-inside', 'filter-deep-inside-with-expr', 'merge-inside'])
+def test_an_output_inside_a_source_is_refused(robot, capsys, command, out,
+                                              message):
+  fill = lambda s: s.format(path=robot['path'])
+  before = sorted(os.listdir(robot['path']))
+  code, printed, err = _main(capsys, *map(fill, command), '--out', fill(out))
+  assert (code, printed, err) == (2, '', fill(message) + '\n')
+  assert sorted(os.listdir(robot['path'])) == before

@@ -87,6 +87,10 @@ def _listing(root):
                 for d, _, names in os.walk(root) for f in names)
 
 
+_OUTSIDE = ('--name {name} leads outside {{tmp}}; a name must stay inside its '
+            "target (a relative path without empty, '.' or '..' parts).")
+
+
 @pytest.mark.parametrize('args, message', [
     (['--from', 'ted', '--to', 'alf', '{tmp}/missing.h5', '{tmp}/x.npz'],
      '{tmp}/missing.h5: no such file or directory'),
@@ -143,6 +147,14 @@ def _listing(root):
     (['--from', 'd4rl', '--to', 'rlds', '{minari}', '{tmp}/x'],
      '{minari}: is a Minari dataset directory, not a D4RL file; read it with '
      '--from minari'),
+    (['--from', 'rlds', '--to', 'rlds', '{source}', '{tmp}/x', '--name',
+      '../x'], _OUTSIDE.format(name='../x')),
+    (['--from', 'rlds', '--to', 'rlds', '{source}', '{tmp}/x', '--name',
+      'a/../../x'], _OUTSIDE.format(name='a/../../x')),
+    (['--from', 'rlds', '--to', 'rlds', '{source}', '{tmp}/x', '--name',
+      '{root}/x'], _OUTSIDE.format(name='{root}/x')),
+    (['--from', 'rlds', '--to', 'rlds', '{source}', '{tmp}/x', '--name', '.'],
+     _OUTSIDE.format(name='.')),
 ], ids=['missing-source', 'option-of-another-format', 'no-dataset-id',
         'existing-target', 'read-option-of-another-format',
         'skip-one-step-not-taken', 'one-step-episodes', 'one-step-shards',
@@ -151,7 +163,8 @@ def _listing(root):
         'one-letter-minari-namespace', 'existing-rlds-dataset',
         'existing-minari-dataset', 'rlds-target-is-a-file',
         'd4rl-read-as-minari',
-        'minari-read-as-d4rl'])
+        'minari-read-as-d4rl', 'name-leads-up', 'name-leads-up-later',
+        'name-is-absolute', 'name-is-the-target-directory'])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, sources, capsys, args,
                                           message):
   before = _listing(sources['root'])

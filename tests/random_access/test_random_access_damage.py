@@ -97,9 +97,9 @@ def _header_changed(chunks, tmp_path):
   with open(_shard(path), 'r+b') as f:
     f.seek(2 * storage.record_bytes + start)
     f.write(np.int64(9).tobytes())
-  return path, (r'record 2 \(chunk 2\) is not chunk 1 of episode 1 as the '
-                r'episode table says \(it holds episode 9, offset 4, or its '
-                r'bytes are damaged\)')
+  return path, (r'record 2 \(chunk 2\) is not chunk 1 of episode 1 \(2 steps\) '
+                r'as the episode table says \(it holds episode 9, offset 4, 2 '
+                r'steps, or its bytes are damaged\)')
 
 
 def _frame_flipped(chunks, tmp_path):
@@ -176,3 +176,60 @@ def test_each_record_is_checked_once(vector_chunks, tmp_path, budget, read):
   with pytest.raises(ra.DamagedChunksError, match=detail):
     call(np.array([3, 1]))
   assert not verified[1]
+
+
+# An edited episode table: at open, or at the first read of a record. --------
+
+
+def _edit_table(path, changes):
+  table_path = os.path.join(path, 'episodes-train.npz')
+  with open(table_path, 'rb') as f:
+    table = dict(np.load(f))
+  for episode, change in changes.items():
+    table['length'][episode] += change
+  with open(table_path, 'wb') as f:
+    np.savez(f, **table)
+  return table_path
+
+
+@pytest.mark.parametrize('changes, detail', [
+    ({1: 1}, 'holds 6 episodes of 77 steps, metadata.json says 6 of 76 (the '
+     'episode table was changed)'),
+    ({4: -1}, 'holds 6 episodes of 75 steps, metadata.json says 6 of 76 (the '
+     'episode table was changed)'),
+    ({0: 3}, 'holds 6 episodes of 79 steps, metadata.json says 6 of 76 (the '
+     'episode table was changed)'),
+], ids=['one-length-plus-1', 'one-length-minus-1', 'within-the-first-chunk'])
+def test_an_edited_episode_table_is_refused_at_open(vector_chunks, tmp_path,
+                                                    changes, detail):
+  path = _copy(vector_chunks, tmp_path)
+  table_path = _edit_table(path, changes)
+  with pytest.raises(ra.DamagedChunksError) as raised:
+    ra.ChunkStorage(path)
+  assert str(raised.value) == (f'random access: {table_path}: {detail}; '
+                               f'{storage_lib.CONVERT_AGAIN}')
+
+
+@pytest.mark.parametrize('budget', [1 << 30, 0], ids=['mapped', 'pread'])
+@pytest.mark.parametrize('read', ['read_block', 'gather_steps', 'batches'])
+def test_lengths_edited_in_step_are_refused_at_the_read(vector_chunks, tmp_path,
+                                                        budget, read):
+  # Episode 1: 6 -> 7 steps, episode 4: 40 -> 39 (the same chunks, the same
+  # total): the repeat of episode 1's last step would be served as step 6.
+  path = _copy(vector_chunks, tmp_path)
+  _edit_table(path, {1: 1, 4: -1})
+  storage = ra.ChunkStorage(path, mapped_budget=budget)
+  detail = ('record 2 (chunk 2) is not chunk 1 of episode 1 (3 steps) as the '
+            'episode table says (it holds episode 1, offset 4, 2 steps, or its '
+            'bytes are damaged)')
+  message = (f'random access: {_shard(path)}: {detail}; '
+             f'{storage_lib.CONVERT_AGAIN}')
+  if read == 'batches':   # tf.data: the message in an InvalidArgumentError.
+    batches = ra.sample_batches(storage, ra.Windows(2), 80, num_epochs=1)
+    with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+      next(iter(batches))
+    assert f'assertion failed: [{message}]' in raised.value.message
+    return
+  with pytest.raises(ra.DamagedChunksError) as raised:
+    getattr(storage, read)([2], *([[2]] if read == 'gather_steps' else []))
+  assert str(raised.value) == message

@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from rlds_lite import random_access as ra
+import random_access_testing as testing
 
 
 def _iterator(chunks, **kwargs):
@@ -83,6 +84,29 @@ def test_restore_from_another_dataset_is_an_error(vector_chunks, other_chunks,
     other.restore(_iterator(vector_chunks).state())
 
 
+@pytest.fixture(name='twin_chunks', scope='module')
+def _twin_chunks(tmp_path_factory):
+  """The vector dataset's twin: same name, features and lengths; other values."""
+  source = testing.write_vectors(tmp_path_factory.mktemp('twin'), offset=1000)
+  return ra.convert(source, chunk_steps=4, progress=False)
+
+
+def test_a_state_names_the_data_not_only_its_shape(vector_chunks,
+                                                   twin_chunks, tmp_path):
+  it, twin = _iterator(vector_chunks), _iterator(twin_chunks)
+  assert (it.plan.fingerprint_v2 == twin.plan.fingerprint_v2 and
+          it.fingerprint != twin.fingerprint)
+  path = it.save(tmp_path / 'state.json')
+  with pytest.raises(ra.StateMismatchError, match=re.escape(
+      f"the state in '{path}' was saved by another pipeline (fingerprint "
+      f"'{it.fingerprint}', this one '{twin.fingerprint}')")):
+    twin.restore(path)
+  # A state of format 2 (saved before states named the data) still restores.
+  twin.restore({**it.state(), 'format': 'rlds_lite.random_access.state/2',
+                'fingerprint': it.plan.fingerprint_v2})
+  assert (twin.seed, twin.position) == (4, 0)
+
+
 def test_restore_bad_files(vector_chunks, tmp_path):
   it = _iterator(vector_chunks)
   with pytest.raises(FileNotFoundError, match='no state at'):
@@ -131,6 +155,8 @@ def test_a_state_of_format_1_still_restores(vector_chunks, vectors, tmp_path):
 
 
 AGAIN = 'Restore the state save() wrote (or a state() dict) as it was.'
+POSITIONS = 'an int from 0 to 4611686018427387903'
+SEEDS = 'an int from -9223372036854775808 to 9223372036854775807'
 BAD_STATES = {
     'no position': (lambda s: s.pop('position'), ValueError,
                     "SampleIterator.restore: the state given has no "
@@ -142,19 +168,39 @@ BAD_STATES = {
     'position a string': (
         lambda s: s.update(position='ten'), ValueError,
         "SampleIterator.restore: the state given has position 'ten'; it "
-        f'must be an int >= 0. {AGAIN}'),
+        f'must be {POSITIONS}. {AGAIN}'),
     'position negative': (
         lambda s: s.update(position=-16), ValueError,
         'SampleIterator.restore: the state given has position -16; it must '
-        f'be an int >= 0. {AGAIN}'),
+        f'be {POSITIONS}. {AGAIN}'),
     'position a float': (
         lambda s: s.update(position=16.0), ValueError,
         'SampleIterator.restore: the state given has position 16.0; it must '
-        f'be an int >= 0. {AGAIN}'),
+        f'be {POSITIONS}. {AGAIN}'),
+    'position past int64': (
+        lambda s: s.update(position=1 << 64), ValueError,
+        'SampleIterator.restore: the state given has position '
+        f'18446744073709551616; it must be {POSITIONS}. {AGAIN}'),
+    'position without room to count on': (
+        lambda s: s.update(position=1 << 62), ValueError,
+        'SampleIterator.restore: the state given has position '
+        f'4611686018427387904; it must be {POSITIONS}. {AGAIN}'),
     'seed None': (
         lambda s: s.update(seed=None), ValueError,
         'SampleIterator.restore: the state given has seed None; it must be '
-        f'an int. {AGAIN}'),
+        f'{SEEDS}. {AGAIN}'),
+    'seed past int64': (
+        lambda s: s.update(seed=1 << 63), ValueError,
+        'SampleIterator.restore: the state given has seed '
+        f'9223372036854775808; it must be {SEEDS}. {AGAIN}'),
+    'seed below int64': (
+        lambda s: s.update(seed=-(1 << 63) - 1), ValueError,
+        'SampleIterator.restore: the state given has seed '
+        f'-9223372036854775809; it must be {SEEDS}. {AGAIN}'),
+    'seed true': (
+        lambda s: s.update(seed=True), ValueError,
+        'SampleIterator.restore: the state given has seed True; it must be '
+        f'{SEEDS}. {AGAIN}'),
     'fingerprint a number': (
         lambda s: s.update(fingerprint=7), ValueError,
         'SampleIterator.restore: the state given has fingerprint 7; it must '
@@ -170,6 +216,30 @@ def test_restore_a_hand_edited_state(vector_chunks, name):
   edit(state)
   with pytest.raises(error, match='^' + re.escape(message) + '$'):
     it.restore(state)
+  assert (it.seed, it.position) == (4, 0)
+
+
+@pytest.mark.parametrize('field, value, message', [
+    ('position', 1 << 64, 'position 18446744073709551616; it must be '
+     f'{POSITIONS}. {AGAIN}'),
+    ('seed', -(1 << 64), f'seed -18446744073709551616; it must be {SEEDS}. '
+     f'{AGAIN}'),
+    ('position', 61, 'position 61, past the end of this pipeline (60: '
+     'num_epochs times its samples); the pipeline that saved it never got '
+     'there.'),
+], ids=['position-out-of-range', 'seed-out-of-range', 'position-past-the-end'])
+def test_restore_an_edited_state_file_names_it(vector_chunks, tmp_path, field,
+                                               value, message):
+  it = _iterator(vector_chunks, num_epochs=1)
+  path = it.save(tmp_path / 'state.json')
+  with open(path) as f:
+    state = json.load(f)
+  with open(path, 'w') as f:
+    json.dump({**state, field: value}, f)
+  with pytest.raises(ValueError) as raised:
+    it.restore(path)
+  assert str(raised.value) == (
+      f"SampleIterator.restore: the state in '{path}' has {message}")
   assert (it.seed, it.position) == (4, 0)
 
 

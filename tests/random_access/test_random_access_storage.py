@@ -54,8 +54,9 @@ def test_a_damaged_record_is_named(vector_chunks, tmp_path):
                  lambda ids: storage.gather_steps(ids, np.zeros_like(ids))):
       with pytest.raises(ra.DamagedChunksError, match=(
           r'^random access: .*-00000: record 2 \(chunk 2\) is not chunk 1 '
-          r'of episode 1 as the episode table says \(it holds episode 9, '
-          r'offset 4, or its bytes are damaged\); ' + AGAIN)):
+          r'of episode 1 \(2 steps\) as the episode table says \(it holds '
+          r'episode 9, offset 4, 2 steps, or its bytes are damaged\); ' +
+          AGAIN)):
         read(np.array([0, 2]))
       read(np.array([0, 1, 3]))   # The others are fine.
 
@@ -90,9 +91,11 @@ def test_a_truncated_shard_is_named(vector_chunks, tmp_path):
 def test_an_episode_table_that_does_not_match(vector_chunks, tmp_path):
   copy, _ = _copy(vector_chunks, tmp_path)
   table = os.path.join(copy, 'episodes-train.npz')
-  np.savez(table, length=np.array([3, 4]), terminated=np.array([True, False]))
+  # The episodes and steps metadata.json records (6, 76), in other chunks.
+  np.savez(table, length=np.array([4, 3, 17, 3, 40, 9]),
+           terminated=np.zeros(6, bool))
   with pytest.raises(ra.DamagedChunksError, match=(
-      r'episodes-train.npz: gives 2 chunks, the shards of split .train. hold '
+      r'episodes-train.npz: gives 21 chunks, the shards of split .train. hold '
       r'22 records; ' + AGAIN)):
     ra.ChunkStorage(copy)
 
