@@ -730,6 +730,20 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
   dropped.warn()
   return root
 
+def to_minari_root(episodes: episodes_lib.EpisodesLike,
+                   path: Union[str, os.PathLike], *,
+                   dataset_id: Optional[str] = None,
+                   last_step: transitions.LastStepLike = 'invalid') -> str:
+  """`to_minari` into a Minari root, or as a dataset's own directory
+  (`minari_layout.dataset_root`: the id may come from ``path``); the
+  dataset must be new. Returns its directory (``rlds-lite convert``).
+  """
+  root, dataset_id = layout.dataset_root(path, dataset_id)
+  target = os.path.join(root, dataset_id)
+  if os.path.exists(target):  # The root may hold other datasets; not this.
+    raise FileExistsError(f'{target} exists; choose a new target')
+  return to_minari(episodes, root, dataset_id, last_step=last_step)
+
 
 def _json_default(value: Any) -> Any:
   """JSON for what Minari's metadata holds beyond JSON: sets, NumPy values."""
