@@ -19,7 +19,6 @@ import pytest
 import rlds_lite
 from rlds_lite import cli
 from rlds_lite import commands
-from rlds_lite.commands import convert as convert_command
 from rlds_lite.convert import files
 
 TF_LOG_LINE = re.compile(
@@ -148,12 +147,6 @@ def test_the_package_imports_its_names_on_first_use():
   assert rlds_lite.tfds.__name__ == 'rlds_lite.tfds'  # Any submodule.
   with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
     rlds_lite.no_such_name  # pylint: disable=pointless-statement
-
-
-def test_convert_help_lists_the_formats_of_convert_files():
-  # A copy (importing rlds_lite.convert loads TensorFlow): it must match.
-  assert convert_command.FORMATS == {
-      name: fmt.describe for name, fmt in files.FORMATS.items()}
 
 
 # --- Quiet: no TensorFlow log lines unless --verbose; --json everywhere. ---

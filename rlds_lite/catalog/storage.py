@@ -8,8 +8,9 @@ A catalog file is
 (`rlds_lite.stats.cache.cache_key`: the dataset's directory and the name,
 size and modification time of its files, with the split and ``last_step``),
 so rewriting or appending to the dataset changes it, exactly as it
-invalidates cached statistics. Files are written atomically (a temporary
-file, then ``os.replace``), and older catalogs of the same split and
+invalidates cached statistics. Files are published whole, one writer at a
+time (`rlds_lite.atomic_output`: locked, flushed, a killed writer's hidden
+file removed by the next writer), and older catalogs of the same split and
 ``last_step`` in that folder are removed. When the dataset directory is
 read-only, catalogs go to ``$RLDS_LITE_CACHE_DIR/catalog`` or
 ``~/.cache/rlds_lite/catalog``.
@@ -32,11 +33,11 @@ Example:
 import hashlib
 import os
 import re
-import tempfile
 from typing import List, Optional
 
 from absl import logging
 
+from rlds_lite import atomic_output
 from rlds_lite.catalog import table
 from rlds_lite.stats import cache as stats_cache
 
@@ -129,16 +130,11 @@ def _prune(path: str, split: str) -> None:
 
 
 def _write_atomically(path: str, catalog: table.Catalog) -> None:
-  os.makedirs(os.path.dirname(path), exist_ok=True)
-  fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix='.tmp')
-  try:
-    with os.fdopen(fd, 'wb') as f:
+  """Publishes ``catalog`` at ``path`` with `rlds_lite.atomic_output`."""
+  with atomic_output.AtomicOutput(path, replace=True) as output:
+    with open(output.path, 'xb') as f:
       catalog.save(f)
-    os.replace(tmp, path)
-  except BaseException:
-    if os.path.exists(tmp):
-      os.remove(tmp)
-    raise
+    output.publish()
 
 
 def write(dataset_dir: str, split: str, key: str,

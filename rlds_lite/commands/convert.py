@@ -1,9 +1,9 @@
 """``rlds-lite convert --from X --to Y SOURCE TARGET``: convert between formats.
 
-Formats are those of `rlds_lite.convert.files` (``rlds`` is a TFDS dataset
-directory). Bad input (a missing source, an existing target, a target inside
-the source, an option the format does not take, a file that breaks its
-format) is one line on stderr and exit status 2; it names the flags (`FLAGS`)
+Formats are those of `rlds_lite.convert.registry` (``rlds`` is a TFDS
+dataset directory), which loads no TensorFlow: ``--help`` lists them at once.
+Bad input (a missing source, an existing target, a target inside the source,
+an option the format does not take, a file that breaks its format) is one line on stderr and exit status 2; it names the flags (`FLAGS`)
 where the library's message names its Python arguments.
 """
 
@@ -11,22 +11,7 @@ import argparse
 import json
 
 from rlds_lite.commands import dataset_options
-
-FORMATS = {
-    'rlds': 'a TFDS dataset directory (RLDS)',
-    'minari': 'a Minari dataset root',
-    'd4rl': 'a D4RL-style HDF5 file',
-    'il': 'an il-representations dict in a .npz file',
-    'webdataset': 'a directory of il-representations tar shards',
-    'ted': 'a TorchRL TED H5 file',
-    'alf': 'ALF TimeSteps in a .npz file',
-    'lerobot': 'a LeRobotDataset directory (v3.0; reads v2.x too)',
-}
-"""``describe`` of each of `rlds_lite.convert.files.FORMATS`, for ``--help``.
-
-A copy, because importing ``rlds_lite.convert`` loads TensorFlow and
-``--help`` must not; tests/test_cli.py checks it matches.
-"""
+from rlds_lite.convert import registry
 
 FLAGS = {
     "one_step='skip'": '--skip-one-step',
@@ -36,23 +21,23 @@ FLAGS = {
     'split': '--split', 'name': '--name', 'dataset_id': '--dataset-id',
     'repair': '--repair', 'final_observation': '--final-observation',
     'last_step': '--last-step', 'fps': '--fps', 'task_key': '--task-key',
-    **{f'from_{name}()': f'--from {name}' for name in ('d4rl', 'minari',
-                                                      'ted')},
+    **{f'{fmt.reader}()': f'--from {name}'
+       for name, fmt in registry.FORMATS.items()},
 }
 """The flag of each Python argument the converters' messages name
-(`rlds_lite.commands.dataset_options.cli_wording`)."""
+(`rlds_lite.commands.dataset_options.cli_wording`); a reader, its format's
+``--from`` ("read it with from_minari()")."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable=protected-access
-  formats = '; '.join(f'{name}: {describe}'
-                      for name, describe in FORMATS.items())
+  formats = '; '.join(fmt.help() for fmt in registry.FORMATS.values())
   parser = subparsers.add_parser(
       'convert', help='convert episodes between RLDS, Minari, D4RL, '
       'il-representations, webdataset shards, TorchRL TED, ALF and LeRobot',
       description='Reads SOURCE in one format and writes TARGET in another, '
       'keeping episode ends (terminated vs truncated) exact. Formats: '
       f'{formats}.')
-  names = sorted(FORMATS)
+  names = sorted(registry.FORMATS)
   parser.add_argument('--from', dest='from_format', required=True,
                       choices=names, help='the format of SOURCE')
   parser.add_argument('--to', dest='to_format', required=True, choices=names,

@@ -9,7 +9,11 @@ dicts and H5), `alf` (ALF TimeSteps) and `lerobot` (LeRobotDataset v3.0:
 Parquet and MP4; needs the ``lerobot`` extra). docs/convert.md tables how each
 format's end-of-episode fields map to ``is_last``/``is_terminal``/``discount``,
 how each stores string fields (`strings`) and what ``last_step='valid'``
-changes (`transitions`).
+changes (`transitions`). `files` reads and writes each format on disk, by
+name (the formats of `registry`).
+
+Names are imported on first use (PEP 562): importing `registry` (what
+``rlds-lite convert --help`` lists) loads no TensorFlow.
 
 Example:
   >>> import numpy as np
@@ -21,40 +25,45 @@ Example:
   [[1.0, 0.0]]
 """
 
-from rlds_lite.convert import alf
-from rlds_lite.convert import d4rl
-from rlds_lite.convert import il_representations
-from rlds_lite.convert import lerobot
-from rlds_lite.convert import minari
-from rlds_lite.convert import strings
-from rlds_lite.convert import ted
-from rlds_lite.convert import transitions
-from rlds_lite.convert.episodes import check_episode
-from rlds_lite.convert.episodes import checked_episodes
-from rlds_lite.convert.episodes import ConversionError
-from rlds_lite.convert.episodes import Episode
-from rlds_lite.convert.episodes import episode_slices
-from rlds_lite.convert.episodes import numpy_episodes
-from rlds_lite.convert.episodes import rlds_flags
-from rlds_lite.convert.episodes import to_dataset
-from rlds_lite.convert.episodes import write_tfds
+import importlib
+import importlib.util
+from typing import Any, List, TYPE_CHECKING
 
-__all__ = [
-    'alf',
-    'check_episode',
-    'checked_episodes',
-    'd4rl',
-    'il_representations',
-    'lerobot',
-    'minari',
-    'strings',
-    'ted',
-    'transitions',
-    'ConversionError',
-    'Episode',
-    'episode_slices',
-    'numpy_episodes',
-    'rlds_flags',
-    'to_dataset',
-    'write_tfds',
-]
+_SUBMODULES = ('alf', 'd4rl', 'il_representations', 'lerobot', 'minari',
+               'strings', 'ted', 'transitions')
+"""Submodules that are attributes of the package (as if imported here)."""
+
+_NAMES = {name: 'episodes' for name in (
+    'check_episode', 'checked_episodes', 'ConversionError', 'Episode',
+    'episode_slices', 'numpy_episodes', 'rlds_flags', 'to_dataset',
+    'write_tfds')}
+"""Public names of the package and the submodule that defines each."""
+
+__all__ = list(_SUBMODULES) + list(_NAMES)
+
+
+def __getattr__(name: str) -> Any:
+  """Imports a public name (or any submodule) on first use."""
+  if name in _NAMES:
+    value = getattr(importlib.import_module(f'{__name__}.{_NAMES[name]}'),
+                    name)
+  elif name in _SUBMODULES or (not name.startswith('_') and
+                               importlib.util.find_spec(f'{__name__}.{name}')):
+    value = importlib.import_module(f'{__name__}.{name}')
+  else:
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+  globals()[name] = value
+  return value
+
+
+def __dir__() -> List[str]:
+  return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # For type checkers and IDEs: the same names, eagerly.
+  # pylint: disable=g-import-not-at-top,g-bad-import-order
+  from rlds_lite.convert import alf, d4rl, il_representations, lerobot
+  from rlds_lite.convert import minari, strings, ted, transitions
+  from rlds_lite.convert.episodes import (
+      check_episode, checked_episodes, ConversionError, Episode,
+      episode_slices, numpy_episodes, rlds_flags, to_dataset, write_tfds)

@@ -1,18 +1,9 @@
 """Read and write every supported format on disk, by name (``rlds-lite convert``).
 
-=============  ===============================================  ==============
-format         on disk                                          module
-=============  ===============================================  ==============
-``rlds``       a TFDS dataset directory (read: any split)       `rlds_lite.load`
-``minari``     a Minari dataset root (``data/main_data.hdf5``)   `minari`
-``d4rl``       a D4RL-style HDF5 file                           `d4rl`
-``il``         an il-representations dict saved as ``.npz``     `il_representations`
-``webdataset`` a directory of il-representations tar shards     `il_representations`
-``ted``        a TorchRL TED H5 file                            `ted`
-``alf``        ALF TimeSteps saved as ``.npz``                  `alf`
-``lerobot``    a LeRobotDataset directory (v3.0; reads v2.x)    `lerobot`
-=============  ===============================================  ==============
-
+The formats are the entries of `rlds_lite.convert.registry` (``rlds``, a
+TFDS dataset directory; ``minari``, ``d4rl``, ``il``, ``webdataset``, ``ted``,
+``alf``, ``lerobot``); this module calls their readers and writers as each
+lies on disk and checks the options, the source and the target first.
 In ``.npz`` files nested dicts are stored under ``'a/b'`` keys.
 
 Example:
@@ -26,36 +17,25 @@ Example:
 
 import os
 import zipfile
-from typing import Any, Callable, Dict, Iterable, Iterator, NamedTuple, Optional
+from typing import Any, Dict, Iterable, Iterator, NamedTuple, Optional
 
 import numpy as np
 
-from rlds_lite import source as source_lib
 from rlds_lite import atomic_output
 from rlds_lite import nest_paths
 from rlds_lite import overwriting
 from rlds_lite import progress as progress_lib
 from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import minari_layout
+from rlds_lite.convert import registry
+from rlds_lite.convert import rlds_dirs
 from rlds_lite.convert import strings
 
 PathLike = os.PathLike
-
-
-class Format(NamedTuple):
-  """How one format is read from and written to disk.
-
-  Attributes:
-    read: ``(path, **options) -> Episodes``.
-    write: ``(episodes, path, **options) -> written path``.
-    read_options: the options ``read`` takes (others are an error).
-    write_options: the options ``write`` takes.
-    describe: one line for ``--help``.
-  """
-  read: Callable[..., Iterable[episodes_lib.Episode]]
-  write: Callable[..., str]
-  read_options: frozenset
-  write_options: frozenset
-  describe: str
+Format = registry.Format
+FORMATS = registry.FORMATS
+"""The formats `read_episodes` and `write_episodes` know, by name
+(`rlds_lite.convert.registry`)."""
 
 
 def _file_target(path: PathLike) -> str:
@@ -118,247 +98,61 @@ def _load_npz(path: str) -> Dict[str, Any]:
     ) from None
 
 
-def _read_rlds(path, split='train'):
-  """Episodes of a TFDS dataset; a damaged file is named (CorruptDatasetError).
-
-  Opening errors are raised here; damage found while reading, by the
-  returned iterator.
-  """
-  source = source_lib.as_source(path, split)
-  episodes = source.episodes(dense=True)
-
-  def read():
-    with source.read_errors():
-      yield from episodes_lib.numpy_episodes(episodes)
-
-  return read()
-
-
-def _rlds_target(path: PathLike, name: Optional[str]) -> str:
-  """The dataset directory an ``rlds`` target writes versions into.
-
-  Example:
-    >>> _rlds_target('/data/toy', None), _rlds_target('/data/toy', 'other')
-    ('/data/toy', '/data/other')
-  """
-  path = os.path.abspath(os.fspath(path))
-  if name is None:
-    return path
-  return overwriting.path_inside(os.path.dirname(path), name, what='name',
-                                 writer='convert')
-
-
-_RLDS_VERSION = '1.0.0'
-"""The version an ``rlds`` target is written as."""
-
-
-def _write_rlds(episodes, path, name=None, split='train'):
-  if os.path.isfile(path):  # Before the name: 'x.txt' is not a bad name.
-    raise FileExistsError(f'{path} exists (a file); choose a new target')
-  target = _rlds_target(path, name)
-  version = os.path.join(target, _RLDS_VERSION)
-  if os.path.isfile(target):
-    raise FileExistsError(f'{target} exists (a file); choose a new target')
-  if os.path.isfile(os.path.join(version, 'dataset_info.json')):
-    # Checked before reading (write_tfds would find it at the first episode).
-    raise FileExistsError(f'{version} exists; choose a new target')
-  return episodes_lib.write_tfds(
-      episodes, os.path.dirname(target), os.path.basename(target),
-      split=split, version=_RLDS_VERSION)
-
-
-def _read_minari(path, repair=None, last_step='invalid'):
-  from rlds_lite.convert import minari  # pylint: disable=g-import-not-at-top
-  return minari.from_minari(path, repair=repair, last_step=last_step)
-
-
-def _minari_root(path: PathLike, dataset_id: Optional[str]):
-  """``(root, dataset_id)`` of a Minari target: a root, or a dataset's
-  directory (what ``--from minari`` reads) ending in the id or named like one.
-
-  Example:
-    >>> _minari_root('out', 'demo/point-v0')
-    ('out', 'demo/point-v0')
-    >>> _minari_root('out/demo/point-v0', 'demo/point-v0')
-    ('out', 'demo/point-v0')
-    >>> _minari_root('out/point-v0', None)
-    ('out', 'point-v0')
-  """
-  from rlds_lite.convert import minari  # pylint: disable=g-import-not-at-top
-  path = os.path.normpath(os.fspath(path))
-  if not dataset_id:
-    name = os.path.basename(path)
-    if not minari.is_dataset_id(name):
-      raise ValueError('writing minari needs a dataset id, e.g. '
-                       "dataset_id='demo/point-v0'")
-    dataset_id = name
-  parts, components = dataset_id.split('/'), path.split(os.sep)
-  if components[-len(parts):] == parts:  # The dataset's own directory.
-    path = os.sep.join(components[:-len(parts)]) or (
-        os.sep if path.startswith(os.sep) else os.curdir)
-  return path, dataset_id
-
-
-def _write_minari(episodes, path, dataset_id=None, last_step='invalid'):
-  from rlds_lite.convert import minari  # pylint: disable=g-import-not-at-top
-  root, dataset_id = _minari_root(path, dataset_id)
-  target = os.path.join(root, dataset_id)
-  if os.path.exists(target):  # The root may hold other datasets; not this.
-    raise FileExistsError(f'{target} exists; choose a new target')
-  return minari.to_minari(episodes, root, dataset_id, last_step=last_step)
-
-
-def _read_d4rl(path, repair=None, final_observation=None,
-               last_step='invalid'):
-  from rlds_lite.convert import d4rl  # pylint: disable=g-import-not-at-top
-  return d4rl.from_d4rl(os.fspath(path), repair=repair,
-                        final_observation=final_observation,
-                        last_step=last_step)
-
-
-def _write_d4rl(episodes, path, one_step='error', last_step='invalid'):
-  from rlds_lite.convert import d4rl  # pylint: disable=g-import-not-at-top
-  d4rl.to_d4rl(episodes, _file_target(path), one_step=one_step,
-               last_step=last_step, if_exists='error')
-  return os.fspath(path)
-
-
-def _read_il(path, repair=None, last_step='invalid'):
-  from rlds_lite.convert import il_representations  # pylint: disable=g-import-not-at-top
-  return il_representations.from_il_dict(_load_npz(path), repair=repair,
-                                         last_step=last_step)
-
-
-def _write_il(episodes, path, one_step='error', last_step='invalid'):
-  from rlds_lite.convert import il_representations  # pylint: disable=g-import-not-at-top
-  target = _file_target(path)  # Checked before any work.
-  return _save_npz(il_representations.to_il_dict(
-      episodes, one_step=one_step, last_step=last_step), target)
-
-
-def _read_webdataset(path, repair=None, allow_pickle=False,
-                     last_step='invalid'):
-  from rlds_lite.convert import il_representations  # pylint: disable=g-import-not-at-top
-  return il_representations.from_webdataset(path, repair=repair,
-                                            allow_pickle=allow_pickle,
-                                            last_step=last_step)
-
-
-def _write_webdataset(episodes, path, one_step='error', last_step='invalid'):
-  from rlds_lite.convert import il_representations  # pylint: disable=g-import-not-at-top
-  il_representations.to_webdataset(episodes, path, one_step=one_step,
-                                    last_step=last_step)
-  return os.fspath(path)
-
-
-def _read_ted(path, repair=None, check_continuity=True, last_step='invalid'):
-  from rlds_lite.convert import ted  # pylint: disable=g-import-not-at-top
-  return ted.from_ted(os.fspath(path), repair=repair,
-                      check_continuity=check_continuity, last_step=last_step)
-
-
-def _write_ted(episodes, path, one_step='error', last_step='invalid'):
-  from rlds_lite.convert import ted  # pylint: disable=g-import-not-at-top
-  return ted.to_ted_h5(episodes, _file_target(path), one_step=one_step,
-                       last_step=last_step, if_exists='error')
-
-
-def _read_alf(path, repair=None, last_step='invalid'):
-  from rlds_lite.convert import alf  # pylint: disable=g-import-not-at-top
-  return alf.from_alf(_load_npz(path), repair=repair, last_step=last_step)
-
-
-def _write_alf(episodes, path, one_step='error', last_step='invalid'):
-  from rlds_lite.convert import alf  # pylint: disable=g-import-not-at-top
-  target = _file_target(path)  # Checked before any work.
-  return _save_npz(alf.to_alf(episodes, one_step=one_step,
-                              last_step=last_step), target)
-
-
-def _read_lerobot(path, task_key=None):
-  from rlds_lite.convert import lerobot  # pylint: disable=g-import-not-at-top
-  return lerobot.from_lerobot(path, task_key=task_key)
-
-
-def _write_lerobot(episodes, path, fps=None, task_key=None, no_video=False):
-  from rlds_lite.convert import lerobot  # pylint: disable=g-import-not-at-top
-  if fps is None:  # 0 and negatives: to_lerobot says they are not rates.
-    raise ValueError('writing lerobot needs the frame rate, e.g. fps=10: '
-                     'RLDS does not record it')
-  return lerobot.to_lerobot(
-      episodes, path, fps=fps, video=not no_video,
-      task_key=lerobot.DEFAULT_TASK_KEY if task_key is None else task_key)
-
-
-FORMATS: Dict[str, Format] = {
-    'rlds': Format(_read_rlds, _write_rlds, frozenset({'split'}),
-                   frozenset({'split', 'name'}),
-                   'a TFDS dataset directory (RLDS)'),
-    'minari': Format(_read_minari, _write_minari,
-                     frozenset({'repair', 'last_step'}),
-                     frozenset({'dataset_id', 'last_step'}),
-                     'a Minari dataset root'),
-    'd4rl': Format(_read_d4rl, _write_d4rl,
-                   frozenset({'repair', 'final_observation', 'last_step'}),
-                   frozenset({'one_step', 'last_step'}),
-                   'a D4RL-style HDF5 file'),
-    'il': Format(_read_il, _write_il, frozenset({'repair', 'last_step'}),
-                 frozenset({'one_step', 'last_step'}),
-                 'an il-representations dict in a .npz file'),
-    'webdataset': Format(_read_webdataset, _write_webdataset,
-                         frozenset({'repair', 'allow_pickle', 'last_step'}),
-                         frozenset({'one_step', 'last_step'}),
-                         'a directory of il-representations tar shards'),
-    'ted': Format(_read_ted, _write_ted,
-                  frozenset({'repair', 'check_continuity', 'last_step'}),
-                  frozenset({'one_step', 'last_step'}),
-                  'a TorchRL TED H5 file'),
-    'alf': Format(_read_alf, _write_alf, frozenset({'repair', 'last_step'}),
-                  frozenset({'one_step', 'last_step'}),
-                  'ALF TimeSteps in a .npz file'),
-    'lerobot': Format(_read_lerobot, _write_lerobot, frozenset({'task_key'}),
-                      frozenset({'fps', 'task_key', 'no_video'}),
-                      'a LeRobotDataset directory (v3.0; reads v2.x too)'),
-}
-"""The formats `read_episodes` and `write_episodes` know, by name."""
-
 _READ_OPTIONS = frozenset({'repair', 'allow_pickle', 'split',
                            'final_observation', 'check_continuity'})
 """Options `convert` hands to the reader (the others go to the writer;
 ``last_step`` goes to each side whose format takes it)."""
 
 
-def _format(name: str) -> Format:
-  if name not in FORMATS:
-    raise ValueError(f'unknown format {name!r}; known: {", ".join(FORMATS)}')
-  return FORMATS[name]
+def _read(fmt: Format, path: PathLike, options: Dict[str, Any]
+          ) -> Iterable[episodes_lib.Episode]:
+  """Calls the reader of ``fmt`` as its layout says (`registry.LAYOUTS`)."""
+  reader, _ = fmt.functions()
+  if fmt.layout == 'npz':
+    return reader(_load_npz(path), **options)
+  return reader(os.fspath(path) if fmt.layout == 'file' else path, **options)
+
+
+def _write(fmt: Format, episodes: episodes_lib.EpisodesLike, path: PathLike,
+           options: Dict[str, Any]) -> str:
+  """Calls the writer of ``fmt`` as its layout says; returns what it wrote."""
+  _, writer = fmt.functions()
+  if fmt.layout == 'npz':
+    target = _file_target(path)  # Checked before any work.
+    return _save_npz(writer(episodes, **options), target)
+  if fmt.layout == 'file':
+    writer(episodes, _file_target(path), if_exists='error', **options)
+  elif fmt.layout == 'directory':
+    writer(episodes, path, **options)
+  else:  # 'own'
+    return writer(episodes, path, **options)
+  return os.fspath(path)
 
 
 _DEFAULTS = {'check_continuity': True}
 """Options whose default is not None or False (set: any other value)."""
 
 
-def _options(name: str, options: Dict[str, Any], reading: bool
+def _options(fmt: Format, options: Dict[str, Any], reading: bool
              ) -> Dict[str, Any]:
   """The options that are set (not their default), or a ValueError naming one.
 
   Example:
-    >>> _options('ted', {'repair': 'drop', 'dataset_id': None,
+    >>> _options(FORMATS['ted'], {'repair': 'drop', 'dataset_id': None,
     ...                  'allow_pickle': False, 'check_continuity': False},
     ...          reading=True)
     {'repair': 'drop', 'check_continuity': False}
-    >>> _options('ted', {'one_step': 'skip'}, reading=True)
+    >>> _options(FORMATS['ted'], {'one_step': 'skip'}, reading=True)
     Traceback (most recent call last):
     ...
     ValueError: ted does not take one_step='skip' when read
   """
-  known = (_format(name).read_options if reading
-           else _format(name).write_options)
+  known = fmt.read_options if reading else fmt.write_options
   chosen = {k: v for k, v in options.items()
             if v is not None and v is not _DEFAULTS.get(k, False)}
   for key, value in chosen.items():
     if key not in known:
-      raise ValueError(f'{name} does not take {key}={value!r} when '
+      raise ValueError(f'{fmt.name} does not take {key}={value!r} when '
                        f'{"read" if reading else "written"}')
   return chosen
 
@@ -377,12 +171,12 @@ def read_episodes(fmt: str, path: PathLike,
     FileNotFoundError: if ``path`` does not exist.
     ValueError: for an unknown format or an option it does not take.
   """
-  reader = _format(fmt).read
-  chosen = _options(fmt, options, reading=True)
+  source_format = registry.get(fmt)
+  chosen = _options(source_format, options, reading=True)
   if not os.path.exists(path):
     raise FileNotFoundError(f'{path}: no such file or directory'
                             f'{atomic_output.missing_hint(path)}')
-  return iter(reader(path, **chosen))
+  return iter(_read(source_format, path, chosen))
 
 
 def write_episodes(fmt: str, episodes: episodes_lib.EpisodesLike,
@@ -400,11 +194,11 @@ def write_episodes(fmt: str, episodes: episodes_lib.EpisodesLike,
     FileExistsError: if ``path`` exists.
     ValueError: for an unknown format or an option it does not take.
   """
-  writer = _format(fmt).write
-  chosen = _options(fmt, options, reading=False)
-  if os.path.exists(path) and fmt not in ('minari', 'rlds'):
+  target_format = registry.get(fmt)
+  chosen = _options(target_format, options, reading=False)
+  if os.path.exists(path) and not target_format.into_root:
     raise FileExistsError(f'{path} exists; choose a new target')
-  return writer(episodes, path, **chosen)
+  return _write(target_format, episodes, path, chosen)
 
 
 class Counted(NamedTuple):
@@ -447,9 +241,10 @@ def _written(to_format: str, target: PathLike,
     '/data/copy'
   """
   if to_format == 'rlds':
-    return _rlds_target(target, write_options.get('name'))
+    return rlds_dirs.dataset_dir(target, write_options.get('name'))
   if to_format == 'minari':
-    root, dataset_id = _minari_root(target, write_options.get('dataset_id'))
+    root, dataset_id = minari_layout.dataset_root(
+        target, write_options.get('dataset_id'))
     return os.path.join(root, *dataset_id.split('/'))
   return os.fspath(target)
 
@@ -491,17 +286,18 @@ def convert(source: PathLike, target: PathLike, *, from_format: str,
     Counted(episodes=3, steps=97, skipped_one_step=0, written='.../alf.npz')
   """
   last_step = options.pop('last_step', None)
-  reads = _format(from_format).read_options | _READ_OPTIONS
+  source_format, target_format = (registry.get(from_format),
+                                   registry.get(to_format))
+  reads = source_format.read_options | _READ_OPTIONS
   read_options = {k: v for k, v in options.items() if k in reads}
   write_options = {k: v for k, v in options.items() if k not in reads}
   if last_step is not None:  # lerobot keeps every value: it takes none.
-    if 'last_step' in _format(from_format).read_options:
+    if 'last_step' in source_format.read_options:
       read_options['last_step'] = last_step
-    if 'last_step' in _format(to_format).write_options:
+    if 'last_step' in target_format.write_options:
       write_options['last_step'] = last_step
   if 'split' in read_options and to_format == 'rlds':
     write_options['split'] = read_options['split']
-  _format(to_format)
   written = _written(to_format, target, write_options)
   overwriting.check_apart_from_sources(written, [source], kind='dataset',
                                        writer='convert')

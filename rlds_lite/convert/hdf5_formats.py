@@ -28,6 +28,7 @@ import os
 from typing import Callable, Iterable, NamedTuple, Set, Union
 
 from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import minari_layout
 
 
 class _Format(NamedTuple):
@@ -96,11 +97,10 @@ def check_not_minari_directory(path: Union[str, os.PathLike],
     ...   print(str(e).replace(root, 'ROOT'))
     ROOT: is a Minari dataset directory, not a D4RL file; read it with from_minari()
   """
-  from rlds_lite.convert import minari  # pylint: disable=g-import-not-at-top
   if not os.path.isdir(path):
     return
   try:
-    minari.locate(path)
+    minari_layout.locate(path)
   except FileNotFoundError:
     return
   except ValueError:  # A Minari root of several datasets.

@@ -668,6 +668,20 @@ def to_lerobot(episodes: episodes_lib.EpisodesLike,
   return root
 
 
+def to_lerobot_dir(episodes: episodes_lib.EpisodesLike,
+                   path: Union[str, os.PathLike], *, fps: Optional[int] = None,
+                   task_key: Optional[str] = None,
+                   no_video: bool = False) -> str:
+  """`to_lerobot` with ``rlds-lite convert``'s options (``fps`` required,
+  ``no_video``); returns the dataset's directory."""
+  if fps is None:  # 0 and negatives: to_lerobot says they are not rates.
+    raise ValueError('writing lerobot needs the frame rate, e.g. fps=10: '
+                     'RLDS does not record it')
+  return to_lerobot(
+      episodes, path, fps=fps, video=not no_video,
+      task_key=DEFAULT_TASK_KEY if task_key is None else task_key)
+
+
 # LeRobot -> RLDS.
 
 

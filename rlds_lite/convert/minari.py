@@ -51,12 +51,15 @@ from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
 from rlds_lite.convert import hdf5_formats
 from rlds_lite.convert import hdf5_output
+from rlds_lite.convert import minari_layout as layout
 from rlds_lite.convert import strings
 from rlds_lite.convert import transitions
 
 ConversionError = episodes_lib.ConversionError
+is_dataset_id = layout.is_dataset_id
+locate = layout.locate
 
-MAIN_FILE = 'main_data.hdf5'
+MAIN_FILE = layout.MAIN_FILE
 METADATA_FILE = 'metadata.json'
 MINARI_VERSION = '0.5.4'
 """The Minari dataset version written (``minari_version`` in the metadata)."""
@@ -67,12 +70,6 @@ REPAIRS = frozenset(
     {'drop_last_transition', 'repeat_last_observation', 'mark_truncated'})
 """``repair=`` options of `from_minari` (see its docstring)."""
 
-_DATASET_ID = re.compile(
-    r'^(?:(?P<namespace>[-_\w][-_\w/]*[-_\w]+)/)?(?P<name>[-_\w]+?)-v\d+$')
-"""Minari 0.5.4's ``DATASET_ID_RE`` (``minari.dataset.minari_dataset``) with
-the version required (``parse_dataset_id`` fails without one): a namespace
-has 2 characters or more, so Minari refuses ``'a/b-v0'`` (tested against
-Minari's own parser)."""
 _TUPLE_KEY = re.compile(r'^_index_(\d+)$')
 _STEP_KEYS = ('observations', 'actions', 'rewards', 'discounts')
 _NO_METADATA_ATTRS = frozenset({'total_steps'})
@@ -85,53 +82,6 @@ def _repairs(repair: Union[None, str, Iterable[str]]) -> frozenset:
     raise ValueError(f'from_minari: repair={sorted(unknown)[0]!r} is '
                      f'unknown; choose from {sorted(REPAIRS)}.')
   return chosen
-
-
-def is_dataset_id(text: str) -> bool:
-  """Whether ``text`` is a Minari dataset id, ``(namespace/)name-v<N>``.
-
-  Example:
-    >>> is_dataset_id('D4RL/door/human-v2'), is_dataset_id('door')
-    (True, False)
-  """
-  return bool(_DATASET_ID.fullmatch(text))
-
-
-def _datasets_under(root: str) -> List[str]:
-  """Ids (relative paths) of the Minari datasets under a Minari root."""
-  found = []
-  for directory, subdirs, _ in os.walk(root):
-    if os.path.isfile(os.path.join(directory, 'data', MAIN_FILE)):
-      found.append(os.path.relpath(directory, root).replace(os.sep, '/'))
-      subdirs.clear()
-    subdirs[:] = sorted(d for d in subdirs if not d.startswith('.'))
-  return found
-
-
-def locate(path: Union[str, os.PathLike]) -> str:
-  """The ``main_data.hdf5`` of a Minari dataset (root, data dir or file), or
-  of the one dataset under a Minari root (``MINARI_DATASETS_PATH``, what
-  `to_minari` writes into).
-
-  Example:
-    >>> locate('/nonexistent')
-    Traceback (most recent call last):
-    ...
-    FileNotFoundError: /nonexistent: no main_data.hdf5 there, in data/ or as the file itself
-  """
-  path = os.fspath(path)
-  for candidate in (path, os.path.join(path, MAIN_FILE),
-                    os.path.join(path, 'data', MAIN_FILE)):
-    if os.path.isfile(candidate):
-      return candidate
-  found = _datasets_under(path) if os.path.isdir(path) else []
-  if len(found) == 1:
-    return os.path.join(path, *found[0].split('/'), 'data', MAIN_FILE)
-  if found:
-    raise ValueError(f'{path}: a Minari root with {len(found)} datasets '
-                     f'({", ".join(found)}); give one dataset\'s directory')
-  raise FileNotFoundError(
-      f'{path}: no {MAIN_FILE} there, in data/ or as the file itself')
 
 
 def read_metadata(path: Union[str, os.PathLike]) -> Dict[str, Any]:
@@ -707,7 +657,7 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
     >>> sorted(os.listdir(os.path.join(path, 'data')))
     ['main_data.hdf5', 'metadata.json']
   """
-  match = _DATASET_ID.fullmatch(dataset_id)
+  match = layout.DATASET_ID.fullmatch(dataset_id)
   if not match:
     raise ValueError(
         f'to_minari: dataset_id={dataset_id!r} is not a Minari id: '
@@ -780,6 +730,20 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
     output.publish()
   dropped.warn()
   return root
+
+def to_minari_root(episodes: episodes_lib.EpisodesLike,
+                   path: Union[str, os.PathLike], *,
+                   dataset_id: Optional[str] = None,
+                   last_step: transitions.LastStepLike = 'invalid') -> str:
+  """`to_minari` into a Minari root, or as a dataset's own directory
+  (`minari_layout.dataset_root`: the id may come from ``path``); the
+  dataset must be new. Returns its directory (``rlds-lite convert``).
+  """
+  root, dataset_id = layout.dataset_root(path, dataset_id)
+  target = os.path.join(root, dataset_id)
+  if os.path.exists(target):  # The root may hold other datasets; not this.
+    raise FileExistsError(f'{target} exists; choose a new target')
+  return to_minari(episodes, root, dataset_id, last_step=last_step)
 
 
 def _json_default(value: Any) -> Any:

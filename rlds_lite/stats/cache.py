@@ -4,8 +4,9 @@ A cache file is ``<dataset_dir>/rlds_lite_stats/<key>.json``, where
 ``dataset_dir`` holds ``dataset_info.json`` and ``key`` hashes the dataset's
 identity (its directory, and the name, size and modification time of every
 file in it: rewriting or appending changes the key), the split, the options of
-the pass and the transform's key. Files are written atomically (a temporary
-file, then ``os.replace``). When the dataset directory is read-only, the cache
+the pass and the transform's key. Files are published whole, one writer at a
+time (`rlds_lite.atomic_output`: locked, flushed, a killed writer's hidden
+file removed by the next writer). When the dataset directory is read-only, the cache
 goes to ``$RLDS_LITE_CACHE_DIR`` or ``~/.cache/rlds_lite/stats``.
 
 Example:
@@ -20,11 +21,11 @@ import hashlib
 import inspect
 import json
 import os
-import uuid
 from typing import Any, Callable, Dict, List, Optional
 
 import tensorflow as tf
 
+from rlds_lite import atomic_output
 from rlds_lite.stats import types
 
 CACHE_SUBDIR = 'rlds_lite_stats'
@@ -125,19 +126,11 @@ def read(dataset_dir: str, key: str) -> Optional[types.DatasetStats]:
 
 
 def _write_atomically(path: str, text: str) -> None:
-  os.makedirs(os.path.dirname(path), exist_ok=True)
-  tmp = os.path.join(os.path.dirname(path), f'.{os.path.basename(path)}.'
-                     f'{os.getpid()}-{uuid.uuid4().hex}.tmp')
-  fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
-               0o666)  # Less the umask, as any file (mkstemp gave 0600).
-  try:
-    with os.fdopen(fd, 'w') as f:
+  """Publishes ``text`` at ``path`` with `rlds_lite.atomic_output`."""
+  with atomic_output.AtomicOutput(path, replace=True) as output:
+    with open(output.path, 'x') as f:
       f.write(text)
-    os.replace(tmp, path)
-  except BaseException:
-    if os.path.exists(tmp):
-      os.remove(tmp)
-    raise
+    output.publish()
 
 
 def write(dataset_dir: str, key: str, stats: types.DatasetStats) -> str:

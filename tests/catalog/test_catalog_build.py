@@ -1,6 +1,7 @@
 """`rlds_lite.catalog.episodes`: the columns against a NumPy reference, the cache."""
 
 import os
+import stat
 
 import numpy as np
 import pytest
@@ -10,6 +11,9 @@ import tensorflow_datasets as tfds
 from rlds_lite import catalog as catalog_lib
 from rlds_lite.catalog import build
 from rlds_lite.catalog import storage
+from rlds_lite.catalog import table
+from rlds_lite.stats import cache as stats_cache
+from rlds_lite.stats import types as stats_types
 from rlds_lite.tfds import EpisodeWriter
 import catalog_testing
 
@@ -186,6 +190,40 @@ def test_read_only_dataset_directory_falls_back_to_the_cache_dir(
   assert cached.endswith('.npz')
   monkeypatch.setattr(build, '_pass', None)  # Read back, not rebuilt.
   assert len(catalog_lib.episodes(path, progress=False)) == 2
+
+
+_KEY = 'k' * 16
+_STATS = stats_types.DatasetStats(0, 0, 0, 0,
+                                  stats_types.FieldStats.empty('length'), None,
+                                  {})
+CACHES = {
+    # cache: (folder, file name, write, read back)
+    'catalog': (storage.CACHE_SUBDIR, f'train-invalid-{_KEY}.npz',
+                lambda d: storage.write(d, 'train', _KEY, table.Catalog(
+                    {'index': np.arange(3)})),
+                lambda d: storage.read(d, 'train', _KEY)['index'].tolist()),
+    'stats': (stats_cache.CACHE_SUBDIR, f'{_KEY}.json',
+              lambda d: stats_cache.write(d, _KEY, _STATS),
+              lambda d: stats_cache.read(d, _KEY) == _STATS),
+}
+
+
+@pytest.mark.parametrize('cache', sorted(CACHES))
+def test_a_cache_file_is_published_whole_and_a_killed_writers_removed(
+    tmp_path, cache):
+  folder, name, write, read = CACHES[cache]
+  os.mkdir(tmp_path / folder)
+  killed = tmp_path / folder / f'.{name}.incomplete-123-{"ab" * 16}'
+  killed.write_bytes(b'half a file')
+  umask = os.umask(0o022)
+  try:
+    paths = [write(str(tmp_path)) for _ in range(2)]  # The second replaces.
+  finally:
+    os.umask(umask)
+  assert paths == [str(tmp_path / folder / name)] * 2
+  assert os.listdir(tmp_path / folder) == [name]  # No staging, no lock.
+  assert stat.S_IMODE(os.stat(paths[0]).st_mode) == 0o644  # Not mkstemp's.
+  assert read(str(tmp_path)) == ([0, 1, 2] if cache == 'catalog' else True)
 
 
 @pytest.mark.parametrize('split, error, message', [
