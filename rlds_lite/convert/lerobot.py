@@ -78,6 +78,7 @@ from rlds_lite import nest_paths
 from rlds_lite import overwriting
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import input_checks
 from rlds_lite.convert import lerobot_layout as layout
 from rlds_lite.convert import lerobot_stats as stats_lib
 from rlds_lite.convert import lerobot_video as video_lib
@@ -961,11 +962,13 @@ def _arrow_to_numpy(value: Any) -> Any:
 
 
 def _terminated(ref: _EpisodeRef, terminated_by: Optional[str],
-                columns: Dict[str, Any]) -> bool:
+                columns: Dict[str, Any], at: Dict[str, Any]) -> bool:
   """``terminated_by``'s last value, else rlds/is_terminal, else an
   is_terminal feature, else False (truncated)."""
   if terminated_by is not None:
-    return bool(np.asarray(columns[terminated_by]).reshape(-1)[-1])
+    return bool(input_checks.flags(
+        np.asarray(columns[terminated_by]).reshape(-1), **at,
+        field=terminated_by)[-1])
   value = ref.columns.get(TERMINAL_COLUMN)
   if value is not None:
     return bool(value.as_py() if hasattr(value, 'as_py') else value)
@@ -1016,7 +1019,8 @@ def _read_episode(ref: _EpisodeRef, mapping: _Mapping, tasks: Dict[int, str],
   if not (episode_index == ref.index).all():
     raise ConversionError(f'is not {ref.index} on every row of the episode',
                           **at, field='episode_index')
-  timestamps = column('timestamp', 'float32')
+  timestamps = input_checks.finite(column('timestamp', 'float32'), **at,
+                                   field='timestamp')
   fps = info['fps']
   steps: Dict[str, Any] = {}
   if np.abs(timestamps - frame_index / fps).max(initial=0) > (
@@ -1050,7 +1054,8 @@ def _read_episode(ref: _EpisodeRef, mapping: _Mapping, tasks: Dict[int, str],
                              {**at, 'field': 'next.done'})
     values['next.done'] = done
     is_last = np.arange(length) == length - 1
-    if not np.array_equal(done.astype(bool), is_last):
+    if not np.array_equal(input_checks.flags(done, **at, field='next.done'),
+                          is_last):
       steps[mapping.done.path] = done
   if mapping.task_path:
     task_index = column('task_index')
@@ -1061,13 +1066,14 @@ def _read_episode(ref: _EpisodeRef, mapping: _Mapping, tasks: Dict[int, str],
       raise ConversionError(f'{error} is not in the task list', **at,
                             field='task_index') from None
   for name, feature in mapping.flags.items():
-    values[name] = layout.from_arrow(feature, table.column(name), length,
-                                     {**at, 'field': name}).astype(bool)
+    values[name] = input_checks.flags(
+        layout.from_arrow(feature, table.column(name), length,
+                          {**at, 'field': name}), **at, field=name)
   _check_flags({k: values[k] for k in mapping.flags}, length, at)
   if terminated_by is not None and terminated_by not in values:
     raise ValueError(f'from_lerobot: terminated_by={terminated_by!r} is not a '
                      f'feature; features: {sorted(values)}')
-  terminated = _terminated(ref, terminated_by, values)
+  terminated = _terminated(ref, terminated_by, values, at)
   steps.update(episodes_lib.rlds_flags(length, terminated))
   if not mapping.rlds and rlds_types.DISCOUNT not in steps:
     steps[rlds_types.DISCOUNT] = transitions.derived_discount(length,
@@ -1083,6 +1089,20 @@ def _read_episode(ref: _EpisodeRef, mapping: _Mapping, tasks: Dict[int, str],
         value)
   episode.update(nest_paths.nest_from_paths(metadata))
   return episode
+
+
+def _counted(refs: List[_EpisodeRef], info: Dict[str, Any],
+             info_path: str) -> List[_EpisodeRef]:
+  """``refs``, once info.json's ``total_episodes`` and ``total_frames``
+  (where given) are checked against the episode index."""
+  for key, held, what in (
+      ('total_episodes', len(refs), 'episodes in the episode index'),
+      ('total_frames', sum(ref.length for ref in refs),
+       'frames (episode lengths in the episode index)')):
+    if key in info:
+      input_checks.count(info[key], held, source=info_path, field=key,
+                         what=what)
+  return refs
 
 
 def from_lerobot(root: Union[str, os.PathLike], *,
@@ -1142,6 +1162,7 @@ def from_lerobot(root: Union[str, os.PathLike], *,
     refs = _v2_episode_refs(root, info, video_keys)
   else:
     refs = _v3_episode_refs(root, info, video_keys)
+  refs = _counted(list(refs), info, info_path)
   if episodes is not None:
     wanted = [int(i) for i in episodes]
     found = {ref.index: ref for ref in refs if ref.index in set(wanted)}
