@@ -658,3 +658,46 @@ def test_upstream_keywords_need_the_upstream_form(tmp_path):
   with pytest.raises(ValueError, match=r'split_name= and overwrite= are for '
                      r'the upstream form'):
     EpisodeWriter(tmp_path, 'ours', vector_features(), overwrite=True)
+
+
+# Zero-size step fields: TFDS parses plain zero-size step fields with a
+# division by zero (SIGFPE, the process dies), so the writer byte-encodes
+# inferred ones (they read back exactly) and refuses declared ones.
+
+
+@pytest.mark.parametrize('value', [
+    np.zeros((3, 0), np.float32), np.zeros((3, 2, 0), np.int32),
+    np.zeros((3, 0, 4), np.uint8), np.zeros((3, 0), np.float64),
+], ids=['float32-0', 'int32-2x0', 'uint8-0x4', 'float64-0'])
+def test_zero_size_step_fields_are_stored_and_read_exactly(value, tmp_path):
+  episode = {'steps': {'empty': value, 'reward': np.ones(3, np.float32),
+                       **_flags(3, True)}}
+  path = rlds_lite.convert.write_tfds([episode], tmp_path, 'zero')
+  steps = _dense(path)[0]['steps']
+  assert steps['empty'].dtype == value.dtype
+  assert steps['empty'].shape == value.shape
+
+
+@pytest.mark.parametrize('features, field, shape', [
+    ({'empty': Tensor(shape=(0,), dtype=np.float32)}, 'empty', (0,)),
+    ({'obs': {'empty': Tensor(shape=(2, 0), dtype=np.int64)}}, 'obs/empty',
+     (2, 0)),
+    ({'words': Tensor(shape=(0,), dtype=np.str_)}, 'words', (0,)),
+], ids=['flat', 'nested', 'strings'])
+def test_declared_zero_size_plain_step_fields_are_refused(features, field,
+                                                          shape, tmp_path):
+  with pytest.raises(ValueError) as error:
+    EpisodeWriter(tmp_path, 'zero', rlds_features(features))
+  assert str(error.value) == (
+      f'EpisodeWriter: step field {field!r} has shape {shape} stored as '
+      'plain values, which TFDS cannot read back (its parser divides by the '
+      "zero size and kills the process); declare it tfds.features.Tensor"
+      "(..., encoding='bytes') (a string field: leave it out).")
+  assert not os.path.exists(tmp_path / 'zero' / '1.0.0')
+
+
+def test_inferred_zero_size_strings_are_refused(tmp_path):
+  episode = {'steps': {'words': np.zeros((3, 0), 'S1'), **_flags(3, True)}}
+  with pytest.raises(ValueError, match=r"^EpisodeWriter: step field 'words' "
+                     r'has shape \(0,\) stored as plain values'):
+    rlds_lite.convert.write_tfds([episode], tmp_path, 'zero')
