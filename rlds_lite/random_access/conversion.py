@@ -38,6 +38,7 @@ from rlds_lite import progress as progress_lib
 from rlds_lite import rlds_types
 from rlds_lite.catalog import records as records_lib
 from rlds_lite.random_access import layout as layout_lib
+from rlds_lite.tfds import features as features_lib
 from rlds_lite.tfds import shards
 
 __all__ = ['convert', 'default_output', 'episodes_file', 'auto_chunk_steps',
@@ -248,6 +249,9 @@ def convert(source: PathLike,
     raise ValueError(f'convert: chunk_steps must be a positive int, got '
                      f'{chunk_steps!r}.')
   builder, label = loading.rlds_builder(source, data_dir)
+  problem = features_lib.slash_key_problem(builder.info.features)
+  if problem:  # Chunks are stored and read back by path.
+    raise ValueError(f'convert: dataset {label!r}: {problem}.')
   source_dir = os.fspath(builder.data_dir)
   out = os.path.abspath(os.path.expanduser(os.fspath(out))) if out else (
       default_output(source_dir))

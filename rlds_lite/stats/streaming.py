@@ -59,6 +59,7 @@ from rlds_lite.dense import last_step as last_step_lib
 from rlds_lite.stats import sketch as sketch_lib
 from rlds_lite.stats import strings as strings_lib
 from rlds_lite.stats import types
+from rlds_lite.tfds import features as features_lib
 
 _FLAGS = (rlds_types.IS_FIRST, rlds_types.IS_LAST, rlds_types.IS_TERMINAL)
 _INVALID_ON_LAST = (rlds_types.ACTION, rlds_types.REWARD, rlds_types.DISCOUNT)
@@ -367,6 +368,13 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
     episodes = transform(episodes)
     transform_key = transform_key or cache_lib.transform_key(transform)
     source['transform'] = transform_key
+  problem = (features_lib.slash_key_problem(builder.info.features)
+             if is_path else None)
+  if episodes is not None and not problem:
+    found = nest_paths.slash_key(episodes.element_spec)
+    problem = found and nest_paths.slash_key_problem(found)
+  if problem:  # Fields are summarised and reported by path.
+    raise ValueError(f'stats.compute: {problem}.')
   dataset_dir = key = None
   reading = contextlib.nullcontext()
   if is_path:

@@ -381,6 +381,9 @@ class EpisodeWriter:
     else:
       features = features_lib.episode_features(features_or_spec,
                                                **feature_options)
+    problem = features_lib.slash_key_problem(features)
+    if problem:
+      raise ValueError(f'EpisodeWriter: {problem}.')
     unreadable = features_lib.unreadable_step_field(features)
     if unreadable:
       raise ValueError(

@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.tfds import config_generator
 from rlds_lite.tfds import encoding
@@ -143,6 +144,38 @@ def _unreadable(feature: Any, path: str) -> Optional[Tuple[str, Any]]:
       feature.to_json_content().encoding == 'none'):
     return path, feature.shape
   return None
+
+
+def _slash_key(feature: Any, path: str) -> Optional[str]:
+  if isinstance(feature, (tfds.features.Dataset, tfds.features.Sequence)):
+    return _slash_key(feature.feature, path)
+  if not isinstance(feature, tfds.features.FeaturesDict):
+    return None
+  for key in sorted(feature.keys()):
+    name = f'{path}/{key}' if path else key
+    if '/' in key:
+      return name
+    found = _slash_key(feature[key], name)
+    if found:
+      return found
+  return None
+
+
+def slash_key_problem(features: tfds.features.FeaturesDict
+                      ) -> Optional[str]:
+  """What is wrong with a feature key holding a ``/``, or None.
+
+  rlds_lite names fields by ``/`` paths (``'observation/image'``: in
+  ``step_fields``, statistics, chunk layouts, the viewer), so a key
+  ``'a/b'`` would be read as ``{'a': {'b': ...}}``.
+
+  Example:
+    >>> slash_key_problem(tfds.features.FeaturesDict({'steps':
+    ...     tfds.features.Dataset({'a/b': np.float32})}))
+    "key 'steps/a/b' holds a '/', which rlds_lite reads as nesting (fields are named by paths such as 'observation/image'); rename it or nest it"
+  """
+  found = _slash_key(features, '')
+  return None if found is None else nest_paths.slash_key_problem(found)
 
 
 def unreadable_step_field(features: tfds.features.FeaturesDict
