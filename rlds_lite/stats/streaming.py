@@ -279,6 +279,19 @@ def _pass(episodes: tf.data.Dataset, selected: Dict[str, tf.TensorSpec],
   return acc.result(skipped, source)
 
 
+def _check_no_slash_keys(builder: Optional[tfds.core.DatasetBuilder],
+                         episodes: Optional[tf.data.Dataset]) -> None:
+  """Raises a ValueError naming a key with a ``/``: fields are summarised
+  and reported by their ``/`` path, which such a key would make ambiguous."""
+  problem = (features_lib.slash_key_problem(builder.info.features)
+             if builder is not None else None)
+  if episodes is not None and not problem:
+    found = nest_paths.slash_key(episodes.element_spec)
+    problem = found and nest_paths.slash_key_problem(found)
+  if problem:
+    raise ValueError(f'stats.compute: {problem}.')
+
+
 def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
             *,
             split: str = 'train',
@@ -368,13 +381,7 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
     episodes = transform(episodes)
     transform_key = transform_key or cache_lib.transform_key(transform)
     source['transform'] = transform_key
-  problem = (features_lib.slash_key_problem(builder.info.features)
-             if is_path else None)
-  if episodes is not None and not problem:
-    found = nest_paths.slash_key(episodes.element_spec)
-    problem = found and nest_paths.slash_key_problem(found)
-  if problem:  # Fields are summarised and reported by path.
-    raise ValueError(f'stats.compute: {problem}.')
+  _check_no_slash_keys(builder if is_path else None, episodes)
   dataset_dir = key = None
   reading = contextlib.nullcontext()
   if is_path:
