@@ -682,6 +682,13 @@ class _EpisodeRef(NamedTuple):
   source: str
 
 
+def _number(values: Dict[str, List[Any]], key: str, row: int, path: str,
+            episode: Optional[int] = None, integer: bool = True) -> Any:
+  """An episode index entry, checked to be a finite number (an integer)."""
+  return input_checks.number(values[key][row], source=path, field=key,
+                             episode=episode, integer=integer)
+
+
 def _v3_episode_refs(root: str, info: Dict[str, Any],
                      video_keys: Sequence[str]) -> Iterator[_EpisodeRef]:
   pq = _pq()
@@ -712,18 +719,18 @@ def _v3_episode_refs(root: str, info: Dict[str, Any],
     for batch in file.iter_batches(batch_size=1024, columns=required + extra):
       values = {k: batch.column(k).to_pylist() for k in required}
       for row in range(batch.num_rows):
-        get = lambda key, row=row: values[key][row]
-        index = int(get('episode_index'))
+        index = _number(values, 'episode_index', row, path)
+        get = lambda key, integer=True, row=row, index=index: _number(
+            values, key, row, path, index, integer)
         videos = {
             key: (layout.video_path(info, key,
-                                    int(get(f'videos/{key}/chunk_index')),
-                                    int(get(f'videos/{key}/file_index'))),
-                  float(get(f'videos/{key}/from_timestamp')),
-                  float(get(f'videos/{key}/to_timestamp')))
+                                    get(f'videos/{key}/chunk_index'),
+                                    get(f'videos/{key}/file_index')),
+                  float(get(f'videos/{key}/from_timestamp', False)),
+                  float(get(f'videos/{key}/to_timestamp', False)))
             for key in video_keys}
-        length = int(get('length'))
-        start, stop = int(get('dataset_from_index')), int(
-            get('dataset_to_index'))
+        length = get('length')
+        start, stop = get('dataset_from_index'), get('dataset_to_index')
         if stop - start != length:
           raise ConversionError(
               f'dataset_to_index - dataset_from_index = {stop - start}, '
@@ -731,22 +738,24 @@ def _v3_episode_refs(root: str, info: Dict[str, Any],
               field='length')
         yield _EpisodeRef(
             index, length,
-            layout.data_path(info, int(get('data/chunk_index')),
-                             int(get('data/file_index'))),
+            layout.data_path(info, get('data/chunk_index'),
+                             get('data/file_index')),
             start, videos, {k: batch.column(k)[row] for k in extra}, path)
 
 
 def _v2_episode_refs(root: str, info: Dict[str, Any],
                      video_keys: Sequence[str]) -> Iterator[_EpisodeRef]:
   path = os.path.join(root, layout.LEGACY_EPISODES_PATH)
-  rows = sorted(layout.read_jsonl(path, 'the episode index'),
-                key=lambda row: int(row.get('episode_index', -1)))
-  chunks_size = int(info.get('chunks_size') or layout.DEFAULT_CHUNKS_SIZE)
+  rows = list(layout.read_jsonl(path, 'the episode index'))
   for row in rows:
     for key in ('episode_index', 'length'):
       if key not in row:
         raise ConversionError('is missing', source=path, field=key)
-    index, length = int(row['episode_index']), int(row['length'])
+      row[key] = input_checks.number(row[key], source=path, field=key,
+                                     integer=True)
+  chunks_size = int(info.get('chunks_size') or layout.DEFAULT_CHUNKS_SIZE)
+  for row in sorted(rows, key=lambda row: row['episode_index']):
+    index, length = row['episode_index'], row['length']
     chunk = index // chunks_size
     videos = {key: (info['video_path'].format(
         episode_chunk=chunk, video_key=key, episode_index=index), 0.0,

@@ -489,6 +489,12 @@ BAD_INPUT = {
         f"{{root}}/{VIDEO}: episode 2, field 'image': cannot be decoded "
         'between 0.4 s and 1.1 s: [Errno 1094995529] Invalid data found when '
         "processing input: 'avcodec_send_packet()'"),
+    'video-from-timestamp-nan': (
+        lambda root: _rewrite_parquet(
+            os.path.join(root, 'meta/episodes/chunk-000/file-000.parquet'),
+            'videos/image/from_timestamp', lambda v: v.__setitem__(1, np.nan)),
+        '{root}/meta/episodes/chunk-000/file-000.parquet: episode 1, field '
+        "'videos/image/from_timestamp': is nan; expected a number"),
     'video-garbage': (
         lambda root: _spoil_video(root, garbage=True),
         f"{{root}}/{VIDEO}: episode 0, field 'image': cannot be decoded "
