@@ -8,7 +8,7 @@ Example:
   [('action/0', 3), ('action/1', 4), ('observation/pos', 1), ('observation/vel', 2)]
 """
 
-from typing import Any, List, Mapping, Sequence, Tuple
+from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 
 def flatten_with_paths(structure: Any, prefix: str = '') -> List[Tuple[str, Any]]:
@@ -107,3 +107,36 @@ def paths_under(paths: Sequence[str], path: str) -> List[str]:
     raise KeyError(f'no step field {path!r} (step fields: '
                    f'{", ".join(sorted(paths))}).')
   return matches
+
+
+def slash_key(structure: Any, prefix: str = '') -> Optional[str]:
+  """The path of the first dict key (sorted) holding a ``/``, or None.
+
+  Such a key cannot be told from nesting once named by its path.
+
+  Example:
+    >>> slash_key({'observation': {'a/b': 1}}), slash_key({'a': {'b': 1}})
+    ('observation/a/b', None)
+  """
+  if not isinstance(structure, Mapping):
+    return None
+  for key in sorted(structure):
+    path = f'{prefix}/{key}' if prefix else str(key)
+    if '/' in str(key):
+      return path
+    found = slash_key(structure[key], path)
+    if found:
+      return found
+  return None
+
+
+def slash_key_problem(path: str) -> str:
+  """The message for a key holding a ``/`` at ``path`` (see `slash_key`).
+
+  Example:
+    >>> slash_key_problem('steps/a/b')
+    "key 'steps/a/b' holds a '/', which rlds_lite reads as nesting (fields are named by paths such as 'observation/image'); rename it or nest it"
+  """
+  return (f"key {path!r} holds a '/', which rlds_lite reads as nesting "
+          "(fields are named by paths such as 'observation/image'); rename "
+          'it or nest it')

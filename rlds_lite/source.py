@@ -26,6 +26,7 @@ from rlds_lite import decoding
 from rlds_lite import diagnosis
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
+from rlds_lite.tfds import features as features_lib
 
 __all__ = ['RandomAccessEpisodes', 'Source', 'as_source', 'count_steps',
            'default_split', 'open', 'open_builder']
@@ -276,7 +277,15 @@ def open_builder(name_or_dir: PathLike,
     builder = _builder_from_dir(name_or_dir, op)
   else:
     builder = _builder_from_name(name_or_dir, data_dir, op)
-  steps_feature(builder, os.fspath(name_or_dir), op)
+  label = os.fspath(name_or_dir)
+  steps_feature(builder, label, op)
+  unreadable = features_lib.unreadable_step_field(builder.info.features)
+  if unreadable:  # TFDS's parser would kill the process (SIGFPE).
+    raise ValueError(
+        f'{op}: dataset {label!r}: step field {unreadable[0]!r} has shape '
+        f'{unreadable[1]} stored as plain values, which TFDS cannot parse '
+        '(it divides by the zero size and kills the process); it is not '
+        'read.')
   return builder
 
 

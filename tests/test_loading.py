@@ -3,6 +3,8 @@
 import os
 import pathlib
 import warnings
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -240,6 +242,48 @@ def test_a_dataset_without_steps_names_its_top_level_features(tmp_path):
       'feature of type tfds.features.Dataset (its top-level features: k00 '
       '(Tensor), k01 (Tensor), k02 (Tensor), k03 (Tensor), k04 (Tensor), k05 '
       '(Tensor), k06 (Tensor), k07 (Tensor) and 3 more).')
+
+
+_READ_EVERY_WAY = """
+import sys
+import rlds_lite
+from rlds_lite import checks, stats
+path = sys.argv[1]
+for name, read in [('load', lambda: list(rlds_lite.load(path, dense=True))),
+                   ('nested', lambda: list(rlds_lite.load(path))),
+                   ('stats', lambda: stats.compute(path)),
+                   ('validate', lambda: checks.validate(path)),
+                   ('inspect', lambda: checks.describe(path))]:
+  try:
+    read()
+    print(name, 'read')
+  except ValueError as error:
+    print(name, error)
+"""
+
+
+def test_a_zero_size_plain_step_field_is_refused_not_a_crash(tmp_path):
+  # Published by plain TFDS (rlds_lite's writer byte-encodes such a field):
+  # TFDS's parser divides by its zero size and the process dies (SIGFPE), so
+  # every reader is run in a subprocess that must live to print its error.
+  features = tfds.features.FeaturesDict({'steps': tfds.features.Dataset({
+      'empty': tfds.features.Tensor(shape=(2, 0), dtype=np.float32),
+      'is_first': np.bool_, 'is_last': np.bool_})})
+  path = tfds_fixtures.write_dataset(
+      str(tmp_path), 'zero', features,
+      {'train': [{'steps': {'empty': np.zeros((2, 2, 0), np.float32),
+                            'is_first': [True, False],
+                            'is_last': [False, True]}}]})
+  result = subprocess.run([sys.executable, '-c', _READ_EVERY_WAY, path],
+                          capture_output=True, text=True, timeout=300,
+                          check=False)
+  assert result.returncode == 0, result.stderr[-2000:]
+  message = (f"load: dataset '{path}': step field 'empty' has shape (2, 0) stored "
+             'as plain values, which TFDS cannot parse (it divides by the '
+             'zero size and kills the process); it is not read.')
+  assert result.stdout.splitlines() == [
+      f'{name} {message}'
+      for name in ('load', 'nested', 'stats', 'validate', 'inspect')]
 
 
 def test_found_by_name_without_features_json(tmp_path):

@@ -38,6 +38,7 @@ import numpy as np
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
 from rlds_lite.convert import il_representations as rows_lib
+from rlds_lite.convert import input_checks
 from rlds_lite.convert import strings
 from rlds_lite.convert import transitions
 
@@ -155,7 +156,8 @@ def from_alf(time_steps: Any, *, repair: Optional[str] = None,
     rows_lib.check_rows(data[key], key, rows, source, 'step_type')
   rows_lib.check_rows(env_info, 'env_info', rows, source, 'step_type')
   reward = np.asarray(data['reward'])
-  discount = np.asarray(data['discount'])
+  discount = input_checks.finite(data['discount'], source=source,
+                                 field='discount')
   if discount.ndim != 1:
     raise ConversionError(f'has shape {discount.shape}; expected [N]',
                           source=source, field='discount')

@@ -42,6 +42,7 @@ from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
 from rlds_lite.convert import hdf5_formats
 from rlds_lite.convert import hdf5_output
+from rlds_lite.convert import input_checks
 from rlds_lite.convert import strings
 from rlds_lite.convert import transitions
 
@@ -182,9 +183,10 @@ def from_d4rl(data: D4RLLike, *, final_observation: Optional[str] = None,
           ' (and timeouts)', source=source, field=key)
   rewards = _column(data, 'rewards', source)
   rows = len(rewards)
-  terminals = _column(data, 'terminals', source).astype(bool)
-  timeouts = (_column(data, 'timeouts', source).astype(bool)
-              if 'timeouts' in data else np.zeros(rows, bool))
+  terminals, timeouts = (
+      input_checks.flags(_column(data, key, source), source=source, field=key)
+      if key in data else np.zeros(rows, bool)
+      for key in ('terminals', 'timeouts'))
   row_data = {k: data[k] for k in
               ('observations', 'actions', 'next_observations', 'discounts')
               if k in data}

@@ -95,7 +95,8 @@ def check_episode(episode: Episode, *, source: str = '<memory>',
   Every step field must have the same number of steps ``T >= 1``; the flags
   must be set as RLDS requires (``is_first`` on step 0 only, ``is_last`` on
   the last step only, ``is_terminal`` only on the last step). A missing
-  ``is_terminal`` is taken as all False (truncated).
+  ``is_terminal`` is taken as all False (truncated). No key may hold a ``/``
+  (fields are named by ``/`` paths).
 
   Args:
     episode: the Episode.
@@ -119,6 +120,10 @@ def check_episode(episode: Episode, *, source: str = '<memory>',
   if not isinstance(steps, dict):
     raise ConversionError("needs a dict of step arrays under 'steps'",
                           source=source, episode=index, field='steps')
+  slash = nest_paths.slash_key(episode)
+  if slash:
+    raise ConversionError(nest_paths.slash_key_problem(slash), source=source,
+                          episode=index)
   steps = {k: np.asarray(v) if k in _FLAGS else v for k, v in steps.items()}
   leaves = nest_paths.flatten_with_paths(steps)
   if not leaves:

@@ -50,6 +50,7 @@ from rlds_lite import atomic_output
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import input_checks
 from rlds_lite.convert import pickles
 from rlds_lite.convert import strings
 from rlds_lite.convert import transitions
@@ -109,7 +110,7 @@ def check_rows(nest: Any, name: str, rows: int, source: str,
 
 
 def end_column(value: Any, name: str, source: str) -> np.ndarray:
-  """A ``[N]`` or ``[N, 1]`` flag column as bool ``[N]``.
+  """A ``[N]`` or ``[N, 1]`` flag column as bool ``[N]`` (numbers: 0 or 1).
 
   Example:
     >>> end_column([[0], [1]], 'done', 'x').tolist()
@@ -121,7 +122,7 @@ def end_column(value: Any, name: str, source: str) -> np.ndarray:
   if value.ndim != 1:
     raise ConversionError(f'has shape {value.shape}; expected [rows]',
                           source=source, field=name)
-  return value.astype(bool)
+  return input_checks.flags(value, source=source, field=name)
 
 
 def repair_ends(ends: np.ndarray, repair: Optional[str], source: str,
@@ -768,13 +769,16 @@ def from_webdataset(paths_or_dir: Union[str, os.PathLike, Iterable[Any]], *,
               f'is missing in frame {frame["__key__"]}; every frame needs '
               + ', '.join(REQUIRED_KEYS), source=path, episode=episode,
               field=field)
+      frame['dones'] = input_checks.flags(
+          frame['dones'], source=f'{path}:{frame["__key__"]}.dones.pickle',
+          episode=episode, field='dones')
       frames.append(frame)
-      episode += bool(np.asarray(frame['dones']).any())
+      episode += bool(frame['dones'].any())
   source = paths[0] if len(paths) == 1 else os.path.dirname(paths[0]) or '.'
   if not frames:
     return []
   keys = [f['__key__'] for f in frames]
-  dones = np.array([bool(np.asarray(f['dones']).any()) for f in frames])
+  dones = np.array([bool(f['dones'].any()) for f in frames])
   episodes = np.concatenate([[0], np.cumsum(dones)[:-1]])
   infos = [f.get('infos') or {} for f in frames]
   for i, info in enumerate(infos):
@@ -793,8 +797,10 @@ def from_webdataset(paths_or_dir: Union[str, os.PathLike, Iterable[Any]], *,
                               episode=int(episodes[i]), field=field)
     data[field] = _stack([f[field] for f in frames], field, keys, source,
                          episodes)
-  data['truncated'] = np.array([bool(i.get(TRUNCATED_INFO, False))
-                                for i in infos]) & dones
+  data['truncated'] = np.array([bool(input_checks.flags(
+      i.get(TRUNCATED_INFO, False), source=frames[row]['__shard__'],
+      episode=int(episodes[row]), field=f'infos/{TRUNCATED_INFO}').any())
+                                for row, i in enumerate(infos)]) & dones
   if not data['truncated'].any():
     del data['truncated']
   if all(DISCOUNT_INFO in i for i in infos):

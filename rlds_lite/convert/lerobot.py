@@ -78,6 +78,7 @@ from rlds_lite import nest_paths
 from rlds_lite import overwriting
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import input_checks
 from rlds_lite.convert import lerobot_layout as layout
 from rlds_lite.convert import lerobot_stats as stats_lib
 from rlds_lite.convert import lerobot_video as video_lib
@@ -696,6 +697,13 @@ class _EpisodeRef(NamedTuple):
   source: str
 
 
+def _number(values: Dict[str, List[Any]], key: str, row: int, path: str,
+            episode: Optional[int] = None, integer: bool = True) -> Any:
+  """An episode index entry, checked to be a finite number (an integer)."""
+  return input_checks.number(values[key][row], source=path, field=key,
+                             episode=episode, integer=integer)
+
+
 def _v3_episode_refs(root: str, info: Dict[str, Any],
                      video_keys: Sequence[str]) -> Iterator[_EpisodeRef]:
   pq = _pq()
@@ -726,18 +734,18 @@ def _v3_episode_refs(root: str, info: Dict[str, Any],
     for batch in file.iter_batches(batch_size=1024, columns=required + extra):
       values = {k: batch.column(k).to_pylist() for k in required}
       for row in range(batch.num_rows):
-        get = lambda key, row=row: values[key][row]
-        index = int(get('episode_index'))
+        index = _number(values, 'episode_index', row, path)
+        get = lambda key, integer=True, row=row, index=index: _number(
+            values, key, row, path, index, integer)
         videos = {
             key: (layout.video_path(info, key,
-                                    int(get(f'videos/{key}/chunk_index')),
-                                    int(get(f'videos/{key}/file_index'))),
-                  float(get(f'videos/{key}/from_timestamp')),
-                  float(get(f'videos/{key}/to_timestamp')))
+                                    get(f'videos/{key}/chunk_index'),
+                                    get(f'videos/{key}/file_index')),
+                  float(get(f'videos/{key}/from_timestamp', False)),
+                  float(get(f'videos/{key}/to_timestamp', False)))
             for key in video_keys}
-        length = int(get('length'))
-        start, stop = int(get('dataset_from_index')), int(
-            get('dataset_to_index'))
+        length = get('length')
+        start, stop = get('dataset_from_index'), get('dataset_to_index')
         if stop - start != length:
           raise ConversionError(
               f'dataset_to_index - dataset_from_index = {stop - start}, '
@@ -745,22 +753,24 @@ def _v3_episode_refs(root: str, info: Dict[str, Any],
               field='length')
         yield _EpisodeRef(
             index, length,
-            layout.data_path(info, int(get('data/chunk_index')),
-                             int(get('data/file_index'))),
+            layout.data_path(info, get('data/chunk_index'),
+                             get('data/file_index')),
             start, videos, {k: batch.column(k)[row] for k in extra}, path)
 
 
 def _v2_episode_refs(root: str, info: Dict[str, Any],
                      video_keys: Sequence[str]) -> Iterator[_EpisodeRef]:
   path = os.path.join(root, layout.LEGACY_EPISODES_PATH)
-  rows = sorted(layout.read_jsonl(path, 'the episode index'),
-                key=lambda row: int(row.get('episode_index', -1)))
-  chunks_size = int(info.get('chunks_size') or layout.DEFAULT_CHUNKS_SIZE)
+  rows = list(layout.read_jsonl(path, 'the episode index'))
   for row in rows:
     for key in ('episode_index', 'length'):
       if key not in row:
         raise ConversionError('is missing', source=path, field=key)
-    index, length = int(row['episode_index']), int(row['length'])
+      row[key] = input_checks.number(row[key], source=path, field=key,
+                                     integer=True)
+  chunks_size = int(info.get('chunks_size') or layout.DEFAULT_CHUNKS_SIZE)
+  for row in sorted(rows, key=lambda row: row['episode_index']):
+    index, length = row['episode_index'], row['length']
     chunk = index // chunks_size
     videos = {key: (info['video_path'].format(
         episode_chunk=chunk, video_key=key, episode_index=index), 0.0,
@@ -976,11 +986,13 @@ def _arrow_to_numpy(value: Any) -> Any:
 
 
 def _terminated(ref: _EpisodeRef, terminated_by: Optional[str],
-                columns: Dict[str, Any]) -> bool:
+                columns: Dict[str, Any], at: Dict[str, Any]) -> bool:
   """``terminated_by``'s last value, else rlds/is_terminal, else an
   is_terminal feature, else False (truncated)."""
   if terminated_by is not None:
-    return bool(np.asarray(columns[terminated_by]).reshape(-1)[-1])
+    return bool(input_checks.flags(
+        np.asarray(columns[terminated_by]).reshape(-1), **at,
+        field=terminated_by)[-1])
   value = ref.columns.get(TERMINAL_COLUMN)
   if value is not None:
     return bool(value.as_py() if hasattr(value, 'as_py') else value)
@@ -1031,7 +1043,8 @@ def _read_episode(ref: _EpisodeRef, mapping: _Mapping, tasks: Dict[int, str],
   if not (episode_index == ref.index).all():
     raise ConversionError(f'is not {ref.index} on every row of the episode',
                           **at, field='episode_index')
-  timestamps = column('timestamp', 'float32')
+  timestamps = input_checks.finite(column('timestamp', 'float32'), **at,
+                                   field='timestamp')
   fps = info['fps']
   steps: Dict[str, Any] = {}
   if np.abs(timestamps - frame_index / fps).max(initial=0) > (
@@ -1065,7 +1078,8 @@ def _read_episode(ref: _EpisodeRef, mapping: _Mapping, tasks: Dict[int, str],
                              {**at, 'field': 'next.done'})
     values['next.done'] = done
     is_last = np.arange(length) == length - 1
-    if not np.array_equal(done.astype(bool), is_last):
+    if not np.array_equal(input_checks.flags(done, **at, field='next.done'),
+                          is_last):
       steps[mapping.done.path] = done
   if mapping.task_path:
     task_index = column('task_index')
@@ -1076,13 +1090,14 @@ def _read_episode(ref: _EpisodeRef, mapping: _Mapping, tasks: Dict[int, str],
       raise ConversionError(f'{error} is not in the task list', **at,
                             field='task_index') from None
   for name, feature in mapping.flags.items():
-    values[name] = layout.from_arrow(feature, table.column(name), length,
-                                     {**at, 'field': name}).astype(bool)
+    values[name] = input_checks.flags(
+        layout.from_arrow(feature, table.column(name), length,
+                          {**at, 'field': name}), **at, field=name)
   _check_flags({k: values[k] for k in mapping.flags}, length, at)
   if terminated_by is not None and terminated_by not in values:
     raise ValueError(f'from_lerobot: terminated_by={terminated_by!r} is not a '
                      f'feature; features: {sorted(values)}')
-  terminated = _terminated(ref, terminated_by, values)
+  terminated = _terminated(ref, terminated_by, values, at)
   steps.update(episodes_lib.rlds_flags(length, terminated))
   if not mapping.rlds and rlds_types.DISCOUNT not in steps:
     steps[rlds_types.DISCOUNT] = transitions.derived_discount(length,
@@ -1098,6 +1113,20 @@ def _read_episode(ref: _EpisodeRef, mapping: _Mapping, tasks: Dict[int, str],
         value)
   episode.update(nest_paths.nest_from_paths(metadata))
   return episode
+
+
+def _counted(refs: List[_EpisodeRef], info: Dict[str, Any],
+             info_path: str) -> List[_EpisodeRef]:
+  """``refs``, once info.json's ``total_episodes`` and ``total_frames``
+  (where given) are checked against the episode index."""
+  for key, held, what in (
+      ('total_episodes', len(refs), 'episodes in the episode index'),
+      ('total_frames', sum(ref.length for ref in refs),
+       'frames (episode lengths in the episode index)')):
+    if key in info:
+      input_checks.count(info[key], held, source=info_path, field=key,
+                         what=what)
+  return refs
 
 
 def from_lerobot(root: Union[str, os.PathLike], *,
@@ -1157,6 +1186,7 @@ def from_lerobot(root: Union[str, os.PathLike], *,
     refs = _v2_episode_refs(root, info, video_keys)
   else:
     refs = _v3_episode_refs(root, info, video_keys)
+  refs = _counted(list(refs), info, info_path)
   if episodes is not None:
     wanted = [int(i) for i in episodes]
     found = {ref.index: ref for ref in refs if ref.index in set(wanted)}

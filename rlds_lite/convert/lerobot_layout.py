@@ -33,6 +33,7 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tu
 import numpy as np
 
 from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import input_checks
 
 ConversionError = episodes_lib.ConversionError
 
@@ -117,7 +118,13 @@ def features_from_info(info: Dict[str, Any], source: str) -> List[Feature]:
       raise ConversionError('needs a dict with dtype and shape',
                             source=source, field=f'features/{name}')
     dtype = spec['dtype']
-    shape = tuple(int(n) for n in spec['shape'])
+    if not isinstance(spec['shape'], (list, tuple)):
+      raise ConversionError(f"is {spec['shape']!r}; expected a list of sizes",
+                            source=source, field=f'features/{name}/shape')
+    shape = tuple(input_checks.number(n, source=source, integer=True,
+                                      positive=True,
+                                      field=f'features/{name}/shape')
+                  for n in spec['shape'])
     if dtype in ('video', 'image'):
       kind, dtype = dtype, 'uint8'
     elif dtype == 'string':
@@ -171,6 +178,8 @@ def read_info(root: str) -> Dict[str, Any]:
   for key in ('fps', 'features'):
     if key not in info:
       raise ConversionError(f'has no {key!r}', source=path)
+  info['fps'] = input_checks.number(info['fps'], source=path, field='fps',
+                                    positive=True)
   return info
 
 

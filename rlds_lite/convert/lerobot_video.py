@@ -241,6 +241,27 @@ class VideoReader:
     self._last_time = frame.pts * self._time_base
     return frame
 
+  def _decode(self, start: float, end: float, from_ts: float
+              ) -> Tuple[List[np.ndarray], List[float]]:
+    """The RGB frames of ``[start, end)`` and their times from ``from_ts``."""
+    if self._frames is None or start < self._last_time or (
+        start > self._last_time + 2.0 and self._pending is None):
+      self._restart(start)
+    out, times = [], []
+    while True:
+      frame = self._next()
+      if frame is None:
+        break
+      time = frame.pts * self._time_base
+      if time < start:
+        continue
+      if time >= end:
+        self._pending = frame
+        break
+      out.append(self._to_rgb.reformat(frame, format='rgb24').to_ndarray())
+      times.append(time - from_ts)
+    return out, times
+
   def frames(self, from_ts: float, to_ts: float, timestamps: np.ndarray,
              where: Dict[str, Any]) -> np.ndarray:
     """The frames of ``[from_ts, to_ts)`` as ``[T, H, W, 3]`` uint8.
@@ -257,25 +278,13 @@ class VideoReader:
         from its row's time.
     """
     where = {**where, 'source': self.path}
-    start = from_ts - TOLERANCE_S
-    end = to_ts - TOLERANCE_S
-    if self._frames is None or start < self._last_time or (
-        start > self._last_time + 2.0 and self._pending is None):
-      self._restart(start)
-    out = []
-    times = []
-    while True:
-      frame = self._next()
-      if frame is None:
-        break
-      time = frame.pts * self._time_base
-      if time < start:
-        continue
-      if time >= end:
-        self._pending = frame
-        break
-      out.append(self._to_rgb.reformat(frame, format='rgb24').to_ndarray())
-      times.append(time - from_ts)
+    try:
+      out, times = self._decode(from_ts - TOLERANCE_S, to_ts - TOLERANCE_S,
+                                from_ts)
+    except _av().FFmpegError as error:  # Garbage bytes, a file cut short.
+      raise ConversionError(
+          f'cannot be decoded between {from_ts:g} s and {to_ts:g} s: {error}',
+          **where) from None
     if len(out) != len(timestamps):
       raise ConversionError(
           f'has {len(out)} frames between {from_ts:g} s and {to_ts:g} s; '

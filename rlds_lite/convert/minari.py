@@ -52,6 +52,7 @@ from rlds_lite.convert import episodes as episodes_lib
 from rlds_lite.convert import hdf5_formats
 from rlds_lite.convert import hdf5_output
 from rlds_lite.convert import minari_layout as layout
+from rlds_lite.convert import input_checks
 from rlds_lite.convert import strings
 from rlds_lite.convert import transitions
 
@@ -239,9 +240,16 @@ def _read_episode(group: Any, index: int, source: str,
   import h5py  # pylint: disable=g-import-not-at-top
   names = list(group)
   rewards = _column(group, names, 'rewards', source, index)
-  terminations = _column(group, names, 'terminations', source, index)
-  truncations = _column(group, names, 'truncations', source, index)
+  terminations, truncations = (
+      input_checks.flags(_column(group, names, key, source, index),
+                         source=source, episode=index, field=key)
+      for key in ('terminations', 'truncations'))
   count = len(rewards)
+  if h5py.h5a.exists(group, b'total_steps'):
+    stated = h5py.Group(group).attrs['total_steps']
+    input_checks.count(stated, count, source=source, episode=index,
+                       field='total_steps',
+                       what='transitions (rewards)')
   for key in ('observations', 'actions'):
     if key.encode() not in names:
       raise ConversionError(f"is missing from group '/episode_{index}'",
@@ -376,6 +384,25 @@ def _episode_numbers(file: Any) -> List[int]:
   return sorted(numbers)
 
 
+def _check_episode_count(metadata: Dict[str, Any], indices: List[int],
+                         source: str) -> None:
+  """Raises unless the file holds ``episode_0 .. episode_<n-1>``, ``n`` the
+  metadata's ``total_episodes`` (when it has one)."""
+  stated = metadata.get('total_episodes')
+  if stated is None:
+    return
+  stated = input_checks.number(stated, source=source, field='total_episodes',
+                               integer=True)
+  missing = sorted(set(range(stated)) - set(indices))
+  if missing:
+    raise ConversionError(
+        f"has no group 'episode_{missing[0]}', though the metadata's "
+        f'total_episodes = {stated} counts it', source=source,
+        episode=missing[0], field='total_episodes')
+  input_checks.count(stated, len(indices), source=source,
+                     field='total_episodes', what='episode groups')
+
+
 def from_minari(path: Union[str, os.PathLike], *,
                 episodes: Optional[Iterable[int]] = None,
                 repair: Union[None, str, Iterable[str]] = None,
@@ -430,6 +457,9 @@ def from_minari(path: Union[str, os.PathLike], *,
   with episodes_lib.open_hdf5(file_path) as file:
     hdf5_formats.check_format(file.keys(), 'minari', file_path)
     indices = _episode_numbers(file) if episodes is None else episodes
+    if episodes is None:
+      _check_episode_count(metadata, indices, file_path)
+    transitions_read = 0
     for index in indices:
       name = f'episode_{int(index)}'
       try:
@@ -438,10 +468,15 @@ def from_minari(path: Union[str, os.PathLike], *,
         raise ConversionError(f'no group {name!r} in the file',
                               source=file_path, episode=int(index)) from None
       episode = _read_episode(group, int(index), file_path, images, repairs)
+      transitions_read += h5py.h5d.open(group, b'rewards').shape[0]
       if policy is transitions.last_step_lib.LastStep.VALID:
         episode = transitions.without_final_step(episode, source=file_path,
                                                  index=int(index))
       yield episode
+    if episodes is None and metadata.get('total_steps') is not None:
+      input_checks.count(metadata['total_steps'], transitions_read,
+                         source=file_path, field='total_steps',
+                         what='transitions (rewards of all episodes)')
 
 
 def minari_to_tfds(path: Union[str, os.PathLike],

@@ -40,6 +40,7 @@ from rlds_lite import progress as progress_lib
 from rlds_lite import rlds_types
 from rlds_lite.catalog import records as records_lib
 from rlds_lite.random_access import layout as layout_lib
+from rlds_lite.tfds import features as features_lib
 from rlds_lite.tfds import shards
 
 __all__ = ['convert', 'default_output', 'episodes_file', 'auto_chunk_steps',
@@ -270,6 +271,9 @@ def convert(source: PathLike,
                      f'{chunk_steps!r}.')
   opened = source_lib.as_source(source, None, data_dir=data_dir)
   builder, label = opened.builder, opened.label
+  problem = features_lib.slash_key_problem(builder.info.features)
+  if problem:  # Chunks are stored and read back by path.
+    raise ValueError(f'convert: dataset {label!r}: {problem}.')
   source_dir = os.fspath(builder.data_dir)
   out = os.path.abspath(os.path.expanduser(os.fspath(out))) if out else (
       default_output(source_dir))

@@ -61,6 +61,7 @@ from rlds_lite.dense import last_step as last_step_lib
 from rlds_lite.stats import sketch as sketch_lib
 from rlds_lite.stats import strings as strings_lib
 from rlds_lite.stats import types
+from rlds_lite.tfds import features as features_lib
 
 _FLAGS = (rlds_types.IS_FIRST, rlds_types.IS_LAST, rlds_types.IS_TERMINAL)
 _INVALID_ON_LAST = (rlds_types.ACTION, rlds_types.REWARD, rlds_types.DISCOUNT)
@@ -280,6 +281,19 @@ def _pass(episodes: tf.data.Dataset, selected: Dict[str, tf.TensorSpec],
   return acc.result(skipped, source)
 
 
+def _check_no_slash_keys(builder: Optional[tfds.core.DatasetBuilder],
+                         episodes: Optional[tf.data.Dataset]) -> None:
+  """Raises a ValueError naming a key with a ``/``: fields are summarised
+  and reported by their ``/`` path, which such a key would make ambiguous."""
+  problem = (features_lib.slash_key_problem(builder.info.features)
+             if builder is not None else None)
+  if episodes is not None and not problem:
+    found = nest_paths.slash_key(episodes.element_spec)
+    problem = found and nest_paths.slash_key_problem(found)
+  if problem:
+    raise ValueError(f'stats.compute: {problem}.')
+
+
 def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
             *,
             split: str = 'train',
@@ -369,6 +383,7 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
     episodes = transform(episodes)
     transform_key = transform_key or cache_lib.transform_key(transform)
     source['transform'] = transform_key
+  _check_no_slash_keys(builder if is_path else None, episodes)
   dataset_dir = key = None
   reading = contextlib.nullcontext()
   if is_path:

@@ -12,6 +12,8 @@ Upstream-compatible ``generate_config_from_spec`` and
   float32 unless they are byte-encoded, so float64 scalars become
   ``Tensor(shape=(), dtype=float64, encoding='bytes')`` and float64 tensors
   keep a bytes/zlib encoding even with ``tensor_encoding='none'``.
+* Zero-size tensors (a ``0`` in the shape) are byte-encoded too: TFDS reads
+  plain zero-size step fields with a division by zero that kills the process.
 * ``tensor_encoding`` reaches nested dict fields (upstream drops it there).
 * Python scalars are accepted as data; dm_env specs, ``tf.TensorSpec``,
   arrays and tensors all work (anything with ``shape`` and ``dtype``).
@@ -133,8 +135,9 @@ def _tensor_feature(shape, dtype: tf.DType, squeeze: bool,
   if dtype == tf.string:
     encoding = Encoding.NONE  # TFDS cannot byte-encode string tensors.
   elif encoding == Encoding.NONE and (dtype == tf.float64 or
-                                      shape.count(None) > 1):
-    # float64 would be stored as float32; several unknown dims need bytes.
+                                      shape.count(None) > 1 or 0 in shape):
+    # float64 would be stored as float32; several unknown dims need bytes;
+    # a zero-size step field as plain values is read with a division by zero.
     encoding = Encoding.ZLIB if shape.count(None) > 1 else Encoding.BYTES
   return tfds.features.Tensor(shape=shape, dtype=dtype, encoding=encoding)
 

@@ -385,6 +385,17 @@ class EpisodeWriter:
     else:
       features = features_lib.episode_features(features_or_spec,
                                                **feature_options)
+    problem = features_lib.slash_key_problem(features)
+    if problem:
+      raise ValueError(f'EpisodeWriter: {problem}.')
+    unreadable = features_lib.unreadable_step_field(features)
+    if unreadable:
+      raise ValueError(
+          f'EpisodeWriter: step field {unreadable[0]!r} has shape '
+          f'{unreadable[1]} stored as plain values, which TFDS cannot read '
+          'back (its parser divides by the zero size and kills the '
+          "process); declare it tfds.features.Tensor(..., encoding='bytes') "
+          '(a string field: leave it out).')
     if self._appending:
       self._check_appendable(existing, features)
     self._encoder = encoding.EpisodeEncoder(features, self._jpeg_quality)

@@ -13,12 +13,13 @@ Example:
   ['is_first', 'is_last', 'is_terminal', 'observation']
 """
 
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.tfds import config_generator
 from rlds_lite.tfds import encoding
@@ -128,6 +129,72 @@ def _check_steps_feature(features: tfds.features.FeaturesDict) -> None:
   if missing:
     raise ValueError(f'features_or_spec: the steps feature lacks the RLDS '
                      f'flags {missing}.')
+
+
+def _unreadable(feature: Any, path: str) -> Optional[Tuple[str, Any]]:
+  if isinstance(feature, tfds.features.FeaturesDict):
+    for key in sorted(feature.keys()):
+      found = _unreadable(feature[key], f'{path}/{key}' if path else key)
+      if found:
+        return found
+    return None
+  if isinstance(feature, tfds.features.Sequence):
+    return _unreadable(feature.feature, path)
+  if (isinstance(feature, tfds.features.Tensor) and 0 in feature.shape and
+      feature.to_json_content().encoding == 'none'):
+    return path, feature.shape
+  return None
+
+
+def _slash_key(feature: Any, path: str) -> Optional[str]:
+  if isinstance(feature, (tfds.features.Dataset, tfds.features.Sequence)):
+    return _slash_key(feature.feature, path)
+  if not isinstance(feature, tfds.features.FeaturesDict):
+    return None
+  for key in sorted(feature.keys()):
+    name = f'{path}/{key}' if path else key
+    if '/' in key:
+      return name
+    found = _slash_key(feature[key], name)
+    if found:
+      return found
+  return None
+
+
+def slash_key_problem(features: tfds.features.FeaturesDict
+                      ) -> Optional[str]:
+  """What is wrong with a feature key holding a ``/``, or None.
+
+  rlds_lite names fields by ``/`` paths (``'observation/image'``: in
+  ``step_fields``, statistics, chunk layouts, the viewer), so a key
+  ``'a/b'`` would be read as ``{'a': {'b': ...}}``.
+
+  Example:
+    >>> slash_key_problem(tfds.features.FeaturesDict({'steps':
+    ...     tfds.features.Dataset({'a/b': np.float32})}))
+    "key 'steps/a/b' holds a '/', which rlds_lite reads as nesting (fields are named by paths such as 'observation/image'); rename it or nest it"
+  """
+  found = _slash_key(features, '')
+  return None if found is None else nest_paths.slash_key_problem(found)
+
+
+def unreadable_step_field(features: tfds.features.FeaturesDict
+                          ) -> Optional[Tuple[str, Any]]:
+  """``(path, shape)`` of a step field TFDS cannot read back, or None.
+
+  TFDS parses a zero-size step field stored as plain values (a ``0`` in its
+  shape, not byte-encoded) with a division by zero: the process dies
+  (SIGFPE). Byte-encoded (``encoding='bytes'``), the same field reads back.
+
+  Example:
+    >>> unreadable_step_field(tfds.features.FeaturesDict({'steps':
+    ...     tfds.features.Dataset({'x': tfds.features.Tensor(
+    ...         shape=(2, 0), dtype=np.float32)})}))
+    ('x', (2, 0))
+  """
+  if rlds_types.STEPS not in features.keys():
+    return None
+  return _unreadable(features[rlds_types.STEPS].feature, '')
 
 
 def _as_array(value: Any) -> np.ndarray:

@@ -201,6 +201,18 @@ BAD_INPUT = {
     'discount-not-a-column': (lambda d: d.update(discount=np.ones((3, 2))),
                               "<alf time steps>: field 'discount': has shape "
                               '(3, 2); expected [N]'),
+    # A NaN discount on LAST would read as "not terminated".
+    'discount-nan': (lambda d: d.update(discount=np.array([1., 1., np.nan])),
+                     "<alf time steps>: field 'discount': holds nan at index "
+                     '2; it must be a finite number'),
+    'step-type-nan': (
+        lambda d: d.update(step_type=np.array([0., np.nan, 2.])),
+        "<alf time steps>: episode 0, field 'step_type': is nan on row 1; "
+        'expected 0 (FIRST), 1 (MID) or 2 (LAST)'),
+    'step-type-fraction': (
+        lambda d: d.update(step_type=np.array([0., 1.5, 2.])),
+        "<alf time steps>: episode 0, field 'step_type': is 1.5 on row 1; "
+        'expected 0 (FIRST), 1 (MID) or 2 (LAST)'),
 }
 
 

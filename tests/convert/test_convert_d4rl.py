@@ -193,10 +193,28 @@ def test_nested_flat_keys_and_terminal_wins_over_timeout():
      "repair='truncate_unfinished' to end them as a truncated episode"),
     (_rows(rewards=np.ones((5, 2))), {}, None, 'rewards',
      'has shape (5, 2); expected [rows]'),
+    # Flags as numbers: exactly 0 or 1 (astype(bool) reads NaN as True).
+    (_rows(terminals=np.array([0., 1., np.nan, 0., np.nan])),
+     {'final_observation': 'zeros'}, None, 'terminals',
+     'holds nan at index 2; a flag stored as numbers must be 0 or 1'),
+    (_rows(terminals=np.array([0., 0.5, 0., 0., 0.])),
+     {'final_observation': 'zeros'}, None, 'terminals',
+     'holds 0.5 at index 1; a flag stored as numbers must be 0 or 1'),
+    (_rows(timeouts=np.array([[0], [0], [0], [0], [2]])),
+     {'final_observation': 'zeros'}, None, 'timeouts',
+     'holds 2 at index 4; a flag stored as numbers must be 0 or 1'),
+    (_rows(timeouts=np.array([0, 0, 0, 0, -1], np.int8)),
+     {'final_observation': 'zeros'}, None, 'timeouts',
+     'holds -1 at index 4; a flag stored as numbers must be 0 or 1'),
+    (_rows(terminals=np.array(['0', '1', '0', '0', '0'])),
+     {'final_observation': 'zeros'}, None, 'terminals',
+     'has dtype <U1; a flag must be bool or numbers 0 and 1'),
 ], ids=['missing-actions', 'no-final-observation', 'rows-disagree',
         'nested-rows-disagree', 'dones-never-set-at-end', 'dones-never-set',
-        'rewards-2d'])
+        'rewards-2d', 'terminals-nan', 'terminals-half', 'timeouts-2',
+        'timeouts-negative', 'terminals-strings'])
 def test_bad_d4rl_input_names_field(data, kwargs, episode, field, message):
+  """Each bad input is one error naming the field (and episode)."""
   with pytest.raises(convert.ConversionError) as error:
     d4rl.from_d4rl(data, **kwargs)
   where = f'episode {episode}, ' if episode is not None else ''

@@ -185,6 +185,13 @@ BAD_INPUT = {
         'dones is False'),
     'dones-2d': (lambda d: d.update(dones=np.zeros((3, 2))), None,
                  "<il dict>: field 'dones': has shape (3, 2); expected [rows]"),
+    'dones-nan': (lambda d: d.update(dones=np.array([0., np.nan, 1.])), None,
+                  "<il dict>: field 'dones': holds nan at index 1; a flag "
+                  'stored as numbers must be 0 or 1'),
+    'truncated-half': (
+        lambda d: d.update(truncated=np.array([0., 0., 0.5])), None,
+        "<il dict>: field 'truncated': holds 0.5 at index 2; a flag stored "
+        'as numbers must be 0 or 1'),
 }
 
 

@@ -418,9 +418,87 @@ def _set_info(root, **changes):
   json.dump(info, open(path, 'w'))
 
 
+def _set_shape(root, name, shape):
+  path = os.path.join(root, 'meta', 'info.json')
+  info = json.load(open(path))
+  info['features'][name]['shape'] = shape
+  json.dump(info, open(path, 'w'))
+
+
+def _spoil_video(root, garbage):
+  """The video file cut 200 bytes short, or (``garbage``) its second half
+  overwritten with a fixed pattern."""
+  path = os.path.join(root, VIDEO)
+  with open(path, 'rb') as f:
+    data = f.read()
+  if garbage:
+    data = data[:len(data) // 2] + bytes(range(7, 256, 3)) * 20
+  with open(path, 'wb') as f:
+    f.write(data[:-200] if not garbage else data[:len(data)])
+
+
 DATA = 'data/chunk-000/file-000.parquet'
 VIDEO = 'videos/image/chunk-000/file-000.mp4'
+INFO = '{root}/meta/info.json'
 BAD_INPUT = {
+    'fps-text': (lambda root: _set_info(root, fps='ten'),
+                 f"{INFO}: field 'fps': is 'ten'; expected a positive number"),
+    'fps-zero': (lambda root: _set_info(root, fps=0),
+                 f"{INFO}: field 'fps': is 0; expected a positive number"),
+    'fps-nan': (lambda root: _set_info(root, fps=float('nan')),
+                f"{INFO}: field 'fps': is nan; expected a positive number"),
+    'fps-bool': (lambda root: _set_info(root, fps=True),
+                 f"{INFO}: field 'fps': is True; expected a positive number"),
+    'shape-text': (
+        lambda root: _set_shape(root, 'action', ['two']),
+        f"{INFO}: field 'features/action/shape': is 'two'; expected a "
+        'positive integer'),
+    'shape-fraction': (
+        lambda root: _set_shape(root, 'action', [2.5]),
+        f"{INFO}: field 'features/action/shape': is 2.5; expected a positive "
+        'integer'),
+    'shape-not-a-list': (
+        lambda root: _set_shape(root, 'action', 2),
+        f"{INFO}: field 'features/action/shape': is 2; expected a list of "
+        'sizes'),
+    'total-episodes': (
+        lambda root: _set_info(root, total_episodes=5),
+        f"{INFO}: field 'total_episodes': is 5, but the file holds 4 episodes "
+        'in the episode index'),
+    'total-episodes-text': (
+        lambda root: _set_info(root, total_episodes='4'),
+        f"{INFO}: field 'total_episodes': is '4'; expected an integer"),
+    'total-frames': (
+        lambda root: _set_info(root, total_frames=12),
+        f"{INFO}: field 'total_frames': is 12, but the file holds 13 frames "
+        '(episode lengths in the episode index)'),
+    'timestamp-nan': (
+        lambda root: _rewrite_parquet(
+            os.path.join(root, DATA), 'timestamp',
+            lambda v: v.__setitem__(1, np.nan)),
+        f"{{root}}/{DATA}: episode 0, field 'timestamp': holds nan at index "
+        '1; it must be a finite number'),
+    'timestamp-inf': (
+        lambda root: _rewrite_parquet(
+            os.path.join(root, DATA), 'timestamp',
+            lambda v: v.__setitem__(6, np.inf)),
+        f"{{root}}/{DATA}: episode 2, field 'timestamp': holds inf at index "
+        '2; it must be a finite number'),
+    'video-cut-short': (
+        lambda root: _spoil_video(root, garbage=False),
+        f"{{root}}/{VIDEO}: episode 2, field 'image': cannot be decoded "
+        'between 0.4 s and 1.1 s: [Errno 1094995529] Invalid data found when '
+        "processing input: 'avcodec_send_packet()'"),
+    'video-from-timestamp-nan': (
+        lambda root: _rewrite_parquet(
+            os.path.join(root, 'meta/episodes/chunk-000/file-000.parquet'),
+            'videos/image/from_timestamp', lambda v: v.__setitem__(1, np.nan)),
+        '{root}/meta/episodes/chunk-000/file-000.parquet: episode 1, field '
+        "'videos/image/from_timestamp': is nan; expected a number"),
+    'video-garbage': (
+        lambda root: _spoil_video(root, garbage=True),
+        f"{{root}}/{VIDEO}: episode 0, field 'image': cannot be decoded "
+        'between 0 s and 0.3 s: [Errno 1] Operation not permitted'),
     'missing-info': (
         lambda root: os.remove(os.path.join(root, 'meta/info.json')),
         '{root}/meta/info.json: is missing: {root} is not a LeRobot dataset '

@@ -262,9 +262,14 @@ def _raw_episode(count=3, obs=None, terminated=True, **overrides):
      'is set on transition 1, before the last one (2)'),
     (_raw_episode(infos={'x': np.zeros(7)}), 'infos/x',
      'has 7 entries; a step field needs N + 1 = 4 (or N = 3) entries'),
+    (_raw_episode(terminations=np.array([0., np.nan, 1.])), 'terminations',
+     'holds nan at index 1; a flag stored as numbers must be 0 or 1'),
+    (_raw_episode(truncations=np.array([0., 0., 0.5])), 'truncations',
+     'holds 0.5 at index 2; a flag stored as numbers must be 0 or 1'),
 ], ids=['n-observations-minari-199', 'nested-observations-disagree',
         'missing-actions', 'missing-rewards', 'rewards-shorter-than-actions',
-        'rewards-2d', 'no-end-flag', 'early-termination', 'infos-length'])
+        'rewards-2d', 'no-end-flag', 'early-termination', 'infos-length',
+        'terminations-nan', 'truncations-half'])
 def test_bad_minari_input_names_file_episode_and_field(episode, field, message,
                                                        tmp_path):
   file = _write_raw(tmp_path / 'data', [_raw_episode(), episode])
@@ -272,6 +277,54 @@ def test_bad_minari_input_names_file_episode_and_field(episode, field, message,
     list(minari_lib.from_minari(tmp_path))
   assert str(error.value) == f"{file}: episode 1, field '{field}': {message}"
   assert (error.value.episode, error.value.field) == (1, field)
+
+
+def _set_json(root, **changes):
+  path = os.path.join(root, 'data', 'metadata.json')
+  with open(path) as f:
+    metadata = json.load(f)
+  metadata.update(changes)
+  with open(path, 'w') as f:
+    json.dump(metadata, f)
+
+
+def _edit_hdf5(root, edit):
+  with h5py.File(os.path.join(root, 'data', 'main_data.hdf5'), 'a') as file:
+    edit(file)
+
+
+@pytest.mark.parametrize('breaks, episode, field, message', [
+    (lambda root: _edit_hdf5(root, lambda f: f.__delitem__('episode_1')), 1,
+     'total_episodes', "has no group 'episode_1', though the metadata's "
+     'total_episodes = 4 counts it'),
+    (lambda root: _set_json(root, total_episodes=5), 4, 'total_episodes',
+     "has no group 'episode_4', though the metadata's total_episodes = 5 "
+     'counts it'),
+    (lambda root: _set_json(root, total_episodes=3), None, 'total_episodes',
+     'is 3, but the file holds 4 episode groups'),
+    (lambda root: _set_json(root, total_episodes='4'), None, 'total_episodes',
+     "is '4'; expected an integer"),
+    (lambda root: _set_json(root, total_steps=99), None, 'total_steps',
+     'is 99, but the file holds 9 transitions (rewards of all episodes)'),
+    (lambda root: _edit_hdf5(
+        root, lambda f: f['episode_1'].attrs.__setitem__('total_steps', 7)),
+     1, 'total_steps', 'is 7, but the file holds 0 transitions (rewards)'),
+    (lambda root: _edit_hdf5(
+        root, lambda f: f['episode_0'].attrs.__setitem__('total_steps', 2.5)),
+     0, 'total_steps', 'is 2.5; expected an integer'),
+], ids=['missing-group', 'total-episodes-more', 'total-episodes-fewer',
+        'total-episodes-text', 'total-steps', 'episode-total-steps',
+        'episode-total-steps-fraction'])
+def test_metadata_counts_must_match_the_file(breaks, episode, field, message,
+                                             tmp_path):
+  root = minari_lib.to_minari(
+      convert_testing.NAMED_EPISODES['mixed-ends'], tmp_path, 'counts-v0')
+  breaks(root)
+  with pytest.raises(convert.ConversionError) as error:
+    list(minari_lib.from_minari(root))
+  where = f'episode {episode}, ' if episode is not None else ''
+  file = os.path.join(root, 'data', 'main_data.hdf5')
+  assert str(error.value) == f"{file}: {where}field '{field}': {message}"
 
 
 # The semantics table (docs/convert_minari_d4rl.md), Minari rows: end flags of

@@ -240,6 +240,18 @@ BAD_INPUT = {
         _set(('next', 'observation'), np.zeros((3, 2), np.float32)),
         "<ted dict>: field 'next/observation': has rows of shape (2,); "
         'observation has ()'),
+    'done-nan': (
+        _set(('next', 'done'), np.array([[0.], [np.nan], [1.]])),
+        "<ted dict>: field 'next/done': holds nan at index 1; a flag stored "
+        'as numbers must be 0 or 1'),
+    'terminated-half': (
+        _set(('next', 'terminated'), np.array([[0.], [0.5], [0.]])),
+        "<ted dict>: field 'next/terminated': holds 0.5 at index 1; a flag "
+        'stored as numbers must be 0 or 1'),
+    'truncated-strings': (
+        _set(('next', 'truncated'), np.array([[b'no'], [b'no'], [b'yes']])),
+        "<ted dict>: field 'next/truncated': has dtype |S3; a flag must be "
+        'bool or numbers 0 and 1'),
 }
 
 

@@ -306,6 +306,14 @@ BAD_INPUT = {
         lambda: [frame(0, True, infos=[1])],
         "{path}: episode 0, field 'infos': is a list in frame frame_000; "
         'expected a dict'),
+    'dones-nan': (
+        lambda: [frame(0, True), frame(1, False, dones=np.float64('nan'))],
+        "{path}:frame_001.dones.pickle: episode 1, field 'dones': holds nan; "
+        'a flag stored as numbers must be 0 or 1'),
+    'truncated-half': (
+        lambda: [frame(0, True, infos={'TimeLimit.truncated': 0.5})],
+        "{path}: episode 0, field 'infos/TimeLimit.truncated': holds 0.5; a "
+        'flag stored as numbers must be 0 or 1'),
 }
 
 

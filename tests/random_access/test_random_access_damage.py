@@ -7,11 +7,13 @@ import shutil
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_datasets as tfds
 
 from rlds_lite import random_access as ra
 from rlds_lite.catalog import records as records_lib
 from rlds_lite.random_access import storage as storage_lib
 import random_access_testing as testing
+import tfds_fixtures
 
 AGAIN = re.escape(storage_lib.CONVERT_AGAIN) + '$'
 
@@ -233,3 +235,19 @@ def test_lengths_edited_in_step_are_refused_at_the_read(vector_chunks, tmp_path,
   with pytest.raises(ra.DamagedChunksError) as raised:
     getattr(storage, read)([2], *([[2]] if read == 'gather_steps' else []))
   assert str(raised.value) == message
+def test_a_key_with_a_slash_is_named_not_a_key_error(tmp_path):
+  # Chunks are stored and read back by path: 'a/b' would come back nested.
+  # rlds_lite's writers refuse the key; plain TFDS published this one.
+  features = tfds.features.FeaturesDict({'steps': tfds.features.Dataset({
+      'a/b': np.float32, 'is_first': np.bool_, 'is_last': np.bool_})})
+  path = tfds_fixtures.write_dataset(
+      str(tmp_path), 'slash', features,
+      {'train': [{'steps': {'a/b': [1., 2.], 'is_first': [True, False],
+                            'is_last': [False, True]}}]})
+  with pytest.raises(ValueError) as error:
+    ra.convert(path, str(tmp_path / 'chunks'), progress=False)
+  assert str(error.value) == (
+      f"convert: dataset {path!r}: key 'steps/a/b' holds a '/', which "
+      "rlds_lite reads as nesting (fields are named by paths such as "
+      "'observation/image'); rename it or nest it.")
+  assert not os.path.exists(tmp_path / 'chunks')

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_datasets as tfds
 
 import rlds_lite
 from rlds_lite import nest_paths
@@ -18,6 +19,7 @@ from rlds_lite.stats import streaming
 from rlds_lite.tfds import write_dataset
 import rlds_testing
 import stats_testing
+import tfds_fixtures
 
 E = stats_testing.episode
 
@@ -462,3 +464,26 @@ def test_nonfinite_warning_also_on_a_cache_hit(tmp_path):
     text = f.read()
   assert 'NaN' not in text and 'Infinity' not in text  # Strict JSON.
   assert json.loads(text)['format_version'] == 3
+
+
+def _slash_key_dataset(directory):
+  """A dataset with the step key 'a/b', published by plain TFDS (rlds_lite's
+  writers refuse such a key)."""
+  features = tfds.features.FeaturesDict({'steps': tfds.features.Dataset({
+      'a/b': np.float32, 'is_first': np.bool_, 'is_last': np.bool_})})
+  return tfds_fixtures.write_dataset(
+      directory, 'slash', features,
+      {'train': [{'steps': {'a/b': [1., 2.], 'is_first': [True, False],
+                            'is_last': [False, True]}}]})
+
+
+@pytest.mark.parametrize('given', ['path', 'tf.data'])
+def test_a_key_with_a_slash_is_named_not_a_key_error(given, tmp_path):
+  path = _slash_key_dataset(str(tmp_path))
+  source = path if given == 'path' else rlds_lite.load(path, dense=True)
+  with pytest.raises(ValueError) as error:
+    stats.compute(source)
+  assert str(error.value) == (
+      "stats.compute: key 'steps/a/b' holds a '/', which rlds_lite reads as "
+      "nesting (fields are named by paths such as 'observation/image'); "
+      'rename it or nest it.')

@@ -6,7 +6,11 @@ decoded pixels.
 """
 
 import os
+import tempfile
 
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -14,6 +18,7 @@ import tensorflow_datasets as tfds
 from tensorflow_datasets.core import example_serializer
 
 import rlds_lite
+from rlds_lite import nest_paths
 from rlds_lite.tfds import encoding
 from rlds_lite.tfds import publish
 from rlds_lite.tfds import EpisodeWriter
@@ -658,3 +663,150 @@ def test_upstream_keywords_need_the_upstream_form(tmp_path):
   with pytest.raises(ValueError, match=r'split_name= and overwrite= are for '
                      r'the upstream form'):
     EpisodeWriter(tmp_path, 'ours', vector_features(), overwrite=True)
+
+
+# Zero-size step fields: TFDS parses plain zero-size step fields with a
+# division by zero (SIGFPE, the process dies), so the writer byte-encodes
+# inferred ones (they read back exactly) and refuses declared ones.
+
+
+@pytest.mark.parametrize('value', [
+    np.zeros((3, 0), np.float32), np.zeros((3, 2, 0), np.int32),
+    np.zeros((3, 0, 4), np.uint8), np.zeros((3, 0), np.float64),
+], ids=['float32-0', 'int32-2x0', 'uint8-0x4', 'float64-0'])
+def test_zero_size_step_fields_are_stored_and_read_exactly(value, tmp_path):
+  episode = {'steps': {'empty': value, 'reward': np.ones(3, np.float32),
+                       **_flags(3, True)}}
+  path = rlds_lite.convert.write_tfds([episode], tmp_path, 'zero')
+  steps = _dense(path)[0]['steps']
+  assert steps['empty'].dtype == value.dtype
+  assert steps['empty'].shape == value.shape
+
+
+@pytest.mark.parametrize('features, field, shape', [
+    ({'empty': Tensor(shape=(0,), dtype=np.float32)}, 'empty', (0,)),
+    ({'obs': {'empty': Tensor(shape=(2, 0), dtype=np.int64)}}, 'obs/empty',
+     (2, 0)),
+    ({'words': Tensor(shape=(0,), dtype=np.str_)}, 'words', (0,)),
+], ids=['flat', 'nested', 'strings'])
+def test_declared_zero_size_plain_step_fields_are_refused(features, field,
+                                                          shape, tmp_path):
+  with pytest.raises(ValueError) as error:
+    EpisodeWriter(tmp_path, 'zero', rlds_features(features))
+  assert str(error.value) == (
+      f'EpisodeWriter: step field {field!r} has shape {shape} stored as '
+      'plain values, which TFDS cannot read back (its parser divides by the '
+      "zero size and kills the process); declare it tfds.features.Tensor"
+      "(..., encoding='bytes') (a string field: leave it out).")
+  assert not os.path.exists(tmp_path / 'zero' / '1.0.0')
+
+
+def test_inferred_zero_size_strings_are_refused(tmp_path):
+  episode = {'steps': {'words': np.zeros((3, 0), 'S1'), **_flags(3, True)}}
+  with pytest.raises(ValueError, match=r"^EpisodeWriter: step field 'words' "
+                     r'has shape \(0,\) stored as plain values'):
+    rlds_lite.convert.write_tfds([episode], tmp_path, 'zero')
+
+
+# Keys with '/': rlds_lite names fields by '/' paths, so such a key would
+# read back as nesting; every writer refuses it, naming the key.
+
+
+@pytest.mark.parametrize('episode, path', [
+    ({'steps': {'a/b': np.zeros(2, np.float32), **_flags(2, True)}},
+     'steps/a/b'),
+    ({'steps': {'observation': {'p/q': np.zeros(2, np.float32)},
+                **_flags(2, True)}}, 'steps/observation/p/q'),
+    ({'steps': _flags(2, True), 'meta/id': np.int64(3)}, 'meta/id'),
+], ids=['step-key', 'nested-step-key', 'metadata-key'])
+def test_keys_with_a_slash_are_refused_at_write(episode, path, tmp_path):
+  with pytest.raises(ValueError) as error:
+    rlds_lite.convert.write_tfds([episode], tmp_path, 'slash')
+  assert str(error.value) == (
+      f"EpisodeWriter: key {path!r} holds a '/', which rlds_lite reads as "
+      "nesting (fields are named by paths such as 'observation/image'); "
+      'rename it or nest it.')
+  with pytest.raises(rlds_lite.convert.ConversionError) as error:
+    rlds_lite.convert.minari.to_minari([episode], tmp_path, 'slash-v0')
+  assert str(error.value) == (
+      f"<episodes>: episode 0: key {path!r} holds a '/', which rlds_lite "
+      "reads as nesting (fields are named by paths such as "
+      "'observation/image'); rename it or nest it")
+
+
+# Property: random episodes (nesting, dtypes, zero-size arrays, strings, keys
+# with '/' and '.') are read back exactly, or refused at write with a
+# ValueError naming the key or field. Reading runs in this process: a field
+# TFDS would crash on is refused by the writer (and by every reader).
+
+_DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_,
+           object]
+
+
+@st.composite
+def _leaf(draw, length):
+  dtype = draw(st.sampled_from(_DTYPES))
+  shape = (length,) + tuple(draw(st.lists(st.integers(0, 2), max_size=2)))
+  if dtype is object:
+    words = draw(st.lists(st.binary(max_size=3), min_size=int(np.prod(shape)),
+                          max_size=int(np.prod(shape))))
+    return np.array(words + [None], object)[:-1].reshape(shape)
+  values = draw(st.lists(st.integers(0, 1 if dtype is np.bool_ else 200),
+                         min_size=int(np.prod(shape)),
+                         max_size=int(np.prod(shape))))
+  return np.array(values).astype(dtype).reshape(shape)
+
+
+@st.composite
+def _random_episode(draw):
+  length = draw(st.integers(1, 3))
+  keys = st.sampled_from(['a', 'b', 'ab', 'a.b', '.', '..', 'a/b', 'b/'])
+  fields = st.recursive(_leaf(length),
+                        lambda inner: st.dictionaries(keys, inner, min_size=1,
+                                                      max_size=2),
+                        max_leaves=4)
+  steps = draw(st.dictionaries(keys, fields, min_size=1, max_size=3))
+  return {'steps': {**steps, **_flags(length, draw(st.booleans()))}}
+
+
+def _zero_size_strings(steps):
+  return [p for p, leaf in nest_paths.flatten_with_paths(steps)
+          if leaf.dtype == object and 0 in leaf.shape[1:]]
+
+
+def _assert_nests_equal(got, want, path=''):
+  if isinstance(want, dict):
+    assert sorted(got) == sorted(want), path
+    for key in want:
+      _assert_nests_equal(got[key], want[key], f'{path}/{key}')
+    return
+  assert got.shape == want.shape, path
+  if want.dtype == object:
+    assert got.dtype == object, path
+    assert got.tolist() == want.tolist(), path
+  else:
+    assert got.dtype == want.dtype, path
+    np.testing.assert_array_equal(got, want, err_msg=path)
+
+
+@settings(max_examples=25, deadline=None)
+@given(episode=_random_episode())
+def test_random_episodes_read_back_exactly_or_are_refused(episode):
+  slash = nest_paths.slash_key(episode)
+  zero_strings = _zero_size_strings(episode['steps'])
+  with tempfile.TemporaryDirectory() as work:
+    try:
+      path = rlds_lite.convert.write_tfds([episode], work, 'random')
+    except ValueError as error:
+      expected = [f'steps/{p}: an object array of nothing values has no TFDS '
+                  'feature to infer (only strings do); give this field a '
+                  'feature.' for p in zero_strings]
+      if slash:
+        expected.append(
+            f'EpisodeWriter: {nest_paths.slash_key_problem(slash)}.')
+      assert str(error) in expected
+      return
+    assert not slash and not zero_strings
+    got = _dense(path)
+    assert len(got) == 1
+    _assert_nests_equal(got[0]['steps'], episode['steps'])

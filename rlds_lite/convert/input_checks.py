@@ -1,0 +1,157 @@
+"""The checks every reader of a foreign format applies to what a file says.
+
+A file's flags, counts, numeric metadata and timestamps are checked against
+the file itself before they are trusted: each failure is one
+`ConversionError` naming the file, the episode (where one) and the field.
+
+* `flags`: a boolean column stored as numbers must hold exactly 0 or 1 (a
+  NaN or 0.5 is not a flag; ``astype(bool)`` would read it as True).
+* `count`: a count stated in metadata must equal what the file holds.
+* `number`: numeric metadata must be a finite number (positive, or an
+  integer, where it must be).
+* `finite`: timestamps (and other values that must be real numbers) hold no
+  NaN or infinity.
+
+Example:
+  >>> import numpy as np
+  >>> flags(np.array([0., 1., np.nan]), source='x.h5', field='terminals')
+  Traceback (most recent call last):
+  ...
+  rlds_lite.convert.episodes.ConversionError: x.h5: field 'terminals': holds nan at index 2; a flag stored as numbers must be 0 or 1
+"""
+
+import numbers
+from typing import Any, Optional, Union
+
+import numpy as np
+
+from rlds_lite.convert import episodes as episodes_lib
+
+ConversionError = episodes_lib.ConversionError
+Episode = Optional[Union[int, str]]
+
+
+def _held(array: np.ndarray, flat: int) -> str:
+  """``'holds <value> at index <i>'`` of ``array``'s ``flat``-th element
+  (the index an int, or a tuple; none for a scalar)."""
+  text = f'holds {array.reshape(-1)[flat].item()}'
+  if array.ndim == 1:
+    return f'{text} at index {flat}'
+  if array.ndim:
+    index = tuple(int(i) for i in np.unravel_index(flat, array.shape))
+    return f'{text} at index {index}'
+  return text
+
+
+def flags(value: Any, *, source: str, field: str,
+          episode: Episode = None) -> np.ndarray:
+  """``value`` as a bool array: bools as they are, numbers only if 0 or 1.
+
+  Args:
+    value: the stored flags (any shape).
+    source, field, episode: for the error.
+
+  Raises:
+    ConversionError: naming the first value that is not 0 or 1 and its index,
+      or the dtype if it holds no numbers.
+
+  Example:
+    >>> flags([0, 1], source='x', field='dones').tolist()
+    [False, True]
+  """
+  array = np.asarray(value)
+  if array.dtype == np.bool_:
+    return array
+  if array.dtype.kind not in 'iuf':
+    raise ConversionError(
+        f'has dtype {array.dtype}; a flag must be bool or numbers 0 and 1',
+        source=source, episode=episode, field=field)
+  bad = np.flatnonzero((array != 0) & (array != 1))
+  if len(bad):
+    first = int(bad[0])
+    raise ConversionError(
+        f'{_held(array, first)}; a flag stored as numbers must be 0 or 1',
+        source=source, episode=episode, field=field)
+  return array.astype(bool)
+
+
+def number(value: Any, *, source: str, field: str, positive: bool = False,
+           integer: bool = False, episode: Episode = None) -> Any:
+  """A numeric metadata value, checked: a finite number (not a bool).
+
+  Args:
+    value: the value read from the file's metadata.
+    source, field, episode: for the error.
+    positive: it must be > 0.
+    integer: it must be a whole number (returned as int).
+
+  Raises:
+    ConversionError: naming the value and what it must be.
+
+  Example:
+    >>> number('ten', source='info.json', field='fps', positive=True)
+    Traceback (most recent call last):
+    ...
+    rlds_lite.convert.episodes.ConversionError: info.json: field 'fps': is 'ten'; expected a positive number
+  """
+  what = ('a positive ' if positive else 'an ' if integer else 'a ') + (
+      'integer' if integer else 'number')
+  if isinstance(value, np.generic):
+    value = value.item()
+  fail = ConversionError(f'is {value!r}; expected {what}', source=source,
+                         episode=episode, field=field)
+  if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    raise fail
+  if not np.isfinite(value) or (positive and value <= 0):
+    raise fail
+  if integer:
+    if value != int(value):
+      raise fail
+    return int(value)
+  return value
+
+
+def count(stated: Any, held: int, *, source: str, field: str, what: str,
+          episode: Episode = None) -> None:
+  """Raises unless the count ``stated`` in metadata equals the ``held`` one.
+
+  Args:
+    stated: the count the metadata gives (checked to be an integer).
+    held: what the file holds.
+    source, field, episode: for the error.
+    what: what is counted, for the message (``'episode groups'``).
+
+  Example:
+    >>> count(3, 2, source='main_data.hdf5', field='total_episodes',
+    ...       what='episode groups')
+    Traceback (most recent call last):
+    ...
+    rlds_lite.convert.episodes.ConversionError: main_data.hdf5: field 'total_episodes': is 3, but the file holds 2 episode groups
+  """
+  stated = number(stated, source=source, field=field, integer=True,
+                  episode=episode)
+  if stated != held:
+    raise ConversionError(f'is {stated}, but the file holds {held} {what}',
+                          source=source, episode=episode, field=field)
+
+
+def finite(values: Any, *, source: str, field: str,
+           episode: Episode = None) -> np.ndarray:
+  """``values`` as an array, checked to hold no NaN or infinity.
+
+  Example:
+    >>> finite([0., float('nan')], source='d.parquet', field='timestamp',
+    ...        episode=0)
+    Traceback (most recent call last):
+    ...
+    rlds_lite.convert.episodes.ConversionError: d.parquet: episode 0, field 'timestamp': holds nan at index 1; it must be a finite number
+  """
+  array = np.asarray(values)
+  if array.dtype.kind in 'fc':
+    bad = np.flatnonzero(~np.isfinite(array))
+    if len(bad):
+      first = int(bad[0])
+      raise ConversionError(
+          f'{_held(array, first)}; it must be a finite number',
+          source=source, episode=episode, field=field)
+  return array
