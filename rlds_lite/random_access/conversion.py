@@ -33,6 +33,7 @@ import tensorflow_datasets as tfds
 from rlds_lite import atomic_output
 from rlds_lite import dataset_files
 from rlds_lite import loading
+from rlds_lite import nesting
 from rlds_lite import overwriting
 from rlds_lite import progress as progress_lib
 from rlds_lite import rlds_types
@@ -78,7 +79,7 @@ def is_chunk_dataset(dataset_dir: str) -> bool:
   path = os.path.join(dataset_dir, _METADATA_FILE)
   try:
     with tf.io.gfile.GFile(path) as f:
-      return layout_lib.LAYOUT_NAME in json.load(f)
+      return layout_lib.LAYOUT_NAME in nesting.load(f)
   except (tf.errors.OpError, OSError, ValueError, TypeError):
     return False
 
