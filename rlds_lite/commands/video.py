@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
   if args.scale is not None and args.scale < 1:
     return dataset_options.report_error(
         'video', ValueError(f'--scale must be at least 1, got {args.scale}.'))
-  if args.fps <= 0:
+  if not args.fps > 0:  # NaN too.
     return dataset_options.report_error(
         'video', ValueError(f'--fps must be positive, got {args.fps:g}.'))
   suffix = os.path.splitext(args.out)[1].lower()
