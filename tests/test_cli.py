@@ -411,10 +411,10 @@ _TYPOS = {  # argv -> stderr; each answered before TensorFlow is imported.
                   'filter: argument --seed: 9999999999999999999 is out of '
                   'range (-9223372036854775807..9223372036854775807) (see '
                   'rlds-lite filter --help)'),
-    'digits-beyond-python': (['validate', _MISSING, '--max-problems',
-                              '9' * 5000], 'validate: argument '
-                             f"--max-problems: invalid int value: '{'9' * 5000}'"
-                             ' (see rlds-lite validate --help)'),
+    'digits-beyond-python': (
+        ['validate', _MISSING, '--max-problems', '9' * 5000],
+        f"validate: argument --max-problems: invalid int value: '{'9' * 5000}' "
+        '(see rlds-lite validate --help)'),
 }
 
 

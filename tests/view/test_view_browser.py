@@ -368,7 +368,8 @@ def test_dataset_strings_reach_the_plot_as_text(page, tmp_path):
   with EpisodeWriter(str(tmp_path), 'hostile', features) as writer:
     writer.add_episode({'steps': {
         'observation': {HOSTILE: np.ones((4, 2), np.float32)},
-        'reward': np.zeros(4, np.float32), 'is_terminal': [False] * 3 + [True]}})
+        'reward': np.zeros(4, np.float32),
+        'is_terminal': [False] * 3 + [True]}})
   server = server_lib.start(writer.path, fps=FPS)
   try:
     page.goto(f'{server.url}episode/train/0')
