@@ -49,6 +49,8 @@ from google.protobuf import json_format
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import nesting
+
 PathLike = Union[str, os.PathLike]
 Reader = Callable[[str], tf.data.Dataset]
 
@@ -140,7 +142,9 @@ def _read_json(path: str, what: str) -> Any:
   if not data.strip():
     raise CorruptDatasetError(path, f'is empty; it should hold {what}.')
   try:
-    return json.loads(data.decode('utf-8'))
+    return nesting.loads(data.decode('utf-8'))
+  except nesting.TooDeepError as e:
+    raise CorruptDatasetError(path, f'{e}; it should hold {what}.') from None
   except UnicodeDecodeError:
     raise CorruptDatasetError(
         path, f'is not text (not UTF-8); it should hold {what} as JSON.'

@@ -345,6 +345,94 @@ def test_bad_arguments_exit_non_zero_as_a_subprocess(tmp_path):
       '(see rlds-lite episodes --help)\n')
 
 
+_MISSING = '/no/such/rlds-lite-dataset'
+_IN_HOME = '~/no-such-rlds-lite-dataset'
+
+_RUN_IN_PROCESS = textwrap.dedent('''
+    import contextlib, io, json, sys
+    from rlds_lite import cli
+    results = []
+    for argv in json.loads(sys.argv[1]):
+      err = io.StringIO()
+      with contextlib.redirect_stderr(err):
+        try:
+          status = cli.main(argv)
+        except SystemExit as e:
+          status = e.code
+      results.append([status, err.getvalue()])
+    print(json.dumps({'results': results, 'tensorflow': sorted(
+        m for m in sys.modules if m.split('.')[0] == 'tensorflow')}))
+''')
+
+_TYPOS = {  # argv -> stderr; each answered before TensorFlow is imported.
+    'validate': (['validate', _MISSING],
+                 f"validate: dataset directory '{_MISSING}' does not exist."),
+    'inspect': (['inspect', _MISSING],
+                f"inspect: dataset directory '{_MISSING}' does not exist."),
+    'stats': (['stats', _MISSING],
+              f"stats: dataset directory '{_MISSING}' does not exist."),
+    'episodes': (['episodes', _MISSING, '--where', 'length > 2'],
+                 f"episodes: dataset directory '{_MISSING}' does not exist."),
+    'video': (['video', _MISSING, '--out', '{tmp}/v.gif'],
+              f"video: dataset directory '{_MISSING}' does not exist."),
+    'filter': (['filter', _MISSING, '--out', '{tmp}/out'],
+               f"filter: dataset directory '{_MISSING}' does not exist."),
+    'merge': (['merge', _MISSING, '{tmp}', '--out', '{tmp}/out'],
+              f"merge: dataset directory '{_MISSING}' does not exist."),
+    'chunk': (['chunk', _MISSING],
+              f"chunk: dataset directory '{_MISSING}' does not exist."),
+    'view': (['view', _MISSING, '--port', '0'],
+             f"view: dataset directory '{_MISSING}' does not exist."),
+    'home-validate': (['validate', _IN_HOME], "validate: dataset directory "
+                      f"'{os.path.expanduser(_IN_HOME)}' does not exist."),
+    'home-stats': (['stats', _IN_HOME],  # stats and view name it as given.
+                   f"stats: dataset directory '{_IN_HOME}' does not exist."),
+    'relative-view': (['view', 'no/such'],
+                      "view: dataset directory 'no/such' does not exist."),
+    'limit-first': (['episodes', _MISSING, '--limit', '-1'],
+                    'episodes: --limit must be at least 0.'),
+    'chunk-steps': (['chunk', _MISSING, '--chunk-steps',
+                     '99999999999999999999'], 'chunk: argument --chunk-steps: '
+                    '99999999999999999999 is out of range '
+                    '(-2147483647..2147483647) (see rlds-lite chunk --help)'),
+    'negative-episode': (['video', _MISSING, '--out', 'v.gif', '--episode',
+                          '-1' + '0' * 12], 'video: argument --episode: '
+                         '-1000000000000 is out of range '
+                         '(-2147483647..2147483647) (see rlds-lite video '
+                         '--help)'),
+    'huge-seed': (['filter', _MISSING, '--out', 'x', '--seed', '9' * 19],
+                  'filter: argument --seed: 9999999999999999999 is out of '
+                  'range (-9223372036854775807..9223372036854775807) (see '
+                  'rlds-lite filter --help)'),
+    'digits-beyond-python': (
+        ['validate', _MISSING, '--max-problems', '9' * 5000],
+        f"validate: argument --max-problems: invalid int value: '{'9' * 5000}' "
+        '(see rlds-lite validate --help)'),
+}
+
+
+@pytest.fixture(name='typo_runs', scope='module')
+def _typo_runs(tmp_path_factory):
+  """Every `_TYPOS` command line run in one fresh interpreter."""
+  tmp = str(tmp_path_factory.mktemp('typos'))
+  argvs = [[a.format(tmp=tmp) for a in argv] for argv, _ in _TYPOS.values()]
+  result = subprocess.run(
+      [sys.executable, '-c', _RUN_IN_PROCESS, json.dumps(argvs)], cwd=tmp,
+      capture_output=True, text=True, timeout=120, check=False,
+      env=_user_env())
+  assert result.returncode == 0, result.stderr[-2000:]
+  measured = json.loads(result.stdout)
+  assert sorted(os.listdir(tmp)) == []  # Nothing written.
+  return dict(zip(_TYPOS, measured['results'])), measured['tensorflow']
+
+
+@pytest.mark.parametrize('case', list(_TYPOS))
+def test_typos_answer_in_one_line_without_tensorflow(typo_runs, case):
+  results, tensorflow = typo_runs
+  assert results[case] == [2, f'rlds-lite {_TYPOS[case][1]}\n']
+  assert tensorflow == []  # As fast as --help: no 9 s TensorFlow import.
+
+
 def _minari_round_trip(tmp, source):
   """--to minari writes a root; --from minari reads it, and back."""
   root = tmp / 'minari_root'
@@ -403,6 +491,8 @@ def test_convert_from_minari_reads_what_to_minari_wrote(cameras, tmp_path,
      'rlds-lite video: --scale must be at least 1, got 0.'),
     (['video', '{data}', '--out', '{tmp}/v.gif', '--fps', '0'],
      'rlds-lite video: --fps must be positive, got 0.'),
+    (['video', '{data}', '--out', '{tmp}/v.gif', '--fps', 'nan'],
+     'rlds-lite video: --fps must be positive, got nan.'),
     (['video', '{data}', '--out', '{tmp}/v.txt'],
      "rlds-lite video: --out {tmp}/v.txt: unknown video format '.txt' (use "
      '.gif or .mp4).'),
@@ -422,7 +512,7 @@ def test_convert_from_minari_reads_what_to_minari_wrote(cameras, tmp_path,
 ], ids=['demo-out-is-a-file', 'demo-out-under-a-file', 'validate-0-episodes',
         'validate-negative-episodes', 'd4rl-into-a-missing-directory',
         'alf-into-a-file', 'alf-from-a-text-file', 'minari-root-of-two',
-        'video-scale-0', 'video-fps-0', 'video-unknown-format',
+        'video-scale-0', 'video-fps-0', 'video-fps-nan', 'video-unknown-format',
         'video-under-a-file', 'chunk-over-the-data-dir',
         'chunk-into-the-source', 'chunk-over-the-source'])
 def test_bad_input_is_one_line_and_exit_2(cameras, tmp_path, capsys, argv,

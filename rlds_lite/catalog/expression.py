@@ -43,6 +43,8 @@ from typing import Any, Callable, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
+from rlds_lite import nesting
+
 __all__ = ['ExpressionError', 'Expression', 'parse', 'evaluate', 'column_names']
 
 
@@ -168,6 +170,7 @@ class _Parser:
     self._text = text
     self._tokens = _tokens(text)
     self._at = 0
+    self._depth = 0  # Open parentheses and nots: nesting.MAX_DEPTH at most.
 
   def _peek(self) -> _Token:
     return self._tokens[self._at]
@@ -221,9 +224,20 @@ class _Parser:
       operands.append(self._not())
     return operands[0] if len(operands) == 1 else BoolOp('and', tuple(operands))
 
+  def _nested(self, token: _Token, parse: Callable[[], Any]) -> Any:
+    """``parse()`` one level deeper (``token`` opened it), bounded."""
+    self._depth += 1
+    if self._depth > nesting.MAX_DEPTH:
+      raise ExpressionError(f'{nesting.too_deep("EXPR")}: {token.text!r} at '
+                            f'position {token.position}.')
+    tree = parse()
+    self._depth -= 1
+    return tree
+
   def _not(self) -> Any:
-    if self._accept('keyword', 'not'):
-      return Not(self._not())
+    token = self._accept('keyword', 'not')
+    if token:
+      return Not(self._nested(token, self._not))
     return self._comparison()
 
   def _comparison(self) -> Any:
@@ -270,7 +284,7 @@ class _Parser:
       self._next()
       return Column(token.text)
     if self._accept('op', '('):
-      inner = self._or()
+      inner = self._nested(token, self._or)
       self._expect('op', ')', "')'")
       return inner
     raise self._fail(token, "a column, a number, a string, true/false or '('")

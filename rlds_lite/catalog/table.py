@@ -31,6 +31,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 import numpy as np
 
+from rlds_lite import nesting
 from rlds_lite.catalog import expression as expression_lib
 
 __all__ = ['Catalog']
@@ -416,7 +417,7 @@ class Catalog:
       [{'task': ['a', 'b'], 'name': 'x'}, {'task': ['c'], 'name': 'é'}]
     """
     with np.load(file, allow_pickle=False) as data:
-      header = json.loads(bytes(data['header']).decode())
+      header = nesting.loads(bytes(data['header']).decode())
       if header.get('format') != _NPZ_FORMAT:
         raise ValueError(f'Catalog.read: unknown format {header.get("format")}.')
       columns = {}

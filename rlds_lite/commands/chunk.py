@@ -3,6 +3,8 @@
 import argparse
 import json
 
+from rlds_lite.commands import dataset_options
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable=protected-access
   parser = subparsers.add_parser(
@@ -20,7 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
   parser.add_argument('--out', default=None, metavar='DIR',
                       help='the chunk dataset directory (default: '
                       '<name>_chunks/<version> beside PATH)')
-  parser.add_argument('--chunk-steps', type=int, default=None, metavar='C',
+  parser.add_argument('--chunk-steps', type=dataset_options.integer,
+                      default=None, metavar='C',
                       help='steps per record (default: about 64 KiB a '
                       'record, at most 16 steps)')
   parser.add_argument('--split', action='append', default=None,
@@ -39,7 +42,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
 
 def run(args: argparse.Namespace) -> int:
   # pylint: disable=g-import-not-at-top
-  from rlds_lite.commands import dataset_options
   if args.chunk_steps is not None and args.chunk_steps < 1:
     return dataset_options.report_error(
         'chunk', ValueError(f'--chunk-steps must be positive, got '
@@ -47,6 +49,9 @@ def run(args: argparse.Namespace) -> int:
   if args.out:
     from rlds_lite import overwriting
     overwriting.check_creatable(args.out, writer='chunk')
+  missing = dataset_options.missing_dataset(args.path)
+  if missing:
+    return dataset_options.report_error('chunk', missing)
   dataset_options.quiet_logs()
   from rlds_lite.random_access import conversion
   from rlds_lite.random_access import storage

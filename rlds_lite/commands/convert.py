@@ -74,7 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
   parser.add_argument('--skip-one-step', action='store_true',
                       help='targets without room for one-step episodes: skip '
                       'them instead of failing')
-  parser.add_argument('--fps', type=int, default=None,
+  parser.add_argument('--fps', type=dataset_options.integer, default=None,
                       help='lerobot target: frames per second (required)')
   parser.add_argument('--task-key', default=None,
                       help='lerobot: the step field holding the task text '

@@ -18,10 +18,11 @@ Example:
 
 import argparse
 import contextlib
+import os
 import re
 import shlex
 import sys
-from typing import Iterator, List, Mapping, Optional, Tuple
+from typing import Callable, Iterator, List, Mapping, Optional, Tuple
 import warnings
 
 BAD_INPUT = 2
@@ -49,6 +50,46 @@ def add_dataset_arguments(
                       help='hide the progress bar (shown on a terminal only)')
 
 
+MAX_COUNT = 2**31 - 1
+"""The largest count an option takes (steps, episodes, problems, ...)."""
+
+MAX_SEED = 2**63 - 1
+"""The largest seed (an int64)."""
+
+
+def bounded_int(maximum: int = MAX_COUNT) -> Callable[[str], int]:
+  """An argparse ``type``: an int from ``-maximum`` to ``maximum``.
+
+  A bigger one is refused in one line (``--chunk-steps 1e20`` reached
+  TensorFlow, which said ``Maximum allowed size exceeded``); a non-number
+  is argparse's ``invalid int value``.
+
+  Example:
+    >>> bounded_int(100)('-7')
+    -7
+    >>> bounded_int(100)('101')
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: 101 is out of range (-100..100)
+  """
+  def parse(text: str) -> int:
+    value = int(text)  # A ValueError: argparse says "invalid int value".
+    if abs(value) > maximum:
+      raise argparse.ArgumentTypeError(
+          f'{text} is out of range (-{maximum}..{maximum})')
+    return value
+
+  parse.__name__ = 'int'  # argparse names the type in its own message.
+  return parse
+
+
+integer = bounded_int()
+"""The ``type`` of a count option (``--chunk-steps``, ``--episodes``, ...)."""
+
+seed_integer = bounded_int(MAX_SEED)
+"""The ``type`` of ``--seed``."""
+
+
 def comma_list(text: Optional[str], flag: str, what: str,
                example: str) -> Optional[List[str]]:
   """The names in a comma-separated flag value (None: the flag not given).
@@ -70,14 +111,56 @@ def comma_list(text: Optional[str], flag: str, what: str,
   return names
 
 
-def missing_hint(path: str) -> str:
-  """`rlds_lite.atomic_output.missing_hint` (TensorFlow imported quietly).
+PATH_PREFIXES = ('/', './', '../', '~', '.\\', '..\\')
+"""How a dataset path starts (``rlds_lite.loading`` reads these as paths)."""
 
-  Only for an error path: the import takes seconds.
+_ASIDE_MARK = '.replaced-'  # atomic_output.ASIDE_MARK (its import loads TF).
+
+
+def missing_hint(path: str) -> str:
+  """`rlds_lite.atomic_output.missing_hint` ('' if nothing to say).
+
+  TensorFlow is imported (quietly) only when a writer's leftover beside the
+  path may give a hint: a typo answers at once.
   """
+  parent, base = os.path.split(os.path.abspath(os.path.expanduser(path)))
+  try:
+    names = os.listdir(parent)
+  except OSError:
+    return ''
+  if not any(name.startswith(f'.{base}{_ASIDE_MARK}') for name in names):
+    return ''
   quiet_logs()
   from rlds_lite import atomic_output  # pylint: disable=g-import-not-at-top
   return atomic_output.missing_hint(path)
+
+
+def missing_dataset(path: str, *,
+                    as_given: bool = False) -> Optional[FileNotFoundError]:
+  """The error for a local dataset path that does not exist, or None.
+
+  Checked without TensorFlow, so a typo answers at once; the message is
+  ``rlds_lite.load``'s (the path with ``~`` expanded). ``as_given``: also a
+  relative path holding a separator counts, named as given (``stats`` and
+  ``view`` say so).
+
+  Example:
+    >>> missing_dataset('/no/such/dataset')
+    FileNotFoundError("dataset directory '/no/such/dataset' does not exist.")
+    >>> missing_dataset('mnist') is None  # A TFDS name.
+    True
+  """
+  expanded = os.path.expanduser(path)
+  if as_given:
+    local = expanded.startswith(('/', './', '../')) or (
+        os.sep in expanded and ':' not in expanded)
+  else:
+    local = path.startswith(PATH_PREFIXES)
+  if not local or os.path.exists(expanded):
+    return None
+  shown = path if as_given else expanded
+  return FileNotFoundError(f'dataset directory {shown!r} does not exist'
+                           f'{missing_hint(expanded)}.')
 
 
 def progress_option(args: argparse.Namespace):

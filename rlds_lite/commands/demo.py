@@ -10,6 +10,7 @@ import os
 import sys
 from typing import Optional
 
+from rlds_lite.commands import dataset_options
 from rlds_lite.commands import quiet
 
 
@@ -26,16 +27,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
                     help='work directory (default ./demo_output)')
   demo.add_argument('--env', default='catch', choices=['catch', 'catch_pixels'],
                     help='built-in environment (default catch)')
-  demo.add_argument('--episodes', type=int, default=500,
+  demo.add_argument('--episodes', type=dataset_options.integer, default=500,
                     help='episodes to record (default 500)')
   demo.add_argument('--epsilon', type=float, default=0.2,
                     help='probability of a random action while recording '
                     '(default 0.2)')
-  demo.add_argument('--epochs', type=int, default=10,
+  demo.add_argument('--epochs', type=dataset_options.integer, default=10,
                     help='training epochs (default 10)')
-  demo.add_argument('--eval-episodes', type=int, default=200,
+  demo.add_argument('--eval-episodes', type=dataset_options.integer,
+                    default=200,
                     help='evaluation episodes per policy (default 200)')
-  demo.add_argument('--seed', type=int, default=0)
+  demo.add_argument('--seed', type=dataset_options.seed_integer, default=0)
   demo.add_argument('--json', action='store_true',
                     help='print the summary as JSON (progress lines go to '
                     'stderr)')

@@ -27,7 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
                       help='sort by this column')
   parser.add_argument('--descending', action='store_true',
                       help='sort in descending order')
-  parser.add_argument('--limit', type=int, default=None, metavar='N',
+  parser.add_argument('--limit', type=dataset_options.integer,
+                      default=None, metavar='N',
                       help='show at most N episodes')
   parser.add_argument('--columns', default=None, metavar='A,B,...',
                       help='the columns to show (default: all)')
@@ -42,8 +43,6 @@ def _chosen(args: argparse.Namespace):
   # pylint: disable=g-import-not-at-top
   from rlds_lite import source as source_lib
   from rlds_lite.catalog import build
-  if args.limit is not None and args.limit < 0:
-    raise ValueError('--limit must be at least 0.')
   opened = source_lib.open(args.path, args.split, data_dir=args.data_dir)
   builder, split = opened.builder, opened.split
   catalog = build.catalog_of_builder(
@@ -68,6 +67,12 @@ def _chosen(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+  if args.limit is not None and args.limit < 0:
+    return dataset_options.report_error(
+        'episodes', ValueError('--limit must be at least 0.'))
+  missing = dataset_options.missing_dataset(args.path)
+  if missing:
+    return dataset_options.report_error('episodes', missing)
   dataset_options.quiet_logs()
   try:
     with dataset_options.last_step_warnings('episodes'):

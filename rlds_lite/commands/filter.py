@@ -30,6 +30,9 @@ def run(args: argparse.Namespace) -> int:
   if problem:
     return dataset_options.report_error('filter', ValueError(problem))
   overwriting.check_creatable(args.out, writer='filter')
+  missing = dataset_options.missing_dataset(args.path)
+  if missing:
+    return dataset_options.report_error('filter', missing)
   dataset_options.quiet_logs()
   # pylint: disable=g-import-not-at-top
   from rlds_lite.catalog import rewrite

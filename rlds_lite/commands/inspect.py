@@ -20,6 +20,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
 
 
 def run(args: argparse.Namespace) -> int:
+  missing = dataset_options.missing_dataset(args.path)
+  if missing:
+    return dataset_options.report_error('inspect', missing)
   dataset_options.quiet_logs()
   from rlds_lite import checks  # pylint: disable=g-import-not-at-top
   try:

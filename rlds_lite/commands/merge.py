@@ -37,6 +37,10 @@ def run(args: argparse.Namespace) -> int:
   if problem:
     return dataset_options.report_error('merge', ValueError(problem))
   overwriting.check_creatable(args.out, writer='merge')
+  for path in args.paths:
+    missing = dataset_options.missing_dataset(path)
+    if missing:
+      return dataset_options.report_error('merge', missing)
   dataset_options.quiet_logs()
   # pylint: disable=g-import-not-at-top
   from rlds_lite.catalog import rewrite

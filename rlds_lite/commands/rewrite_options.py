@@ -21,6 +21,8 @@ import json
 import os
 from typing import Dict, Optional, Tuple
 
+from rlds_lite.commands import dataset_options
+
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
   """--out, --val-fraction, --seed, --name (see the module example)."""
@@ -30,7 +32,7 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
   parser.add_argument('--val-fraction', type=float, default=None, metavar='F',
                       help="write 'train' and 'validation' splits, with "
                       'round(F * N) episodes in validation')
-  parser.add_argument('--seed', type=int, default=0,
+  parser.add_argument('--seed', type=dataset_options.seed_integer, default=0,
                       help='seeds the validation choice (default 0)')
   parser.add_argument('--name', default=None,
                       help="the new dataset's name (default: the source's)")
@@ -63,8 +65,6 @@ def report_error(command: str, error: BaseException) -> int:
     >>> report_error('merge', ValueError('merge: different features.'))
     2
   """
-  # pylint: disable=g-import-not-at-top
-  from rlds_lite.commands import dataset_options
   message = dataset_options.one_line(error).removeprefix(f'{command}: ')
   return dataset_options.report_error(command, ValueError(message),
                                       {'val_fraction': '--val-fraction'})

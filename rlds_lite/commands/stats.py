@@ -77,11 +77,10 @@ def _default_split(source: str, data_dir: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+  missing = dataset_options.missing_dataset(args.path, as_given=True)
+  if missing:
+    return _fail(str(missing))
   path = os.path.expanduser(args.path)
-  if (path.startswith(('/', './', '../')) or os.sep in path and
-      ':' not in path) and not os.path.exists(path):
-    return _fail(f'dataset directory {args.path!r} does not exist'
-                 f'{dataset_options.missing_hint(path)}.')
   try:
     last_step = _last_step(args)
     keys = dataset_options.comma_list(args.keys, '--keys', 'field',

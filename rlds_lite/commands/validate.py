@@ -31,9 +31,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
                       '(exit 1)')
   dataset_options.add_last_step_argument(
       parser, 'non-zero values there are noticed')
-  parser.add_argument('--max-problems', type=int, default=1000,
+  parser.add_argument('--max-problems', type=dataset_options.integer,
+                      default=1000,
                       help='stop after this many problems (default 1000)')
-  parser.add_argument('--episodes', type=int, default=None,
+  parser.add_argument('--episodes', type=dataset_options.integer, default=None,
                       help='check only the first N episodes (N >= 1)')
 
 
@@ -59,6 +60,9 @@ def run(args: argparse.Namespace) -> int:
   problem = _argument_problem(args)
   if problem:
     return dataset_options.report_error('validate', ValueError(problem))
+  missing = dataset_options.missing_dataset(args.path)
+  if missing:
+    return dataset_options.report_error('validate', missing)
   dataset_options.quiet_logs()
   from rlds_lite import checks  # pylint: disable=g-import-not-at-top
   try:

@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
       'unless --scale is given.')
   dataset_options.add_dataset_arguments(
       parser, json_help='print what was written as JSON for machines')
-  parser.add_argument('--episode', type=int, default=0,
+  parser.add_argument('--episode', type=dataset_options.integer, default=0,
                       help='the episode index in the split (default 0)')
   parser.add_argument('--key', action='append', default=None,
                       help="an image field, e.g. 'observation/image'; repeat "
@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
   parser.add_argument('--out', required=True, help='the output .gif or .mp4')
   parser.add_argument('--fps', type=float, default=10.0,
                       help='frames per second (default 10)')
-  parser.add_argument('--scale', type=int, default=None,
+  parser.add_argument('--scale', type=dataset_options.integer, default=None,
                       help='enlarge frames this many times (default: small '
                       'frames to at least 128 pixels high, others 1)')
 
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
   if args.scale is not None and args.scale < 1:
     return dataset_options.report_error(
         'video', ValueError(f'--scale must be at least 1, got {args.scale}.'))
-  if args.fps <= 0:
+  if not args.fps > 0:  # NaN too.
     return dataset_options.report_error(
         'video', ValueError(f'--fps must be positive, got {args.fps:g}.'))
   suffix = os.path.splitext(args.out)[1].lower()
@@ -117,6 +117,9 @@ def run(args: argparse.Namespace) -> int:
     overwriting.check_creatable(args.out, writer='--out')
   except OSError as e:
     return dataset_options.report_error('video', e)
+  missing = dataset_options.missing_dataset(args.path)
+  if missing:
+    return dataset_options.report_error('video', missing)
   dataset_options.quiet_logs()
   from rlds_lite import video  # pylint: disable=g-import-not-at-top
   try:

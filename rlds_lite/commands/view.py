@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
   dataset_options.add_dataset_arguments(
       parser, json_help='print the dataset and its address as JSON for '
       'machines once serving')
-  parser.add_argument('--port', type=int, default=8765,
+  parser.add_argument('--port', type=dataset_options.integer, default=8765,
                       help='the port on 127.0.0.1 (default 8765; 0 picks a '
                       'free one)')
   parser.add_argument('--fps', type=float, default=10,
@@ -38,12 +38,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
 
 
 def run(args: argparse.Namespace) -> int:
+  missing = dataset_options.missing_dataset(args.path, as_given=True)
+  if missing:
+    return dataset_options.report_error('view', missing)
   path = os.path.expanduser(args.path)
-  if (path.startswith(('/', './', '../')) or os.sep in path and
-      ':' not in path) and not os.path.exists(path):
-    return dataset_options.report_error(
-        'view', FileNotFoundError(f'dataset directory {args.path!r} does not '
-                                  f'exist{dataset_options.missing_hint(path)}.'))
   if not 0 <= args.port <= 65535:
     return dataset_options.report_error(
         'view', ValueError(f'--port must be in 0..65535, got {args.port}.'))

@@ -32,6 +32,7 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tu
 
 import numpy as np
 
+from rlds_lite import nesting
 from rlds_lite.convert import episodes as episodes_lib
 from rlds_lite.convert import input_checks
 
@@ -145,9 +146,11 @@ def read_json(path: str, what: str) -> Any:
   """A JSON file, or one ConversionError naming it."""
   try:
     with open(path) as f:
-      return json.load(f)
+      return nesting.load(f)
   except FileNotFoundError:
     raise ConversionError(f'is missing: {what}', source=path) from None
+  except nesting.TooDeepError as error:
+    raise ConversionError(str(error), source=path) from None
   except ValueError as error:
     raise ConversionError(f'is not valid JSON: {error}', source=path) from None
 
@@ -435,7 +438,7 @@ def read_tasks(root: str, info: Dict[str, Any]) -> Dict[int, str]:
   index_name = '__index_level_0__'
   pandas_meta = (table.schema.metadata or {}).get(b'pandas')
   if pandas_meta:
-    names = json.loads(pandas_meta).get('index_columns') or []
+    names = nesting.loads(pandas_meta).get('index_columns') or []
     if names and isinstance(names[0], str):
       index_name = names[0]
   name = next((n for n in (index_name, 'task') if n in table.column_names),
@@ -472,7 +475,10 @@ def read_jsonl(path: str, what: str) -> Iterator[Dict[str, Any]]:
   for number, line in enumerate(lines):
     if line.strip():
       try:
-        yield json.loads(line)
+        yield nesting.loads(line)
+      except nesting.TooDeepError as error:
+        raise ConversionError(f'line {number + 1}: {error}',
+                              source=path) from None
       except ValueError as error:
         raise ConversionError(f'line {number + 1} is not JSON: {error}',
                               source=path) from None

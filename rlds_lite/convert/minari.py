@@ -46,6 +46,7 @@ import numpy as np
 
 from rlds_lite import nest_paths
 from rlds_lite import atomic_output
+from rlds_lite import nesting
 from rlds_lite import overwriting
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
@@ -104,7 +105,9 @@ def read_metadata(path: Union[str, os.PathLike]) -> Dict[str, Any]:
   if os.path.isfile(json_path):
     with open(json_path) as f:
       try:
-        return json.load(f)
+        return nesting.load(f)
+      except nesting.TooDeepError as error:
+        raise ConversionError(str(error), source=json_path) from None
       except ValueError as error:
         raise ConversionError(f'is not valid JSON: {error}',
                               source=json_path) from None
@@ -116,7 +119,7 @@ def read_metadata(path: Union[str, os.PathLike]) -> Dict[str, Any]:
 def _image_shapes(space: Any, prefix: str) -> Dict[str, Tuple[int, ...]]:
   """Paths of image Box subspaces (Minari may JPEG-encode them) -> shapes."""
   if isinstance(space, str):
-    space = json.loads(space)
+    space = nesting.loads(space)
   if not isinstance(space, dict):
     return {}
   kind = space.get('type')

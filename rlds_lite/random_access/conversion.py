@@ -35,6 +35,7 @@ from rlds_lite import atomic_output
 from rlds_lite import dataset_files
 from rlds_lite import diagnosis
 from rlds_lite import decoding
+from rlds_lite import nesting
 from rlds_lite import overwriting
 from rlds_lite import progress as progress_lib
 from rlds_lite import rlds_types
@@ -81,7 +82,7 @@ def is_chunk_dataset(dataset_dir: str) -> bool:
   path = os.path.join(dataset_dir, _METADATA_FILE)
   try:
     with tf.io.gfile.GFile(path) as f:
-      return layout_lib.LAYOUT_NAME in json.load(f)
+      return layout_lib.LAYOUT_NAME in nesting.load(f)
   except (tf.errors.OpError, OSError, ValueError, TypeError):
     return False
 

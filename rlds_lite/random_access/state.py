@@ -46,6 +46,7 @@ from typing import Any, Dict, Iterator, Mapping, Optional, Tuple, Union
 
 import tensorflow as tf
 
+from rlds_lite import nesting
 from rlds_lite import sample_kinds as samples_lib
 from rlds_lite.random_access import tf_data
 
@@ -255,7 +256,11 @@ def _read_state(path: str) -> Tuple[Any, str]:
                             'wrote.')
   with tf.io.gfile.GFile(path, 'rb') as f:
     try:
-      return json.loads(f.read().decode('utf-8')), f'in {path!r}'
+      return nesting.loads(f.read().decode('utf-8')), f'in {path!r}'
+    except nesting.TooDeepError as e:
+      raise ValueError(f'SampleIterator.restore: the state in {path!r} '
+                       f'{str(e).removeprefix("JSON ")}; it is not a saved '
+                       'random-access state.') from None
     except (UnicodeDecodeError, json.JSONDecodeError):
       return None, f'in {path!r}'
 

@@ -61,6 +61,7 @@ import tensorflow_datasets as tfds
 
 from rlds_lite import atomic_output
 from rlds_lite import dataset_files
+from rlds_lite import nesting
 from rlds_lite import rlds_types
 from rlds_lite.catalog import records as records_lib
 from rlds_lite.random_access import checksums
@@ -161,7 +162,10 @@ def _check_metadata_json(path: str) -> None:
   with tf.io.gfile.GFile(metadata, 'rb') as f:
     data = f.read()
   try:
-    json.loads(data.decode('utf-8'))
+    nesting.loads(data.decode('utf-8'))
+  except nesting.TooDeepError as error:
+    raise DamagedChunksError(metadata, f'{error}; it should hold the chunk '
+                             'layout') from None
   except UnicodeDecodeError:
     raise DamagedChunksError(metadata, 'is not text (not UTF-8); it should '
                              'hold the chunk layout as JSON') from None

@@ -31,6 +31,8 @@ from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
+from rlds_lite import nesting
+
 DEFAULT_CAPACITY = 1024
 """Counters of the frequency summary, and hashes of the distinct sketch."""
 TOP = 5
@@ -179,7 +181,7 @@ class StringStats:
 
   @classmethod
   def from_json(cls, text: str) -> 'StringStats':
-    return cls.from_dict(json.loads(text))
+    return cls.from_dict(nesting.loads(text))
 
   def __eq__(self, other: Any) -> bool:
     return isinstance(other, StringStats) and self.to_dict() == other.to_dict()

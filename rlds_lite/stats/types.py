@@ -29,6 +29,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
+from rlds_lite import nesting
 from rlds_lite.stats import sketch as sketch_lib
 from rlds_lite.stats import strings as strings_lib
 
@@ -274,7 +275,7 @@ class FieldStats:
 
   @classmethod
   def from_json(cls, text: str) -> 'FieldStats':
-    return cls.from_dict(json.loads(text))
+    return cls.from_dict(nesting.loads(text))
 
   def __eq__(self, other: Any) -> bool:
     return isinstance(other, FieldStats) and self.to_dict() == other.to_dict()
@@ -447,7 +448,7 @@ class DatasetStats:
 
   @classmethod
   def from_json(cls, text: str) -> 'DatasetStats':
-    return cls.from_dict(json.loads(text))
+    return cls.from_dict(nesting.loads(text))
 
   def summary(self) -> Dict[str, Any]:
     """The readable statistics, JSON-ready (no sketches)."""

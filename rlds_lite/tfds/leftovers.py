@@ -43,6 +43,7 @@ import tensorflow_datasets as tfds
 from google.protobuf import json_format
 from tensorflow_datasets.core.proto import dataset_info_pb2
 
+from rlds_lite import nesting
 from rlds_lite.tfds import publish
 from rlds_lite.tfds import shards
 
@@ -212,7 +213,7 @@ def _repair_features_json(dataset_dir: str,
   path = os.path.join(dataset_dir, FEATURES_FILE)
   try:
     with tf.io.gfile.GFile(path, 'r') as f:
-      if json.loads(f.read()) == expected:
+      if nesting.loads(f.read()) == expected:
         return False
   except (tf.errors.NotFoundError, ValueError):
     pass

@@ -13,10 +13,13 @@ Data (JSON): ``/api/dataset``, ``/api/stats/<split>``,
 ``min_return``, ``max_return``, ``status=terminated|truncated``,
 ``instruction``, ``where`` (an EXPR), ``offset``, ``limit``),
 ``/api/episode/<split>/<index>``; videos: ``/video/<split>/<index>/<camera>``
-(MP4, with HTTP range requests so browsers can seek). Errors are JSON
-``{"error": "..."}``: 404 for an unknown split, episode or camera, 400 for a
-bad query; 400 for a request not addressed to ``127.0.0.1`` or
-``localhost`` (DNS rebinding). Everything is served by the app: plotly.js comes from the
+(MP4, with HTTP range requests so browsers can seek). Every route's errors
+are JSON ``{"error": "..."}`` (one handler, `create_app`): 404 for an
+unknown split, episode (``-1``, ``abc``, ``1.5`` too) or camera, 400 for a
+bad query, 500 naming file, episode, field and step for data that cannot
+be read (a frame that does not decode) and for any other failure; 400 for
+a request not addressed to ``127.0.0.1`` or ``localhost`` (DNS
+rebinding). Everything is served by the app: plotly.js comes from the
 installed ``plotly`` package, nothing from the network.
 
 Example:
@@ -31,11 +34,13 @@ Example:
   404
 """
 
-import functools
 import importlib.util
 import io
+import logging
+import math
 import os
-from typing import Any, Callable, Optional
+import re
+from typing import Any, Optional
 
 try:
   import flask  # pylint: disable=g-import-not-at-top
@@ -43,6 +48,9 @@ except ImportError:  # pragma: no cover - depends on the installation.
   raise ImportError("rlds-lite view needs Flask, PyAV and plotly: pip install "
                     "'rlds_lite[view]'") from None
 
+from werkzeug import exceptions
+
+from rlds_lite import dataset_files
 from rlds_lite.stats import cache as stats_cache
 from rlds_lite.view import dataset_view as dataset_view_lib
 from rlds_lite.view import table_query
@@ -62,34 +70,61 @@ def plotly_js_path() -> str:
   return path
 
 
-def _error(status: int, error: BaseException):
-  text = error.args[0] if isinstance(error, KeyError) and error.args else error
+_MAX_INT = 2**63 - 1  # Query numbers compare with int64 columns.
+
+
+def _error_json(error: BaseException):
+  """Any error as ``{"error": ...}`` and its status (the app's one handler).
+
+  An HTTP error keeps its status; unknown split, episode or camera
+  (KeyError, IndexError) is 404; a bad query (ValueError) 400; damaged data
+  (``CorruptDatasetError``, naming file, episode, field and step) and
+  anything else 500.
+  """
+  if isinstance(error, exceptions.HTTPException):
+    status, text = error.code or 500, error.description
+  elif isinstance(error, dataset_files.CorruptDatasetError):
+    status, text = 500, str(error)
+  elif isinstance(error, (KeyError, IndexError)):
+    status = 404
+    text = error.args[0] if isinstance(error, KeyError) and error.args else error
+  elif isinstance(error, ValueError):
+    status, text = 400, str(error)
+  else:
+    logging.getLogger(__name__).error('view: %s', error, exc_info=error)
+    status, text = 500, f'{type(error).__name__}: {error}'
   return flask.jsonify(error=' '.join(str(text).split())), status
 
 
-def _api(function: Callable[..., Any]) -> Callable[..., Any]:
-  """Unknown split/episode/camera -> 404 JSON; a bad query -> 400 JSON."""
-  @functools.wraps(function)
-  def wrapped(*args, **kwargs):
-    try:
-      return function(*args, **kwargs)
-    except (KeyError, IndexError) as e:
-      return _error(404, e)
-    except ValueError as e:
-      return _error(400, e)
-  return wrapped
-
-
 def _number(name: str, kind: type) -> Optional[Any]:
-  """Query parameter ``name`` as ``kind``; None if absent or empty."""
+  """Query parameter ``name`` as ``kind`` (finite); None if absent or empty."""
   text = flask.request.args.get(name, '').strip()
   if not text:
     return None
   try:
-    return kind(text)
+    value = kind(text)
   except ValueError:
-    raise ValueError(f'query parameter {name!r} must be a{"n" if kind is int else ""} '
-                     f'{kind.__name__}, got {text!r}.') from None
+    value = None
+  if value is None or (abs(value) > _MAX_INT if kind is int
+                       else not math.isfinite(value)):
+    article = 'an' if kind is int else 'a finite'
+    raise ValueError(f'query parameter {name!r} must be {article} '
+                     f'{kind.__name__}, got {text!r}.')
+  return value
+
+
+def _episode_index(view: dataset_view_lib.DatasetView, split: str,
+                   text: str) -> int:
+  """Episode ``text`` of ``split`` as an index; IndexError if there is none."""
+  total = view.num_episodes(split)
+  if not re.fullmatch(r'[0-9]{1,18}', text):
+    raise IndexError(f'no episode {text!r}: split {split!r} has {total} '
+                     f'episodes{f" (0 to {total - 1})" if total else ""}.')
+  index = int(text)
+  if index >= total:
+    raise IndexError(f'episode {index} is out of range: split {split!r} has '
+                     f'{total} episodes.')
+  return index
 
 
 def _table_query(view: dataset_view_lib.DatasetView, split: str):
@@ -121,6 +156,7 @@ def create_app(view: dataset_view_lib.DatasetView) -> flask.Flask:
   # Only requests addressed to this machine by name: a web page cannot reach
   # the viewer through a DNS name rebound to 127.0.0.1.
   app.config['TRUSTED_HOSTS'] = ['127.0.0.1', 'localhost']
+  app.register_error_handler(Exception, _error_json)
   plotly_path = plotly_js_path()
   # Names the dataset's files (names, sizes, times) in the videos' ETags.
   identity = stats_cache.cache_key(view.dataset_dir, {'view': 'videos'})
@@ -135,49 +171,39 @@ def create_app(view: dataset_view_lib.DatasetView) -> flask.Flask:
   @app.get('/')
   def dataset_page():
     split = flask.request.args.get('split') or view.default_split
-    if split not in view.splits:
-      return _error(404, KeyError(f'no split {split!r} (splits: '
-                                  f'{view.splits}).'))
+    view.check_split(split)
     return page('dataset.html', split=split)
 
-  @app.get('/episode/<split>/<int:index>')
-  def episode_page(split: str, index: int):
-    try:
-      total = view.num_episodes(split)
-    except KeyError as e:
-      return _error(404, e)
-    if index >= total:
-      return _error(404, IndexError(f'episode {index} is out of range: split '
-                                    f'{split!r} has {total} episodes.'))
-    return page('episode.html', split=split, index=index, num_episodes=total)
+  @app.get('/episode/<split>/<index>')
+  def episode_page(split: str, index: str):
+    index = _episode_index(view, split, index)
+    return page('episode.html', split=split, index=index,
+                num_episodes=view.num_episodes(split))
 
   @app.get('/api/dataset')
-  @_api
   def dataset_json():
     return flask.jsonify(view.info())
 
   @app.get('/api/stats/<split>')
-  @_api
   def stats_json(split: str):
     return flask.jsonify(split=split, **view.stats(split))
 
   @app.get('/api/episodes/<split>')
-  @_api
   def episodes_json(split: str):
     return _table_query(view, split)
 
-  @app.get('/api/episode/<split>/<int:index>')
-  @_api
-  def episode_json(split: str, index: int):
+  @app.get('/api/episode/<split>/<index>')
+  def episode_json(split: str, index: str):
+    index = _episode_index(view, split, index)
     data = view.episode_data(split, index)
     for camera in data['cameras']:
       camera['url'] = flask.url_for('camera_video', split=split, index=index,
                                     camera=camera['key'])
     return flask.jsonify(data)
 
-  @app.get('/video/<split>/<int:index>/<path:camera>')
-  @_api
-  def camera_video(split: str, index: int, camera: str):
+  @app.get('/video/<split>/<index>/<path:camera>')
+  def camera_video(split: str, index: str, camera: str):
+    index = _episode_index(view, split, index)
     data = view.video(split, index, camera)
     return flask.send_file(
         io.BytesIO(data), mimetype='video/mp4', conditional=True,

@@ -35,13 +35,12 @@ import warnings
 import numpy as np
 
 from rlds_lite import dataset_files
-from rlds_lite import loading
 from rlds_lite import rlds_types
+from rlds_lite import source as source_lib
 from rlds_lite import stats as stats_lib
 from rlds_lite import video as video_lib
 from rlds_lite.catalog import build as catalog_build
 from rlds_lite.catalog import table as catalog_table
-from rlds_lite.checks import sources
 from rlds_lite.dense import last_step as last_step_lib
 from rlds_lite.view import dataset_info
 from rlds_lite.view import episode_payload
@@ -94,7 +93,8 @@ class DatasetView:
                   stats_lib.NonFiniteValuesWarning):
       warnings.filterwarnings('ignore', category=shown,
                               module=re.escape(__name__))
-    builder, label = loading.rlds_builder(name_or_dir, data_dir)
+    builder = source_lib.open_builder(name_or_dir, data_dir)
+    label = os.fspath(name_or_dir)
     if not builder.info.splits:
       raise ValueError(f'dataset {label!r} has no splits: is it prepared? '
                        '(a registered name needs its data_dir)')
@@ -110,7 +110,7 @@ class DatasetView:
     self.label = label
     self.dataset_dir = os.fspath(builder.data_dir)
     self.fps = float(fps)
-    self.default_split = split or sources.default_split(builder)
+    self.default_split = split or source_lib.default_split(builder)
     self.check_split(self.default_split)
     # Every split can be browsed: its shards are checked now (one directory
     # listing, as rlds_lite.load does), so a missing, empty or truncated file

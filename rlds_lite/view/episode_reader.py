@@ -29,6 +29,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from rlds_lite import decoding
+from rlds_lite import diagnosis
 from rlds_lite import rlds_types
 
 
@@ -77,6 +78,9 @@ class EpisodeReader:
     Raises:
       KeyError: for an unknown split.
       IndexError: for an index outside ``[0, num_episodes)``.
+      rlds_lite.dataset_files.CorruptDatasetError: for a record that does
+        not read or a frame that does not decode (file, episode, field and
+        step named: ``loading.named_read_errors``).
     """
     if split not in self._builder.info.splits:
       raise KeyError(f'no split {split!r} (splits: '
@@ -90,7 +94,8 @@ class EpisodeReader:
         decoders={rlds_types.STEPS: tfds.decode.SkipDecoding()},
         read_config=read_order())
     encoded_spec = episodes.element_spec[rlds_types.STEPS]
-    episode = next(iter(episodes))
-    steps = self._decoder(encoded_spec)(episode[rlds_types.STEPS])
+    with diagnosis.named_read_errors(self._builder, split):
+      episode = next(iter(episodes))
+      steps = self._decoder(encoded_spec)(episode[rlds_types.STEPS])
     episode = {**episode, rlds_types.STEPS: steps}
     return tf.nest.map_structure(lambda t: t.numpy(), episode)

@@ -71,7 +71,13 @@ def rows(text):
     ("language_instruction not in ['open', 'pick']", [2, 3]),
     # Nested column names.
     ('episode_metadata/scene == 1', [1, 3]),
-], ids=lambda value: value if isinstance(value, str) else None)
+    # 100 levels of nesting are fine (nesting.MAX_DEPTH).
+    ('(' * 100 + 'length > 5' + ')' * 100, [2, 3]),
+    ('not ' * 100 + 'terminated', [0, 2]),
+    ('(not ' * 50 + 'terminated' + ')' * 50, [0, 2]),
+    (' or '.join(['length == 7'] * 5000 + ['success']), [2, 3]),
+], ids=lambda value: (value if len(value) < 60 else f'{value[:20]}...')
+   if isinstance(value, str) else None)
 def test_expression_selects_the_expected_rows(text, expected):
   assert rows(text) == expected
 
@@ -115,13 +121,25 @@ def test_expression_selects_the_expected_rows(text, expected):
     ("language_instruction < 'b'", "EXPR \"language_instruction < 'b'\": a "
      'column of several strings per episode compares only with ==, !=, in or '
      'contains (< given).'),
+    ('(' * 101 + 'length > 5' + ')' * 101, 'EXPR nests deeper than 100 '
+     "levels (refused): '(' at position 101."),
+    ('not ' * 101 + 'terminated', 'EXPR nests deeper than 100 levels '
+     "(refused): 'not' at position 401."),
+    ('(not ' * 50 + '(terminated)' + ')' * 50, 'EXPR nests deeper than 100 '
+     "levels (refused): '(' at position 251."),
+    ('(' * 100_000, "EXPR nests deeper than 100 levels (refused): '(' at "
+     'position 101.'),
+    ('not ' * 100_000, 'EXPR nests deeper than 100 levels (refused): '
+     "'not' at position 401."),
 ], ids=['empty', 'double-operator', 'single-equals', 'unclosed-parenthesis',
         'missing-operator', 'in-without-list', 'list-without-comma',
         'contains-without-string', 'unclosed-string', 'no-python-calls',
         'unknown-column', 'number-vs-string', 'boolean-ordering',
         'boolean-vs-number', 'bare-number-column', 'number-column-in-and',
         'contains-on-numbers', 'mixed-list', 'no-column',
-        'ordering-several-strings'])
+        'ordering-several-strings', 'parentheses-101-deep',
+        'not-101-deep', 'mixed-101-deep', 'open-parentheses-100000',
+        'not-100000'])
 def test_bad_expressions_raise_one_clear_error(text, message):
   with pytest.raises(ExpressionError) as error:
     expression.evaluate(text, COLUMNS)

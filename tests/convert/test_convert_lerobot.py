@@ -508,6 +508,10 @@ BAD_INPUT = {
             '{'),
         '{root}/meta/info.json: is not valid JSON: Expecting property name '
         'enclosed in double quotes: line 1 column 2 (char 1)'),
+    'info-too-deep': (
+        lambda root: open(os.path.join(root, 'meta/info.json'), 'w').write(
+            '{"features": ' + '[' * 100_000),
+        '{root}/meta/info.json: JSON nests deeper than 100 levels (refused)'),
     'codebase-version': (
         lambda root: _set_info(root, codebase_version='v1.6'),
         "{root}/meta/info.json: has codebase_version 'v1.6'; rlds_lite reads "

@@ -169,7 +169,7 @@ def test_reader_of_a_target_set_aside_says_where_the_old_one_is(tmp_path,
               raised.value)
 
 
-@pytest.mark.parametrize('command', ['stats', 'view'])
+@pytest.mark.parametrize('command', ['stats', 'view', 'validate'])
 def test_commands_say_where_a_set_aside_dataset_is(tmp_path, capsys, command):
   from rlds_lite import cli  # pylint: disable=g-import-not-at-top
   parent = str(tmp_path)

@@ -52,6 +52,13 @@ def _flip(path, position, count=1):
     ('metadata.json cut in half',
      r'{path}/metadata.json: is not valid JSON \(.* at line 1 column \d+\); '
      r'it should hold the chunk layout; '),
+    ('dataset_info.json too deep',
+     r'{path}/dataset_info.json: JSON nests deeper than 100 levels '
+     r'\(refused\); it should hold the TFDS DatasetInfo \(name, version, '
+     r'splits\); '),
+    ('metadata.json too deep',
+     r'{path}/metadata.json: JSON nests deeper than 100 levels \(refused\); '
+     r'it should hold the chunk layout; '),
     ('features.json deleted',
      r'{path}/features.json: is missing, and dataset_info.json does not '
      r'describe the features either: the dataset cannot be decoded; '),
@@ -71,6 +78,8 @@ def test_damaged_metadata_is_named(vector_chunks, tmp_path, damage, match):
   target = _shard(path, 1) if name == 'shard' else os.path.join(path, name)
   if how == 'deleted':
     os.remove(target)
+  elif how == 'too deep':  # A RecursionError traceback before the bound.
+    open(target, 'w').write('{"a": ' * 101 + '1' + '}' * 101)
   else:
     _cut_in_half(target)
   with pytest.raises(ra.DamagedChunksError, match='^random access: ' +

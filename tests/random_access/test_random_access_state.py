@@ -114,6 +114,15 @@ def test_restore_bad_files(vector_chunks, tmp_path):
   (tmp_path / 'bad.json').write_text('{"seed": 1}')
   with pytest.raises(ValueError, match='is not a saved random-access state'):
     it.restore(tmp_path / 'bad.json')
+  for name, text in [('deep.json', '[' * 101 + ']' * 101),
+                     ('deeper.json', '{"seed": ' + '[' * 100_000)]:
+    (tmp_path / name).write_text(text)
+    with pytest.raises(ValueError) as raised:  # Was a RecursionError.
+      it.restore(tmp_path / name)
+    assert str(raised.value) == (
+        f"SampleIterator.restore: the state in '{tmp_path / name}' nests "
+        'deeper than 100 levels (refused); it is not a saved random-access '
+        'state.')
 
 
 @pytest.mark.parametrize('other', [dict(batch_size=8), dict(order='uniform'),

@@ -14,6 +14,7 @@ from rlds_lite import catalog as catalog_lib
 from rlds_lite import stats as stats_lib
 from rlds_lite.view import app as app_lib
 from rlds_lite.view import dataset_view
+import rlds_testing
 import view_testing
 
 NUM_EPISODES = 6
@@ -32,9 +33,13 @@ def _expected():
       num_episodes=NUM_EPISODES, max_length=10, size=16))
 
 
+@pytest.fixture(name='view', scope='module')
+def _view(dataset):
+  return dataset_view.DatasetView(dataset, fps=5)
+
+
 @pytest.fixture(name='client', scope='module')
-def _client(dataset):
-  view = dataset_view.DatasetView(dataset, fps=5)
+def _client(view):
   return app_lib.create_app(view).test_client()
 
 
@@ -117,12 +122,30 @@ def test_episodes_json_filters_by_expr(client, expected):
 
 @pytest.mark.parametrize('query, message', [
     ('min_length=abc', "query parameter 'min_length' must be an int, got 'abc'."),
-    ('max_return=x', "query parameter 'max_return' must be a float, got 'x'."),
+    ('max_return=x', "query parameter 'max_return' must be a finite float, "
+     "got 'x'."),
+    ('min_return=nan', "query parameter 'min_return' must be a finite float, "
+     "got 'nan'."),  # Matched nothing, silently.
+    ('max_return=-inf', "query parameter 'max_return' must be a finite "
+     "float, got '-inf'."),
+    ('min_length=1e400', "query parameter 'min_length' must be an int, got "
+     "'1e400'."),
+    ('limit=' + '9' * 20, "query parameter 'limit' must be an int, got "
+     f"'{'9' * 20}'."),
+    ('offset=' + '9' * 5000, "query parameter 'offset' must be an int, got "
+     f"'{'9' * 5000}'."),
+    ('where=' + '(' * 101 + 'length+>+1' + ')' * 101, 'EXPR nests deeper '
+     "than 100 levels (refused): '(' at position 101."),  # Was HTML 500.
+    ('where=' + 'not+' * 5000 + 'terminated', 'EXPR nests deeper than 100 '
+     "levels (refused): 'not' at position 401."),
     ('order=up', "query parameter 'order' must be asc or desc, got 'up'."),
     ('status=done', "status must be one of ['terminated', 'truncated'], got "
      "'done'."),
     ('offset=-3', 'offset and limit must be >= 0, got -3, 100.'),
-])
+], ids=['non-integer-length', 'non-number-return', 'nan-return',
+        'infinite-return', 'float-length', 'huge-limit', '5000-digit-offset',
+        'deep-parentheses', 'deep-nots', 'unknown-order', 'unknown-status',
+        'negative-offset'])
 def test_bad_table_queries_are_400(client, query, message):
   response = client.get(f'/api/episodes/train?{query}')
   assert response.status_code == 400
@@ -164,11 +187,72 @@ def test_episode_json(client, expected):
     ('/episode/train/6', "episode 6 is out of range: split 'train' has 6 "
      'episodes.'),
     ('/?split=test', "no split 'test' (splits: ['train'])."),
-])
+    # Indices that are not episodes were Flask's HTML 404 page.
+    ('/api/episode/train/-1', "no episode '-1': split 'train' has 6 episodes "
+     '(0 to 5).'),
+    ('/api/episode/train/abc', "no episode 'abc': split 'train' has 6 "
+     'episodes (0 to 5).'),
+    ('/api/episode/train/1.5', "no episode '1.5': split 'train' has 6 "
+     'episodes (0 to 5).'),
+    ('/api/episode/train/' + '9' * 30, f"no episode '{'9' * 30}': split "
+     "'train' has 6 episodes (0 to 5)."),
+    ('/api/episode/train/99', "episode 99 is out of range: split 'train' has "
+     '6 episodes.'),
+    ('/episode/train/-1', "no episode '-1': split 'train' has 6 episodes (0 "
+     'to 5).'),
+    ('/video/train/x/observation/front', "no episode 'x': split 'train' has "
+     '6 episodes (0 to 5).'),
+    ('/api/episode/test/abc', "no split 'test' (splits: ['train'])."),
+    ('/no/such/page', 'The requested URL was not found on the server. If you '
+     'entered the URL manually please check your spelling and try again.'),
+], ids=['episode-out-of-range', 'unknown-split-episode', 'unknown-split-stats',
+        'unknown-split-table', 'not-a-camera', 'video-out-of-range',
+        'page-out-of-range', 'page-unknown-split', 'negative-index',
+        'word-index', 'fraction-index', '30-digit-index', 'index-99',
+        'page-negative-index', 'video-word-index', 'unknown-split-first',
+        'unknown-route'])
 def test_not_found_is_404_json(client, url, message):
   response = client.get(url)
   assert response.status_code == 404
   assert response.json == {'error': message}
+
+
+def test_other_errors_are_json_too(client, view, monkeypatch):
+  response = client.post('/api/dataset')
+  assert (response.status_code, response.json) == (405, {
+      'error': 'The method is not allowed for the requested URL.'})
+  monkeypatch.setattr(view, 'info', lambda: {}['no such key'][0])
+  response = client.get('/api/dataset')  # A KeyError of the code: 404.
+  assert (response.status_code, response.json) == (404, {
+      'error': 'no such key'})
+  monkeypatch.setattr(view, 'info', lambda: 1 / 0)
+  response = client.get('/api/dataset')  # Was Flask's HTML 500 page.
+  assert (response.status_code, response.json) == (500, {
+      'error': 'ZeroDivisionError: division by zero'})
+
+
+@pytest.fixture(name='undecodable', scope='module')
+def _undecodable(tmp_path_factory):
+  """A client of a dataset whose episode 2 has a frame that is no PNG."""
+  _, bad = rlds_testing.camera_datasets_good_and_undecodable(
+      tmp_path_factory.mktemp('undecodable'), only_at=(2, 3))
+  return bad, app_lib.create_app(dataset_view.DatasetView(bad)).test_client()
+
+
+@pytest.mark.parametrize('url', ['/api/episode/train/2',
+                                 '/video/train/2/observation/camera'],
+                         ids=['episode', 'video'])
+def test_an_undecodable_frame_is_named(undecodable, url):
+  path, client = undecodable
+  response = client.get(url)  # Was Flask's HTML 500 page.
+  assert response.status_code == 500
+  assert response.json == {'error': (
+      f"{path}/cams-train.tfrecord-00000: episode 2 of split 'train', field "
+      "'observation/camera': step 3 does not decode as the image its feature "
+      'declares in dataset_info.json (Unknown image file format. One of '
+      "JPEG, JPEG XL, PNG, GIF, BMP, WebP required); its bytes begin b'not "
+      "a pn'.")}
+  assert client.get('/api/episode/train/0').status_code == 200
 
 
 def test_video_plays_back_the_episode(client, dataset):

@@ -353,3 +353,36 @@ def test_statistics_name_the_fields_holding_nan_and_inf(page, tmp_path):
         'above are those of the finite values (count counts them all).')
   finally:
     server.stop()
+
+
+HOSTILE = '<a href="https:\\\\evil.example">click</a>'  # As the audit had it.
+PLOT_LINKS_JS = """() => Array.from(document.querySelectorAll('#plot a'))
+    .filter(a => !a.classList.contains('modebar-btn'))  // Plotly's buttons.
+    .map(a => a.outerHTML)"""
+
+
+def test_dataset_strings_reach_the_plot_as_text(page, tmp_path):
+  """Plotly draws HTML in trace names: a feature name must not become a link."""
+  features = {'steps': {'observation': {HOSTILE: np.zeros(2, np.float32)},
+                        'reward': np.float32(0), 'is_terminal': True}}
+  with EpisodeWriter(str(tmp_path), 'hostile', features) as writer:
+    writer.add_episode({'steps': {
+        'observation': {HOSTILE: np.ones((4, 2), np.float32)},
+        'reward': np.zeros(4, np.float32),
+        'is_terminal': [False] * 3 + [True]}})
+  server = server_lib.start(writer.path, fps=FPS)
+  try:
+    page.goto(f'{server.url}episode/train/0')
+    page.wait_for_selector('body[data-ready="1"]')
+    legend = page.eval_on_selector_all(
+        '#plot .legendtext', 'texts => texts.map(t => t.textContent)')
+    assert legend == [f'observation/{HOSTILE}[0]', f'observation/{HOSTILE}[1]',
+                      'reward', 'is_first', 'is_last', 'is_terminal']
+    assert page.evaluate(PLOT_LINKS_JS) == []  # It was a link to evil.example.
+    page.evaluate("Plotly.Fx.hover('plot', {xval: 1}, 'xy')")  # State.
+    page.wait_for_selector('#plot .hoverlayer text')
+    hover = page.text_content('#plot .hoverlayer')
+    assert f'observation/{HOSTILE}[1]' in hover, hover  # The label too.
+    assert page.evaluate(PLOT_LINKS_JS) == []
+  finally:
+    server.stop()

@@ -152,6 +152,12 @@ function showStep(s) {
 }
 
 // --- Rendering. ---
+// Plotly draws a subset of HTML (<a href>, <b>, <br>, ...) in trace names
+// and titles: a dataset's strings reach it escaped, so they show as text.
+function plotText(text) {
+  return String(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
 function renderHead() {
   const instruction = document.getElementById('instruction');
   if (episode.instructions.length) {
@@ -209,13 +215,15 @@ function renderPlot() {
     const top = 1 - k * (panelHeight + gap);
     layout[`yaxis${k === 0 ? '' : k + 1}`] = {
       domain: [top - panelHeight, top], anchor: 'x', zeroline: false,
-      title: { text: PANEL_TITLES[panel.name] || panel.name, font: { size: 12 } },
+      title: { text: plotText(PANEL_TITLES[panel.name] || panel.name), font: { size: 12 } },
     };
     for (const series of panel.series) {
-      traces.push({ x: steps, y: series.values, name: series.name, xaxis: 'x', yaxis: axis,
-                    mode: length > 200 ? 'lines' : 'lines+markers', marker: { size: 4 },
-                    legendgroup: panel.name, type: 'scatter',
-                    hovertemplate: `%{y:.4g}<extra>${series.name}</extra>` });
+      // The hover label takes the (escaped) name as data, not as template
+      // text: a name holding %{...} is not filled in either.
+      traces.push({ x: steps, y: series.values, name: plotText(series.name), xaxis: 'x',
+                    yaxis: axis, mode: length > 200 ? 'lines' : 'lines+markers',
+                    marker: { size: 4 }, legendgroup: panel.name, type: 'scatter',
+                    hovertemplate: '%{y:.4g}<extra>%{fullData.name}</extra>' });
     }
   });
   const flagsAxis = `yaxis${panels.length + 1}`;
