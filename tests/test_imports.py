@@ -1,4 +1,4 @@
-"""The package's import graph: no cycles, counting imports inside functions too."""
+"""The package's import graph: no cycles and no upward imports (docs/architecture.md's floors)."""
 
 import ast
 import functools
@@ -59,6 +59,8 @@ def import_graph() -> Dict[str, Set[str]]:
   modules = _module_names()
   graph = {}
   for name, path in modules.items():
+    if name == 'rlds_lite':  # Its names are imported on first use (PEP 562).
+      continue
     imported = _imports(ast.parse(path.read_text()), set(modules))
     graph[name] = _with_packages(imported, name, set(modules)) - {name}
   return graph
@@ -115,3 +117,63 @@ def test_a_package_is_initialised_before_its_modules():
 
 def test_no_import_cycles():
   assert cycles(import_graph()) == []
+
+
+FLOORS = {
+    # 0 ground: names, paths, bounds, per-episode ops, bars.
+    'rlds_names': 0, 'rlds_types': 0, 'validation': 0, 'metadata': 0,
+    'nest_paths': 0, 'nesting': 0, 'byte_sizes': 0, 'progress': 0, 'gif': 0,
+    'overwriting': 0, 'dense': 0, 'transformations': 0, 'video': 0,
+    'frameworks': 0, 'envs': 0,
+    # 1 files: the TFDS file protocol, publishing, a dataset's files.
+    'tfds.__init__': 1, 'tfds.publish': 1, 'tfds.locking': 1,
+    'tfds.example_wire': 1, 'tfds.png': 1, 'tfds.encoding': 1,
+    'tfds.config_generator': 1, 'tfds.features': 1, 'tfds.shards': 1,
+    'tfds.leftovers': 1, 'tfds.episode_writer': 1, 'atomic_output': 1,
+    'dataset_files': 1,
+    # 2 decoding: stored examples to steps, frames, read errors named.
+    'decoding': 2, 'images.__init__': 2, 'images.decode': 2,
+    'images.augment': 2, 'diagnosis': 2,
+    # 3 the opened dataset.
+    'source': 3,
+    # 4 readers and tools.
+    'loading': 4, 'images.fields': 4, 'stats': 4, 'checks': 4, 'catalog': 4,
+    'sample_kinds': 4,
+    # 5 training batches.
+    'pipeline': 5, 'random_access': 5,
+    # 6 formats, viewer, builders, recording.
+    'convert': 6, 'view': 6, 'tfds': 6, 'envlogger': 6, 'synthetic': 6,
+    # 7 the command line.
+    'commands': 7, 'cli': 7, 'demo': 7,
+}
+"""Each module's floor (the longest matching prefix; ``pkg.__init__`` for a
+package's own ``__init__``): a module imports only from its floor or below."""
+
+
+def floor(module: str) -> int:
+  parts = module.split('.')[1:]
+  if (PACKAGE / '/'.join(parts) / '__init__.py').exists():
+    own = '.'.join(parts) + '.__init__'
+    if own in FLOORS:
+      return FLOORS[own]
+  for end in range(len(parts), 0, -1):
+    if '.'.join(parts[:end]) in FLOORS:
+      return FLOORS['.'.join(parts[:end])]
+  raise KeyError(f'{module} has no floor: add it to FLOORS (and to '
+                 'docs/architecture.md)')
+
+
+def test_every_module_has_a_floor():
+  assert {m: floor(m) for m in import_graph()}  # Raises for a missing one.
+
+
+def test_no_upward_imports():
+  upward = sorted((a, b) for a, imported in import_graph().items()
+                  for b in imported if floor(b) > floor(a))
+  assert upward == []
+
+
+def test_a_package_init_has_its_own_floor():
+  assert (floor('rlds_lite.tfds'), floor('rlds_lite.tfds.publish'),
+          floor('rlds_lite.tfds.builder')) == (1, 1, 6)
+  assert floor('rlds_lite.images.fields') == 4 > floor('rlds_lite.images') == 2

@@ -60,15 +60,17 @@ Example:
   DecodePlan(decode='per_episode', segments of 16 samples, 32 episodes pooled, 40 open)
 """
 
+import logging
 import math
 import os
-from typing import Any, Dict, NamedTuple, Optional, Union
+from typing import Any, Callable, Dict, NamedTuple, Optional, Union
 
 from rlds_lite import byte_sizes
 from rlds_lite.images import decode as decode_lib
 
 DECODES = ('auto', 'per_episode', 'after_sampling')
 """The values of ``decode``."""
+_LOG = logging.getLogger('rlds_lite')
 DEFAULT_MEMORY_BUDGET = 1 << 30
 """The budget ``decode='auto'`` plans for when none is given (1 GiB)."""
 MAX_POOL_EPISODES = 64
@@ -251,6 +253,26 @@ def estimate(decode: str, segment_steps: Optional[int], pool_episodes: int,
       mean_episode_steps=sizes.mean_episode_steps)
 
 
+def _fewer_pooled(plan: Callable[..., DecodePlan], budget: int, smallest: int,
+                  op: str) -> DecodePlan:
+  """The default budget's plan when even ``smallest`` pooled episodes do not
+  fit: fewer, down to one, decoded after sampling; logged with what it trades."""
+  for pool_size in range(smallest - 1, 0, -1):
+    candidate = plan('after_sampling', None, pool_size)
+    if candidate.memory.total <= budget:
+      break
+  fits = candidate.memory.total <= budget
+  _LOG.warning(
+      '%s: the default memory_budget (%s) %s; a batch mixes fewer episodes '
+      '(shuffle_quality tells how many). Pass memory_budget= to plan for '
+      'more.', op, human_bytes(budget),
+      f'holds {candidate.pool_episodes} pooled episodes, not {smallest}'
+      if fits else f'holds no plan: the smallest needs about '
+      f'{human_bytes(candidate.memory.total)} ({candidate.pool_episodes} '
+      'pooled episode)')
+  return candidate
+
+
 def pick(budget: Optional[int], sizes: Sizes, *, batch_size: int,
          prefetch: int, history: int, history_stride: int,
          goal: Optional[str], decode: str = 'auto',
@@ -309,6 +331,7 @@ def pick(budget: Optional[int], sizes: Sizes, *, batch_size: int,
   if decode != 'auto' or segment_steps is not None:
     mode = 'per_episode' if decode == 'auto' else decode
     return plan(mode, segment_steps if mode == 'per_episode' else None)
+  given = budget is not None
   if budget is None:
     budget = DEFAULT_MEMORY_BUDGET
   smallest = (pool if pool_episodes is not None else
@@ -327,6 +350,8 @@ def pick(budget: Optional[int], sizes: Sizes, *, batch_size: int,
     candidate = plan(mode, segments, pool_size)
     if candidate.memory.total <= budget:
       return candidate
+  if not given and pool_episodes is None:
+    return _fewer_pooled(plan, budget, smallest, op)
   raise ValueError(
       f'{op}: memory_budget {human_bytes(budget)} ({budget} bytes) is too '
       f'small for {smallest} pooled episodes: decoding after sampling needs '

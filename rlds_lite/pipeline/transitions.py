@@ -16,6 +16,7 @@ from typing import Any, Dict, Optional, Sequence, Union
 import tensorflow as tf
 
 from rlds_lite import rlds_types
+from rlds_lite import sample_kinds
 from rlds_lite.dense import indexing
 from rlds_lite import dense
 from rlds_lite.dense import last_step as last_step_lib
@@ -76,7 +77,8 @@ def _sampler(n: int, gamma: Any, episode_fields: Sequence[str],
 
 
 def transitions_dataset(episodes: tf.data.Dataset,
-                        batch_size: int,
+                        kind: Any = None,
+                        batch_size: Optional[int] = None,
                         *,
                         n: int = 1,
                         gamma: Union[float, tf.Tensor] = 1.0,
@@ -114,6 +116,9 @@ def transitions_dataset(episodes: tf.data.Dataset,
     episodes: RLDS episodes, dense or with nested steps datasets; steps need
       ``observation`` and a float ``reward``; ``discount`` (float) and
       ``is_terminal`` are used when present.
+    kind: a `rlds_lite.Transitions` kind (``n``, ``gamma``, ``last_step``);
+      or, as before kinds, the batch size (then ``n``, ``gamma`` and
+      ``last_step`` are keywords).
     batch_size: transitions per batch (positive).
     n: the maximal number of rewards summed per transition (positive).
     gamma: the discount factor in ``[0, 1]``.
@@ -156,8 +161,25 @@ def transitions_dataset(episodes: tf.data.Dataset,
     >>> batch = next(iter(transitions_dataset(episodes, 8, shuffle=False)))
     >>> batch['next_observation'].numpy().tolist()
     [1, 2]
+    >>> from rlds_lite.sample_kinds import Transitions
+    >>> batch = next(iter(transitions_dataset(episodes, Transitions(n=2), 8,
+    ...                                       shuffle=False)))
+    >>> batch['reward'].numpy().tolist()
+    [3.0, 2.0]
   """
   op = 'transitions_dataset'
+  if isinstance(kind, sample_kinds.Transitions):
+    if (n, gamma, last_step) != (1, 1.0, 'invalid'):
+      raise TypeError(f'{op}: pass n, gamma and last_step in the kind '
+                      '(Transitions(...)), not beside it.')
+    n, gamma, last_step = kind.n, kind.gamma, kind.last_step
+  elif kind is not None:  # The batch size, positional as before kinds.
+    if batch_size is not None:
+      raise TypeError(f'{op}: kind must be a Transitions(...), got '
+                      f'{type(kind).__name__}.')
+    batch_size = kind
+  if batch_size is None:
+    raise TypeError(f"{op}() missing 1 required argument: 'batch_size'")
   inputs.check_positive_int(batch_size, 'batch_size', op)
   n = inputs.check_positive_int(n, 'n', op)
   last_step = last_step_lib.as_last_step(last_step, op)

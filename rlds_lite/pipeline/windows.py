@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from rlds_lite import dense
 from rlds_lite import rlds_types
+from rlds_lite import sample_kinds
 from rlds_lite.pipeline import inputs
 from rlds_lite.pipeline import pools
 
@@ -57,7 +58,8 @@ def windows_dataset(episodes: tf.data.Dataset,
   Args:
     episodes: RLDS episodes, dense (``rlds_lite.load(..., dense=True)``) or
       with nested steps datasets (converted with ``dense.to_dense``).
-    size: steps per window (positive).
+    size: steps per window (positive), or a `rlds_lite.Windows` kind (which
+      then holds ``shift``, ``stride`` and ``drop_remainder``).
     batch_size: windows per batch (positive).
     shift: steps between the starts of consecutive windows (positive).
     stride: steps between consecutive elements of a window (positive).
@@ -104,6 +106,12 @@ def windows_dataset(episodes: tf.data.Dataset,
     ([[True, True], [True, True], [True, False]], [9, 9, 9])
   """
   op = 'windows_dataset'
+  if isinstance(size, sample_kinds.Windows):
+    if (shift, stride, drop_remainder) != (1, 1, True):
+      raise TypeError(f'{op}: pass shift, stride and drop_remainder in the '
+                      'kind (Windows(...)), not beside it.')
+    size, shift, stride, drop_remainder = (size.size, size.shift, size.stride,
+                                           size.drop_remainder)
   size = inputs.check_positive_int(size, 'size', op)
   shift = inputs.check_positive_int(shift, 'shift', op)
   stride = inputs.check_positive_int(stride, 'stride', op)

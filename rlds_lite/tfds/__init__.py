@@ -27,19 +27,43 @@ Example:
   'bytes'
 """
 
-from rlds_lite.tfds.builder import RLDSBuilder
-from rlds_lite.tfds.builder import RLDSConfig
-from rlds_lite.tfds.config_generator import extract_feature_from_data
-from rlds_lite.tfds.config_generator import generate_config_from_spec
-from rlds_lite.tfds.encoding import EpisodeEncoder
-from rlds_lite.tfds.envlogger_build import build_from_envlogger
-from rlds_lite.tfds.envlogger_episodes import find_recordings
-from rlds_lite.tfds.envlogger_episodes import read_rlds_episodes
-from rlds_lite.tfds.episode_writer import EpisodeWriter
-from rlds_lite.tfds.episode_writer import write_dataset
-from rlds_lite.tfds.features import episode_features
-from rlds_lite.tfds.features import features_from_config
-from rlds_lite.tfds.features import features_from_env_specs
-from rlds_lite.tfds.features import features_from_episode
-from rlds_lite.tfds.features import is_example_episode
-from rlds_lite.tfds.features import rlds_features
+import importlib
+import importlib.util
+from typing import Any
+
+_NAMES = {
+    'RLDSBuilder': 'builder',
+    'RLDSConfig': 'builder',
+    'extract_feature_from_data': 'config_generator',
+    'generate_config_from_spec': 'config_generator',
+    'EpisodeEncoder': 'encoding',
+    'build_from_envlogger': 'envlogger_build',
+    'find_recordings': 'envlogger_episodes',
+    'read_rlds_episodes': 'envlogger_episodes',
+    'EpisodeWriter': 'episode_writer',
+    'write_dataset': 'episode_writer',
+    'episode_features': 'features',
+    'features_from_config': 'features',
+    'features_from_env_specs': 'features',
+    'features_from_episode': 'features',
+    'is_example_episode': 'features',
+    'rlds_features': 'features',
+}
+"""Public names and their module, imported on first use (PEP 562): the file
+protocol (``publish``, ``locking``, ``shards``, ...) sits below the readers,
+the writers and builders above them, and importing one must not run the other."""
+
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name: str) -> Any:
+  """A public name (or a submodule), imported on first use."""
+  if name in _NAMES:
+    value = getattr(importlib.import_module(f'{__name__}.{_NAMES[name]}'), name)
+  elif not name.startswith('_') and importlib.util.find_spec(
+      f'{__name__}.{name}'):
+    value = importlib.import_module(f'{__name__}.{name}')
+  else:
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+  globals()[name] = value
+  return value

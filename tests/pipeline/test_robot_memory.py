@@ -151,3 +151,30 @@ def test_spread_order_deals_episodes_round_robin(counts, seed):
     members = sorted(e for e, c in enumerate(counts) if c > r)
     assert sorted(dealt[start:start + len(members)].tolist()) == members
     start += len(members)
+
+
+@pytest.mark.parametrize('sample_bytes, expected_pool, logged', [
+    # 36 pooled episodes (3/4 of 48) need more than 1 GiB after sampling,
+    # fewer fit: the default budget plans for them (a given one refuses).
+    (1_500_000, 33, 'holds 33 pooled episodes, not 36'),
+    # Even one pooled episode needs more: the smallest plan, said so.
+    (3_000_000, 1, 'holds no plan: the smallest needs about'),
+], ids=['fewer-pooled', 'nothing-fits'])
+def test_the_default_budget_always_finds_a_plan(caplog, sample_bytes,
+                                                expected_pool, logged):
+  sizes = SIZES._replace(sample_bytes=sample_bytes, frames_per_sample=4.0)
+  kwargs = {**KWARGS, 'history': 4, 'history_stride': 30}
+  with caplog.at_level('WARNING', logger='rlds_lite'):
+    plan = rm.pick(None, sizes, **kwargs)
+  assert plan[:3] == ('after_sampling', None, expected_pool)
+  assert [r.getMessage().split('; ')[0] for r in caplog.records] == [
+      f'robot_samples_dataset: the default memory_budget (1.1 GB) {logged}'
+      + ('' if expected_pool > 1 else
+         f' {rm.human_bytes(plan.memory.total)} (1 pooled episode)')]
+  if expected_pool > 1:
+    assert plan.memory.total <= rm.DEFAULT_MEMORY_BUDGET
+    bigger = rm.estimate('after_sampling', None, expected_pool + 1, 1, sizes,
+                         **kwargs)
+    assert bigger.total > rm.DEFAULT_MEMORY_BUDGET
+  with pytest.raises(ValueError, match='is too small for 36 pooled episodes'):
+    rm.pick(rm.DEFAULT_MEMORY_BUDGET, sizes, **kwargs)   # Given: refused.

@@ -551,3 +551,60 @@ def test_a_path_is_opened_once(camera_path, monkeypatch, memory_budget):
       memory_budget=memory_budget)
   next(iter(ds))
   assert len(built) == 1
+
+
+KINDS = {
+    'zero_padding': dict(history=3, action_chunk=4, history_pad='zero',
+                         action_pad='zero'),
+    'octo_padding_valid': dict(history=2, action_chunk=3, last_step='valid'),
+}
+
+
+@pytest.mark.parametrize('decode', ['per_episode', 'after_sampling'])
+@pytest.mark.parametrize('kwargs', list(KINDS.values()), ids=list(KINDS))
+def test_a_kind_object_gives_the_dense_samples(camera_path, decode, kwargs):
+  kind = rlds_lite.RobotSamples(index_key='t', **kwargs)
+  ds = pipeline.robot_samples_dataset(rlds_lite.open(camera_path), kind, 4,
+                                      decode=decode, seed=1,
+                                      episode_fields='episode_id')
+  actual, _ = collect(ds)
+  assert_same_samples(actual, reference(camera_path, **kwargs))
+
+
+def test_the_old_keywords_equal_the_kind_and_frames(camera_path):
+  new = pipeline.robot_samples_dataset(
+      camera_path, rlds_lite.RobotSamples(history=2, action_chunk=2,
+                                          index_key='t'), 4, seed=3,
+      frames=pipeline.FrameDecoding(image_size=(16, 16), segment_steps=2),
+      episode_fields='episode_id')
+  with pytest.warns(DeprecationWarning, match='RobotSamples'):
+    pipeline.robot_samples._WARNED.clear()  # pylint: disable=protected-access
+    old = pipeline.robot_samples_dataset(
+        camera_path, 'train', batch_size=4, seed=3, history=2, action_chunk=2,
+        index_key='t', image_size=(16, 16), segment_steps=2,
+        episode_fields='episode_id')
+  assert_same_samples(collect(old)[0], collect(new)[0])
+
+
+@pytest.mark.parametrize('call, error, message', [
+    (dict(kind=rlds_lite.RobotSamples(), history=2), TypeError,
+     r"robot_samples_dataset: pass the sample arguments in the kind "
+     r"\(RobotSamples\(...\)\), not beside it: \['history'\]\."),
+    (dict(kind=rlds_lite.RobotSamples(), frames=pipeline.FrameDecoding(),
+          image_size=(8, 8)), TypeError,
+     r"robot_samples_dataset: pass \['image_size'\] in "
+     r"frames=FrameDecoding\(...\), not beside it\."),
+    (dict(kind=rlds_lite.Windows(2)), TypeError,
+     r'robot_samples_dataset: kind must be a RobotSamples\(...\), got '
+     r'Windows\.'),
+    (dict(kind=rlds_lite.RobotSamples(), histroy=2), TypeError,
+     r"robot_samples_dataset\(\) got an unexpected keyword argument "
+     r"'histroy'"),
+    (dict(history=0), ValueError,
+     r'robot_samples_dataset: history must be a positive int, got 0\.'),
+], ids=['kind-and-keywords', 'frames-and-keywords', 'another-kind', 'typo',
+        'legacy-bad-value'])
+def test_kind_and_keyword_mixups_are_one_error(camera_path, call, error,
+                                               message):
+  with pytest.raises(error, match=message):
+    pipeline.robot_samples_dataset(camera_path, batch_size=4, **call)

@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 import pipeline_testing as pt
+import rlds_lite
 import rlds_testing
 from rlds_lite import dense
 from rlds_lite import pipeline
@@ -186,3 +187,31 @@ def test_bad_last_step_is_an_error():
                      'be'):
     pipeline.transitions_dataset(pt.dense_dataset(_success_reward_episodes()),
                                  4, last_step='keep')
+
+
+@pytest.mark.parametrize('case', list(CASES.values()), ids=list(CASES))
+def test_a_transitions_kind_gives_the_keyword_samples(case):
+  episodes = pt.make_episodes(**case)
+  kind = rlds_lite.Transitions(n=3, gamma=0.5, last_step='valid')
+  by_kind = pipeline.transitions_dataset(
+      pt.nested_dataset(episodes), kind, 4, shuffle=False,
+      episode_fields='episode_id')
+  batches = run(pt.nested_dataset(episodes), 4, n=3, gamma=0.5,
+                last_step='valid', shuffle=False)
+  rlds_testing.assert_structures_equal(
+      pt.unbatch(list(by_kind.as_numpy_iterator())), pt.unbatch(batches))
+
+
+@pytest.mark.parametrize('call, message', [
+    (dict(kind=rlds_lite.Transitions(n=2), batch_size=4, n=3),
+     r'transitions_dataset: pass n, gamma and last_step in the kind '
+     r'\(Transitions\(...\)\), not beside it\.'),
+    (dict(kind=rlds_lite.Windows(2), batch_size=4),
+     r'transitions_dataset: kind must be a Transitions\(...\), got Windows\.'),
+    (dict(kind=rlds_lite.Transitions(n=2)),
+     r"transitions_dataset\(\) missing 1 required argument: 'batch_size'"),
+], ids=['kind-and-keywords', 'another-kind', 'no-batch-size'])
+def test_kind_mixups_are_one_type_error(call, message):
+  episodes = pt.nested_dataset(pt.make_episodes(lengths=[3]))
+  with pytest.raises(TypeError, match=message):
+    pipeline.transitions_dataset(episodes, **call)

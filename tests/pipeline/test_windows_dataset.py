@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 import pipeline_testing as pt
+import rlds_lite
 import rlds_testing
 from rlds_lite import dense
 from rlds_lite import pipeline
@@ -269,3 +270,22 @@ def test_error_on_bad_episodes():
           'steps': {'observation': tf.TensorSpec([None, None], tf.float32)}})
   with pytest.raises(ValueError, match="step field 'observation' has shape"):
     pipeline.windows_dataset(unknown, 2, 2)
+
+
+@pytest.mark.parametrize('drop_remainder', [True, False])
+def test_a_windows_kind_gives_the_keyword_samples(drop_remainder):
+  episodes = pt.make_episodes(lengths=[0, 1, 5, 7], terminal=[True, False] * 2)
+  kind = rlds_lite.Windows(3, shift=2, stride=2, drop_remainder=drop_remainder)
+  by_kind = run(pt.nested_dataset(episodes), kind, 4, shuffle=False)
+  by_keywords = run(pt.nested_dataset(episodes), 3, 4, shift=2, stride=2,
+                    drop_remainder=drop_remainder, shuffle=False)
+  rlds_testing.assert_structures_equal(pt.unbatch(by_kind),
+                                       pt.unbatch(by_keywords))
+
+
+def test_a_windows_kind_and_its_keywords_beside_it_is_one_type_error():
+  episodes = pt.nested_dataset(pt.make_episodes(lengths=[3]))
+  with pytest.raises(TypeError, match=r'windows_dataset: pass shift, stride '
+                     r'and drop_remainder in the kind \(Windows\(...\)\), not '
+                     r'beside it\.'):
+    pipeline.windows_dataset(episodes, rlds_lite.Windows(2), 4, shift=2)
