@@ -241,19 +241,25 @@ def _sizes(image_size: Optional[int]
 
 def ours_pipeline(path: str, image_size: Optional[int],
                   budget: Optional[int] = None):
+  import rlds_lite  # pylint: disable=g-import-not-at-top
   from rlds_lite import pipeline  # pylint: disable=g-import-not-at-top
+  kind = rlds_lite.RobotSamples(history=HISTORY, action_chunk=HORIZON,
+                                last_step='valid')
   return pipeline.robot_samples_dataset(
-      path, batch_size=BATCH, history=HISTORY, action_chunk=HORIZON,
-      last_step='valid', episode_fields='episode_id', seed=0,
-      image_size=_sizes(image_size), memory_budget=budget)
+      rlds_lite.open(path), kind, BATCH, episode_fields='episode_id', seed=0,
+      frames=pipeline.FrameDecoding(image_size=_sizes(image_size)),
+      memory_budget=budget)
 
 
 def ours_plan(path: str, image_size: Optional[int],
               budget: Optional[int] = None):
+  import rlds_lite  # pylint: disable=g-import-not-at-top
   from rlds_lite import pipeline  # pylint: disable=g-import-not-at-top
   return pipeline.plan_robot_samples(
-      path, batch_size=BATCH, history=HISTORY, action_chunk=HORIZON,
-      image_size=_sizes(image_size), memory_budget=budget)
+      rlds_lite.open(path), rlds_lite.RobotSamples(history=HISTORY,
+                                                   action_chunk=HORIZON),
+      BATCH, frames=pipeline.FrameDecoding(image_size=_sizes(image_size)),
+      memory_budget=budget)
 
 
 def floor_samples_pipeline(path: str, image_size: Optional[int]):

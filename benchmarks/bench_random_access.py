@@ -145,9 +145,10 @@ def pooled(dataset: str, paths: Dict[str, str]):
     return pipeline.windows_dataset(episodes, VECTORS['window'],
                                     VECTORS['batch'], seed=0,
                                     episode_fields='episode_id')
+  kind = rlds_lite.RobotSamples(history=IMAGES['history'],
+                                action_chunk=IMAGES['chunk'], last_step='valid')
   return pipeline.robot_samples_dataset(
-      paths['source'], batch_size=IMAGES['batch'], history=IMAGES['history'],
-      action_chunk=IMAGES['chunk'], last_step='valid',
+      rlds_lite.open(paths['source']), kind, IMAGES['batch'],
       episode_fields='episode_id', seed=0).repeat()
 
 

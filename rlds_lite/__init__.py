@@ -12,9 +12,9 @@ Example:
   ('steps', 'is_last', 'episode_id')
 """
 
-import importlib
-import importlib.util
 from typing import Any, List, TYPE_CHECKING
+
+from rlds_lite import lazy_names
 
 __version__ = '0.1.0'
 
@@ -73,16 +73,7 @@ __all__ = sorted(_SUBMODULES + tuple(_NAMES)) + ['__version__']
 
 def __getattr__(name: str) -> Any:
   """Imports a public name (or any submodule) on first use."""
-  if name in _NAMES:
-    value = getattr(importlib.import_module(f'{__name__}.{_NAMES[name]}'),
-                    name)
-  elif name in _SUBMODULES or (not name.startswith('_') and
-                               importlib.util.find_spec(f'{__name__}.{name}')):
-    value = importlib.import_module(f'{__name__}.{name}')
-  else:
-    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-  globals()[name] = value
-  return value
+  return lazy_names.attribute(__name__, _NAMES, name)
 
 
 def __dir__() -> List[str]:

@@ -121,7 +121,7 @@ def test_no_import_cycles():
 
 FLOORS = {
     # 0 ground: names, paths, bounds, per-episode ops, bars.
-    'rlds_names': 0, 'rlds_types': 0, 'validation': 0, 'metadata': 0,
+    'lazy_names': 0, 'rlds_names': 0, 'rlds_types': 0, 'validation': 0, 'metadata': 0,
     'nest_paths': 0, 'nesting': 0, 'byte_sizes': 0, 'progress': 0, 'gif': 0,
     'overwriting': 0, 'dense': 0, 'transformations': 0, 'video': 0,
     'frameworks': 0, 'envs': 0,

@@ -25,9 +25,9 @@ Example:
   [[1.0, 0.0]]
 """
 
-import importlib
-import importlib.util
 from typing import Any, List, TYPE_CHECKING
+
+from rlds_lite import lazy_names
 
 _SUBMODULES = ('alf', 'd4rl', 'il_representations', 'lerobot', 'minari',
                'strings', 'ted', 'transitions')
@@ -44,16 +44,7 @@ __all__ = list(_SUBMODULES) + list(_NAMES)
 
 def __getattr__(name: str) -> Any:
   """Imports a public name (or any submodule) on first use."""
-  if name in _NAMES:
-    value = getattr(importlib.import_module(f'{__name__}.{_NAMES[name]}'),
-                    name)
-  elif name in _SUBMODULES or (not name.startswith('_') and
-                               importlib.util.find_spec(f'{__name__}.{name}')):
-    value = importlib.import_module(f'{__name__}.{name}')
-  else:
-    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-  globals()[name] = value
-  return value
+  return lazy_names.attribute(__name__, _NAMES, name)
 
 
 def __dir__() -> List[str]:

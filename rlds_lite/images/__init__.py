@@ -23,9 +23,9 @@ Example:
   TensorShape([1, 8, 8, 3])
 """
 
-import importlib
 from typing import Any
 
+from rlds_lite import lazy_names
 from rlds_lite.images.augment import apply_params
 from rlds_lite.images.augment import augment_batches
 from rlds_lite.images.augment import augment_images
@@ -38,7 +38,8 @@ from rlds_lite.images.decode import ImageSpec
 from rlds_lite.images.decode import output_shape
 from rlds_lite.images.decode import RESIZE_METHODS
 
-_FIELDS = ('BadFrame', 'first_bad_frame', 'image_specs', 'load_encoded')
+_NAMES = {name: 'fields' for name in (
+    'BadFrame', 'first_bad_frame', 'image_specs', 'load_encoded')}
 """Names of ``images.fields``, imported on first use: that module opens
 datasets (``rlds_lite.source``), which sits above ``images.decode``."""
 
@@ -62,7 +63,5 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-  """The names of ``images.fields``, imported on first use."""
-  if name in _FIELDS:
-    return getattr(importlib.import_module('rlds_lite.images.fields'), name)
-  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+  """The names of ``images.fields`` (and any submodule), imported on first use."""
+  return lazy_names.attribute(__name__, _NAMES, name)

@@ -305,16 +305,26 @@ class _Layout:
     out = dict(values)
     history = self.history
     history_index = index if self.goal is None else index[:, :history]
-    mask = out[self.observation_key + '_pad_mask']
     for path, relative in zip(self.specs, self.relative):
-      history_frames = tf.gather(frames[path], history_index)
-      if self.kind.history_pad == 'zero':
-        history_frames = _zeroed(history_frames, mask)
       out[self.observation_key] = _put(out.get(self.observation_key), relative,
-                                       history_frames)
+                                       tf.gather(frames[path], history_index))
       if self.goal is not None:
         out[self.goal_key] = _put(out.get(self.goal_key), relative,
                                   tf.gather(frames[path], index[:, history]))
+    return self.zero_history_frames(out)
+
+  def zero_history_frames(self, batch: Dict[str, Any]) -> Dict[str, Any]:
+    """``history_pad='zero'``: decoded history frames before the episode
+    zeroed (encoded ones are left for after their decoding)."""
+    if self.kind.history_pad != 'zero':
+      return batch
+    out = dict(batch)
+    mask = out[self.observation_key + '_pad_mask']
+    for relative in self.relative:
+      frames = _split_off(out[self.observation_key], relative)[1]
+      if frames.dtype != tf.string:
+        out[self.observation_key] = _put(out[self.observation_key], relative,
+                                         _zeroed(frames, mask))
     return out
 
 
@@ -491,8 +501,8 @@ def _decode_batch(layout: _Layout):
 
   @_graph_fn
   def decode(batch: Dict[str, Any]) -> Dict[str, Any]:
-    return decode_lib.decode_images(batch, specs, sizes, method=layout.method,
-                                    dedupe=True)
+    return layout.zero_history_frames(decode_lib.decode_images(
+        batch, specs, sizes, method=layout.method, dedupe=True))
 
   return decode
 

@@ -27,9 +27,9 @@ Example:
   'bytes'
 """
 
-import importlib
-import importlib.util
 from typing import Any
+
+from rlds_lite import lazy_names
 
 _NAMES = {
     'RLDSBuilder': 'builder',
@@ -58,12 +58,4 @@ __all__ = sorted(_NAMES)
 
 def __getattr__(name: str) -> Any:
   """A public name (or a submodule), imported on first use."""
-  if name in _NAMES:
-    value = getattr(importlib.import_module(f'{__name__}.{_NAMES[name]}'), name)
-  elif not name.startswith('_') and importlib.util.find_spec(
-      f'{__name__}.{name}'):
-    value = importlib.import_module(f'{__name__}.{name}')
-  else:
-    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-  globals()[name] = value
-  return value
+  return lazy_names.attribute(__name__, _NAMES, name)

@@ -39,10 +39,15 @@ def target(kind: str, parent: str) -> str:
 
 def source(parent: str, version: int) -> str:
   """A TFDS dataset of ``version`` (what chunk and filter read)."""
+  from rlds_lite import catalog  # pylint: disable=g-import-not-at-top
   data_dir = os.path.join(parent, f'source{version}')
+  path = os.path.join(data_dir, writer_jobs.NAME, '1.0.0')
   if not os.path.exists(data_dir):
     writer_jobs.write(data_dir, [0, 1], version)
-  return os.path.join(data_dir, writer_jobs.NAME, '1.0.0')
+    # Its catalog cache too (published with atomic_output, as the outputs
+    # are): a writer killed at an output step is then killed at its own.
+    catalog.episodes(path, progress=False)
+  return path
 
 
 def write(kind: str, parent: str, version: int, overwrite: bool = False

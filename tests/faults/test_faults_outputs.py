@@ -84,6 +84,8 @@ def test_overwrite_killed_at_every_step_leaves_old_or_new(server, tmp_path,
 def test_create_killed_at_every_step_blocks_no_rerun(server, tmp_path, kind,
                                                      step):
   parent = str(tmp_path)
+  if kind in ('chunk', 'filter'):  # What they read, made here, not killed.
+    output_jobs.source(parent, 1)
   result = server.run(WRITE, env={publish.FAULT_KILL_ENV: step}, kind=kind,
                       parent=parent, version=1)
   assert result['signal'] == signal.SIGKILL, result['log']

@@ -355,7 +355,10 @@ def test_statistics_name_the_fields_holding_nan_and_inf(page, tmp_path):
     server.stop()
 
 
-HOSTILE = '<a href="https:\\\\evil.example">click</a>'  # As the audit had it.
+# As the audit had it, but for the closing '</a>': writers now refuse a key
+# holding a '/'. Plotly opens a link at '<a href=...>' and closes it at the
+# end of the text when no '</a>' comes.
+HOSTILE = '<a href="https:\\\\evil.example">click'
 PLOT_LINKS_JS = """() => Array.from(document.querySelectorAll('#plot a'))
     .filter(a => !a.classList.contains('modebar-btn'))  // Plotly's buttons.
     .map(a => a.outerHTML)"""

@@ -1,0 +1,39 @@
+"""A package's public names imported on first use (PEP 562): importing the package loads only what is used.
+
+Example:
+  >>> import sys
+  >>> attribute('rlds_lite', {'STEPS': 'rlds_types'}, 'STEPS')
+  'steps'
+  >>> attribute('rlds_lite', {}, 'no_such_name')
+  Traceback (most recent call last):
+  ...
+  AttributeError: module 'rlds_lite' has no attribute 'no_such_name'
+"""
+
+import importlib
+import importlib.util
+import sys
+from typing import Any, Mapping
+
+__all__ = ['attribute']
+
+
+def attribute(package: str, names: Mapping[str, str], name: str) -> Any:
+  """``package.name``: a public name from its module (``names``) or a submodule.
+
+  The value is kept on the package, so the next use costs nothing.
+
+  Args:
+    package: the package's ``__name__``.
+    names: public name -> the submodule (relative) that defines it.
+    name: the attribute asked for.
+  """
+  if name in names:
+    value = getattr(importlib.import_module(f'{package}.{names[name]}'), name)
+  elif not name.startswith('_') and importlib.util.find_spec(
+      f'{package}.{name}'):
+    value = importlib.import_module(f'{package}.{name}')
+  else:
+    raise AttributeError(f'module {package!r} has no attribute {name!r}')
+  setattr(sys.modules[package], name, value)
+  return value
