@@ -50,6 +50,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from rlds_lite import nesting
+from rlds_lite.tfds import publish
 
 PathLike = Union[str, os.PathLike]
 Reader = Callable[[str], tf.data.Dataset]
@@ -286,7 +287,6 @@ def open_builder(dataset_dir: PathLike) -> tfds.core.DatasetBuilder:
     ...
     rlds_lite.dataset_files.CorruptDatasetError: .../dataset_info.json: is empty; it should hold the TFDS DatasetInfo (name, version, splits).
   """
-  from rlds_lite.tfds import publish  # pylint: disable=g-import-not-at-top
   dataset_dir = os.fspath(dataset_dir)
   try:
     return publish.read_builder(dataset_dir)  # Of one published version.

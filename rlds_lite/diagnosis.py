@@ -20,6 +20,7 @@ from rlds_lite import dataset_files
 from rlds_lite import decoding
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
+from rlds_lite.images import decode
 
 __all__ = ['BadFrame', 'episode_error', 'episode_reader', 'first_bad_frame',
            'frame_error', 'named_read_errors']
@@ -113,7 +114,6 @@ def first_bad_frame(builder: tfds.core.DatasetBuilder, split: str,
     >>> print(first_bad_frame(tfds.builder_from_directory(path), 'train', 1))
     None
   """
-  from rlds_lite.images import decode  # pylint: disable=g-import-not-at-top
   count = builder.info.splits[split].num_examples
   if not 0 <= episode < count:
     raise ValueError(f'first_bad_frame: split {split!r} has no episode '

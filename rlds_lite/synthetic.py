@@ -33,6 +33,10 @@ import tensorflow as tf
 
 from rlds_lite import metadata
 from rlds_lite import rlds_types
+from rlds_lite.tfds import episode_writer
+from rlds_lite.tfds import features as features_lib
+from rlds_lite import envlogger
+from rlds_lite import envs
 
 GOAL_RADIUS = 0.1
 """Distance to the goal at which an episode terminates."""
@@ -166,7 +170,6 @@ def dataset(num_episodes: int = 20,
     [0, 1, 2]
   """
   import tempfile  # pylint: disable=g-import-not-at-top
-  from rlds_lite.tfds import episode_writer  # pylint: disable=g-import-not-at-top
   return episode_writer.write_dataset(
       episodes(num_episodes, min_length, max_length, seed),
       os.fspath(data_dir) if data_dir else tempfile.mkdtemp(), name)
@@ -280,7 +283,6 @@ def camera_features(cameras: Optional[Mapping[str, Tuple[int, int]]] = None,
     'jpeg'
   """
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
-  from rlds_lite.tfds import features as features_lib  # pylint: disable=g-import-not-at-top
   cameras = dict(CAMERAS if cameras is None else cameras)
   observation = {
       name: tfds.features.Image(shape=(h, w, 3), encoding_format=image_encoding)
@@ -326,7 +328,6 @@ def camera_dataset(data_dir: Union[str, os.PathLike],
     >>> episode['steps']['observation']['image'].shape
     TensorShape([3, 16, 16, 3])
   """
-  from rlds_lite.tfds import episode_writer  # pylint: disable=g-import-not-at-top
   cameras = dict(CAMERAS if cameras is None else cameras)
   features = camera_features(cameras, image_encoding=image_encoding)
   with episode_writer.EpisodeWriter(data_dir, name, features,
@@ -355,8 +356,6 @@ def catch_recording(directory: Optional[Union[str, os.PathLike]] = None,
     [10, 10]
   """
   import tempfile  # pylint: disable=g-import-not-at-top
-  from rlds_lite import envlogger  # pylint: disable=g-import-not-at-top
-  from rlds_lite import envs  # pylint: disable=g-import-not-at-top
   directory = os.fspath(directory) if directory else tempfile.mkdtemp()
   env = envs.make('catch', seed=seed)
   envlogger.record(env, env.expert_policy, directory, num_episodes, seed=seed,

@@ -177,3 +177,42 @@ def test_a_package_init_has_its_own_floor():
   assert (floor('rlds_lite.tfds'), floor('rlds_lite.tfds.publish'),
           floor('rlds_lite.tfds.builder')) == (1, 1, 6)
   assert floor('rlds_lite.images.fields') == 4 > floor('rlds_lite.images') == 2
+
+
+def _function_imports(tree: ast.AST) -> Set[str]:
+  """The package's modules a module imports inside its functions."""
+  found = set()
+  for function in ast.walk(tree):
+    if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+      for node in ast.walk(function):
+        if isinstance(node, ast.ImportFrom) and (node.module or '').startswith(
+            'rlds_lite'):
+          found.update(f'{node.module}.{a.name}' for a in node.names)
+        elif isinstance(node, ast.Import):
+          found.update(a.name for a in node.names
+                       if a.name.startswith('rlds_lite'))
+  return found
+
+
+LAZY_BY_DESIGN = ('rlds_lite.commands', 'rlds_lite.cli')
+"""The command line imports what it runs when it runs it: ``--help`` and bad
+input answer before TensorFlow loads."""
+OPTIONAL = {'rlds_lite.tfds.beam'}
+"""Modules that need an optional dependency (apache_beam)."""
+
+
+def test_imports_inside_functions_only_where_the_design_needs_them():
+  found = {}
+  for name, path in _module_names().items():
+    if name.startswith(LAZY_BY_DESIGN):
+      continue
+    lazy = _function_imports(ast.parse(path.read_text())) - OPTIONAL
+    if lazy:
+      found[name] = sorted(lazy)
+  assert found == {}
+
+
+def test_function_imports_are_found():
+  tree = ast.parse('import os\ndef f():\n  from rlds_lite import source\n'
+                   '  import rlds_lite.decoding\n')
+  assert _function_imports(tree) == {'rlds_lite.source', 'rlds_lite.decoding'}

@@ -31,6 +31,9 @@ import tensorflow as tf
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.validation import RLDSFormatError
+from rlds_lite.dense import conversion
+from rlds_lite.tfds import episode_writer
+from rlds_lite.tfds import features as features_lib
 
 Episode = Dict[str, Any]
 """``{'steps': {field: np.ndarray [T, ...] (nested dicts allowed)}, **metadata}``."""
@@ -86,6 +89,54 @@ def _flag_problem(name: str, flag: np.ndarray) -> Optional[str]:
   if name == rlds_types.IS_TERMINAL and flag[:-1].any():
     return 'may only be True on the last step'
   return None
+
+
+def held_text(array: np.ndarray, flat: int) -> str:
+  """``'holds <value> at index <i>'`` of ``array``'s ``flat``-th element
+  (the index an int, or a tuple; none for a scalar)."""
+  text = f'holds {array.reshape(-1)[flat].item()}'
+  if array.ndim == 1:
+    return f'{text} at index {flat}'
+  if array.ndim:
+    index = tuple(int(i) for i in np.unravel_index(flat, array.shape))
+    return f'{text} at index {index}'
+  return text
+
+
+def flags(value: Any, *, source: str, field: str,
+          episode: Optional[Union[int, str]] = None) -> np.ndarray:
+  """``value`` as a bool array: bools as they are, numbers only if 0 or 1.
+
+  Args:
+    value: the stored flags (any shape).
+    source, field, episode: for the error.
+
+  Raises:
+    ConversionError: naming the first value that is not 0 or 1 and its index,
+      or the dtype if it holds no numbers.
+
+  Example:
+    >>> flags([0, 1], source='x', field='dones').tolist()
+    [False, True]
+    >>> flags([0, float('nan')], source='x.h5', field='terminals')
+    Traceback (most recent call last):
+    ...
+    rlds_lite.convert.episodes.ConversionError: x.h5: field 'terminals': holds nan at index 1; a flag stored as numbers must be 0 or 1
+  """
+  array = np.asarray(value)
+  if array.dtype == np.bool_:
+    return array
+  if array.dtype.kind not in 'iuf':
+    raise ConversionError(
+        f'has dtype {array.dtype}; a flag must be bool or numbers 0 and 1',
+        source=source, episode=episode, field=field)
+  bad = np.flatnonzero((array != 0) & (array != 1))
+  if len(bad):
+    first = int(bad[0])
+    raise ConversionError(
+        f'{held_text(array, first)}; a flag stored as numbers must be 0 or 1',
+        source=source, episode=episode, field=field)
+  return array.astype(bool)
 
 
 def check_episode(episode: Episode, *, source: str = '<memory>',
@@ -150,7 +201,7 @@ def check_episode(episode: Episode, *, source: str = '<memory>',
     if name not in steps:
       raise ConversionError('is missing', source=source, episode=index,
                             field=name)
-    flag = np.asarray(steps[name]).astype(bool)
+    flag = flags(steps[name], source=source, field=name, episode=index)
     problem = _flag_problem(name, flag)
     if problem:
       raise ConversionError(problem, source=source, episode=index, field=name)
@@ -293,7 +344,6 @@ def numpy_episodes(episodes: EpisodesLike) -> Iterator[Episode]:
   if not isinstance(episodes, tf.data.Dataset):
     yield from episodes
     return
-  from rlds_lite.dense import conversion  # pylint: disable=g-import-not-at-top
   spec = episodes.element_spec
   if isinstance(spec.get(rlds_types.STEPS), tf.data.DatasetSpec):
     episodes = conversion.to_dense(episodes)
@@ -439,13 +489,11 @@ def write_tfds(episodes: EpisodesLike, data_dir: Union[str, os.PathLike],
     >>> [int(e['steps']['reward'].shape[0]) for e in rlds_lite.load(path, dense=True)]
     [2]
   """
-  from rlds_lite.tfds import episode_writer  # pylint: disable=g-import-not-at-top
   iterator = iter(numpy_episodes(episodes))
   try:
     first = next(iterator)
   except StopIteration:
     raise ValueError(f'write_tfds: no episodes to write to {name!r}.') from None
-  from rlds_lite.tfds import features as features_lib  # pylint: disable=g-import-not-at-top
   features = features_lib.features_from_episode(
       first, **{k: v for k, v in writer_kwargs.items()
                 if k in ('use_images', 'image_encoding', 'tensor_encoding')})

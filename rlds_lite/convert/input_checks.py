@@ -31,48 +31,8 @@ ConversionError = episodes_lib.ConversionError
 Episode = Optional[Union[int, str]]
 
 
-def _held(array: np.ndarray, flat: int) -> str:
-  """``'holds <value> at index <i>'`` of ``array``'s ``flat``-th element
-  (the index an int, or a tuple; none for a scalar)."""
-  text = f'holds {array.reshape(-1)[flat].item()}'
-  if array.ndim == 1:
-    return f'{text} at index {flat}'
-  if array.ndim:
-    index = tuple(int(i) for i in np.unravel_index(flat, array.shape))
-    return f'{text} at index {index}'
-  return text
-
-
-def flags(value: Any, *, source: str, field: str,
-          episode: Episode = None) -> np.ndarray:
-  """``value`` as a bool array: bools as they are, numbers only if 0 or 1.
-
-  Args:
-    value: the stored flags (any shape).
-    source, field, episode: for the error.
-
-  Raises:
-    ConversionError: naming the first value that is not 0 or 1 and its index,
-      or the dtype if it holds no numbers.
-
-  Example:
-    >>> flags([0, 1], source='x', field='dones').tolist()
-    [False, True]
-  """
-  array = np.asarray(value)
-  if array.dtype == np.bool_:
-    return array
-  if array.dtype.kind not in 'iuf':
-    raise ConversionError(
-        f'has dtype {array.dtype}; a flag must be bool or numbers 0 and 1',
-        source=source, episode=episode, field=field)
-  bad = np.flatnonzero((array != 0) & (array != 1))
-  if len(bad):
-    first = int(bad[0])
-    raise ConversionError(
-        f'{_held(array, first)}; a flag stored as numbers must be 0 or 1',
-        source=source, episode=episode, field=field)
-  return array.astype(bool)
+_held = episodes_lib.held_text
+flags = episodes_lib.flags
 
 
 def number(value: Any, *, source: str, field: str, positive: bool = False,

@@ -36,6 +36,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from rlds_lite.convert import episodes as episodes_lib
+from rlds_lite.convert import lerobot_layout
 
 ConversionError = episodes_lib.ConversionError
 
@@ -138,7 +139,6 @@ class VideoWriter:
 
   def _open(self, height: int, width: int) -> None:
     av = _av()
-    from rlds_lite.convert import lerobot_layout  # pylint: disable=g-import-not-at-top
     if self._file >= 0:
       self._chunk, self._file = lerobot_layout.next_file(
           self._chunk, self._file, self._chunks_size)

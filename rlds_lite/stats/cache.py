@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from rlds_lite import atomic_output
 from rlds_lite.stats import types
+from rlds_lite.tfds import leftovers
 
 CACHE_SUBDIR = 'rlds_lite_stats'
 """The cache folder inside a dataset directory."""
@@ -55,7 +56,6 @@ def _dataset_file_names(dataset_dir: str) -> List[str]:
   (`rlds_lite.tfds.publish`) and caches do not. A directory whose
   ``dataset_info.json`` cannot be read falls back to its visible files.
   """
-  from rlds_lite.tfds import leftovers  # pylint: disable=g-import-not-at-top
   try:
     proto = leftovers.read_info_proto(dataset_dir)
   except (ValueError, tf.errors.OpError):

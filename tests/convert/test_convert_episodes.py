@@ -30,8 +30,17 @@ def _flags(is_first, is_last, is_terminal):
     ({'reward': np.float32(1), 'is_first': [True], 'is_last': [True]}, 'reward',
      'is a scalar, not a [T, ...] array'),
     ({'reward': np.zeros(1), 'is_first': [True]}, 'is_last', 'is missing'),
+    ({'reward': np.zeros(3), **_flags([1, 0, 0], [0, 0, 1], [0, 0, 0]),
+      'is_terminal': np.array([0, np.nan, 0])}, 'is_terminal',
+     'holds nan at index 1; a flag stored as numbers must be 0 or 1'),
+    ({'reward': np.zeros(2), 'is_first': np.array([1.0, 0.5]),
+      'is_last': [False, True]}, 'is_first',
+     'holds 0.5 at index 1; a flag stored as numbers must be 0 or 1'),
+    ({'reward': np.zeros(1), 'is_first': ['yes'], 'is_last': [True]},
+     'is_first', 'has dtype <U3; a flag must be bool or numbers 0 and 1'),
 ], ids=['is-last-missing', 'two-firsts', 'terminal-not-last',
-        'lengths-disagree', 'empty', 'scalar-field', 'no-is-last'])
+        'lengths-disagree', 'empty', 'scalar-field', 'no-is-last',
+        'nan-flag', 'half-flag', 'text-flag'])
 def test_check_episode_names_source_episode_and_field(steps, field, message):
   with pytest.raises(convert.ConversionError) as error:
     convert.check_episode({'steps': steps}, source='d.h5', index=3)
