@@ -374,7 +374,8 @@ def to_d4rl(episodes: episodes_lib.EpisodesLike,
   stored_discount = False
   source = '<episodes>'
   for index, episode in enumerate(transitions.prepared_for_writing(
-      episodes_lib.checked_episodes(episodes, source=source), policy,
+      episodes_lib.checked_episodes(episodes, source=source,
+                                    numbers=(rlds_types.REWARD,)), policy,
       dropped)):
     steps = episode[rlds_types.STEPS]
     for field in (rlds_types.OBSERVATION, rlds_types.ACTION, rlds_types.REWARD):

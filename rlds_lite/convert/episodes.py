@@ -23,7 +23,7 @@ Example:
 
 import itertools
 import os
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 import tensorflow as tf
@@ -209,6 +209,24 @@ def check_episode(episode: Episode, *, source: str = '<memory>',
   return {**episode, rlds_types.STEPS: steps}
 
 
+def _check_one_number(steps: Dict[str, Any], name: str, source: str,
+                      index: int) -> None:
+  """A ConversionError unless ``steps[name]`` (if there) is ``[T]`` or ``[T, 1]`` numbers."""
+  if name not in steps:
+    return
+  value = steps[name]
+  if isinstance(value, dict):
+    what = 'is a dict'
+  else:
+    value = np.asarray(value)
+    if value.dtype.kind in 'biuf' and value.shape[1:] in ((), (1,)):
+      return
+    what = (f'has per-step shape {tuple(value.shape[1:])} and dtype '
+            f'{value.dtype}')
+  raise ConversionError(f'{what}; this format stores one number per step',
+                        source=source, episode=index, field=name)
+
+
 def _step_specs(steps: Dict[str, Any]) -> Dict[str, Any]:
   """Path -> (per-step shape, dtype) of every step field (strings: 'string')."""
   if all(type(leaf) is np.ndarray for leaf in steps.values()):  # pylint: disable=unidiomatic-typecheck
@@ -224,11 +242,14 @@ def _step_specs(steps: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def checked_episodes(episodes: EpisodesLike, *,
-                     source: str = '<episodes>') -> Iterator[Episode]:
+                     source: str = '<episodes>',
+                     numbers: Sequence[str] = ()) -> Iterator[Episode]:
   """Episodes as NumPy, each checked (`check_episode`) and shaped like the first.
 
   Writers of concatenated formats need one structure: every episode must
-  have the first one's step fields, per-step shapes and dtypes.
+  have the first one's step fields, per-step shapes and dtypes. ``numbers``:
+  step fields the format stores as one number per step (D4RL's and Minari's
+  ``reward``), checked to be that.
 
   Raises:
     ConversionError: naming source, episode and field.
@@ -243,6 +264,8 @@ def checked_episodes(episodes: EpisodesLike, *,
   first = None
   for index, episode in enumerate(numpy_episodes(episodes)):
     episode = check_episode(episode, source=source, index=index)
+    for name in numbers:
+      _check_one_number(episode[rlds_types.STEPS], name, source, index)
     specs = _step_specs(episode[rlds_types.STEPS])
     if first is None:
       first = specs

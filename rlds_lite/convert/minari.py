@@ -734,7 +734,8 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
         label=os.path.join(root, 'data', MAIN_FILE)) as hdf5:
       file = hdf5.file
       for index, episode in enumerate(transitions.prepared_for_writing(
-          episodes_lib.checked_episodes(episodes, source=source), policy,
+          episodes_lib.checked_episodes(episodes, source=source,
+                                        numbers=(rlds_types.REWARD,)), policy,
           dropped)):
         hdf5.check()
         if not spaces:

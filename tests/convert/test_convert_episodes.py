@@ -1,5 +1,7 @@
 """The converters' common form: Episode checks, slices, datasets, TFDS."""
 
+import os
+
 from hypothesis import given
 from hypothesis import settings
 import numpy as np
@@ -246,3 +248,25 @@ def test_write_tfds_stores_uint8_frames_as_png_images(tmp_path):
 def tfds_builder_features(path):
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
   return tfds.builder_from_directory(path).info.features
+
+
+@pytest.mark.parametrize('reward, message', [
+    (np.zeros((2, 2)), 'has per-step shape (2,) and dtype float64'),
+    (np.array([b'a', b'b'], object), 'has per-step shape () and dtype object'),
+    ({'r': np.zeros(2)}, 'is a dict'),
+], ids=['a-vector', 'strings', 'a-dict'])
+@pytest.mark.parametrize('kind', ['d4rl', 'minari'])
+def test_formats_of_one_reward_per_step_refuse_others_at_write(
+    tmp_path, kind, reward, message):
+  episode = {'steps': {'observation': np.zeros((2, 1), np.float32),
+                       'action': np.zeros(2, np.float32), 'reward': reward,
+                       **convert.rlds_flags(2, True)}}
+  out = str(tmp_path / ('x.h5' if kind == 'd4rl' else 'out'))
+  options = {'dataset_id': 'demo/x-v0'} if kind == 'minari' else {}
+  with pytest.raises(convert.ConversionError) as error:
+    rlds_lite.convert.files.write_episodes(kind, [episode], out, **options)
+  assert str(error.value) == (f"<episodes>: episode 0, field 'reward': "
+                              f'{message}; this format stores one number per '
+                              'step')
+  # Nothing published (Minari's root may be made; the dataset is not).
+  assert not os.path.exists(out if kind == 'd4rl' else f'{out}/demo/x-v0')

@@ -10,13 +10,13 @@ import tempfile
 
 from hypothesis import given
 from hypothesis import settings
-from hypothesis import strategies as st
 import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 from tensorflow_datasets.core import example_serializer
 
+import episode_strategies
 import rlds_lite
 from rlds_lite import nest_paths
 from rlds_lite.tfds import encoding
@@ -739,36 +739,6 @@ def test_keys_with_a_slash_are_refused_at_write(episode, path, tmp_path):
 # ValueError naming the key or field. Reading runs in this process: a field
 # TFDS would crash on is refused by the writer (and by every reader).
 
-_DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_,
-           object]
-
-
-@st.composite
-def _leaf(draw, length):
-  dtype = draw(st.sampled_from(_DTYPES))
-  shape = (length,) + tuple(draw(st.lists(st.integers(0, 2), max_size=2)))
-  if dtype is object:
-    words = draw(st.lists(st.binary(max_size=3), min_size=int(np.prod(shape)),
-                          max_size=int(np.prod(shape))))
-    return np.array(words + [None], object)[:-1].reshape(shape)
-  values = draw(st.lists(st.integers(0, 1 if dtype is np.bool_ else 200),
-                         min_size=int(np.prod(shape)),
-                         max_size=int(np.prod(shape))))
-  return np.array(values).astype(dtype).reshape(shape)
-
-
-@st.composite
-def _random_episode(draw):
-  length = draw(st.integers(1, 3))
-  keys = st.sampled_from(['a', 'b', 'ab', 'a.b', '.', '..', 'a/b', 'b/'])
-  fields = st.recursive(_leaf(length),
-                        lambda inner: st.dictionaries(keys, inner, min_size=1,
-                                                      max_size=2),
-                        max_leaves=4)
-  steps = draw(st.dictionaries(keys, fields, min_size=1, max_size=3))
-  return {'steps': {**steps, **_flags(length, draw(st.booleans()))}}
-
-
 def _zero_size_strings(steps):
   return [p for p, leaf in nest_paths.flatten_with_paths(steps)
           if leaf.dtype == object and 0 in leaf.shape[1:]]
@@ -790,7 +760,7 @@ def _assert_nests_equal(got, want, path=''):
 
 
 @settings(max_examples=25, deadline=None)
-@given(episode=_random_episode())
+@given(episode=episode_strategies.random_episode())
 def test_random_episodes_read_back_exactly_or_are_refused(episode):
   slash = nest_paths.slash_key(episode)
   zero_strings = _zero_size_strings(episode['steps'])
