@@ -28,10 +28,7 @@ from rlds_lite.tfds import write_dataset
 Tensor = tfds.features.Tensor
 
 
-def _flags(length, terminal):
-  index = np.arange(length)
-  return {'is_first': index == 0, 'is_last': index == length - 1,
-          'is_terminal': (index == length - 1) & terminal}
+_flags = episode_strategies.flags
 
 
 def vector_features():
