@@ -422,8 +422,9 @@ def check_kind(kind: Any) -> SampleKind:
     ...
     TypeError: random access: kind must be a sample kind: Windows(...), Transitions(...) or RobotSamples(...), got the class Windows; call it: Windows(...).
   """
-  if isinstance(kind, RobotSamples) and kind.random_access_problem():
-    raise ValueError(f'random access: {kind.random_access_problem()}.')
+  problem = isinstance(kind, RobotSamples) and kind.random_access_problem()
+  if problem:
+    raise ValueError(f'random access: {problem}.')
   if isinstance(kind, KINDS):
     return kind
   if isinstance(kind, type) and issubclass(kind, KINDS):

@@ -45,6 +45,7 @@ def estimate_memory(name_or_dir: Any, split: Optional[str] = None, *,
   if robot_samples is None:
     return shuffling.estimate_memory(name_or_dir, split,
                                      batch_size=batch_size, **knobs)
-  return robot_lib.plan_robot_samples(name_or_dir, split,
-                                      batch_size=batch_size,
-                                      **knobs, **robot_samples).memory
+  kind, frames = robot_lib.kind_and_frames(robot_samples, 'estimate_memory')
+  return robot_lib.plan_robot_samples(name_or_dir, kind, batch_size,
+                                      frames=frames, split=split,
+                                      **knobs).memory

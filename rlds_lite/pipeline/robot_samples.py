@@ -604,24 +604,37 @@ def _sorted_call(op: str, source: Any, kind: Any, frames: Any,
                   'RobotSamples(...) and frames=FrameDecoding(...); the old '
                   'keywords will go in a later release.', DeprecationWarning,
                   stacklevel=3)
-  if kind is None:
-    kind = _legacy_kind(kind_args, op)
-  elif not isinstance(kind, sample_kinds.RobotSamples):
+  if kind is None or frames is None:
+    legacy_kind, legacy_frames = kind_and_frames({**kind_args, **frame_args},
+                                                 op)
+    kind = legacy_kind if kind is None else kind
+    frames = legacy_frames if frames is None else frames
+  if not isinstance(kind, sample_kinds.RobotSamples):
     raise TypeError(f'{op}: kind must be a RobotSamples(...), got '
                     f'{type(kind).__name__}.')
-  frames = frames if frames is not None else FrameDecoding(**frame_args)
   opened = _opened(source, legacy.get('split'), legacy.get('data_dir'), op)
   return _Call(opened, kind, frames, legacy.get('num_steps'))
 
 
-def _legacy_kind(kind_args: Dict[str, Any], op: str
-                 ) -> sample_kinds.RobotSamples:
-  """``RobotSamples(**kind_args)``, its errors named by ``op`` as before."""
+def kind_and_frames(keywords: Dict[str, Any], op: str = 'robot_samples_dataset'
+                    ) -> Tuple[sample_kinds.RobotSamples, FrameDecoding]:
+  """The `RobotSamples` and `FrameDecoding` of flat keywords (``history=2, image_size=...``).
+
+  Errors of the kind are named by ``op``, as before kinds.
+
+  Example:
+    >>> kind, frames = kind_and_frames(dict(history=2, image_size=(64, 64)))
+    >>> kind.history, frames.image_size
+    (2, (64, 64))
+  """
+  frame_args = {k: v for k, v in keywords.items() if k in _FRAME_FIELDS}
+  kind_args = {k: v for k, v in keywords.items() if k not in frame_args}
   try:
-    return sample_kinds.RobotSamples(**kind_args)
+    kind = sample_kinds.RobotSamples(**kind_args)
   except (TypeError, ValueError) as error:
     message = str(error).replace('RobotSamples: ', f'{op}: ', 1)
     raise type(error)(message) from None
+  return kind, FrameDecoding(**frame_args)
 
 
 def plan_robot_samples(source: Any, kind: Any = None,

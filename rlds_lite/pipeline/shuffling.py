@@ -89,6 +89,8 @@ POOL_EXTRA_BLOCKS = 3
 and its concatenation (see `rlds_lite.pipeline.sliding`)."""
 MAX_POOL_EPISODES = 4096
 """``memory_budget`` never picks larger pools (first-batch latency)."""
+
+
 class ShuffleKnobs(NamedTuple):
   """The memory-costing knobs of ``shuffled_steps``, resolved.
 
