@@ -38,6 +38,9 @@ setuptools.setup(
             'pytest>=8',
             # make test runs the suite on two workers, a test file each.
             'pytest-xdist>=3.5',
+            # A test that hangs fails alone, with every thread's stack, instead
+            # of holding CI until its time limit (pytest.ini sets the limit).
+            'pytest-timeout>=2.3',
             'hypothesis>=6.100',
             # The Beam build and `tfds build` tests need these (see the beam extra).
             'apache-beam>=2.77,<3',
