@@ -134,8 +134,8 @@ def _table_query(view: dataset_view_lib.DatasetView, split: str):
     raise ValueError(f"query parameter 'order' must be asc or desc, got "
                      f'{order!r}.')
   offset, limit = _number('offset', int), _number('limit', int)
-  page = table_query.query(
-      view.table(split), sort=args.get('sort', 'index'),
+  page = table_query.query(view.table(split), table_query.Query(
+      sort=args.get('sort', 'index'),
       descending=order == 'desc',
       min_length=_number('min_length', int),
       max_length=_number('max_length', int),
@@ -145,7 +145,7 @@ def _table_query(view: dataset_view_lib.DatasetView, split: str):
       instruction=args.get('instruction') or None,
       where=args.get('where', '').strip() or None,
       offset=0 if offset is None else offset,
-      limit=100 if limit is None else limit)
+      limit=100 if limit is None else limit))
   return flask.jsonify(split=split, **page)
 
 
