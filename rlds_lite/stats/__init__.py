@@ -21,6 +21,7 @@ Example:
 """
 
 from rlds_lite.stats.streaming import compute
+from rlds_lite.stats.streaming import Transform
 from rlds_lite.stats.normalize import denormalize
 from rlds_lite.stats.normalize import normalize
 from rlds_lite.stats.plot import plot_stats
