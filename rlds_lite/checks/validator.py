@@ -78,7 +78,7 @@ _CHUNK = 1024  # Steps summarised per batch (nested steps).
 _MAX_PROBLEMS, _DAMAGE = 'max_problems', 'damage'  # Why a pass stopped.
 
 
-def _tf_summaries(source: sources.Source, plan: summaries.Plan
+def _tf_summaries(source: sources.Episodes, plan: summaries.Plan
                   ) -> Iterator[Summary]:
   """Summaries of ``tf.data`` episodes, computed inside the input pipeline."""
 
@@ -107,7 +107,7 @@ def _tf_summaries(source: sources.Source, plan: summaries.Plan
   yield from episodes.map(summarize).prefetch(2).as_numpy_iterator()
 
 
-def _python_summaries(source: sources.Source, last_step_invalid: bool,
+def _python_summaries(source: sources.Episodes, last_step_invalid: bool,
                       last_values: bool,
                       found: List[Problem]) -> Iterator[Summary]:
   """Summaries of Python episodes; structure problems go to ``found``."""
@@ -147,7 +147,7 @@ def _files_damage(builder: Any, split: str
       records=dataset_files.file_format(builder) == 'array_record')
 
 
-def _files_problems(source: sources.Source,
+def _files_problems(source: sources.Episodes,
                     damaged: List[dataset_files.CorruptDatasetError]
                     ) -> List[Problem]:
   """The damaged files, and a ``features.json`` that disagrees."""
@@ -235,9 +235,9 @@ def _around_damage(dataset: Any, split: Optional[str],
                    data_dir: Optional[str],
                    errors: List[dataset_files.CorruptDatasetError],
                    rescan: bool
-                   ) -> Tuple[Optional[sources.Source], Optional[str],
+                   ) -> Tuple[Optional[sources.Episodes], Optional[str],
                               List[dataset_files.CorruptDatasetError], int]:
-  """The whole episodes the damaged files leave, as a `Source`.
+  """The whole episodes the damaged files leave, as `Episodes`.
 
   A split whose shards are damaged cannot be opened (``rlds_lite.load``
   checks them) or read to its end, yet the episodes of its other shards,
@@ -247,14 +247,14 @@ def _around_damage(dataset: Any, split: Optional[str],
   stopped the split from opening); look for the others.
 
   Returns:
-    ``(source, split, errors, unread)``: the source of the readable episodes
+    ``(checked, split, errors, unread)``: the `Episodes` of the readable episodes
     of the split, a slice too (None if there is none: damaged metadata,
     every episode lost), the split, every damaged file, and how many
     episodes they keep from the pass.
   """
   try:
     opened = source_lib.as_source(dataset, split, data_dir=data_dir)
-    builder, label, split = opened.builder, opened.label, opened.split
+    builder, split = opened.builder, opened.split
     if rescan:  # ``errors`` holds the first damaged file only.
       errors = _files_damage(builder, split) or errors
   except (ValueError, OSError):
@@ -275,8 +275,8 @@ def _around_damage(dataset: Any, split: Optional[str],
     episodes = diagnosis.episode_reader(builder)(
         _as_split([order[n] for n in numbers]))
     kind = sources.DENSE
-  return (sources.Source(label, episodes, kind, len(numbers), builder, split,
-                         numbers), split, errors, unread)
+  return (sources.Episodes(episodes, kind, len(numbers), opened, numbers),
+          split, errors, unread)
 
 
 def _progress_bar(total: Optional[int], progress: Optional[bool],
@@ -286,7 +286,7 @@ def _progress_bar(total: Optional[int], progress: Optional[bool],
                           unit=' episodes')
 
 
-def _run_pass(source: sources.Source,
+def _run_pass(source: sources.Episodes,
               damaged: List[dataset_files.CorruptDatasetError],
               last_step_invalid: bool, last_values: bool,
               max_problems: Optional[int], num_episodes: Optional[int],
