@@ -39,9 +39,9 @@ from rlds_lite import envs
 from rlds_lite import pipeline
 from rlds_lite import tfds as rlds_tfds
 
-__all__ = ['DATASET_NAME', 'DemoConfig', 'ENVIRONMENTS', 'EpsilonGreedy', 'ModelPolicy',
-           'behaviour_cloning_model', 'evaluate', 'format_table',
-           'plot_results', 'run']
+__all__ = ['DATASET_NAME', 'DemoConfig', 'ENVIRONMENTS', 'EpsilonGreedy',
+           'ModelPolicy', 'behaviour_cloning_model', 'evaluate',
+           'format_table', 'plot_results', 'run']
 
 DATASET_NAME = 'catch_demo'
 """The name of the TFDS dataset the demo builds."""

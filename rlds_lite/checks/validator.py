@@ -1,44 +1,10 @@
 """`validate`: check a dataset against the RLDS format, list every problem.
 
 Unlike `rlds_lite.validate_episodes` (which raises at the first violation),
-`validate` makes one streaming pass, episode by episode (bounded memory),
-and returns a `ValidationReport` naming the episode, step and field of each
-problem. Checked:
-
-* the flags: ``is_first``/``is_last`` present and boolean; ``is_first`` on
-  step 0 only; ``is_last`` on the final step only; ``is_terminal`` on the
-  final step at most;
-* empty episodes;
-* one structure: the same fields and dtypes in every episode (Python
-  episodes; a ``tf.data`` spec fixes them) and the same per-step shapes
-  across steps and episodes;
-* NaN/Inf in floating-point fields (with the step index);
-* with ``last_step_invalid=True``: non-zero ``reward``/``discount`` on the
-  final step, which the dataset declares invalid (the RLDS convention);
-* dense steps: every field has one entry per step (``length_mismatch``).
-
-For a dataset directory or name, the files too (``rlds_lite.dataset_files``):
-a damaged ``dataset_info.json`` (or ``features.json`` where TFDS takes the
-features from it), missing, empty, truncated or damaged shard files and
-record counts that disagree with ``dataset_info.json`` (``corrupt_file``),
-data that does not decode with the declared features (``undecodable``: a
-field's shape or dtype edited), and, when ``dataset_info.json`` holds the
-features (TFDS then decodes with those), a ``features.json`` that is
-missing, unreadable or disagrees with them (``features_mismatch``: the data
-reads right, tools that read ``features.json`` do not). Each such problem
-names the file (``Problem.file``) and, where known, the episode and field.
-The pass reads every episode the damaged files leave (the other shards', a
-damaged shard's before its damage) and the report counts those it could
-not read (``unread``); damage found only while reading (a tfrecord checksum
-that fails, a frame that does not decode) stops the pass there. Either way
-the report is not complete.
-
-And noticed (`Notice`, listed in the report without making it fail): non-zero
-``action``/``reward``/``discount`` values on final steps, per field with the
-number of episodes. RLDS says they are invalid, so ``stats``, transitions
-and converters leave them out by default; data that puts a real value there
-(a success reward on the final step, as much Open X-Embodiment data does)
-should be read with ``last_step='valid'``, which also silences the notice.
+`validate` makes one streaming pass (bounded memory) and returns a
+`ValidationReport` naming the episode, step and field (and file) of each
+problem, with notices of non-zero last-step values. What is checked, and how
+damaged files are reported: docs/validate_and_video.md.
 
 Example:
   >>> import rlds_lite
@@ -247,7 +213,8 @@ def _around_damage(dataset: Any, split: Optional[str],
   stopped the split from opening); look for the others.
 
   Returns:
-    ``(checked, split, errors, unread)``: the `Episodes` of the readable episodes
+    ``(checked, split, errors, unread)``: the `Episodes` of the readable
+    episodes
     of the split, a slice too (None if there is none: damaged metadata,
     every episode lost), the split, every damaged file, and how many
     episodes they keep from the pass.
@@ -387,13 +354,8 @@ def validate(dataset: Any,
   Returns:
     The `ValidationReport`.
 
-  Raises:
-    FileNotFoundError, ValueError: for a missing path or a dataset that is
-      not RLDS at all (no ``steps``), or ``last_step_invalid=True`` with
-      ``last_step='valid'``. Damaged files of a dataset on disk are
-      problems of the report (``corrupt_file``, ``undecodable``,
-      ``features_mismatch``, each naming the file), not errors. An
-      array_record dataset is read with ``tfds.data_source``.
+  Damaged files are problems of the report, not errors
+  (docs/validate_and_video.md).
 
   Example:
     >>> from rlds_lite import synthetic

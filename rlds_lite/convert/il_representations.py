@@ -1,29 +1,11 @@
 """il-representations data (dicts and webdataset shards) to RLDS and back.
 
-The il-representations project keeps demonstrations in two forms, both with
-one row per transition ``(o_t, a_t, o_{t+1})`` of every trajectory,
-concatenated:
-
-* the in-memory dict of ``auto.load_dataset_dict()``: ``obs``, ``next_obs``,
-  ``acts`` and ``dones`` (``[N]`` bool, True on the last row of a
-  trajectory), all with ``N`` rows; ``rews`` when rewards are kept.
-* webdataset tar shards (see `from_webdataset`): ``_metadata.meta.pickle``
-  then one group of ``frame_NNN.{obs,next_obs,acts,dones,rews,infos}.pickle``
-  members per row.
-
-RLDS view: an episode is the rows up to and including the next row with
-``dones``; its ``N`` rows become ``T = N + 1`` steps, the last holding the
-final observation (``next_obs`` of the last row) with zero action and
-reward. ``dones`` alone does not say why an episode ended. This module
-stores that as ``truncated`` (dict key, ``[N]`` bool) or as gym's
-``infos['TimeLimit.truncated']`` (shards) on the last row of a truncated
-episode; without it, ``dones_mean='terminated'`` (default, the
-il-representations docs call ``dones`` "terminal") or ``'truncated'`` says
-how to read ``dones``. The discount is 1, except 0 on the terminating
-transition and on the last step; another stored discount is kept as
-``discounts`` (dict) or ``infos['discount']`` (shards). Other row fields
-become step fields, zero on the last step. A one-step episode (a final
-observation only) has no row.
+Both forms hold one row per transition ``(o_t, a_t, o_{t+1})``: the dict of
+``auto.load_dataset_dict()`` (`from_il_dict`, `to_il_dict`) and webdataset
+tar shards (`from_webdataset`, `to_webdataset`). An episode's ``N`` rows
+become ``N + 1`` RLDS steps; how ``dones``, truncation and discounts map:
+docs/convert_formats.md. `episodes_from_rows` is shared with the TED
+converter.
 
 Example:
   >>> import numpy as np

@@ -224,12 +224,8 @@ def normalize(dataset: tf.data.Dataset, stats: types.DatasetStats,
   Returns:
     The dataset with the fields normalised.
 
-  Raises (when called, before any iteration):
-    KeyError: a key without statistics or not in the steps.
-    ValueError: unknown mode/bounds; a field whose statistics have another
-      shape than the data's (statistics of another dataset), naming both;
-      a field (element) without finite statistics: no valid values, or only
-      NaN/inf ones (NaN and inf values in the data otherwise stay NaN/inf).
+  Bad keys, shapes and statistics are errors when called, before any
+  iteration (docs/stats.md).
 
   Example:
     >>> from rlds_lite import stats as stats_lib, synthetic

@@ -1,26 +1,10 @@
 """The viewer's web app (Flask): two pages, their JSON, the videos.
 
-Pages:
-- ``/`` (``?split=``): the dataset (features, splits, statistics) and its
-  episode table, sortable and filterable;
-- ``/episode/<split>/<index>``: one episode: every camera as a video, line
-  plots of actions, state and reward with a cursor that follows the video,
-  the ``is_*`` flags on the time axis, the language instruction.
-
-Data (JSON): ``/api/dataset``, ``/api/stats/<split>``,
-``/api/episodes/<split>`` (the table, from the split's episode catalog:
-``sort``, ``order=asc|desc``, ``min_length``, ``max_length``,
-``min_return``, ``max_return``, ``status=terminated|truncated``,
-``instruction``, ``where`` (an EXPR), ``offset``, ``limit``),
-``/api/episode/<split>/<index>``; videos: ``/video/<split>/<index>/<camera>``
-(MP4, with HTTP range requests so browsers can seek). Every route's errors
-are JSON ``{"error": "..."}`` (one handler, `create_app`): 404 for an
-unknown split, episode (``-1``, ``abc``, ``1.5`` too) or camera, 400 for a
-bad query, 500 naming file, episode, field and step for data that cannot
-be read (a frame that does not decode) and for any other failure; 400 for
-a request not addressed to ``127.0.0.1`` or ``localhost`` (DNS
-rebinding). Everything is served by the app: plotly.js comes from the
-installed ``plotly`` package, nothing from the network.
+`create_app` serves ``/`` (the dataset and its episode table) and
+``/episode/<split>/<index>`` (cameras as videos, plots, flags, instructions),
+their JSON under ``/api/`` and the MP4s under ``/video/``; every error is
+JSON ``{"error": ...}``. The routes, their parameters and status codes:
+docs/view.md.
 
 Example:
   >>> from rlds_lite import synthetic

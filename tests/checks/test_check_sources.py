@@ -1,4 +1,4 @@
-"""rlds_lite.checks.sources: what a check reads, as Episodes of an opened split."""
+"""rlds_lite.checks.sources: what a check reads, Episodes of an opened split."""
 
 import pytest
 import tensorflow as tf
