@@ -105,7 +105,7 @@ class Storage:
                if getattr(self, f.name) != f.default]
     return f'Storage({", ".join(changed)})'
 
-  def info_options(self, robot_type: Optional[str]) -> Dict[str, Any]:
+  def _info_options(self, robot_type: Optional[str]) -> Dict[str, Any]:
     """The keywords of `lerobot_layout.new_info` this storage sets."""
     return dict(video=self.video, robot_type=robot_type,
                 chunks_size=self.chunks_size,
@@ -140,9 +140,10 @@ def _storage(storage: Optional[Storage], legacy: Dict[str, Any]) -> Storage:
                     'Storage(...), not beside it.')
   if 'to_lerobot' not in _WARNED:
     _WARNED.add('to_lerobot')
-    warnings.warn(f'to_lerobot: {", ".join(sorted(legacy))}= are now '
-                  'storage=Storage(...); the old keywords will go in a later '
-                  'release.', DeprecationWarning, stacklevel=3)
+    old = ', '.join(f'{key}=' for key in sorted(legacy))
+    warnings.warn(f'to_lerobot: {old} are now storage=Storage(...); the old '
+                  'keywords will go in a later release.', DeprecationWarning,
+                  stacklevel=3)
   return Storage(**legacy)
 
 
@@ -372,7 +373,8 @@ class _DatasetWriter:
     self._storage = storage = options.storage
     self._names = options.names
     self._source = source
-    self._info_options = storage.info_options(options.robot_type)
+    self._info_options = storage._info_options(  # pylint: disable=protected-access
+        options.robot_type)
     self._data = _ParquetFiles(root, layout.DATA_PATH,
                                storage.data_files_size_in_mb,
                                storage.chunks_size)

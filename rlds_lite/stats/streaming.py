@@ -326,7 +326,7 @@ def _legacy(transform: Any, last_step: Any, legacy: Dict[str, Any]
 def compute(dataset_or_path: Union[tf.data.Dataset, PathLike,
                                    source_lib.Source],
             *,
-            split: str = 'train',
+            split: Optional[str] = None,
             keys: Optional[Sequence[str]] = None,
             last_step: Union[last_step_lib.LastStep, str] = 'invalid',
             transform: Union[None, Transform, TransformFn] = None,
@@ -341,7 +341,8 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike,
     dataset_or_path: a TFDS dataset directory, registered name or
       `rlds_lite.open` source, or a ``tf.data.Dataset`` of episodes (nested
       or dense steps).
-    split: the split to read (paths and names only).
+    split: the split to read (paths and names: default ``'train'``; an
+      opened source: its own).
     keys: step fields to summarise, as paths (``'observation/pos'``; a path
       selects everything below it). Default: every numeric and string field
       but the ``is_*`` flags, images skipped.
@@ -372,6 +373,8 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike,
   transform, last_step = _legacy(transform, last_step, legacy)
   policy = last_step_lib.as_last_step(last_step, 'stats.compute')
   mask = policy is last_step_lib.LastStep.INVALID
+  if split is None and not isinstance(dataset_or_path, source_lib.Source):
+    split = 'train'
   described = {'split': split, 'keys': _listed(keys),
                'last_step': policy.value, 'sketch_k': sketch_k}
   if isinstance(dataset_or_path, tf.data.Dataset):
@@ -380,6 +383,7 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike,
   else:
     _check_path_type(dataset_or_path)
     opened = source_lib.as_source(dataset_or_path, split, data_dir=data_dir)
+    described['split'] = opened.split
     described['dataset'] = os.fspath(_label(dataset_or_path))
     stats = _compute_source(opened, keys, mask, transform, cache,
                             (sketch_k, progress), described)

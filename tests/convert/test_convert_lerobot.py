@@ -769,7 +769,7 @@ def test_the_storage_keywords_of_before_still_work_and_warn_once(
     tmp_path, monkeypatch):
   monkeypatch.setattr(lerobot, '_WARNED', set())
   episodes = convert_testing.NAMED_EPISODES['terminal']
-  with pytest.warns(DeprecationWarning, match=r'to_lerobot: chunks_size, '
+  with pytest.warns(DeprecationWarning, match=r'to_lerobot: chunks_size=, '
                     r'video= are now storage=Storage\(\.\.\.\)'):
     old = lerobot.to_lerobot(episodes, tmp_path / 'old', fps=FPS,
                              video=False, chunks_size=3)

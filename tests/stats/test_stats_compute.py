@@ -523,3 +523,6 @@ def test_an_opened_source_is_read_as_its_path(dataset_dir):
   opened = rlds_lite.open(dataset_dir)
   assert stats.compute(opened, cache=False, progress=False) == stats.compute(
       dataset_dir, cache=False, progress=False)
+  part = stats.compute(opened.with_split('train[:2]'), cache=False,
+                       progress=False)  # Its own split.
+  assert (part.num_episodes, part.source['split']) == (2, 'train[:2]')
