@@ -1,43 +1,29 @@
 """``make demo`` / ``rlds-lite demo``: from recorded episodes to a trained policy.
 
-Everything happens under one work directory (``out_dir``):
-
-1. Record: Catch (``rlds_lite.envs``) played by its scripted expert with
-   epsilon-random actions, recorded with EnvLogger
-   (``rlds_lite.envlogger.record``) into ``out_dir/recording``.
-2. Build: the recording becomes the TFDS dataset ``catch_demo``
-   (``rlds_lite.tfds.build_from_envlogger``) in
-   ``out_dir/tensorflow_datasets``.
-3. Load: ``tfds.load('catch_demo', data_dir=...)`` gives RLDS episodes with
-   nested steps; their returns and lengths are computed with
-   ``rlds_lite.transformations.sum_dataset`` inside a ``tf.data`` map.
-4. Pipeline: ``rlds_lite.load(..., dense=True)`` and
-   ``rlds_lite.pipeline.transitions_dataset`` give shuffled batches of
-   (observation, action) pairs, episodes split 90/10 for validation (the
-   dense episodes are checked with ``rlds_lite.validate_episodes`` first).
-5. Train: a small Keras MLP imitates the recorded actions (behaviour
-   cloning, cross-entropy).
-6. Evaluate: the cloned policy, a uniformly random policy and the expert
-   play the same seeded episodes.
-7. Report: a table (printed), ``demo.png`` (episode returns of the dataset,
-   BC and random policies; the training curve), ``summary.json`` and the
-   model ``bc_policy.keras``.
+`run` records Catch with EnvLogger, builds the TFDS dataset ``catch_demo``,
+loads it (``tfds.load``, then ``rlds_lite.load(dense=True)`` and
+``pipeline.transitions_dataset``), trains a behaviour-cloning Keras MLP,
+evaluates it against random and expert policies and reports (a table,
+``demo.png``, ``summary.json``), all under one work directory.
 
 Example:
   >>> import io, tempfile
-  >>> figures = run(tempfile.mkdtemp(), num_episodes=20, epochs=1,
-  ...               eval_episodes=2, progress=False, out=io.StringIO())
+  >>> config = DemoConfig(num_episodes=20, epochs=1, eval_episodes=2)
+  >>> figures = run(tempfile.mkdtemp(), config, progress=False,
+  ...               out=io.StringIO())
   >>> figures['episodes'], figures['steps'], figures['transitions']
   (20, 200, 180)
 """
 
 import contextlib
+import dataclasses
 import io
 import json
 import os
 import shutil
 import sys
 import time
+import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 import dm_env
@@ -53,9 +39,9 @@ from rlds_lite import envs
 from rlds_lite import pipeline
 from rlds_lite import tfds as rlds_tfds
 
-__all__ = ['DATASET_NAME', 'ENVIRONMENTS', 'EpsilonGreedy', 'ModelPolicy',
-           'behaviour_cloning_model', 'evaluate', 'format_table',
-           'plot_results', 'run']
+__all__ = ['DATASET_NAME', 'DemoConfig', 'ENVIRONMENTS', 'EpsilonGreedy',
+           'ModelPolicy', 'behaviour_cloning_model', 'evaluate',
+           'format_table', 'plot_results', 'run']
 
 DATASET_NAME = 'catch_demo'
 """The name of the TFDS dataset the demo builds."""
@@ -317,23 +303,89 @@ def plot_results(path: str, returns: Dict[str, np.ndarray],
 # The stages of `run`.
 
 
-def _check_args(env_name: str, num_episodes: int, eval_episodes: int,
-                epochs: int, epsilon: float, batch_size: int) -> None:
-  if env_name not in ENVIRONMENTS:
-    raise ValueError(
-        f'env_name must be one of {list(ENVIRONMENTS)}, got {env_name!r}.')
-  for name, value, minimum in (('num_episodes', num_episodes, 2),
-                               ('eval_episodes', eval_episodes, 1),
-                               ('epochs', epochs, 1),
-                               ('batch_size', batch_size, 1)):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-      raise TypeError(f'{name} must be an int, got {value!r}.')
-    if value < minimum:
-      raise ValueError(f'{name} must be at least {minimum}, got {value}.')
-  if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
-    raise TypeError(f'epsilon must be a number, got {epsilon!r}.')
-  if not 0.0 <= epsilon <= 1.0:
-    raise ValueError(f'epsilon must be in [0, 1], got {epsilon!r}.')
+def _check_number(name: str, value: Any, minimum: int) -> None:
+  if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    raise TypeError(f'{name} must be an int, got {value!r}.')
+  if value < minimum:
+    raise ValueError(f'{name} must be at least {minimum}, got {value}.')
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoConfig:
+  """What the demo records, trains and evaluates.
+
+  Attributes:
+    env_name: one of `ENVIRONMENTS`: ``'catch'`` (10x5 board) or
+      ``'catch_pixels'`` (32x32 RGB images of it).
+    num_episodes: episodes to record (>= 2; a tenth, at least one, is held
+      out for validation).
+    epsilon: probability of a random action of the recording policy.
+    epochs: training epochs.
+    batch_size: training batch size.
+    eval_episodes: evaluation episodes per policy.
+    seed: seed of the recording (environment ``seed``, policy ``seed + 1``),
+      of the shuffling and the weights; evaluation uses ``seed + 1000``.
+
+  Example:
+    >>> DemoConfig(num_episodes=20, epochs=1)
+    DemoConfig(num_episodes=20, epochs=1)
+    >>> DemoConfig(num_episodes=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: num_episodes must be at least 2, got 1.
+  """
+  env_name: str = 'catch'
+  num_episodes: int = 500
+  epsilon: float = 0.2
+  epochs: int = 10
+  batch_size: int = 64
+  eval_episodes: int = 200
+  seed: int = 0
+
+  def __post_init__(self):
+    if self.env_name not in ENVIRONMENTS:
+      raise ValueError(f'env_name must be one of {list(ENVIRONMENTS)}, got '
+                       f'{self.env_name!r}.')
+    _check_number('num_episodes', self.num_episodes, 2)
+    _check_number('eval_episodes', self.eval_episodes, 1)
+    _check_number('epochs', self.epochs, 1)
+    _check_number('batch_size', self.batch_size, 1)
+    epsilon = self.epsilon
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
+      raise TypeError(f'epsilon must be a number, got {epsilon!r}.')
+    if not 0.0 <= epsilon <= 1.0:
+      raise ValueError(f'epsilon must be in [0, 1], got {epsilon!r}.')
+
+  def __repr__(self) -> str:
+    changed = [f'{f.name}={getattr(self, f.name)!r}'
+               for f in dataclasses.fields(self)
+               if getattr(self, f.name) != f.default]
+    return f'DemoConfig({", ".join(changed)})'
+
+
+_CONFIG_FIELDS = frozenset(f.name for f in dataclasses.fields(DemoConfig))
+_WARNED = set()
+
+
+def _config(config: Optional[DemoConfig], legacy: Dict[str, Any]
+            ) -> DemoConfig:
+  """The `DemoConfig` of a call, from the flat keywords of before it too."""
+  unknown = sorted(set(legacy) - _CONFIG_FIELDS)
+  if unknown:
+    raise TypeError(f'run() got an unexpected keyword argument '
+                    f'{unknown[0]!r}')
+  if not legacy:
+    return DemoConfig() if config is None else config
+  if config is not None:
+    raise TypeError(f'demo.run: pass {sorted(legacy)} in the DemoConfig(...), '
+                    'not beside it.')
+  if 'run' not in _WARNED:
+    _WARNED.add('run')
+    warnings.warn('demo.run: the demo\'s keywords (num_episodes=, epochs=, '
+                  '...) are now run(out_dir, DemoConfig(...)); the old '
+                  'keywords will go in a later release.', DeprecationWarning,
+                  stacklevel=3)
+  return DemoConfig(**legacy)
 
 
 def _dataset_statistics(episodes: tf.data.Dataset) -> Dict[str, np.ndarray]:
@@ -386,177 +438,154 @@ class _EpochBar(keras.callbacks.Callback):
     self._bar.close()
 
 
-def run(out_dir: str = 'demo_output',
-        *,
-        env_name: str = 'catch',
-        num_episodes: int = 500,
-        epsilon: float = 0.2,
-        epochs: int = 10,
-        batch_size: int = 64,
-        eval_episodes: int = 200,
-        seed: int = 0,
-        progress: bool = True,
-        out: TextIO = sys.stdout) -> Dict[str, Any]:
-  """Runs the demo (record, build, load, train, evaluate, report).
+class _Run:
+  """One run of the demo: its settings, paths, timings and printed lines."""
 
-  Re-running with the same ``out_dir`` replaces the demo's own outputs there
-  (the recording, the ``catch_demo`` dataset, the plot, summary and model);
-  nothing else in ``out_dir`` is touched. Seeds are passed explicitly (no
-  global seed is set): the recording, dataset and evaluation episodes are
-  identical run to run; training results may differ slightly (threaded
-  tf.data and math).
+  def __init__(self, out_dir: str, config: DemoConfig, progress: bool,
+               out: TextIO):
+    self.config, self.progress, self._out = config, progress, out
+    self.start = self._began = time.perf_counter()
+    self.seconds: Dict[str, float] = {}
+    out_dir = os.path.abspath(os.path.expanduser(out_dir))
+    self.paths = {
+        'out_dir': out_dir,
+        'recording': os.path.join(out_dir, 'recording'),
+        'data_dir': os.path.join(out_dir, 'tensorflow_datasets'),
+        'plot': os.path.join(out_dir, 'demo.png'),
+        'summary': os.path.join(out_dir, 'summary.json'),
+        'model': os.path.join(out_dir, 'bc_policy.keras'),
+    }
 
-  Args:
-    out_dir: the work directory (created if missing).
-    env_name: one of `ENVIRONMENTS`: ``'catch'`` (10x5 board) or
-      ``'catch_pixels'`` (32x32 RGB images of it).
-    num_episodes: episodes to record (>= 2; a tenth, at least one, is held
-      out for validation).
-    epsilon: probability of a random action of the recording policy.
-    epochs: training epochs.
-    batch_size: training batch size.
-    eval_episodes: evaluation episodes per policy.
-    seed: seed of the recording (environment ``seed``, policy ``seed + 1``),
-      of the shuffling and the weights; evaluation uses ``seed + 1000``.
-    progress: show tqdm progress bars (on stderr).
-    out: where the summary is printed.
+  def say(self, text: str) -> None:
+    print(text, file=self._out, flush=True)
 
-  Returns:
-    The figures: ``episodes``, ``steps`` (RLDS steps), ``transitions``
-    (training pairs), ``terminal_episodes``, ``mean_return`` (``{'dataset',
-    'bc', 'random', 'expert'}``), ``returns`` (per-episode lists),
-    ``history`` (per-epoch ``loss``, ``accuracy``, ``val_loss``,
-    ``val_accuracy``), ``paths`` (``out_dir``, ``recording``, ``dataset``,
-    ``plot``, ``summary``, ``model``), ``seconds`` (per stage and
-    ``total``) and the arguments. The same dict is saved as
-    ``summary.json``.
+  def stage(self, name: str) -> float:
+    """Ends stage ``name`` (timed from the previous one); its seconds."""
+    now = time.perf_counter()
+    self.seconds[name] = round(now - self._began, 2)
+    self._began = now
+    return self.seconds[name]
 
-  Raises:
-    ValueError, TypeError: for a bad argument (named).
 
-  Example (the module's example runs the whole demo; here, a bad argument is
-  refused before anything is written):
-    >>> import os, tempfile
-    >>> out_dir = os.path.join(tempfile.mkdtemp(), 'demo')
-    >>> run(out_dir, num_episodes=1)
-    Traceback (most recent call last):
-    ...
-    ValueError: num_episodes must be at least 2, got 1.
-    >>> os.path.exists(out_dir)
-    False
-  """
-  _check_args(env_name, num_episodes, eval_episodes, epochs, epsilon,
-              batch_size)
-  start = time.perf_counter()
-  seconds = {}
-  say = lambda text: print(text, file=out, flush=True)
-
-  def stage(name, began):
-    seconds[name] = round(time.perf_counter() - began, 2)
-    return time.perf_counter()
-
-  out_dir = os.path.abspath(os.path.expanduser(out_dir))
-  paths = {
-      'out_dir': out_dir,
-      'recording': os.path.join(out_dir, 'recording'),
-      'data_dir': os.path.join(out_dir, 'tensorflow_datasets'),
-      'plot': os.path.join(out_dir, 'demo.png'),
-      'summary': os.path.join(out_dir, 'summary.json'),
-      'model': os.path.join(out_dir, 'bc_policy.keras'),
-  }
-  os.makedirs(out_dir, exist_ok=True)
-  say(f'rlds_lite {rlds.__version__} demo: {env_name}, {num_episodes} '
-      f'episodes, epsilon {epsilon}, seed {seed}; work directory {out_dir}')
-
-  # 1. Record with EnvLogger.
-  t = time.perf_counter()
-  env = envs.make(env_name)
-  num_actions = int(env.action_spec().num_values)
-  behaviour = EpsilonGreedy(env.expert_policy, num_actions, epsilon)
+def _record(job: _Run, env: dm_env.Environment) -> None:
+  """1. Record the epsilon-greedy expert with EnvLogger."""
+  config = job.config
+  behaviour = EpsilonGreedy(env.expert_policy,
+                            int(env.action_spec().num_values), config.epsilon)
   recording = envlogger.record(
-      env, behaviour, paths['recording'], num_episodes, seed=seed,
-      progress=progress, overwrite=True,
-      metadata={'policy': f'expert, epsilon {epsilon}', 'env': env_name})
-  t = stage('record', t)
-  say(f'[1/6] recorded {recording.num_episodes} episodes '
-      f'({recording.num_steps} EnvLogger timesteps) with EnvLogger in '
-      f'{seconds["record"]:.1f}s -> {paths["recording"]}')
+      env, behaviour, job.paths['recording'], config.num_episodes,
+      seed=config.seed, progress=job.progress, overwrite=True,
+      metadata={'policy': f'expert, epsilon {config.epsilon}',
+                'env': config.env_name})
+  seconds = job.stage('record')
+  job.say(f'[1/6] recorded {recording.num_episodes} episodes '
+           f'({recording.num_steps} EnvLogger timesteps) with EnvLogger in '
+           f'{seconds:.1f}s -> {job.paths["recording"]}')
 
-  # 2. Build the TFDS dataset (replacing the demo's previous one).
+
+def _build(job: _Run) -> None:
+  """2. Build the TFDS dataset (replacing the demo's previous one)."""
+  config, paths = job.config, job.paths
   shutil.rmtree(os.path.join(paths['data_dir'], DATASET_NAME),
                 ignore_errors=True)
   with contextlib.redirect_stdout(io.StringIO()):  # TFDS's own messages.
     paths['dataset'] = rlds_tfds.build_from_envlogger(
         paths['recording'], name=DATASET_NAME, data_dir=paths['data_dir'],
-        description=f'rlds_lite demo: {env_name}, expert with epsilon '
-                    f'{epsilon}, seed {seed}.')
-  t = stage('build', t)
-  say(f'[2/6] built TFDS dataset {DATASET_NAME!r} in '
-      f'{seconds["build"]:.1f}s -> {paths["dataset"]}')
+        description=f'rlds_lite demo: {config.env_name}, expert with epsilon '
+                    f'{config.epsilon}, seed {config.seed}.')
+  seconds = job.stage('build')
+  job.say(f'[2/6] built TFDS dataset {DATASET_NAME!r} in {seconds:.1f}s -> '
+           f'{paths["dataset"]}')
 
-  # 3. Load with tfds.load (nested RLDS steps) and compute statistics.
-  episodes = tfds.load(DATASET_NAME, split='train', data_dir=paths['data_dir'])
+
+def _load(job: _Run) -> Dict[str, np.ndarray]:
+  """3. Load with tfds.load (nested RLDS steps) and compute statistics."""
+  episodes = tfds.load(DATASET_NAME, split='train',
+                       data_dir=job.paths['data_dir'])
   statistics = _dataset_statistics(episodes)
-  num_steps = int(statistics['length'].sum())
-  t = stage('load', t)
-  say(f'[3/6] tfds.load: {len(statistics["return"])} episodes, {num_steps} '
-      f'RLDS steps, {int(statistics["terminal"].sum())} terminal; mean '
-      f'return {statistics["return"].mean():+.3f}')
+  job.stage('load')
+  job.say(f'[3/6] tfds.load: {len(statistics["return"])} episodes, '
+           f'{int(statistics["length"].sum())} RLDS steps, '
+           f'{int(statistics["terminal"].sum())} terminal; mean return '
+           f'{statistics["return"].mean():+.3f}')
+  return statistics
 
-  # 4. Pipeline: dense episodes -> shuffled (observation, action) batches.
-  num_val = max(1, num_episodes // 10)
-  num_train = num_episodes - num_val
+
+def _pipeline(job: _Run) -> Tuple[tf.data.Dataset, tf.data.Dataset, int]:
+  """4. Dense episodes -> shuffled (observation, action) batches."""
+  config = job.config
+  num_val = max(1, config.num_episodes // 10)
+  num_train = config.num_episodes - num_val
   load = lambda split: rlds.load(DATASET_NAME, split,
-                                 data_dir=paths['data_dir'], dense=True)
+                                 data_dir=job.paths['data_dir'], dense=True)
   rlds.validate_episodes(load('train'))
   train, num_train_pairs = _bc_batches(load(f'train[:{num_train}]'),
-                                       batch_size, seed)
+                                       config.batch_size, config.seed)
   validation, num_val_pairs = _bc_batches(load(f'train[{num_train}:]'),
-                                          batch_size, seed)
+                                          config.batch_size, config.seed)
   num_transitions = num_train_pairs + num_val_pairs
-  t = stage('pipeline', t)
-  say(f'[4/6] pipeline: rlds_lite.load(dense=True), validate_episodes, '
-      f'pipeline.transitions_dataset -> {num_transitions} (observation, '
-      f'action) pairs; {num_train} training / {num_val} validation episodes')
+  job.stage('pipeline')
+  job.say(f'[4/6] pipeline: rlds_lite.load(dense=True), validate_episodes, '
+           f'pipeline.transitions_dataset -> {num_transitions} (observation, '
+           f'action) pairs; {num_train} training / {num_val} validation '
+           'episodes')
+  return train, validation, num_transitions
 
-  # 5. Train a behaviour-cloning MLP.
+
+def _train(job: _Run, env: dm_env.Environment, train: tf.data.Dataset,
+           validation: tf.data.Dataset
+           ) -> Tuple[keras.Model, Dict[str, List[float]]]:
+  """5. Train a behaviour-cloning MLP; save it."""
+  config = job.config
   observation_spec = env.observation_spec()
   model = behaviour_cloning_model(
-      observation_spec.shape, num_actions, seed=seed,
+      observation_spec.shape, int(env.action_spec().num_values),
+      seed=config.seed,
       scale=1.0 / 255 if observation_spec.dtype == np.uint8 else 1.0)
   model.compile(
       optimizer=keras.optimizers.Adam(3e-3),
       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
       metrics=['accuracy'])
-  fitted = model.fit(train, validation_data=validation, epochs=epochs,
+  fitted = model.fit(train, validation_data=validation, epochs=config.epochs,
                      shuffle=False, verbose=0,
-                     callbacks=[_EpochBar(epochs, progress)])
+                     callbacks=[_EpochBar(config.epochs, job.progress)])
   history = {k: [round(float(v), 5) for v in values]
              for k, values in fitted.history.items()}
-  model.save(paths['model'])
-  t = stage('train', t)
-  say(f'[5/6] trained a Keras MLP ({model.count_params()} parameters) for '
-      f'{epochs} epochs in {seconds["train"]:.1f}s: loss '
-      f'{history["loss"][-1]:.3f}, validation accuracy '
-      f'{history["val_accuracy"][-1]:.3f}')
+  model.save(job.paths['model'])
+  seconds = job.stage('train')
+  job.say(f'[5/6] trained a Keras MLP ({model.count_params()} parameters) '
+           f'for {config.epochs} epochs in {seconds:.1f}s: loss '
+           f'{history["loss"][-1]:.3f}, validation accuracy '
+           f'{history["val_accuracy"][-1]:.3f}')
+  return model, history
 
-  # 6. Evaluate BC, random and expert policies on the same episodes.
-  eval_seed = seed + 1000
+
+def _evaluate(job: _Run, env: dm_env.Environment,
+              model: keras.Model) -> Dict[str, np.ndarray]:
+  """6. Evaluate BC, random and expert policies on the same episodes."""
+  eval_episodes, eval_seed = job.config.eval_episodes, job.config.seed + 1000
   policies = {
       'BC (Keras MLP)': ModelPolicy(model),
       'random': envs.random_policy(env.action_spec(), seed=eval_seed),
       'expert': env.expert_policy,
   }
   with tqdm.tqdm(total=eval_episodes * len(policies), desc='Evaluating',
-                 unit='episode', disable=not progress) as bar:
+                 unit='episode', disable=not job.progress) as bar:
     evaluated = {label: evaluate(env, policy, eval_episodes, eval_seed, bar)
                  for label, policy in policies.items()}
-  t = stage('evaluate', t)
-  say(f'[6/6] evaluated each policy on the same {eval_episodes} episodes in '
-      f'{seconds["evaluate"]:.1f}s')
+  seconds = job.stage('evaluate')
+  job.say(f'[6/6] evaluated each policy on the same {eval_episodes} '
+           f'episodes in {seconds:.1f}s')
+  return evaluated
 
-  returns = {f'dataset (epsilon {epsilon})': statistics['return'],
-             **evaluated}
+
+def _report(job: _Run, statistics: Dict[str, np.ndarray],
+            evaluated: Dict[str, np.ndarray], history: Dict[str, List[float]],
+            num_transitions: int) -> Dict[str, Any]:
+  """7. The table, plot and summary.json; returns the figures."""
+  config, paths, seconds = job.config, job.paths, job.seconds
+  dataset_label = f'dataset (epsilon {config.epsilon})'
+  returns = {dataset_label: statistics['return'], **evaluated}
   rows = [[label, len(values), float(np.mean(values)), float(np.std(values)),
            float(np.mean(values > 0))] for label, values in returns.items()]
   table = format_table(
@@ -564,19 +593,18 @@ def run(out_dir: str = 'demo_output',
   plot_results(paths['plot'],
                {k: v for k, v in returns.items() if k != 'expert'},
                history, title=f'rlds_lite demo: behaviour cloning on '
-               f'{env_name} ({num_episodes} recorded episodes)')
-  seconds['report'] = round(time.perf_counter() - t, 2)
-  seconds['total'] = round(time.perf_counter() - start, 2)
-
-  keys = {f'dataset (epsilon {epsilon})': 'dataset', 'BC (Keras MLP)': 'bc',
+               f'{config.env_name} ({config.num_episodes} recorded episodes)')
+  job.stage('report')
+  seconds['total'] = round(time.perf_counter() - job.start, 2)
+  keys = {dataset_label: 'dataset', 'BC (Keras MLP)': 'bc',
           'random': 'random', 'expert': 'expert'}
   figures = {
-      'env': env_name,
-      'seed': seed,
-      'epsilon': epsilon,
-      'epochs': epochs,
+      'env': config.env_name,
+      'seed': config.seed,
+      'epsilon': config.epsilon,
+      'epochs': config.epochs,
       'episodes': int(len(statistics['return'])),
-      'steps': num_steps,
+      'steps': int(statistics['length'].sum()),
       'transitions': int(num_transitions),
       'terminal_episodes': int(statistics['terminal'].sum()),
       'mean_return': {keys[k]: float(np.mean(v)) for k, v in returns.items()},
@@ -587,11 +615,59 @@ def run(out_dir: str = 'demo_output',
   }
   with open(paths['summary'], 'w') as f:
     json.dump(figures, f, indent=1)
-  say('')
-  say(table)
-  say('')
-  say(f'plot: {paths["plot"]}')
-  say(f'summary: {paths["summary"]}; model: {paths["model"]}')
-  say(f'done in {seconds["total"]:.1f}s (' + ', '.join(
+  for line in ('', table, '', f'plot: {paths["plot"]}',
+               f'summary: {paths["summary"]}; model: {paths["model"]}'):
+    job.say(line)
+  job.say(f'done in {seconds["total"]:.1f}s (' + ', '.join(
       f'{k} {v:.1f}s' for k, v in seconds.items() if k != 'total') + ')')
   return figures
+
+
+def run(out_dir: str = 'demo_output', config: Optional[DemoConfig] = None,
+        *, progress: bool = True, out: TextIO = sys.stdout,
+        **legacy: Any) -> Dict[str, Any]:
+  """Runs the demo (record, build, load, train, evaluate, report).
+
+  Re-running with the same ``out_dir`` replaces the demo's own outputs there
+  and touches nothing else. Seeds are passed explicitly (no global seed):
+  the recording, dataset and evaluation episodes are identical run to run.
+
+  Args:
+    out_dir: the work directory (created if missing).
+    config: what to record, train and evaluate (`DemoConfig`).
+    progress: show tqdm progress bars (on stderr).
+    out: where the summary is printed.
+    **legacy: `DemoConfig`'s fields as keywords (``num_episodes=20``, ...),
+      as before it; still taken, warning once.
+
+  Returns:
+    The figures: ``episodes``, ``steps``, ``transitions``,
+    ``terminal_episodes``, ``mean_return`` and ``returns`` (``dataset``,
+    ``bc``, ``random``, ``expert``), ``history``, ``paths``, ``seconds``
+    and the settings; the same dict is saved as ``summary.json``.
+
+  Example (the module's example runs the whole demo; a bad setting is
+  refused before anything is written):
+    >>> import os, tempfile
+    >>> out_dir = os.path.join(tempfile.mkdtemp(), 'demo')
+    >>> run(out_dir, DemoConfig(num_episodes=1))
+    Traceback (most recent call last):
+    ...
+    ValueError: num_episodes must be at least 2, got 1.
+    >>> os.path.exists(out_dir)
+    False
+  """
+  config = _config(config, legacy)
+  job = _Run(out_dir, config, progress, out)
+  os.makedirs(job.paths['out_dir'], exist_ok=True)
+  job.say(f'rlds_lite {rlds.__version__} demo: {config.env_name}, '
+           f'{config.num_episodes} episodes, epsilon {config.epsilon}, seed '
+           f'{config.seed}; work directory {job.paths["out_dir"]}')
+  env = envs.make(config.env_name)
+  _record(job, env)
+  _build(job)
+  statistics = _load(job)
+  train, validation, num_transitions = _pipeline(job)
+  model, history = _train(job, env, train, validation)
+  evaluated = _evaluate(job, env, model)
+  return _report(job, statistics, evaluated, history, num_transitions)

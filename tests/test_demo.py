@@ -3,6 +3,7 @@
 import io
 import json
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -34,9 +35,9 @@ def _reference_returns(env_name, num_episodes, epsilon, seed):
 def small_run(tmp_path_factory):
   out_dir = str(tmp_path_factory.mktemp('demo'))
   printed = io.StringIO()
-  figures = demo.run(out_dir, num_episodes=100, epsilon=0.2, epochs=5,
-                     batch_size=32, eval_episodes=50, seed=3, progress=False,
-                     out=printed)
+  config = demo.DemoConfig(num_episodes=100, epsilon=0.2, epochs=5,
+                           batch_size=32, eval_episodes=50, seed=3)
+  figures = demo.run(out_dir, config, progress=False, out=printed)
   return out_dir, figures, printed.getvalue()
 
 
@@ -100,9 +101,11 @@ def test_printed_summary_table(small_run):
 def test_rerun_replaces_own_outputs_and_keeps_other_files(tmp_path):
   keep = tmp_path / 'notes.txt'
   keep.write_text('mine')
-  quick = dict(epochs=1, eval_episodes=2, progress=False, out=io.StringIO())
-  first = demo.run(str(tmp_path), num_episodes=12, **quick)
-  second = demo.run(str(tmp_path), num_episodes=7, **quick)
+  quick = dict(progress=False, out=io.StringIO())
+  first = demo.run(str(tmp_path), demo.DemoConfig(
+      num_episodes=12, epochs=1, eval_episodes=2), **quick)
+  second = demo.run(str(tmp_path), demo.DemoConfig(
+      num_episodes=7, epochs=1, eval_episodes=2), **quick)
   assert (first['episodes'], second['episodes']) == (12, 7)
   assert second['steps'] == 70
   assert keep.read_text() == 'mine'
@@ -111,9 +114,9 @@ def test_rerun_replaces_own_outputs_and_keeps_other_files(tmp_path):
 
 
 def test_pixel_observations(tmp_path):
-  figures = demo.run(str(tmp_path), env_name='catch_pixels', num_episodes=20,
-                     epochs=1, eval_episodes=2, progress=False,
-                     out=io.StringIO())
+  config = demo.DemoConfig(env_name='catch_pixels', num_episodes=20,
+                           epochs=1, eval_episodes=2)
+  figures = demo.run(str(tmp_path), config, progress=False, out=io.StringIO())
   assert (figures['env'], figures['episodes'], figures['transitions']) == (
       'catch_pixels', 20, 180)
   assert figures['returns']['dataset'] == _reference_returns(
@@ -135,8 +138,30 @@ def test_pixel_observations(tmp_path):
 def test_bad_arguments_fail_before_writing(tmp_path, kwargs, error, match):
   out_dir = tmp_path / 'out'
   with pytest.raises(error, match=match):
-    demo.run(str(out_dir), progress=False, out=io.StringIO(), **kwargs)
+    demo.run(str(out_dir), demo.DemoConfig(**kwargs), progress=False,
+             out=io.StringIO())
   assert not out_dir.exists()
+
+
+def test_the_keywords_of_before_demo_config_still_work_and_warn_once(
+    tmp_path, monkeypatch):
+  monkeypatch.setattr(demo, '_WARNED', set())
+  out_dir = tmp_path / 'out'
+  with pytest.warns(DeprecationWarning,
+                    match=r'now run\(out_dir, DemoConfig\(\.\.\.\)\)'):
+    with pytest.raises(ValueError, match='num_episodes must be at least 2'):
+      demo.run(str(out_dir), num_episodes=1, progress=False)
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    with pytest.raises(ValueError, match='epochs must be at least 1'):
+      demo.run(str(out_dir), epochs=0, progress=False)
+  assert not [w for w in caught if 'DemoConfig' in str(w.message)]  # Once.
+  with pytest.raises(TypeError, match=r"pass \['epochs'\] in the DemoConfig"):
+    demo.run(str(out_dir), demo.DemoConfig(), epochs=3)
+  with pytest.raises(TypeError, match="unexpected keyword argument 'epoch'"):
+    demo.run(str(out_dir), epoch=3)
+  assert not out_dir.exists()
+  assert repr(demo.DemoConfig(seed=3)) == 'DemoConfig(seed=3)'
 
 
 def _reference_epsilon_greedy(greedy, num_actions, epsilon, seed, n):

@@ -1,15 +1,14 @@
 """Open what a check is pointed at: a dataset path or name, a dataset, a list.
 
-`open_source` accepts a prepared TFDS dataset directory or a registered name
-(read with ``rlds_lite.load(..., dense=True)``), a ``tf.data.Dataset`` of
-episodes (nested or dense steps), or a Python iterable of episodes whose
-steps are dicts of ``[T, ...]`` arrays (``{'steps': {...}}`` or the steps
-dict itself, as ``rlds_lite.synthetic.episode_arrays`` gives).
+`open_source` gives the `Episodes` to check: of a split opened once
+(`rlds_lite.open`), of a ``tf.data.Dataset`` (nested or dense steps), or of
+Python episodes (``{'steps': {...}}`` dicts of ``[T, ...]`` arrays, or the
+steps dicts themselves).
 
 Example:
   >>> from rlds_lite import synthetic
-  >>> source = open_source(synthetic.episode_arrays(num_episodes=2))
-  >>> source.kind, source.total, source.label
+  >>> checked = open_source(synthetic.episode_arrays(num_episodes=2))
+  >>> checked.kind, checked.total, checked.label
   ('python', 2, '<episodes>')
 """
 
@@ -33,31 +32,69 @@ PYTHON = 'python'
 
 
 @dataclasses.dataclass
-class Source:
-  """Episodes to check, and where they came from.
+class Episodes:
+  """Episodes to check, and the split they were read from (if any).
 
   Attributes:
-    label: the path or name, or ``'<dataset>'`` / ``'<episodes>'``.
     episodes: a ``tf.data.Dataset`` of episodes, or a Python iterable.
     kind: ``'dense'``, ``'nested'`` (``tf.data`` steps) or ``'python'``.
     total: the number of episodes if known (for progress bars).
-    builder: the TFDS builder for a path or name, else None.
-    split: the split read, for a path or name.
+    opened: the `rlds_lite.source.Source` of a path or name, else None.
     numbers: the split index of each episode read, when the episodes read
       are not episodes ``0, 1, 2...`` (those around damaged files); None
       when they are.
+
+  Example:
+    >>> Episodes([{'steps': {}}], PYTHON, 1).label
+    '<episodes>'
   """
-  label: str
   episodes: Any
   kind: str
   total: Optional[int] = None
-  builder: Optional[tfds.core.DatasetBuilder] = None
-  split: Optional[str] = None
+  opened: Optional[source_lib.Source] = None
   numbers: Optional[Sequence[int]] = None
+
+  @property
+  def label(self) -> str:
+    """The path or name, or ``'<dataset>'`` / ``'<episodes>'``."""
+    if self.opened is not None:
+      return self.opened.label
+    return '<episodes>' if self.kind == PYTHON else '<dataset>'
+
+  @property
+  def builder(self) -> Optional[tfds.core.DatasetBuilder]:
+    """The TFDS builder of a path or name, else None."""
+    return None if self.opened is None else self.opened.builder
+
+  @property
+  def split(self) -> Optional[str]:
+    """The split read, for a path or name."""
+    return None if self.opened is None else self.opened.split
 
   def number(self, position: int) -> int:
     """The split index of the episode read at ``position``."""
     return position if self.numbers is None else self.numbers[position]
+
+
+def _source_of_before(label: str, episodes: Any, kind: str,
+                      total: Optional[int] = None,
+                      builder: Optional[tfds.core.DatasetBuilder] = None,
+                      split: Optional[str] = None,
+                      numbers: Optional[Sequence[int]] = None) -> Episodes:
+  """``checks.sources.Source(label, episodes, kind, ...)``, as before."""
+  opened = None if builder is None else source_lib.Source(builder, label,
+                                                          split)
+  return Episodes(episodes, kind, total, opened, numbers)
+
+
+def __getattr__(name: str) -> Any:
+  if name == 'Source':  # Its builder, label and split are a source's.
+    warnings.warn('rlds_lite.checks.sources.Source is now '
+                  'checks.sources.Episodes (its builder, label and split: '
+                  'rlds_lite.source.Source, as .opened); the old name will go '
+                  'in a later release.', DeprecationWarning, stacklevel=2)
+    return _source_of_before
+  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 
 
 default_split = source_lib.default_split
@@ -122,25 +159,18 @@ RandomAccessEpisodes = source_lib.RandomAccessEpisodes
 
 def open_source(source: Any, split: Optional[str] = None,
                 data_dir: Optional[PathLike] = None,
-                random_access: bool = False) -> Source:
-  """Opens a dataset path/name, a ``tf.data.Dataset`` or Python episodes.
+                random_access: bool = False) -> Episodes:
+  """The `Episodes` of a dataset path/name, a ``tf.data.Dataset`` or a list.
 
   Args:
-    source: see the module docstring.
+    source: see the module docstring (an opened `rlds_lite.source.Source`
+      too).
     split: the split of a path or name (default: ``'train'`` if present,
       else the first split); ignored for datasets and Python episodes.
     data_dir: where TFDS looks for prepared datasets (names only).
     random_access: read an array_record dataset as Python episodes (see
       `RandomAccessEpisodes`); otherwise it is an error, as in
       ``rlds_lite.load``.
-
-  Returns:
-    The `Source`; a path or name is read with dense steps.
-
-  Raises:
-    FileNotFoundError, ValueError: for a missing path, an unknown name, a
-      dataset that is not RLDS or an unknown split.
-    TypeError: for anything else.
 
   Example:
     >>> open_source(3)
@@ -150,19 +180,16 @@ def open_source(source: Any, split: Optional[str] = None,
   """
   if isinstance(source, (str, os.PathLike, source_lib.Source)):
     opened = source_lib.as_source(source, split, data_dir=data_dir)
-    builder, label, split = opened.builder, opened.label, opened.split
+    total = split_size(opened.builder, opened.split)
     if random_access and opened.file_format == 'array_record':
-      return Source(label, opened.random_access_episodes(), PYTHON,
-                    split_size(builder, split), builder, split)
-    episodes = opened.episodes(dense=True)
-    return Source(label, episodes, DENSE, split_size(builder, split), builder,
-                  split)
+      return Episodes(opened.random_access_episodes(), PYTHON, total, opened)
+    return Episodes(opened.episodes(dense=True), DENSE, total, opened)
   if isinstance(source, tf.data.Dataset):
     cardinality = int(source.cardinality())
-    return Source('<dataset>', source, _dataset_kind(source),
-                  cardinality if cardinality >= 0 else None)
+    return Episodes(source, _dataset_kind(source),
+                    cardinality if cardinality >= 0 else None)
   if isinstance(source, Iterable) and not isinstance(source, (bytes, Mapping)):
     total = len(source) if hasattr(source, '__len__') else None
-    return Source('<episodes>', source, PYTHON, total)
+    return Episodes(source, PYTHON, total)
   raise TypeError('expected a dataset path or name, a tf.data.Dataset or a '
                   f'list of episodes; got {type(source).__name__}.')

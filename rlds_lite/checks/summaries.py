@@ -1,11 +1,9 @@
 """Per-step summaries of an episode: the few values validation looks at.
 
-A summary reduces each step to flags, "has NaN/Inf" booleans, "is non-zero"
-booleans and shapes with vectorised TensorFlow ops over the episode's dense
-``[T, ...]`` tensors, so a validation pass never copies images or other
-large fields out of TensorFlow. Nested steps are summarised step by step
-(`summarize_step`) and batched, which also catches steps whose shapes differ
-inside one episode.
+Each step reduces to flags, "has NaN/Inf" and "is non-zero" booleans and
+shapes, with vectorised TensorFlow ops over dense ``[T, ...]`` tensors (a
+pass never copies large fields out of TensorFlow); nested steps step by step
+(`summarize_step`).
 
 Example:
   >>> import tensorflow as tf

@@ -1,44 +1,10 @@
 """`validate`: check a dataset against the RLDS format, list every problem.
 
 Unlike `rlds_lite.validate_episodes` (which raises at the first violation),
-`validate` makes one streaming pass, episode by episode (bounded memory),
-and returns a `ValidationReport` naming the episode, step and field of each
-problem. Checked:
-
-* the flags: ``is_first``/``is_last`` present and boolean; ``is_first`` on
-  step 0 only; ``is_last`` on the final step only; ``is_terminal`` on the
-  final step at most;
-* empty episodes;
-* one structure: the same fields and dtypes in every episode (Python
-  episodes; a ``tf.data`` spec fixes them) and the same per-step shapes
-  across steps and episodes;
-* NaN/Inf in floating-point fields (with the step index);
-* with ``last_step_invalid=True``: non-zero ``reward``/``discount`` on the
-  final step, which the dataset declares invalid (the RLDS convention);
-* dense steps: every field has one entry per step (``length_mismatch``).
-
-For a dataset directory or name, the files too (``rlds_lite.dataset_files``):
-a damaged ``dataset_info.json`` (or ``features.json`` where TFDS takes the
-features from it), missing, empty, truncated or damaged shard files and
-record counts that disagree with ``dataset_info.json`` (``corrupt_file``),
-data that does not decode with the declared features (``undecodable``: a
-field's shape or dtype edited), and, when ``dataset_info.json`` holds the
-features (TFDS then decodes with those), a ``features.json`` that is
-missing, unreadable or disagrees with them (``features_mismatch``: the data
-reads right, tools that read ``features.json`` do not). Each such problem
-names the file (``Problem.file``) and, where known, the episode and field.
-The pass reads every episode the damaged files leave (the other shards', a
-damaged shard's before its damage) and the report counts those it could
-not read (``unread``); damage found only while reading (a tfrecord checksum
-that fails, a frame that does not decode) stops the pass there. Either way
-the report is not complete.
-
-And noticed (`Notice`, listed in the report without making it fail): non-zero
-``action``/``reward``/``discount`` values on final steps, per field with the
-number of episodes. RLDS says they are invalid, so ``stats``, transitions
-and converters leave them out by default; data that puts a real value there
-(a success reward on the final step, as much Open X-Embodiment data does)
-should be read with ``last_step='valid'``, which also silences the notice.
+`validate` makes one streaming pass (bounded memory) and returns a
+`ValidationReport` naming the episode, step and field (and file) of each
+problem, with notices of non-zero last-step values. What is checked, and how
+damaged files are reported: docs/validate_and_video.md.
 
 Example:
   >>> import rlds_lite
@@ -78,7 +44,7 @@ _CHUNK = 1024  # Steps summarised per batch (nested steps).
 _MAX_PROBLEMS, _DAMAGE = 'max_problems', 'damage'  # Why a pass stopped.
 
 
-def _tf_summaries(source: sources.Source, plan: summaries.Plan
+def _tf_summaries(source: sources.Episodes, plan: summaries.Plan
                   ) -> Iterator[Summary]:
   """Summaries of ``tf.data`` episodes, computed inside the input pipeline."""
 
@@ -107,7 +73,7 @@ def _tf_summaries(source: sources.Source, plan: summaries.Plan
   yield from episodes.map(summarize).prefetch(2).as_numpy_iterator()
 
 
-def _python_summaries(source: sources.Source, last_step_invalid: bool,
+def _python_summaries(source: sources.Episodes, last_step_invalid: bool,
                       last_values: bool,
                       found: List[Problem]) -> Iterator[Summary]:
   """Summaries of Python episodes; structure problems go to ``found``."""
@@ -147,7 +113,7 @@ def _files_damage(builder: Any, split: str
       records=dataset_files.file_format(builder) == 'array_record')
 
 
-def _files_problems(source: sources.Source,
+def _files_problems(source: sources.Episodes,
                     damaged: List[dataset_files.CorruptDatasetError]
                     ) -> List[Problem]:
   """The damaged files, and a ``features.json`` that disagrees."""
@@ -235,9 +201,9 @@ def _around_damage(dataset: Any, split: Optional[str],
                    data_dir: Optional[str],
                    errors: List[dataset_files.CorruptDatasetError],
                    rescan: bool
-                   ) -> Tuple[Optional[sources.Source], Optional[str],
+                   ) -> Tuple[Optional[sources.Episodes], Optional[str],
                               List[dataset_files.CorruptDatasetError], int]:
-  """The whole episodes the damaged files leave, as a `Source`.
+  """The whole episodes the damaged files leave, as `Episodes`.
 
   A split whose shards are damaged cannot be opened (``rlds_lite.load``
   checks them) or read to its end, yet the episodes of its other shards,
@@ -247,14 +213,15 @@ def _around_damage(dataset: Any, split: Optional[str],
   stopped the split from opening); look for the others.
 
   Returns:
-    ``(source, split, errors, unread)``: the source of the readable episodes
+    ``(checked, split, errors, unread)``: the `Episodes` of the readable
+    episodes
     of the split, a slice too (None if there is none: damaged metadata,
     every episode lost), the split, every damaged file, and how many
     episodes they keep from the pass.
   """
   try:
     opened = source_lib.as_source(dataset, split, data_dir=data_dir)
-    builder, label, split = opened.builder, opened.label, opened.split
+    builder, split = opened.builder, opened.split
     if rescan:  # ``errors`` holds the first damaged file only.
       errors = _files_damage(builder, split) or errors
   except (ValueError, OSError):
@@ -275,8 +242,8 @@ def _around_damage(dataset: Any, split: Optional[str],
     episodes = diagnosis.episode_reader(builder)(
         _as_split([order[n] for n in numbers]))
     kind = sources.DENSE
-  return (sources.Source(label, episodes, kind, len(numbers), builder, split,
-                         numbers), split, errors, unread)
+  return (sources.Episodes(episodes, kind, len(numbers), opened, numbers),
+          split, errors, unread)
 
 
 def _progress_bar(total: Optional[int], progress: Optional[bool],
@@ -286,7 +253,7 @@ def _progress_bar(total: Optional[int], progress: Optional[bool],
                           unit=' episodes')
 
 
-def _run_pass(source: sources.Source,
+def _run_pass(source: sources.Episodes,
               damaged: List[dataset_files.CorruptDatasetError],
               last_step_invalid: bool, last_values: bool,
               max_problems: Optional[int], num_episodes: Optional[int],
@@ -387,13 +354,8 @@ def validate(dataset: Any,
   Returns:
     The `ValidationReport`.
 
-  Raises:
-    FileNotFoundError, ValueError: for a missing path or a dataset that is
-      not RLDS at all (no ``steps``), or ``last_step_invalid=True`` with
-      ``last_step='valid'``. Damaged files of a dataset on disk are
-      problems of the report (``corrupt_file``, ``undecodable``,
-      ``features_mismatch``, each naming the file), not errors. An
-      array_record dataset is read with ``tfds.data_source``.
+  Damaged files are problems of the report, not errors
+  (docs/validate_and_video.md).
 
   Example:
     >>> from rlds_lite import synthetic

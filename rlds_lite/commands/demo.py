@@ -87,10 +87,10 @@ def run(args: argparse.Namespace) -> int:
   from rlds_lite import demo
   from rlds_lite import progress
   shown = progress.shown(False if args.no_progress else None)
-  figures = demo.run(args.out, env_name=args.env, num_episodes=args.episodes,
-                     epsilon=args.epsilon, epochs=args.epochs,
-                     eval_episodes=args.eval_episodes, seed=args.seed,
-                     progress=shown,
+  config = demo.DemoConfig(
+      env_name=args.env, num_episodes=args.episodes, epsilon=args.epsilon,
+      epochs=args.epochs, eval_episodes=args.eval_episodes, seed=args.seed)
+  figures = demo.run(args.out, config, progress=shown,
                      out=sys.stderr if args.json else sys.stdout)
   if args.json:
     print(json.dumps(figures, indent=1))

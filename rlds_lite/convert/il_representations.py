@@ -1,29 +1,11 @@
 """il-representations data (dicts and webdataset shards) to RLDS and back.
 
-The il-representations project keeps demonstrations in two forms, both with
-one row per transition ``(o_t, a_t, o_{t+1})`` of every trajectory,
-concatenated:
-
-* the in-memory dict of ``auto.load_dataset_dict()``: ``obs``, ``next_obs``,
-  ``acts`` and ``dones`` (``[N]`` bool, True on the last row of a
-  trajectory), all with ``N`` rows; ``rews`` when rewards are kept.
-* webdataset tar shards (see `from_webdataset`): ``_metadata.meta.pickle``
-  then one group of ``frame_NNN.{obs,next_obs,acts,dones,rews,infos}.pickle``
-  members per row.
-
-RLDS view: an episode is the rows up to and including the next row with
-``dones``; its ``N`` rows become ``T = N + 1`` steps, the last holding the
-final observation (``next_obs`` of the last row) with zero action and
-reward. ``dones`` alone does not say why an episode ended. This module
-stores that as ``truncated`` (dict key, ``[N]`` bool) or as gym's
-``infos['TimeLimit.truncated']`` (shards) on the last row of a truncated
-episode; without it, ``dones_mean='terminated'`` (default, the
-il-representations docs call ``dones`` "terminal") or ``'truncated'`` says
-how to read ``dones``. The discount is 1, except 0 on the terminating
-transition and on the last step; another stored discount is kept as
-``discounts`` (dict) or ``infos['discount']`` (shards). Other row fields
-become step fields, zero on the last step. A one-step episode (a final
-observation only) has no row.
+Both forms hold one row per transition ``(o_t, a_t, o_{t+1})``: the dict of
+``auto.load_dataset_dict()`` (`from_il_dict`, `to_il_dict`) and webdataset
+tar shards (`from_webdataset`, `to_webdataset`). An episode's ``N`` rows
+become ``N + 1`` RLDS steps; how ``dones``, truncation and discounts map:
+docs/convert_formats.md. `episodes_from_rows` is shared with the TED
+converter.
 
 Example:
   >>> import numpy as np
@@ -35,13 +17,15 @@ Example:
   ['acts', 'dones', 'next_obs', 'obs', 'truncated']
 """
 
+import dataclasses
 import glob
 import io
 import os
 import pickle
 import tarfile
+import warnings
 from typing import (Any, Dict, Iterable, Iterator, List, Optional, Sequence,
-                    Union)
+                    Tuple, Union)
 
 import numpy as np
 import tensorflow as tf
@@ -160,36 +144,96 @@ def repair_ends(ends: np.ndarray, repair: Optional[str], source: str,
       source=source, episode=len(done), field=field)
 
 
-def episodes_from_rows(observations: Any, next_observations: Any,
-                       actions: Any, rewards: Optional[np.ndarray],
-                       ends: np.ndarray, terminated: np.ndarray, *,
-                       discounts: Optional[np.ndarray] = None,
-                       extras: Optional[Dict[str, Any]] = None,
-                       metadata: Optional[Sequence[Dict[str, Any]]] = None,
-                       source: str = '<rows>', field: str = 'dones'
-                       ) -> List[episodes_lib.Episode]:
-  """RLDS Episodes from checked transition rows, cut at ``ends``.
+@dataclasses.dataclass(frozen=True)
+class TransitionRows:
+  """Checked transition rows ``(o_t, a_t, o_{t+1})``, every leaf ``[R, ...]``.
 
-  Every leaf has ``R >= len(ends)`` rows (rows past ``len(ends)`` are
-  dropped). One ``np.insert`` per field adds each episode's last step.
-
-  Args:
-    observations, next_observations: nests of ``[R, ...]`` ``o_t``, ``o_{t+1}``.
-    actions: nest of ``[R, ...]``. rewards: ``[R]`` or None (no reward field).
-    ends: bool ``[N]``, True on each episode's last row; ``ends[-1]`` True.
-    terminated: bool ``[N]``: the row's transition terminates its episode.
+  Attributes:
+    observations, next_observations: nests of ``o_t`` and ``o_{t+1}``.
+    actions: a nest of ``a_t``.
+    rewards: ``[R]``, or None (no reward field).
     discounts: stored ``[R]`` transition discounts, or None to derive them.
-    extras: more step fields (nests of ``[R, ...]``), zero on the last step.
-    metadata: one dict of episode metadata per episode, or None.
-    source, field: for error messages.
+    extras: more step fields (name -> nest), zero on the last step.
 
   Example:
-    >>> e = episodes_from_rows(np.arange(3.), np.arange(1., 4.), np.ones(3),
-    ...                        None, np.array([0, 1, 1], bool),
+    >>> TransitionRows(np.zeros((3, 2)), np.ones((3, 2)), np.zeros(3))
+    TransitionRows(3 rows: observations, next_observations, actions)
+  """
+  observations: Any
+  next_observations: Any
+  actions: Any
+  rewards: Optional[np.ndarray] = None
+  discounts: Optional[np.ndarray] = None
+  extras: Optional[Dict[str, Any]] = None
+
+  def __repr__(self) -> str:
+    leaves = [leaf for _, leaf in nest_paths.flatten_with_paths(self.actions)]
+    rows = len(np.asarray(leaves[0])) if leaves else 0
+    names = [f.name for f in dataclasses.fields(self)
+             if f.name != 'extras' and getattr(self, f.name) is not None]
+    names += sorted(self.extras or {})
+    return f'TransitionRows({rows} rows: {", ".join(names)})'
+
+
+_WARNED = set()
+
+
+def _legacy_rows(args: Tuple[Any, ...], legacy: Dict[str, Any]
+                 ) -> Tuple[TransitionRows, Any, Any]:
+  """The rows, ends and terminated of the call of before `TransitionRows`."""
+  unknown = sorted(set(legacy) - {'discounts', 'extras'})
+  if unknown or len(args) != 6:
+    raise TypeError('episodes_from_rows(rows, ends, terminated): got '
+                    f'{len(args)} positional arguments'
+                    + (f' and {unknown}' if unknown else ''))
+  if 'episodes_from_rows' not in _WARNED:
+    _WARNED.add('episodes_from_rows')
+    warnings.warn('episodes_from_rows(observations, next_observations, '
+                  'actions, rewards, ends, terminated, discounts=, extras=) '
+                  'is now episodes_from_rows(TransitionRows(...), ends, '
+                  'terminated); the old form will go in a later release.',
+                  DeprecationWarning, stacklevel=3)
+  observations, next_observations, actions, rewards, ends, terminated = args
+  return (TransitionRows(observations, next_observations, actions, rewards,
+                         **legacy), ends, terminated)
+
+
+def episodes_from_rows(rows: Any, ends: Any, terminated: Any,
+                       *legacy_args: Any,
+                       metadata: Optional[Sequence[Dict[str, Any]]] = None,
+                       source: str = '<rows>', field: str = 'dones',
+                       **legacy: Any) -> List[episodes_lib.Episode]:
+  """RLDS Episodes from checked transition rows, cut at ``ends``.
+
+  Rows past ``len(ends)`` are dropped; one ``np.insert`` per field adds each
+  episode's last step (the final observation, zero action and reward).
+
+  Args:
+    rows: the `TransitionRows` (``R >= len(ends)`` rows).
+    ends: bool ``[N]``, True on each episode's last row; ``ends[-1]`` True.
+    terminated: bool ``[N]``: the row's transition terminates its episode.
+    metadata: one dict of episode metadata per episode, or None.
+    source, field: for error messages.
+    *legacy_args, **legacy: the call of before `TransitionRows`
+      (``observations, next_observations, actions, rewards, ends,
+      terminated, discounts=, extras=``), still taken, warning once.
+
+  Example:
+    >>> rows = TransitionRows(np.arange(3.), np.arange(1., 4.), np.ones(3))
+    >>> e = episodes_from_rows(rows, np.array([0, 1, 1], bool),
     ...                        np.array([0, 1, 0], bool))
     >>> [x['steps']['discount'].tolist() for x in e]
     [[1.0, 0.0, 0.0], [1.0, 0.0]]
   """
+  if not isinstance(rows, TransitionRows):
+    rows, ends, terminated = _legacy_rows((rows, ends, terminated) +
+                                          legacy_args, legacy)
+  elif legacy_args or legacy:
+    raise TypeError('episodes_from_rows: pass discounts and extras in the '
+                    'TransitionRows, not beside them.')
+  observations, next_observations, actions = (
+      rows.observations, rows.next_observations, rows.actions)
+  rewards, discounts, extras = rows.rewards, rows.discounts, rows.extras
   slices = episodes_lib.episode_slices(ends, source=source, field=field)
   if not slices:
     return []
@@ -413,10 +457,10 @@ def _rows_of(data: Dict[str, Any], source: str, dones_mean: str,
     rewards = np.asarray(rewards)
     if rewards.ndim == 2 and rewards.shape[1] == 1:
       rewards = rewards[:, 0]
-  return episodes_from_rows(
-      data['obs'], data['next_obs'], data['acts'], rewards, ends, terminated,
-      discounts=data.get('discounts'), extras=extras, metadata=metadata,
-      source=source, field=field)
+  rows = TransitionRows(data['obs'], data['next_obs'], data['acts'], rewards,
+                        data.get('discounts'), extras)
+  return episodes_from_rows(rows, ends, terminated, metadata=metadata,
+                            source=source, field=field)
 
 
 def from_il_dict(data: Dict[str, Any], *, dones_mean: str = 'terminated',

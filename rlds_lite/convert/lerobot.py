@@ -1,51 +1,10 @@
 """LeRobot datasets (LeRobotDataset v3.0) to RLDS Episodes and back.
 
-LeRobot stores an episode as frames at a fixed ``fps`` (`lerobot_layout`
-describes the files). The mapping, one RLDS step to one LeRobot frame:
-
-====================================  ========================================
-RLDS step field                       LeRobot
-====================================  ========================================
-step ``t``                            frame ``t``: ``frame_index = t``,
-                                      ``timestamp = t / fps``
-``observation/images/front``          feature ``observation.images.front``
-(nested dicts)                        (path parts joined by dots); uint8
-                                      ``[H, W, 3]`` fields are ``video``
-                                      (``image`` with ``video=False``)
-``observation`` (not a dict)          ``observation.state`` (a camera:
-                                      ``observation.image``)
-``reward``                            ``next.reward`` (its reward for ``t``)
-``is_last``                           ``next.done`` (True on the last frame)
-``is_first``                          ``frame_index == 0``
-``is_terminal[-1]``                   episode column ``rlds/is_terminal``
-``language_instruction``              the frame's task (``task_index`` and
-(``task_key=``)                       ``meta/tasks.parquet``)
-``discount`` and any other field      a feature of the same (dotted) name
-episode metadata                      episode columns ``rlds/metadata/...``
-====================================  ========================================
-
-What LeRobot cannot say: ``next.done`` is LeRobot's only end flag and does
-not tell termination from truncation; `to_lerobot` keeps the RLDS end in the
-``rlds/is_terminal`` column of ``meta/episodes`` (LeRobot's own tools ignore
-it, and drop it when they rewrite episodes). The RLDS last step's action,
-reward and discount (invalid in RLDS, most often zeros; many Open
-X-Embodiment datasets store the robot's last command there) are written as
-they are, on the last frame, whose ``next.done`` is True: a LeRobot policy
-trained on every frame sees them. Reading a dataset lerobot wrote, the last
-frame's real action becomes the RLDS last step's action, which RLDS readers
-may treat as invalid.
-
-`to_lerobot` also records in info.json (``"rlds"``) which RLDS path and
-per-step shape every feature came from, so `from_lerobot` restores them
-exactly (scalars, which LeRobot stores as shape ``(1,)``, dotted keys, the
-task key). For datasets lerobot wrote: dots nest (``observation.state`` ->
-``observation/state``, ``next.success`` -> ``next/success``), ``(1,)``
-features become scalars, ``next.reward`` becomes ``reward``, ``next.done``
-is dropped if it says what ``is_last`` says (else kept as ``next/done``),
-``timestamp`` is dropped if it is ``frame_index / fps`` (else kept), the
-episode is truncated unless ``terminated_by=`` names a bool feature whose
-last value says it terminated, and the discount is derived (1, 0 on the
-last step and, for terminated episodes, on the step before).
+`to_lerobot` writes one RLDS step as one LeRobot frame (and records in
+info.json where each feature came from, so `from_lerobot` restores it
+exactly); `from_lerobot` also reads datasets lerobot wrote (v2.0 to v3.0).
+The mapping, and what LeRobot cannot say (termination vs truncation, the
+last step's values): docs/convert_lerobot.md.
 
 Example:
   >>> import tempfile, numpy as np
@@ -64,10 +23,12 @@ Example:
 """
 
 import contextlib
+import dataclasses
 import glob
 import json
 import os
 import re
+import warnings
 from typing import (Any, Dict, Iterable, Iterator, List, NamedTuple, Optional,
                     Sequence, Tuple, Union)
 
@@ -110,6 +71,80 @@ _LEROBOT_COLUMNS = frozenset({
     'episode_index', 'tasks', 'length', 'data/chunk_index', 'data/file_index',
     'dataset_from_index', 'dataset_to_index', 'meta/episodes/chunk_index',
     'meta/episodes/file_index'})
+
+
+@dataclasses.dataclass(frozen=True)
+class Storage:
+  """How `to_lerobot` stores a dataset: cameras, codec and file rolling.
+
+  Attributes:
+    video: cameras as MP4 video (lerobot's default) or, with False, as PNG
+      images in the Parquet files (lossless, larger).
+    video_keys: the step fields (paths or dotted names) that are cameras;
+      None: every uint8 ``[H, W, 3]`` field with sides of 16 or more.
+    vcodec: ``'libsvtav1'`` (AV1, lerobot's default), ``'h264'`` or
+      ``'hevc'``.
+    chunks_size: files per chunk directory (lerobot's setting).
+    data_files_size_in_mb, video_files_size_in_mb: the size at which a
+      Parquet or MP4 file rolls to the next (lerobot's settings).
+
+  Example:
+    >>> Storage(video=False)
+    Storage(video=False)
+  """
+  video: bool = True
+  video_keys: Optional[Sequence[str]] = None
+  vcodec: str = video_lib.DEFAULT_VCODEC
+  chunks_size: int = layout.DEFAULT_CHUNKS_SIZE
+  data_files_size_in_mb: float = layout.DEFAULT_DATA_FILES_SIZE_IN_MB
+  video_files_size_in_mb: float = layout.DEFAULT_VIDEO_FILES_SIZE_IN_MB
+
+  def __repr__(self) -> str:
+    changed = [f'{f.name}={getattr(self, f.name)!r}'
+               for f in dataclasses.fields(self)
+               if getattr(self, f.name) != f.default]
+    return f'Storage({", ".join(changed)})'
+
+  def _info_options(self, robot_type: Optional[str]) -> Dict[str, Any]:
+    """The keywords of `lerobot_layout.new_info` this storage sets."""
+    return dict(video=self.video, robot_type=robot_type,
+                chunks_size=self.chunks_size,
+                data_files_size_in_mb=self.data_files_size_in_mb,
+                video_files_size_in_mb=self.video_files_size_in_mb)
+
+
+_STORAGE_FIELDS = frozenset(f.name for f in dataclasses.fields(Storage))
+_WARNED = set()
+
+
+class _Options(NamedTuple):
+  """One `to_lerobot` call's options, checked (for `_DatasetWriter`)."""
+  fps: int
+  task_key: Optional[str]
+  default_task: str
+  robot_type: Optional[str]
+  names: Dict[str, Any]
+  storage: Storage
+
+
+def _storage(storage: Optional[Storage], legacy: Dict[str, Any]) -> Storage:
+  """The `Storage` of a call, from the flat keywords of before it too."""
+  unknown = sorted(set(legacy) - _STORAGE_FIELDS)
+  if unknown:
+    raise TypeError(f'to_lerobot() got an unexpected keyword argument '
+                    f'{unknown[0]!r}')
+  if not legacy:
+    return Storage() if storage is None else storage
+  if storage is not None:
+    raise TypeError(f'to_lerobot: pass {sorted(legacy)} in storage='
+                    'Storage(...), not beside it.')
+  if 'to_lerobot' not in _WARNED:
+    _WARNED.add('to_lerobot')
+    old = ', '.join(f'{key}=' for key in sorted(legacy))
+    warnings.warn(f'to_lerobot: {old} are now storage=Storage(...); the old '
+                  'keywords will go in a later release.', DeprecationWarning,
+                  stacklevel=3)
+  return Storage(**legacy)
 
 
 def _pq():
@@ -330,29 +365,22 @@ class _ParquetFiles:
 class _DatasetWriter:
   """Writes episodes into a LeRobotDataset directory (see `to_lerobot`)."""
 
-  def __init__(self, root: str, *, fps: int, task_key: Optional[str],
-               default_task: str, video: bool,
-               video_keys: Optional[Sequence[str]], vcodec: str,
-               robot_type: Optional[str], names: Dict[str, Any],
-               chunks_size: int, data_files_size_in_mb: float,
-               video_files_size_in_mb: float, source: str):
+  def __init__(self, root: str, options: _Options, source: str):
     self._root = root
-    self._fps = fps
-    self._task_key = task_key
-    self._default_task = default_task
-    self._video = video
-    self._video_keys = video_keys
-    self._vcodec = vcodec
-    self._names = names
+    self._fps = options.fps
+    self._task_key = options.task_key
+    self._default_task = options.default_task
+    self._storage = storage = options.storage
+    self._names = options.names
     self._source = source
-    self._info_options = dict(
-        video=video, robot_type=robot_type, chunks_size=chunks_size,
-        data_files_size_in_mb=data_files_size_in_mb,
-        video_files_size_in_mb=video_files_size_in_mb)
-    self._data = _ParquetFiles(root, layout.DATA_PATH, data_files_size_in_mb,
-                               chunks_size)
+    self._info_options = storage._info_options(  # pylint: disable=protected-access
+        options.robot_type)
+    self._data = _ParquetFiles(root, layout.DATA_PATH,
+                               storage.data_files_size_in_mb,
+                               storage.chunks_size)
     self._meta = _ParquetFiles(root, layout.EPISODES_PATH,
-                               data_files_size_in_mb, chunks_size)
+                               storage.data_files_size_in_mb,
+                               storage.chunks_size)
     self._features: List[Feature] = []
     self._task_path = None
     self._schema = None
@@ -366,8 +394,9 @@ class _DatasetWriter:
 
   def _start(self, episode: Dict[str, Any]) -> None:
     self._features, self._task_path = _plan_features(
-        episode[rlds_types.STEPS], task_key=self._task_key, video=self._video,
-        video_keys=self._video_keys, names=self._names, source=self._source)
+        episode[rlds_types.STEPS], task_key=self._task_key,
+        video=self._storage.video, video_keys=self._storage.video_keys,
+        names=self._names, source=self._source)
     self._schema = layout.data_schema(self._features)
     info = layout.new_info(self._fps, {}, **self._info_options)
     for feature in self._features:
@@ -375,9 +404,9 @@ class _DatasetWriter:
         self._videos[feature.name] = video_lib.VideoWriter(
             lambda chunk, file, key=feature.name: os.path.join(
                 self._root, layout.video_path(info, key, chunk, file)),
-            self._fps, vcodec=self._vcodec,
-            file_size_in_mb=self._info_options['video_files_size_in_mb'],
-            chunks_size=self._info_options['chunks_size'],
+            self._fps, vcodec=self._storage.vcodec,
+            file_size_in_mb=self._storage.video_files_size_in_mb,
+            chunks_size=self._storage.chunks_size,
             name=feature.path or feature.name)
 
   def add(self, index: int, episode: Dict[str, Any]) -> None:
@@ -543,31 +572,16 @@ def to_lerobot(episodes: episodes_lib.EpisodesLike,
                root: Union[None, str, os.PathLike] = None,
                repo_id: Optional[str] = None, *, fps: int,
                task_key: Optional[str] = DEFAULT_TASK_KEY,
-               default_task: str = '', video: bool = True,
-               video_keys: Optional[Sequence[str]] = None,
-               vcodec: str = video_lib.DEFAULT_VCODEC,
+               default_task: str = '',
                robot_type: Optional[str] = None,
                names: Optional[Dict[str, Any]] = None,
-               chunks_size: int = layout.DEFAULT_CHUNKS_SIZE,
-               data_files_size_in_mb: float =
-               layout.DEFAULT_DATA_FILES_SIZE_IN_MB,
-               video_files_size_in_mb: float =
-               layout.DEFAULT_VIDEO_FILES_SIZE_IN_MB,
-               if_exists: str = 'error') -> str:
+               storage: Optional[Storage] = None,
+               if_exists: str = 'error', **legacy: Any) -> str:
   """Writes Episodes as a LeRobotDataset v3.0 at ``root``; returns ``root``.
 
   The layout is lerobot 0.4's (``LeRobotDataset(repo_id, root=root)`` loads
-  it); the module docstring tables the mapping. Episodes are streamed: one
-  episode's rows at a time go to Parquet (a row group each) and its frames
-  to each camera's encoder (SVT-AV1 uses every core), so memory holds about
-  one episode whatever the dataset's size. The dataset appears atomically
-  (`rlds_lite.atomic_output`: written to a hidden directory beside
-  ``root``, renamed in; an overwrite sets the old one aside and deletes it
-  after). A kill leaves the old dataset or the new one (killed between the
-  two renames of an overwrite: the old one, whole, as
-  ``.<name>.replaced-*``, which the next writer renames back); a failure
-  (a full disk included) leaves nothing. Writers of one ``root`` run one at
-  a time (lock file ``.<name>.lock`` beside it).
+  it); the module docstring tables the mapping. Episodes are streamed (about
+  one in memory) and the dataset appears atomically (docs/guarantees.md).
 
   Args:
     episodes: Episodes or an RLDS dataset (every episode of one structure).
@@ -576,35 +590,18 @@ def to_lerobot(episodes: episodes_lib.EpisodesLike,
     repo_id: ``'<user>/<name>'``; needed only when ``root`` is None.
     fps: frames per second (RLDS does not record it).
     task_key: the step field (a ``'a/b'`` path) holding each step's task
-      text (a ValueError if the episodes have no such field, checked at the
-      first episode; nothing is left at ``root``); the default,
-      ``language_instruction``, is used where present, and episodes
-      without it get ``default_task`` (an explicit
-      ``'language_instruction'`` must be present, as any explicit key);
-      None: no step field is the task.
+      text; the default, ``language_instruction``, is used where present
+      (an explicit key must be a step field); None: no step field is the
+      task.
     default_task: the task of frames without a ``task_key`` field.
-    video: store cameras as MP4 video (lerobot's default) or, with False, as
-      PNG images in the Parquet files (lossless, larger).
-    video_keys: the step fields (paths or dotted names) that are cameras;
-      by default every uint8 ``[H, W, 3]`` field with sides of 16 or more.
-    vcodec: ``'libsvtav1'`` (AV1, lerobot's default), ``'h264'`` or
-      ``'hevc'``.
     robot_type: info.json's ``robot_type``.
     names: feature (or path) -> ``names`` in info.json (e.g. the joint
       names of ``observation.state``).
-    chunks_size, data_files_size_in_mb, video_files_size_in_mb: lerobot's
-      file rolling settings (files per chunk, MB per file).
+    storage: cameras, codec and file rolling (`Storage`; the default:
+      lerobot's).
     if_exists: ``'error'`` or ``'overwrite'``.
-
-  Returns:
-    The dataset directory.
-
-  Raises:
-    ConversionError: a step field LeRobot cannot store, naming the episode
-      and field.
-    ValueError: no episodes, bad arguments (a ``task_key`` that is not a
-      step field).
-    FileExistsError: ``root`` exists and ``if_exists='error'``.
+    **legacy: `Storage`'s fields as keywords (``video=False``, ...), as
+      before `Storage`; still taken, warning once.
 
   Example:
     >>> import tempfile, os, numpy as np
@@ -613,13 +610,12 @@ def to_lerobot(episodes: episodes_lib.EpisodesLike,
     >>> steps = {'observation': {'image': image, 'state': np.zeros((4, 2))},
     ...          'action': np.zeros((4, 2)), **episodes_lib.rlds_flags(4, False)}
     >>> root = to_lerobot([{'steps': steps}], tempfile.mkdtemp() + '/d', fps=5)
-    >>> sorted(read_info(root)['features'])[:4]
-    ['action', 'episode_index', 'frame_index', 'index']
     >>> read_info(root)['features']['observation.image']['dtype']
     'video'
     >>> sorted(os.listdir(os.path.join(root, 'videos')))
     ['observation.image']
   """
+  storage = _storage(storage, legacy)
   if if_exists not in ('error', 'overwrite'):
     raise ValueError(f"to_lerobot: if_exists={if_exists!r}; 'error' or "
                      "'overwrite'.")
@@ -648,12 +644,9 @@ def to_lerobot(episodes: episodes_lib.EpisodesLike,
   with atomic_output.AtomicOutput(root, directory=True, check=check,
                                   replace=if_exists == 'overwrite',
                                   label=f'to_lerobot: {root}') as output:
-    writer = _DatasetWriter(
-        output.path, fps=int(fps), task_key=task_key,
-        default_task=default_task, video=video, video_keys=video_keys,
-        vcodec=vcodec, robot_type=robot_type, names=dict(names or {}),
-        chunks_size=chunks_size, data_files_size_in_mb=data_files_size_in_mb,
-        video_files_size_in_mb=video_files_size_in_mb, source=source)
+    writer = _DatasetWriter(output.path, _Options(
+        int(fps), task_key, default_task, robot_type, dict(names or {}),
+        storage), source)
     try:
       for index, episode in enumerate(
           episodes_lib.checked_episodes(episodes, source=source)):
@@ -679,7 +672,7 @@ def to_lerobot_dir(episodes: episodes_lib.EpisodesLike,
     raise ValueError('writing lerobot needs the frame rate, e.g. fps=10: '
                      'RLDS does not record it')
   return to_lerobot(
-      episodes, path, fps=fps, video=not no_video,
+      episodes, path, fps=fps, storage=Storage(video=not no_video),
       task_key=DEFAULT_TASK_KEY if task_key is None else task_key)
 
 
@@ -1136,9 +1129,8 @@ def from_lerobot(root: Union[str, os.PathLike], *,
                  ) -> Iterator[episodes_lib.Episode]:
   """RLDS Episodes from a LeRobotDataset directory (v3.0; v2.0/v2.1 too).
 
-  Reads one episode at a time: its Parquet rows in record batches, its
-  frames decoded with PyAV from the file's position onwards (each frame once
-  when reading in order), so memory holds about one episode.
+  Reads one episode at a time (rows in record batches, frames decoded from
+  the file's position onwards); errors name the file, episode and field.
 
   Args:
     root: the dataset directory (holding ``meta/info.json``).
@@ -1146,19 +1138,10 @@ def from_lerobot(root: Union[str, os.PathLike], *,
       by default.
     task_key: the step field that receives each frame's task text (bytes);
       by default what `to_lerobot` recorded, else ``'language_instruction'``.
-    terminated_by: a bool feature (e.g. ``'next.done'`` or
-      ``'next.success'``) whose value on an episode's last frame says the
-      episode terminated. By default episodes written by `to_lerobot` keep
-      their RLDS end and others are read as truncated.
-
-  Yields:
-    Episodes (see the module docstring for the mapping).
-
-  Raises:
-    ConversionError: naming the file, episode and field: a missing
-      ``meta/info.json``, a ``codebase_version`` other than v2.0, v2.1 or
-      v3.0, a missing data or video file, a video with another number of
-      frames than the episode has rows, frames off their timestamps, ...
+    terminated_by: a bool feature (e.g. ``'next.success'``) whose value on
+      an episode's last frame says the episode terminated. By default
+      episodes written by `to_lerobot` keep their RLDS end and others are
+      read as truncated.
 
   Example:
     >>> import tempfile, numpy as np

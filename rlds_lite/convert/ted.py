@@ -225,10 +225,11 @@ def from_ted(data: TEDLike, *, batch_dims: int = 1,
   ends = rows_lib.repair_ends(done, repair, source, 'next/done')
   if check_continuity:
     _continuity(observations, next_observations, ends, source)
+  rows = rows_lib.TransitionRows(observations, next_observations,
+                                 data['action'], rewards, discounts, extras)
   return list(transitions.read_with_policy(rows_lib.episodes_from_rows(
-      observations, next_observations, data['action'], rewards, ends,
-      terminated, discounts=discounts, extras=extras, source=source,
-      field='next/done'), policy, source))
+      rows, ends, terminated, source=source, field='next/done'), policy,
+      source))
 
 
 def _squeeze(value: Any) -> np.ndarray:

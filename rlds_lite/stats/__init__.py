@@ -1,16 +1,9 @@
 """Know your data: statistics of RLDS datasets in one streaming pass.
 
-- `compute`: per-field count, mean, std, min, max and approximate quantiles
-  (p01, p50, p99; a mergeable bounded-memory sketch), episode lengths and
-  returns, terminated vs truncated counts; cached next to the dataset. NaN
-  and infinite values are counted (`FieldStats.nan_count`, `inf_count`),
-  left out of the other statistics and named once in a
-  `NonFiniteValuesWarning`.
-- `DatasetStats`, `FieldStats`: typed, JSON-serialisable, mergeable results;
-  `merge` combines the statistics of several datasets.
-- `normalize`, `denormalize`: dataset transforms (Gaussian or bounds).
-- `plot_stats`: a PNG of returns, lengths and per-dimension distributions.
-- `QuantileSketch`: the quantile sketch itself.
+`compute` (per-field moments, min, max and sketched quantiles, episode
+lengths, returns and endings; cached next to the dataset), `DatasetStats` and
+`FieldStats` (typed, mergeable: `merge`), `normalize` / `denormalize`,
+`plot_stats`, `QuantileSketch`. docs/stats.md says what each computes.
 
 Example:
   >>> from rlds_lite import stats, synthetic
@@ -21,6 +14,7 @@ Example:
 """
 
 from rlds_lite.stats.streaming import compute
+from rlds_lite.stats.streaming import Transform
 from rlds_lite.stats.normalize import denormalize
 from rlds_lite.stats.normalize import normalize
 from rlds_lite.stats.plot import plot_stats

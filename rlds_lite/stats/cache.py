@@ -1,13 +1,9 @@
 """Cache statistics next to the dataset they describe.
 
-A cache file is ``<dataset_dir>/rlds_lite_stats/<key>.json``, where
-``dataset_dir`` holds ``dataset_info.json`` and ``key`` hashes the dataset's
-identity (its directory, and the name, size and modification time of every
-file in it: rewriting or appending changes the key), the split, the options of
-the pass and the transform's key. Files are published whole, one writer at a
-time (`rlds_lite.atomic_output`: locked, flushed, a killed writer's hidden
-file removed by the next writer). When the dataset directory is read-only, the cache
-goes to ``$RLDS_LITE_CACHE_DIR`` or ``~/.cache/rlds_lite/stats``.
+A result is ``<dataset_dir>/rlds_lite_stats/<key>.json``, ``key`` hashing the
+dataset's files, the split, the options of the pass and the transform's key
+(published whole, one writer at a time; the key and the read-only fallback:
+docs/stats.md).
 
 Example:
   >>> import tempfile

@@ -1,27 +1,10 @@
 """Normalise step fields with dataset statistics, and undo it.
 
-Both are ``Dataset -> Dataset`` transforms that work on datasets of steps
-(single or batched), of dense episodes (``steps`` a dict of ``[T, ...]``
-tensors) and of nested episodes (``steps`` a dataset). Each selected field
-``x`` becomes ``(x - center) / scale``:
-
-- ``mode='gaussian'``: ``center = mean``, ``scale = std``.
-- ``mode='bounds'``: ``[low, high]`` maps to ``[-1, 1]``: ``center`` is the
-  middle, ``scale`` half the width, and the result is clipped to ``[-1, 1]``
-  (``clip=True``, as Octo's bounds normalisation). ``bounds='quantiles'``
-  (default) takes ``low, high = p01, p99`` (robust to outliers);
-  ``bounds='minmax'`` takes the exact min and max (nothing is clipped then).
-
-A dimension whose scale is ``<= eps`` (a constant) gets ``scale = 1``, so it
-is only centred. The statistics leave NaN and inf values out (see
-``FieldStats``), so a field holding some is normalised with the statistics of
-its finite values (its NaN stay NaN); an element holding only non-finite
-values, or statistics of another shape than the data's, is a ValueError
-when ``normalize`` is called, naming the field. ``mask`` (per key, a boolean
-per element) leaves the dimensions where it is False untouched (e.g. a
-gripper action). Integer fields become float32; float fields keep their
-dtype. ``denormalize`` is the exact inverse (up to float rounding) except on
-clipped values.
+`normalize` and `denormalize` are ``Dataset -> Dataset`` transforms of steps
+(single or batched), dense or nested episodes: each selected field ``x``
+becomes ``(x - center) / scale`` (``mode='gaussian'``: mean and std;
+``'bounds'``: ``[p01, p99]`` or ``[min, max]`` to ``[-1, 1]``, clipped). The
+formulas, constants, masks and non-finite values: docs/stats.md.
 
 Example:
   >>> import numpy as np, tensorflow as tf
@@ -37,7 +20,8 @@ Example:
   [[0.0], [4.0]]
 """
 
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+from typing import (Any, Callable, Dict, Mapping, NamedTuple, Optional,
+                    Sequence, Tuple)
 
 import numpy as np
 import tensorflow as tf
@@ -136,11 +120,21 @@ def _keys(stats: types.DatasetStats, keys: Optional[Sequence[str]],
   return list(keys)
 
 
-def _step_fn(step_spec: Any, stats: types.DatasetStats, mode: str,
-             keys: Optional[Sequence[str]], mask: Optional[Mapping[str, Any]],
-             bounds: str, eps: float, clip: bool,
-             inverse: bool, leading: Optional[int]) -> Callable[[Any], Any]:
+class _Settings(NamedTuple):
+  """One call's arguments (`normalize`'s) but the dataset and statistics."""
+  mode: str
+  keys: Optional[Sequence[str]]
+  mask: Optional[Mapping[str, Any]]
+  bounds: str
+  eps: float
+  clip: bool
+  inverse: bool
+
+
+def _step_fn(step_spec: Any, stats: types.DatasetStats, settings: _Settings,
+             leading: Optional[int]) -> Callable[[Any], Any]:
   """The per-step (or batch of steps) function (``leading``: `_check_shape`)."""
+  mode, keys, mask, bounds, eps, clip, inverse = settings
   if mode not in MODES:
     raise ValueError(f'normalize: mode must be one of {MODES}, got {mode!r}.')
   if bounds not in BOUNDS:
@@ -230,12 +224,8 @@ def normalize(dataset: tf.data.Dataset, stats: types.DatasetStats,
   Returns:
     The dataset with the fields normalised.
 
-  Raises (when called, before any iteration):
-    KeyError: a key without statistics or not in the steps.
-    ValueError: unknown mode/bounds; a field whose statistics have another
-      shape than the data's (statistics of another dataset), naming both;
-      a field (element) without finite statistics: no valid values, or only
-      NaN/inf ones (NaN and inf values in the data otherwise stay NaN/inf).
+  Bad keys, shapes and statistics are errors when called, before any
+  iteration (docs/stats.md).
 
   Example:
     >>> from rlds_lite import stats as stats_lib, synthetic
@@ -246,9 +236,9 @@ def normalize(dataset: tf.data.Dataset, stats: types.DatasetStats,
     >>> bool(a.min() >= -1 and a.max() <= 1)
     True
   """
-  return _apply(dataset, lambda spec, leading: _step_fn(
-      spec, stats, mode, keys, mask, bounds, eps, clip, inverse=False,
-      leading=leading))
+  settings = _Settings(mode, keys, mask, bounds, eps, clip, inverse=False)
+  return _apply(dataset, lambda spec, leading: _step_fn(spec, stats, settings,
+                                                        leading))
 
 
 def denormalize(dataset: tf.data.Dataset, stats: types.DatasetStats,
@@ -268,6 +258,6 @@ def denormalize(dataset: tf.data.Dataset, stats: types.DatasetStats,
     >>> [float(x['action']) for x in denormalize(ds, s)]
     [2.0]
   """
-  return _apply(dataset, lambda spec, leading: _step_fn(
-      spec, stats, mode, keys, mask, bounds, eps, False, inverse=True,
-      leading=leading))
+  settings = _Settings(mode, keys, mask, bounds, eps, False, inverse=True)
+  return _apply(dataset, lambda spec, leading: _step_fn(spec, stats, settings,
+                                                        leading))

@@ -1,22 +1,9 @@
 """Plots of dataset statistics, written to PNG (matplotlib, no display).
 
-Small multiples: one panel per dimension, titled with the field and the
-index (``action[1]``, ``observation[3, 2]``), for fields of at most
-``max_dims`` dimensions; a field with more is grouped: one panel per
-``group_size`` dimensions showing each dimension's range (min to max, p01 to
-p99, median), so 50 or 500 dimensions stay readable. Integer and boolean
-fields with few distinct values are bar charts of counts per value (discrete
-actions); other fields histograms. Episode returns and lengths come first.
-
-The panels are drawn from the quantile sketches kept in the statistics
-(weighted samples), so a plot needs no second pass over the data and works on
-merged or cached statistics.
-
-NaN and infinite values are not drawn: a panel draws the finite values and
-its title says how many it leaves out (``action[0] (n=7)`` over ``2 NaN not
-drawn``); a dimension without a finite value says so in its panel. A panel
-that cannot be drawn for another reason says why in its panel and in one
-`PlotWarning`; the other panels are drawn.
+`plot_stats` draws small multiples from the statistics' quantile sketches (no
+second pass over the data): returns and lengths, then one panel per
+dimension, wide fields grouped, discrete fields as bar charts. What a panel
+shows and when one is not drawn (`PlotWarning`): docs/stats.md.
 
 Example:
   >>> import tempfile

@@ -1,30 +1,9 @@
 """A mergeable, bounded-memory quantile sketch, vectorised over dimensions.
 
-``QuantileSketch`` summarises a stream of ``[n, *shape]`` rows: every element
-of ``shape`` (every dimension of an action, say) gets its own quantiles, all
-updated at once with NumPy. It is a compactor sketch (Manku-Rajagopalan-
-Lindsay / KLL family with equal capacities): level ``h`` holds values of
-weight ``2**h``; when a level reaches ``2 * k`` values it is sorted (per
-dimension) and every other value, from a pseudo-random offset drawn from
-``seed``, moves up one level with twice the weight.
-
-Error bound: each compaction of level ``h`` moves the estimated rank of any
-value by at most ``2**h``; the sketch adds these up in ``rank_error`` (an
-absolute number of values), so the guarantee is exact, not probabilistic:
-for ``v = quantile(q)`` at most ``q * count + rank_error`` values are
-``< v`` and at least ``q * count - rank_error`` are ``<= v``. In the worst
-case ``rank_error / count <= levels / (2 * k)``; with random offsets the
-actual error is typically far smaller (about ``1 / k``). Until ``2 * k``
-values have been seen nothing is compacted and quantiles are exact
-(``np.quantile(..., method='inverted_cdf')``). Memory is at most
-``levels * 2 * k`` values per dimension, ``levels ~ log2(count / k)``.
-
-Non-finite values (NaN, +-inf) are counted per dimension (``nonfinite``) and
-held as NaN, which sorts after every number: quantiles are those of the
-finite values of each dimension (NaN where a dimension has none), with the
-same guarantee, ``count`` replaced by the dimension's finite count. A
-compaction never drops a dimension's last finite value (it takes offset 0
-there instead, which keeps the bound).
+`QuantileSketch` summarises a stream of ``[n, *shape]`` rows, every element
+of ``shape`` with its own quantiles, all updated at once with NumPy (a
+compactor sketch of the KLL family). Its deterministic rank-error bound,
+``rank_error``, and how non-finite values are held: docs/stats.md.
 
 Example:
   >>> import numpy as np

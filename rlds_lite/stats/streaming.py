@@ -1,35 +1,9 @@
-"""Statistics of an RLDS dataset in one streaming pass.
+"""Statistics of an RLDS dataset in one streaming pass (bounded memory).
 
-``compute`` reads dense episodes (``rlds_lite.load(..., dense=True)``; from a
-path, only the step fields it summarises plus the ``is_last`` /
-``is_terminal`` flags, ``load(..., step_fields=...)``, so images, which it
-skips, are never decoded), and inside ``tf.data`` turns each into rows of the
-selected step fields plus a validity mask and per-episode columns (length,
-return, terminal), cut into batches of steps with ``rebatch``. Each batch is reduced in NumPy into small
-mergeable summaries (count/mean/M2 with Chan et al.'s merge, min, max, a
-``QuantileSketch``): memory stays bounded whatever the dataset's size.
-
-Which values count (``last_step='invalid'``, RLDS's rule, as
-``sar_fields_mask``): the action, reward and discount of a last step
-(``is_last``) are invalid and left out; observations and other fields count
-on every step. Returns sum the valid rewards. When a left-out value is not
-zero (a success reward on the final step, as much Open X-Embodiment data
-has), ``DatasetStats.last_step_values`` counts the episodes per field and a
-`rlds_lite.dense.LastStepValuesWarning` says so once; ``last_step='valid'``
-counts those values (and returns include them). Boolean flags
-``is_first``/``is_last``/``is_terminal`` are summarised as episode counts,
-not as fields. String fields get a count, the number of distinct values and
-the most frequent ones (`rlds_lite.stats.strings.StringStats`). Images
-(``uint8`` with two or more dimensions per step) and fields whose shape
-varies are skipped (listed in ``DatasetStats.skipped``); naming one in
-``keys`` is an error. Episodes without steps are not counted.
-
-NaN and infinite values are counted per field element (``FieldStats.nan_count``
-and ``inf_count``) and left out of the other statistics (mean, std, min, max,
-quantiles: those of the finite values); a
-`rlds_lite.stats.NonFiniteValuesWarning` names the fields holding any, once
-per call (also when the result comes from the cache). A NaN reward makes its
-episode's return NaN (counted in ``episode_return.nan_count``).
+`compute` reads dense episodes inside ``tf.data`` (from a path, only the
+fields it summarises), cuts them into batches of steps and reduces each in
+NumPy into small mergeable summaries (count/mean/M2, min, max, a
+`QuantileSketch`). Which values count, and what is skipped: docs/stats.md.
 
 Example:
   >>> from rlds_lite import synthetic
@@ -40,6 +14,7 @@ Example:
 """
 
 import contextlib
+import dataclasses
 import os
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 import warnings
@@ -70,7 +45,31 @@ _VALID, _END, _LENGTH, _TERMINAL, _RETURN, _LAST = (
 _BATCH_BYTES = 4 << 20
 
 PathLike = Union[str, os.PathLike]
-Transform = Callable[[tf.data.Dataset], tf.data.Dataset]
+TransformFn = Callable[[tf.data.Dataset], tf.data.Dataset]
+
+
+@dataclasses.dataclass(frozen=True)
+class Transform:
+  """A ``Dataset -> Dataset`` function applied before the pass, and its name.
+
+  Attributes:
+    fn: the function of the dense episodes dataset.
+    key: names it in the cache key; None: a hash of its source (no caching
+      when the source is unavailable).
+
+  Example:
+    >>> Transform(lambda episodes: episodes.take(2), key='first-two').key
+    'first-two'
+  """
+  fn: TransformFn
+  key: Optional[str] = None
+
+  def __call__(self, episodes: tf.data.Dataset) -> tf.data.Dataset:
+    return self.fn(episodes)
+
+  def cache_key(self) -> Optional[str]:
+    """``key``, else a hash of the function's source (None if unavailable)."""
+    return self.key or cache_lib.transform_key(self.fn)
 
 
 def _skip_reason(spec: tf.TensorSpec) -> Optional[str]:
@@ -191,7 +190,8 @@ def _dense_episodes(dataset_or_path: Any, split: str,
 
 def _check_path_type(dataset_or_path: Any) -> None:
   """A TypeError unless it is a dataset of episodes, a path or a name."""
-  if not isinstance(dataset_or_path, (tf.data.Dataset, str, os.PathLike)):
+  if not isinstance(dataset_or_path, (tf.data.Dataset, str, os.PathLike,
+                                      source_lib.Source)):
     raise TypeError('stats: expected a tf.data.Dataset of episodes, a dataset '
                     f'directory or a TFDS name, got '
                     f'{type(dataset_or_path).__name__}.')
@@ -294,57 +294,71 @@ def _check_no_slash_keys(builder: Optional[tfds.core.DatasetBuilder],
     raise ValueError(f'stats.compute: {problem}.')
 
 
-def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
+_WARNED = set()
+
+
+def _legacy(transform: Any, last_step: Any, legacy: Dict[str, Any]
+            ) -> Tuple[Optional[Transform], Any]:
+  """``transform`` as a `Transform`, and ``last_step``, old keywords too."""
+  unknown = sorted(set(legacy) - {'transform_key', 'mask_last_step'})
+  if unknown:
+    raise TypeError(f'compute() got an unexpected keyword argument '
+                    f'{unknown[0]!r}')
+  if legacy.get('mask_last_step') is not None:
+    warnings.warn("stats.compute: mask_last_step is deprecated; use "
+                  "last_step='invalid' (mask) or 'valid' (keep).",
+                  DeprecationWarning, stacklevel=3)
+    last_step = 'invalid' if legacy['mask_last_step'] else 'valid'
+  key = legacy.get('transform_key')
+  if key is not None and 'transform_key' not in _WARNED:
+    _WARNED.add('transform_key')
+    warnings.warn('stats.compute: transform_key= is now '
+                  'transform=Transform(fn, key=...); the old keyword will go '
+                  'in a later release.', DeprecationWarning, stacklevel=3)
+  if transform is not None and not isinstance(transform, Transform):
+    transform = Transform(transform, key)
+  elif transform is not None and key is not None:
+    raise TypeError('stats.compute: pass the key in transform=Transform(fn, '
+                    'key=...), not beside it.')
+  return transform, last_step
+
+
+def compute(dataset_or_path: Union[tf.data.Dataset, PathLike,
+                                   source_lib.Source],
             *,
-            split: str = 'train',
+            split: Optional[str] = None,
             keys: Optional[Sequence[str]] = None,
             last_step: Union[last_step_lib.LastStep, str] = 'invalid',
-            transform: Optional[Transform] = None,
-            transform_key: Optional[str] = None,
+            transform: Union[None, Transform, TransformFn] = None,
             cache: bool = True,
             progress: bool = True,
             data_dir: Optional[PathLike] = None,
             sketch_k: int = sketch_lib.DEFAULT_K,
-            mask_last_step: Optional[bool] = None) -> types.DatasetStats:
+            **legacy: Any) -> types.DatasetStats:
   """Statistics of an RLDS dataset, in one streaming pass (bounded memory).
 
   Args:
-    dataset_or_path: a TFDS dataset directory or registered name (read with
-      ``rlds_lite.load(..., dense=True)``), or a ``tf.data.Dataset`` of
-      episodes (nested or dense steps).
-    split: the split to read (paths and names only).
-    keys: step fields to summarise, as paths (``'action'``,
-      ``'observation/pos'``; a path selects everything below it). Default:
-      every numeric and string field but the ``is_*`` flags, images
-      skipped.
+    dataset_or_path: a TFDS dataset directory, registered name or
+      `rlds_lite.open` source, or a ``tf.data.Dataset`` of episodes (nested
+      or dense steps).
+    split: the split to read (paths and names: default ``'train'``; an
+      opened source: its own).
+    keys: step fields to summarise, as paths (``'observation/pos'``; a path
+      selects everything below it). Default: every numeric and string field
+      but the ``is_*`` flags, images skipped.
     last_step: ``'invalid'`` (default, RLDS): leave out the action, reward
-      and discount of last steps, as ``sar_fields_mask``, and warn once
-      (`rlds_lite.dense.LastStepValuesWarning`) if any left out is not zero;
-      ``'valid'``: count them (returns include the last reward).
-    transform: a function of the dense episodes dataset applied before the
-      pass (``Dataset -> Dataset``).
-    transform_key: names the transform in the cache key; by default a hash of
-      its source (no caching when the source is unavailable).
-    cache: read/write the result next to the dataset (paths and names only;
-      see ``rlds_lite.stats.cache``).
+      and discount of last steps; ``'valid'``: count them.
+    transform: a `Transform` (or a bare ``Dataset -> Dataset`` function) of
+      the dense episodes, applied before the pass.
+    cache: read/write the result next to the dataset (paths and names only).
     progress: show a progress bar on a terminal (stderr).
     data_dir: TFDS data directory for registered names.
     sketch_k: quantile sketch capacity (accuracy vs memory).
-    mask_last_step: deprecated: ``False`` is ``last_step='valid'``.
+    **legacy: ``transform_key=`` (now ``Transform(fn, key=)``) and
+      ``mask_last_step=`` (now ``last_step=``), still taken, warning.
 
   Returns:
-    A ``DatasetStats``. NaN and infinite values are counted per element
-    (``nan_count``, ``inf_count``) and left out of the other statistics;
-    one ``NonFiniteValuesWarning`` names the fields holding any.
-
-  Raises:
-    FileNotFoundError: if the directory does not exist.
-    ValueError: if it is not an RLDS dataset, or the split is unknown.
-    rlds_lite.dataset_files.CorruptDatasetError: (a ValueError) naming the
-      file (and the episode and field where known) if a file of the dataset
-      is damaged (paths and names only).
-    KeyError: if a key names no step field, or a field without statistics.
-    TypeError: if the input is not episodes.
+    A ``DatasetStats``.
 
   Example:
     >>> import tensorflow as tf
@@ -355,64 +369,90 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike],
     >>> s = compute(ds, progress=False)
     >>> s['action'].count, s['action'].mean.tolist(), s.num_terminated
     (2, [2.0], 1)
-    >>> float(s.episode_return.mean), int(s.episode_length.max)
-    (3.0, 3)
   """
-  if mask_last_step is not None:
-    warnings.warn("stats.compute: mask_last_step is deprecated; use "
-                  "last_step='invalid' (mask) or 'valid' (keep).",
-                  DeprecationWarning, stacklevel=2)
-    last_step = 'invalid' if mask_last_step else 'valid'
+  transform, last_step = _legacy(transform, last_step, legacy)
   policy = last_step_lib.as_last_step(last_step, 'stats.compute')
   mask = policy is last_step_lib.LastStep.INVALID
-  is_path = not isinstance(dataset_or_path, tf.data.Dataset)
-  if is_path:
+  if split is None and not isinstance(dataset_or_path, source_lib.Source):
+    split = 'train'
+  described = {'split': split, 'keys': _listed(keys),
+               'last_step': policy.value, 'sketch_k': sketch_k}
+  if isinstance(dataset_or_path, tf.data.Dataset):
+    stats = _compute_episodes(dataset_or_path, keys, mask, transform,
+                              (sketch_k, progress), described)
+  else:
     _check_path_type(dataset_or_path)
-    builder = source_lib.as_source(dataset_or_path, split,
-                                   data_dir=data_dir).builder
-  # From a path without a transform, only the fields summarised are read
-  # (and decoded): the pass never decodes the images it skips.
-  read_selected = is_path and transform is None
-  episodes = None if read_selected else _dense_episodes(dataset_or_path,
-                                                        split, data_dir)
-  source = {'split': split, 'keys': None if keys is None else list(keys),
-            'last_step': policy.value, 'sketch_k': sketch_k}
-  if is_path:
-    source['dataset'] = os.fspath(dataset_or_path)
+    opened = source_lib.as_source(dataset_or_path, split, data_dir=data_dir)
+    described['split'] = opened.split
+    described['dataset'] = os.fspath(_label(dataset_or_path))
+    stats = _compute_source(opened, keys, mask, transform, cache,
+                            (sketch_k, progress), described)
+  _warn_left_out(stats, mask)
+  _warn_nonfinite(stats)
+  return stats
+
+
+def _listed(keys: Optional[Sequence[str]]) -> Optional[list]:
+  return None if keys is None else list(keys)
+
+
+def _label(dataset_or_path: Any) -> Any:
+  if isinstance(dataset_or_path, source_lib.Source):
+    return dataset_or_path.label
+  return dataset_or_path
+
+
+def _compute_episodes(episodes: tf.data.Dataset,
+                      keys: Optional[Sequence[str]], mask: bool,
+                      transform: Optional[Transform],
+                      pass_options: Tuple[int, bool],
+                      described: Dict[str, Any]) -> types.DatasetStats:
+  """`compute` of a ``tf.data.Dataset`` of episodes (never cached)."""
+  episodes = _dense_episodes(episodes, None, None)
   if transform is not None:
     episodes = transform(episodes)
-    transform_key = transform_key or cache_lib.transform_key(transform)
-    source['transform'] = transform_key
-  _check_no_slash_keys(builder if is_path else None, episodes)
+    described['transform'] = transform.cache_key()
+  _check_no_slash_keys(None, episodes)
+  selected, skipped = _select(episodes.element_spec[rlds_types.STEPS], keys)
+  return _pass(episodes, selected, skipped, mask, *pass_options, described)
+
+
+def _compute_source(opened: source_lib.Source,
+                    keys: Optional[Sequence[str]], mask: bool,
+                    transform: Optional[Transform], cache: bool,
+                    pass_options: Tuple[int, bool],
+                    described: Dict[str, Any]) -> types.DatasetStats:
+  """`compute` of an opened split: cached next to it, read errors named."""
+  builder, split = opened.builder, opened.split
+  episodes = None
+  if transform is not None:
+    episodes = transform(_dense_episodes(opened, split, None))
+    described['transform'] = transform.cache_key()
+  _check_no_slash_keys(builder, episodes)
   dataset_dir = key = None
-  reading = contextlib.nullcontext()
-  if is_path:
-    reading = diagnosis.named_read_errors(builder, split)
-  if cache and is_path and (transform is None or transform_key):
+  if cache and (transform is None or described['transform']):
     dataset_dir = os.fspath(builder.data_dir)
-    key = cache_lib.cache_key(dataset_dir, {**source, 'dataset': None})
+    key = cache_lib.cache_key(dataset_dir, {**described, 'dataset': None})
     cached = cache_lib.read(dataset_dir, key)
     if cached is not None:
-      _warn_left_out(cached, mask)
-      _warn_nonfinite(cached)
       return cached
-  if read_selected:
+  if episodes is None:
+    # Without a transform, only the fields summarised are read (and
+    # decoded): the pass never decodes the images it skips.
     steps_spec = _decoded_steps_spec(builder)
     selected, skipped = _select(steps_spec, keys)
-    episodes = _dense_episodes(dataset_or_path, split, data_dir,
+    episodes = _dense_episodes(opened, split, None,
                                _needed_fields(steps_spec, selected))
   else:
     selected, skipped = _select(episodes.element_spec[rlds_types.STEPS], keys)
-  with reading:
-    stats = _pass(episodes, selected, skipped, mask, sketch_k, progress,
-                  source)
+  with diagnosis.named_read_errors(builder, split):
+    stats = _pass(episodes, selected, skipped, mask, *pass_options,
+                  described)
   if key is not None:
     try:
       cache_lib.write(dataset_dir, key, stats)
     except OSError as e:  # The statistics are still good: warn, go on.
       logging.warning('stats: not cached: %s', e)
-  _warn_left_out(stats, mask)
-  _warn_nonfinite(stats)
   return stats
 
 

@@ -1,18 +1,8 @@
 """Statistics of a string field: count, distinct values, the most frequent.
 
-A ``language_instruction`` per step has no mean or quantiles; what a person
-wants to know is how many values there are, how many distinct ones and which
-are most common. `StringStats` keeps that in bounded memory and merges
-across datasets:
-
-* the most frequent values with a Misra-Gries summary of ``capacity``
-  counters: exact while the field has at most ``capacity`` distinct values;
-  beyond, each count is low by at most ``error`` (and every value more
-  frequent than ``count / (capacity + 1)`` is kept);
-* the number of distinct values with a k-minimum-values sketch of
-  ``capacity`` 64-bit hashes: exact below ``capacity`` distinct values, an
-  estimate (relative standard error about ``1 / sqrt(capacity)``, 3% for
-  1024) above.
+`StringStats` keeps them in bounded memory and merges across datasets (a
+Misra-Gries summary for the most frequent, a k-minimum-values sketch for the
+distinct count; their bounds: docs/stats.md).
 
 Example:
   >>> import numpy as np

@@ -1,16 +1,9 @@
 """Typed, JSON-serialisable, mergeable statistics of an RLDS dataset.
 
-``FieldStats`` holds the statistics of one field (per element of its shape);
-``DatasetStats`` those of a dataset: episode counts, episode lengths and
-returns, one ``FieldStats`` per numeric step field and one
-``rlds_lite.stats.strings.StringStats`` per string field. Both are plain dataclasses
-with ``to_json``/``from_json``; ``merge`` combines statistics of disjoint
-datasets exactly for counts, min and max, to float64 precision for mean and
-std, and within the sketches' rank error for quantiles.
-
-Non-finite values (NaN, +-inf) are counted per element (``nan_count``,
-``inf_count``) and left out of everything else: mean, std, min, max and the
-quantiles are those of the finite values (NaN for an element without any).
+`FieldStats` holds one field's statistics (per element of its shape),
+`DatasetStats` a dataset's (episode counts, lengths, returns, one
+`FieldStats` per numeric step field, one `StringStats` per string field);
+`merge` combines statistics of disjoint datasets (precision: docs/stats.md).
 
 Example:
   >>> import numpy as np

@@ -1,16 +1,9 @@
 """See your data: a local web viewer of RLDS datasets (``rlds-lite view``).
 
-Needs the ``view`` extra (``pip install 'rlds_lite[view]'``: Flask, PyAV,
-plotly). `serve` serves a dataset on 127.0.0.1 until Ctrl-C; `start` serves
-it in a background thread (notebooks, tests); `create_app` is the Flask app
-of a `DatasetView`.
-
-Modules: `dataset_view` (what is shown, read on demand and cached),
-`dataset_info` (features and splits), `table_query` (filter, sort and page
-the split's episode catalog, ``rlds_lite.catalog``, which is the table),
-`episode_reader` (one episode by index), `episode_payload` (an episode as the
-page's JSON), `fields` (which fields are cameras, language, plots),
-`video_encoding` (cameras as MP4), `app` (the Flask routes), `server`.
+Needs the ``view`` extra (Flask, PyAV, plotly). `serve` serves a dataset on
+127.0.0.1 until Ctrl-C, `start` in a background thread (notebooks, tests);
+`create_app` is the Flask app of a `DatasetView`. docs/view.md lists the
+modules' parts: pages, table (`table_query.Query`), episodes, videos.
 
 Example:
   >>> from rlds_lite import synthetic

@@ -1,26 +1,10 @@
 """The viewer's web app (Flask): two pages, their JSON, the videos.
 
-Pages:
-- ``/`` (``?split=``): the dataset (features, splits, statistics) and its
-  episode table, sortable and filterable;
-- ``/episode/<split>/<index>``: one episode: every camera as a video, line
-  plots of actions, state and reward with a cursor that follows the video,
-  the ``is_*`` flags on the time axis, the language instruction.
-
-Data (JSON): ``/api/dataset``, ``/api/stats/<split>``,
-``/api/episodes/<split>`` (the table, from the split's episode catalog:
-``sort``, ``order=asc|desc``, ``min_length``, ``max_length``,
-``min_return``, ``max_return``, ``status=terminated|truncated``,
-``instruction``, ``where`` (an EXPR), ``offset``, ``limit``),
-``/api/episode/<split>/<index>``; videos: ``/video/<split>/<index>/<camera>``
-(MP4, with HTTP range requests so browsers can seek). Every route's errors
-are JSON ``{"error": "..."}`` (one handler, `create_app`): 404 for an
-unknown split, episode (``-1``, ``abc``, ``1.5`` too) or camera, 400 for a
-bad query, 500 naming file, episode, field and step for data that cannot
-be read (a frame that does not decode) and for any other failure; 400 for
-a request not addressed to ``127.0.0.1`` or ``localhost`` (DNS
-rebinding). Everything is served by the app: plotly.js comes from the
-installed ``plotly`` package, nothing from the network.
+`create_app` serves ``/`` (the dataset and its episode table) and
+``/episode/<split>/<index>`` (cameras as videos, plots, flags, instructions),
+their JSON under ``/api/`` and the MP4s under ``/video/``; every error is
+JSON ``{"error": ...}``. The routes, their parameters and status codes:
+docs/view.md.
 
 Example:
   >>> from rlds_lite import synthetic
@@ -134,8 +118,8 @@ def _table_query(view: dataset_view_lib.DatasetView, split: str):
     raise ValueError(f"query parameter 'order' must be asc or desc, got "
                      f'{order!r}.')
   offset, limit = _number('offset', int), _number('limit', int)
-  page = table_query.query(
-      view.table(split), sort=args.get('sort', 'index'),
+  page = table_query.query(view.table(split), table_query.Query(
+      sort=args.get('sort', 'index'),
       descending=order == 'desc',
       min_length=_number('min_length', int),
       max_length=_number('max_length', int),
@@ -145,7 +129,7 @@ def _table_query(view: dataset_view_lib.DatasetView, split: str):
       instruction=args.get('instruction') or None,
       where=args.get('where', '').strip() or None,
       offset=0 if offset is None else offset,
-      limit=100 if limit is None else limit)
+      limit=100 if limit is None else limit))
   return flask.jsonify(split=split, **page)
 
 

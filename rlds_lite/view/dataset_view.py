@@ -1,21 +1,10 @@
 """What the viewer shows of one dataset, read on demand and cached.
 
-`DatasetView` opens a prepared TFDS RLDS dataset (a directory or a
-registered name) without reading any episode, then answers the pages'
-questions: the dataset's features and splits, a split's statistics
-(``rlds_lite.stats.compute``, cached next to the dataset) and episode table
-(the split's episode catalog, ``rlds_lite.catalog``, cached too), one
-episode's data, and the video of one of its cameras. Episodes are read one
-at a time (`EpisodeReader`), so a dataset larger than memory is fine; the
-last few episodes and videos are kept in memory. All methods are safe to
-call from several threads.
-
-``last_step`` (``'invalid'``, RLDS, or ``'valid'``) is the one argument
-rlds_lite uses everywhere: it says whether the statistics, the table's
-``return`` and the episode page count the last step's action, reward and
-discount. What ``'invalid'`` leaves out is shown on the pages (the
-statistics' ``last_step_values``, the table's ``last_reward`` column), not
-as Python warnings.
+`DatasetView` opens a dataset without reading any episode and answers the
+pages' questions (features and splits, a split's statistics and episode
+table, one episode, one camera's video), one episode at a time, safe from
+several threads. ``last_step`` says whether the statistics, the table's
+``return`` and the episode page count the last step's values (docs/view.md).
 
 Example:
   >>> from rlds_lite import synthetic
@@ -68,14 +57,8 @@ class DatasetView:
     episodes_kept, videos_kept: how many decoded episodes and encoded
       videos to keep in memory.
 
-  Raises:
-    FileNotFoundError, ValueError: for a missing, unprepared or non-RLDS
-      dataset, an array_record dataset, an unknown split, a bad fps or
-      last_step.
-    rlds_lite.dataset_files.CorruptDatasetError: (a ValueError) naming the
-      first missing, empty or truncated shard of any split
-      (``rlds_lite.dataset_files.check_open``); damage only a read finds
-      (a flipped bit) is named by the pages that read it.
+  A dataset it cannot open is an error here; damage only a read finds is
+  named by the pages that read it (docs/guarantees.md).
   """
 
   def __init__(self, name_or_dir: Any, *, data_dir: Optional[str] = None,

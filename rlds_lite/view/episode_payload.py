@@ -1,13 +1,9 @@
 """One episode as the JSON the viewer's episode page draws.
 
-`episode_payload` turns a dense episode (``{'steps': {...[T, ...] NumPy},
-**metadata}``, as ``EpisodeReader.read`` gives) into plain JSON values: the
-plot panels (one series per element of each plotted field), the steps where
-``is_first`` / ``is_last`` / ``is_terminal`` hold, the language
-instructions, the cameras and the episode's metadata. The action, reward and
-discount of a last step are invalid in RLDS (``last_step='invalid'``, the
-default): they are sent as null (not drawn), and the payload says so; with
-``last_step='valid'`` they are drawn.
+`episode_payload` turns a dense NumPy episode (as ``EpisodeReader.read``
+gives) into plain JSON: plot panels, the steps where the ``is_*`` flags hold,
+instructions, cameras and metadata; last-step values RLDS calls invalid are
+null unless ``last_step='valid'``.
 
 Example:
   >>> import numpy as np, tensorflow as tf

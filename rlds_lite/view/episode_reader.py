@@ -1,16 +1,8 @@
 """Read one episode of a TFDS RLDS dataset on demand, as NumPy arrays.
 
-`EpisodeReader.read(split, index)` reads episode ``index`` of a split through
-TFDS slicing (``'train[index:index+1]'``), so only that episode's shard is
-opened and a dataset larger than memory is fine. Steps are parsed whole
-(``tfds.decode.SkipDecoding``) and decoded by one ``tf.function`` traced once
-per reader, so they equal ``rlds_lite.load(..., dense=True)``'s values; a read
-costs a TFDS pipeline set-up (about 0.1-0.2 s here) plus the episode's own
-decoding.
-
-Episode ``index`` is the ``index``-th episode of the split in file order,
-the order `read_order` gives to a full pass (TFDS interleaves the files of a
-dataset written without ``disable_shuffling`` unless told not to).
+`EpisodeReader.read(split, index)` reads the ``index``-th episode of a split
+in file order (`read_order`) through TFDS slicing, so only its shard is
+opened; its values equal ``rlds_lite.load(..., dense=True)``'s.
 
 Example:
   >>> import rlds_lite

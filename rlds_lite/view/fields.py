@@ -1,17 +1,10 @@
 """Which step fields the viewer shows how: cameras, language, plots.
 
-From a step spec (per-step ``tf.TensorSpec`` leaves, as
-``tfds.features.FeaturesDict.get_tensor_spec()`` gives):
-
-- cameras: uint8 ``[H, W, C]`` fields, C in 1, 3, 4 (the image-like fields
-  of ``rlds_lite.video.image_fields`` with a channel axis), shown as videos;
-- language: string fields named like an instruction, by the episode
-  catalog's rule (`rlds_lite.catalog.build.is_language_name`:
-  ``language_instruction``, ``instruction``, ``task``, ``prompt``, ...);
-- plots: numeric fields with at most `MAX_PLOTTED_ELEMENTS` elements per
-  step, grouped into panels (``action``, ``state`` for the observation,
-  ``reward``, ``discount``, ``other``); the ``is_*`` flags are drawn as
-  marks on the time axis instead.
+From a step spec: uint8 ``[H, W, C]`` fields are cameras (videos), string
+fields named like an instruction are language, numeric fields of at most
+`MAX_PLOTTED_ELEMENTS` elements are plotted in panels (``action``,
+``state``, ``reward``, ``discount``, ``other``); the ``is_*`` flags are
+marks on the time axis.
 
 Example:
   >>> import tensorflow as tf

@@ -1,9 +1,7 @@
 """A thread-safe LRU cache that computes each key once.
 
-The viewer's server answers requests on several threads: when the page asks
-for an episode's data and its two videos at once, the episode is read once
-and the others wait for it. A failed computation is not cached (the next
-caller tries again).
+Concurrent callers of one key wait for its one computation; a failure is not
+cached (the next caller tries again).
 
 Example:
   >>> calls = []

@@ -1,11 +1,8 @@
 """Serve the viewer on 127.0.0.1 (Werkzeug's threaded WSGI server).
 
 `start` binds the port (``0`` picks a free one) and returns a `Server`
-answering requests on its own threads; `serve` prints the URL and serves
-until Ctrl-C, warming the default split's episode table and statistics in
-the background so the first page does not wait for them. The server only
-listens on the loopback interface: the viewer is for the user at this
-machine.
+answering on its own threads; `serve` prints the URL and serves until
+Ctrl-C, warming the default split's table and statistics in the background.
 
 Example:
   >>> import urllib.request

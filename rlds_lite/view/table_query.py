@@ -1,25 +1,8 @@
 """Filter, sort and page a split's episode catalog (what the viewer's table shows).
 
-The table is the episode catalog (`rlds_lite.catalog`: one pass, cached next
-to the dataset); this module only shows it. `query` keeps the rows matching
-every filter given (length and return ranges, terminated or truncated, a
-case-insensitive substring of the language instructions, an EXPR over the
-catalog's columns), sorts them by a column (ties by episode index; text
-case-insensitively; missing values, such as no return or no instruction,
-last either way) and returns one page of JSON-ready rows.
-
-What a row shows, from the catalog's columns:
-
-- ``length``; ``return`` (summed over the reward's elements if it is a
-  vector; it follows the catalog's ``last_step``); ``last_reward`` (listed
-  as a column when ``last_step='invalid'`` left non-zero ones out of
-  ``return``);
-- ``status``: ``'terminated'``, ``'truncated'``, or None (an episode
-  without steps, a dataset without ``is_terminal``);
-- ``instructions``: the distinct non-empty values of the catalog's language
-  columns, then of scalar string metadata named like an instruction
-  (`rlds_lite.catalog.build.is_language_name`);
-- ``metadata``: ``episode_id`` and every scalar episode field.
+`query(table, Query(...))` keeps the catalog's rows matching every filter of
+the `Query`, sorts them and returns one page of JSON-ready rows (the columns
+a row shows: docs/view.md).
 
 Example:
   >>> import numpy as np
@@ -31,15 +14,17 @@ Example:
   ...                    'truncated': [False, True, False],
   ...                    'language_instruction': tasks},
   ...                   {'language': ['language_instruction']})
-  >>> page = query(catalog, sort='return', descending=True,
-  ...              status='terminated')
+  >>> page = query(catalog, Query(sort='return', descending=True,
+  ...                             status='terminated'))
   >>> page['matched'], [row['index'] for row in page['rows']]
   (2, [0, 2])
   >>> page['rows'][1]['instructions'], page['columns']
   (['pick'], ['index', 'length', 'return', 'status', 'instruction'])
 """
 
+import dataclasses
 import math
+import warnings
 from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
@@ -212,71 +197,135 @@ def _order(values: np.ndarray, rows: np.ndarray, descending: bool) -> np.ndarray
   return rows[np.lexsort((rows, rank, missing))]
 
 
-def query(table: Union[table_lib.Catalog, TableView], *, sort: str = 'index',
-          descending: bool = False, min_length: Optional[int] = None,
-          max_length: Optional[int] = None, min_return: Optional[float] = None,
-          max_return: Optional[float] = None, status: Optional[str] = None,
-          instruction: Optional[str] = None, where: Optional[str] = None,
-          offset: int = 0, limit: int = 100) -> Dict[str, Any]:
-  """One page of the catalog's rows matching the filters, sorted.
+@dataclasses.dataclass(frozen=True)
+class Query:
+  """One table request: the filters, the sort and the page.
 
-  Args:
-    table: a split's episode catalog (`rlds_lite.catalog.episodes`), or
-      its `TableView`.
+  Attributes:
     sort: ``'index'``, ``'length'``, ``'return'``, ``'last_reward'``,
-      ``'status'``, ``'instruction'`` or a metadata column.
+      ``'status'``, ``'instruction'`` or a metadata column (ties by index;
+      missing values last).
     descending: sort in descending order.
     min_length, max_length: keep lengths in this range (inclusive).
-    min_return, max_return: keep returns in this range (inclusive); an
-      episode without a return never matches a return filter.
+    min_return, max_return: keep returns in this range (inclusive).
     status: ``'terminated'`` or ``'truncated'`` (None: both).
     instruction: keep episodes with an instruction containing this text
       (case-insensitive).
     where: keep episodes matching this EXPR over the catalog's columns
       (``'length > 20 and success'``; docs/episodes.md).
-    offset, limit: the page (``limit`` at most 1000).
+    offset, limit: the page (``limit`` at most `MAX_LIMIT`).
+
+  Example:
+    >>> Query(status='truncated', limit=10)
+    Query(status='truncated', limit=10)
+  """
+  sort: str = 'index'
+  descending: bool = False
+  min_length: Optional[int] = None
+  max_length: Optional[int] = None
+  min_return: Optional[float] = None
+  max_return: Optional[float] = None
+  status: Optional[str] = None
+  instruction: Optional[str] = None
+  where: Optional[str] = None
+  offset: int = 0
+  limit: int = 100
+
+  def __post_init__(self):
+    if self.status not in (None,) + STATUSES:
+      raise ValueError(f'status must be one of {list(STATUSES)}, got '
+                       f'{self.status!r}.')
+    if self.offset < 0 or self.limit < 0:
+      raise ValueError(f'offset and limit must be >= 0, got {self.offset}, '
+                       f'{self.limit}.')
+
+  def __repr__(self) -> str:
+    changed = [f'{f.name}={getattr(self, f.name)!r}'
+               for f in dataclasses.fields(self)
+               if getattr(self, f.name) != f.default]
+    return f'Query({", ".join(changed)})'
+
+
+_QUERY_FIELDS = frozenset(f.name for f in dataclasses.fields(Query))
+_WARNED = set()
+
+
+def _request(request: Optional[Query], legacy: Dict[str, Any]) -> Query:
+  """The `Query` of a call, from the flat keywords of before it too."""
+  unknown = sorted(set(legacy) - _QUERY_FIELDS)
+  if unknown:
+    raise TypeError(f'query() got an unexpected keyword argument '
+                    f'{unknown[0]!r}')
+  if not legacy:
+    return Query() if request is None else request
+  if request is not None:
+    raise TypeError(f'query: pass {sorted(legacy)} in the Query(...), not '
+                    'beside it.')
+  if 'query' not in _WARNED:
+    _WARNED.add('query')
+    warnings.warn('table_query.query: the filter, sort and page keywords '
+                  'are now query(table, Query(...)); the old keywords will '
+                  'go in a later release.', DeprecationWarning, stacklevel=3)
+  return Query(**legacy)
+
+
+def _matching(view: TableView, request: Query) -> np.ndarray:
+  """Which rows every filter of ``request`` keeps."""
+  keep = np.ones(view.size, bool)
+  if request.min_length is not None:
+    keep &= view.length >= request.min_length
+  if request.max_length is not None:
+    keep &= view.length <= request.max_length
+  low, high = request.min_return, request.max_return
+  if low is not None or high is not None:
+    returns = (view.returns if view.returns is not None
+               else np.full(view.size, np.nan))
+    with np.errstate(invalid='ignore'):
+      if low is not None:
+        keep &= returns >= low
+      if high is not None:
+        keep &= returns <= high
+  if request.status is not None:
+    keep &= view.status == request.status
+  if request.instruction:
+    needle = request.instruction.lower()
+    keep &= np.asarray([any(needle in t.lower() for t in texts)
+                        for texts in view.instructions], bool)
+  if request.where:
+    keep &= view.catalog.mask(request.where)
+  return keep
+
+
+def query(table: Union[table_lib.Catalog, TableView],
+          request: Optional[Query] = None, **legacy: Any) -> Dict[str, Any]:
+  """One page of the catalog's rows matching the request's filters, sorted.
+
+  Args:
+    table: a split's episode catalog (`rlds_lite.catalog.episodes`), or
+      its `TableView`.
+    request: the `Query` (default: the first 100 rows by index).
+    **legacy: the keywords of before `Query` (``sort=``, ``status=``, ...),
+      still taken, warning once.
 
   Returns:
     ``{'total', 'matched', 'offset', 'limit', 'columns', 'last_step',
     'left_out_last_rewards', 'rows'}``: ``left_out_last_rewards`` counts
     the episodes whose non-zero last reward ``return`` leaves out.
 
-  Raises:
-    KeyError: for an unknown sort column.
-    ValueError: for an unknown status, a negative offset/limit or a bad
-      EXPR (`rlds_lite.catalog.ExpressionError`).
+  Example:
+    >>> from rlds_lite.catalog import Catalog
+    >>> catalog = Catalog({'index': [0, 1], 'length': [3, 5]})
+    >>> [r['index'] for r in query(catalog, Query(min_length=4))['rows']]
+    [1]
   """
-  if status not in (None,) + STATUSES:
-    raise ValueError(f'status must be one of {list(STATUSES)}, got {status!r}.')
-  if offset < 0 or limit < 0:
-    raise ValueError(f'offset and limit must be >= 0, got {offset}, {limit}.')
-  limit = min(limit, MAX_LIMIT)
+  request = _request(request, legacy)
   view = table if isinstance(table, TableView) else TableView(table)
-  catalog = view.catalog
-  keep = np.ones(view.size, bool)
-  if min_length is not None:
-    keep &= view.length >= min_length
-  if max_length is not None:
-    keep &= view.length <= max_length
-  if min_return is not None or max_return is not None:
-    returns = (view.returns if view.returns is not None
-               else np.full(view.size, np.nan))
-    with np.errstate(invalid='ignore'):
-      if min_return is not None:
-        keep &= returns >= min_return
-      if max_return is not None:
-        keep &= returns <= max_return
-  if status is not None:
-    keep &= view.status == status
-  if instruction:
-    needle = instruction.lower()
-    keep &= np.asarray([any(needle in t.lower() for t in texts)
-                        for texts in view.instructions], bool)
-  if where:
-    keep &= catalog.mask(where)
-  rows = _order(view.sort_values(sort), np.flatnonzero(keep), descending)
+  limit = min(request.limit, MAX_LIMIT)
+  rows = _order(view.sort_values(request.sort),
+                np.flatnonzero(_matching(view, request)), request.descending)
+  offset = request.offset
   return {'total': view.size, 'matched': int(len(rows)),
           'offset': offset, 'limit': limit, 'columns': view.columns,
-          'last_step': catalog.info.get('last_step', 'invalid'),
+          'last_step': view.catalog.info.get('last_step', 'invalid'),
           'left_out_last_rewards': view.left_out,
           'rows': [view.row(i) for i in rows[offset:offset + limit]]}

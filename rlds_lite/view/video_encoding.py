@@ -1,13 +1,8 @@
 """Encode an episode's camera frames as an MP4 (H.264) browsers play.
 
-H.264 in MP4 plays in every current browser (Chromium, Chrome, Firefox,
-Safari, Edge), Debian's headless ``chromium`` included. PyAV (``av``, the
-``view`` extra) encodes in-process with the ``libx264`` its wheels carry:
-no ffmpeg binary, no temporary file. Step ``i`` is frame ``i``, shown from
-``i / fps`` to ``(i + 1) / fps`` seconds; a keyframe every second keeps
-scrubbing quick. Frames smaller than 128 pixels are enlarged by a whole
-factor (nearest neighbour), so 4:2:0 chroma does not smear small images and
-pixels stay sharp.
+PyAV (the ``view`` extra) encodes in-process (no ffmpeg binary, no temporary
+file); step ``i`` is frame ``i``, a keyframe every second, small frames
+enlarged by a whole factor (docs/view.md).
 
 Example:
   >>> import numpy as np

@@ -233,3 +233,26 @@ def test_writer_errors_name_episode_and_field():
   assert str(error.value) == (
       "<episodes>: episode 0, field 'action': is missing; an "
       'il-representations dict needs it')
+
+
+def test_episodes_from_rows_of_before_transition_rows_still_works_and_warns(
+    monkeypatch):
+  monkeypatch.setattr(il, '_WARNED', set())
+  ends = np.array([0, 1, 1], bool)
+  terminated = np.array([0, 1, 0], bool)
+  rows = il.TransitionRows(np.arange(3.), np.arange(1., 4.), np.ones(3),
+                           np.array([1., 2., 3.]),
+                           extras={'info': np.arange(3)})
+  new = il.episodes_from_rows(rows, ends, terminated)
+  with pytest.warns(DeprecationWarning,
+                    match=r'is now episodes_from_rows\(TransitionRows'):
+    old = il.episodes_from_rows(np.arange(3.), np.arange(1., 4.), np.ones(3),
+                                np.array([1., 2., 3.]), ends, terminated,
+                                extras={'info': np.arange(3)})
+  convert_testing.assert_episodes_equal(old, new)
+  assert [e['steps']['info'].tolist() for e in new] == [[0, 1, 0], [2, 0]]
+  with pytest.raises(TypeError, match='pass discounts and extras in the '
+                     'TransitionRows'):
+    il.episodes_from_rows(rows, ends, terminated, extras={})
+  assert repr(rows) == ('TransitionRows(3 rows: observations, '
+                        'next_observations, actions, rewards, info)')

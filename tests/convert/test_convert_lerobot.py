@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 
 import av
 from hypothesis import given
@@ -68,7 +69,8 @@ NAMES = [n for n in convert_testing.NAMED_EPISODES if n != 'empty']
 @pytest.mark.parametrize('name', NAMES)
 def test_named_cases_round_trip(name, video, tmp_path):
   episodes = with_camera_and_task(convert_testing.NAMED_EPISODES[name])
-  root = lerobot.to_lerobot(episodes, tmp_path / 'd', fps=FPS, video=video)
+  root = lerobot.to_lerobot(episodes, tmp_path / 'd', fps=FPS,
+                            storage=lerobot.Storage(video=video))
   back, frames = split_images(list(lerobot.from_lerobot(root)))
   want, want_frames = split_images(episodes)
   convert_testing.assert_episodes_equal(back, want)
@@ -248,7 +250,7 @@ def test_bare_image_observation_is_observation_image(tmp_path):
   steps = {'observation': camera(3, 0), 'action': np.zeros((3, 1)),
            **episodes_lib.rlds_flags(3, False)}
   root = lerobot.to_lerobot([{'steps': steps}], tmp_path / 'd', fps=FPS,
-                            video=False)
+                            storage=lerobot.Storage(video=False))
   assert 'observation.image' in lerobot.read_info(root)['features']
   convert_testing.assert_episodes_equal(list(lerobot.from_lerobot(root)),
                                         [{'steps': steps}])
@@ -267,9 +269,10 @@ def test_default_task_key_absent_gives_the_default_task(tmp_path):
 def test_files_roll_at_their_size_limits(tmp_path):
   episodes = with_camera_and_task(
       convert_testing.NAMED_EPISODES['mixed-ends'] * 2)
-  root = lerobot.to_lerobot(episodes, tmp_path / 'd', fps=FPS, chunks_size=2,
-                            data_files_size_in_mb=1e-6,
-                            video_files_size_in_mb=1e-6)
+  root = lerobot.to_lerobot(episodes, tmp_path / 'd', fps=FPS,
+                            storage=lerobot.Storage(
+                                chunks_size=2, data_files_size_in_mb=1e-6,
+                                video_files_size_in_mb=1e-6))
   data = sorted(os.path.relpath(p, root) for p in
                 glob.glob(f'{root}/data/*/*.parquet'))
   assert data == [f'data/chunk-{i // 2:03d}/file-{i % 2:03d}.parquet'
@@ -750,8 +753,9 @@ def test_a_frame_size_the_codec_refuses_names_the_camera(tmp_path):
   steps = {'cam': np.zeros((2, 17, 33, 3), np.uint8),
            **episodes_lib.rlds_flags(2, False)}
   with pytest.raises(lerobot.ConversionError) as error:
-    lerobot.to_lerobot([{'steps': steps}], tmp_path / 'd', fps=FPS,
-                       vcodec='h264')  # x264 needs even sides for yuv420p.
+    lerobot.to_lerobot(  # x264 needs even sides for yuv420p.
+        [{'steps': steps}], tmp_path / 'd', fps=FPS,
+        storage=lerobot.Storage(vcodec='h264'))
   assert str(error.value).startswith(
       "<episodes>: episode 0, field 'cam': cannot be encoded with h264 "
       '(33x17 frames): ')
@@ -759,3 +763,32 @@ def test_a_frame_size_the_codec_refuses_names_the_camera(tmp_path):
   root = lerobot.to_lerobot([{'steps': steps}], tmp_path / 'd', fps=FPS)
   assert next(lerobot.from_lerobot(root))['steps']['cam'].shape == (
       2, 17, 33, 3)  # AV1 (SVT) takes odd sides.
+
+
+def test_the_storage_keywords_of_before_still_work_and_warn_once(
+    tmp_path, monkeypatch):
+  monkeypatch.setattr(lerobot, '_WARNED', set())
+  episodes = convert_testing.NAMED_EPISODES['terminal']
+  with pytest.warns(DeprecationWarning, match=r'to_lerobot: chunks_size=, '
+                    r'video= are now storage=Storage\(\.\.\.\)'):
+    old = lerobot.to_lerobot(episodes, tmp_path / 'old', fps=FPS,
+                             video=False, chunks_size=3)
+  new = lerobot.to_lerobot(episodes, tmp_path / 'new', fps=FPS,
+                           storage=lerobot.Storage(video=False, chunks_size=3))
+  assert lerobot.read_info(old) == lerobot.read_info(new)
+  assert lerobot.read_info(old)['chunks_size'] == 3
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    lerobot.to_lerobot(episodes, tmp_path / 'again', fps=FPS, video=False)
+  assert not [w for w in caught if 'storage=' in str(w.message)]  # Once.
+  with pytest.raises(TypeError, match=r"pass \['video'\] in storage="):
+    lerobot.to_lerobot(episodes, tmp_path / 'x', fps=FPS, video=False,
+                       storage=lerobot.Storage())
+  with pytest.raises(TypeError, match="unexpected keyword argument 'fsp'"):
+    lerobot.to_lerobot(episodes, tmp_path / 'x', fps=FPS, fsp=3)
+
+
+def test_storage_repr_names_what_differs_from_lerobots_defaults():
+  assert repr(lerobot.Storage()) == 'Storage()'
+  assert repr(lerobot.Storage(video=False, vcodec='h264')) == (
+      "Storage(video=False, vcodec='h264')")

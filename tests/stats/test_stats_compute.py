@@ -487,3 +487,42 @@ def test_a_key_with_a_slash_is_named_not_a_key_error(given, tmp_path):
       "stats.compute: key 'steps/a/b' holds a '/', which rlds_lite reads as "
       "nesting (fields are named by paths such as 'observation/image'); "
       'rename it or nest it.')
+
+
+def test_a_named_transform_is_cached_under_its_key(dataset_dir, monkeypatch):
+  calls = []
+  real_pass = streaming._pass
+  monkeypatch.setattr(streaming, '_pass',
+                      lambda *a, **k: calls.append(1) or real_pass(*a, **k))
+  named = stats.Transform(lambda episodes: episodes.take(3), key='first-3')
+  first = stats.compute(dataset_dir, transform=named, progress=False)
+  assert (first.num_episodes, first.source['transform']) == (3, 'first-3')
+  again = stats.compute(dataset_dir, transform=stats.Transform(
+      lambda episodes: episodes.take(3), key='first-3'), progress=False)
+  assert again == first and len(calls) == 1  # The same key: a hit.
+
+
+def test_transform_key_still_works_and_warns_once(dataset_dir, monkeypatch):
+  monkeypatch.setattr(streaming, '_WARNED', set())
+  take = lambda episodes: episodes.take(2)
+  with pytest.warns(DeprecationWarning,
+                    match=r'transform_key= is now transform=Transform'):
+    old = stats.compute(dataset_dir, transform=take, transform_key='two',
+                        cache=False, progress=False)
+  assert (old.num_episodes, old.source['transform']) == (2, 'two')
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    stats.compute(dataset_dir, transform=take, transform_key='two',
+                  cache=False, progress=False)
+  assert not [w for w in caught if 'transform_key' in str(w.message)]
+  with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+    stats.compute(dataset_dir, colour=1)
+
+
+def test_an_opened_source_is_read_as_its_path(dataset_dir):
+  opened = rlds_lite.open(dataset_dir)
+  assert stats.compute(opened, cache=False, progress=False) == stats.compute(
+      dataset_dir, cache=False, progress=False)
+  part = stats.compute(opened.with_split('train[:2]'), cache=False,
+                       progress=False)  # Its own split.
+  assert (part.num_episodes, part.source['split']) == (2, 'train[:2]')

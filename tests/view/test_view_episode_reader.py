@@ -70,7 +70,8 @@ def test_table_rows_are_the_episodes_read_even_with_interleaved_files(
       split='train', decoders={'steps': tfds.decode.SkipDecoding()})]
   assert default_order != sorted(default_order)  # Interleaved by default.
   view = dataset_view.DatasetView(dataset, cache=False)
-  rows = table_query.query(view.table('train'), limit=1000)['rows']
+  rows = table_query.query(view.table('train'),
+                           table_query.Query(limit=1000))['rows']
   assert [r['metadata']['episode_id'] for r in rows] == list(range(100, 140))
   # Rows around the files' 16-episode interleaving blocks.
   picked = [0, 15, 16, 19, 20, 31, 32, 39]

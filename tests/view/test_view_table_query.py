@@ -4,11 +4,14 @@ The table is an episode catalog (`rlds_lite.catalog.Catalog`) with the
 columns `rlds_lite.catalog.episodes` gives.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
 from rlds_lite.catalog import Catalog
 from rlds_lite.view import table_query
+from rlds_lite.view.table_query import Query
 
 # index:        0       1        2       3        4       5
 LENGTHS = [5, 2, 9, 5, 1, 7]
@@ -87,13 +90,13 @@ CASES = {
 
 @pytest.mark.parametrize('kwargs, expected', CASES.values(), ids=CASES.keys())
 def test_query_cases(table, kwargs, expected):
-  page = table_query.query(table, **kwargs)
+  page = table_query.query(table, Query(**kwargs))
   assert [row['index'] for row in page['rows']] == expected
   assert page['total'] == 6
 
 
 def test_matched_counts_all_pages(table):
-  page = table_query.query(table, status='truncated', limit=1)
+  page = table_query.query(table, Query(status='truncated', limit=1))
   assert page['matched'] == 3 and len(page['rows']) == 1
 
 
@@ -127,10 +130,10 @@ def test_no_reward_or_is_terminal_columns():
   table = _catalog(**{'return': None, 'last_reward': None,
                       'terminated': None, 'truncated': None})
   assert [r['index'] for r in table_query.query(
-      table, sort='return', descending=True)['rows']] == list(range(6))
-  assert table_query.query(table, min_return=0)['matched'] == 0
+      table, Query(sort='return', descending=True))['rows']] == list(range(6))
+  assert table_query.query(table, Query(min_return=0))['matched'] == 0
   # Without is_terminal the ending is unknown: no status matches.
-  assert table_query.query(table, status='truncated')['matched'] == 0
+  assert table_query.query(table, Query(status='truncated'))['matched'] == 0
   row = table_query.query(table)['rows'][0]
   assert (row['return'], row['terminated'], row['truncated']) == (
       None, None, None)
@@ -142,11 +145,11 @@ def test_an_episode_without_steps_is_neither_terminated_nor_truncated():
                    truncated=np.array([False, True, False, False, True,
                                        False]))
   assert [r['index'] for r in table_query.query(
-      table, status='truncated')['rows']] == [1, 4]
+      table, Query(status='truncated'))['rows']] == [1, 4]
   row = table_query.query(table)['rows'][2]
   assert (row['terminated'], row['truncated']) == (False, False)
   assert [r['index'] for r in table_query.query(
-      table, sort='status')['rows']] == [0, 3, 5, 1, 4, 2]
+      table, Query(sort='status'))['rows']] == [0, 3, 5, 1, 4, 2]
 
 
 def test_vector_rewards_are_summed_over_their_elements():
@@ -166,7 +169,7 @@ def test_episode_level_language_and_empty_instructions():
   assert [r['instructions'] for r in rows[:4]] == [
       ['Pick the cup'], ['stack'], ['place it'], ['pick']]
   assert [r['index'] for r in table_query.query(
-      table, instruction='STACK')['rows']] == [1]
+      table, Query(instruction='STACK'))['rows']] == [1]
   # Still a metadata column too.
   assert rows[1]['metadata']['episode_metadata/language_instruction'] == (
       'stack')
@@ -175,12 +178,13 @@ def test_episode_level_language_and_empty_instructions():
 def test_a_table_view_answers_like_its_catalog(table):
   view = table_query.TableView(table)
   for kwargs, _ in CASES.values():
-    assert table_query.query(view, **kwargs) == table_query.query(
-        table, **kwargs)
+    assert table_query.query(view, Query(**kwargs)) == (
+        table_query.query(table, Query(**kwargs)))
 
 
 def test_limit_is_capped(table):
-  assert table_query.query(table, limit=10**6)['limit'] == table_query.MAX_LIMIT
+  assert table_query.query(table, Query(limit=10**6))['limit'] == (
+      table_query.MAX_LIMIT)
 
 
 @pytest.mark.parametrize('kwargs, error, message', [
@@ -193,4 +197,26 @@ def test_limit_is_capped(table):
 ])
 def test_bad_queries(table, kwargs, error, message):
   with pytest.raises(error, match=message):
-    table_query.query(table, **kwargs)
+    table_query.query(table, Query(**kwargs))
+
+
+def test_the_old_keywords_still_work_and_warn_once(table, monkeypatch):
+  monkeypatch.setattr(table_query, '_WARNED', set())
+  with pytest.warns(DeprecationWarning,
+                    match=r'now query\(table, Query\(\.\.\.\)\)'):
+    old = table_query.query(table, status='truncated', sort='length')
+  assert old == table_query.query(table, Query(status='truncated',
+                                               sort='length'))
+  with warnings.catch_warnings():
+    warnings.simplefilter('error')
+    table_query.query(table, limit=2)  # Once only.
+  with pytest.raises(TypeError, match=r"pass \['limit'\] in the Query"):
+    table_query.query(table, Query(), limit=2)
+  with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+    table_query.query(table, colour=2)
+
+
+def test_query_repr_names_what_differs_from_the_defaults():
+  assert repr(Query()) == 'Query()'
+  assert repr(Query(sort='return', descending=True)) == (
+      "Query(sort='return', descending=True)")
