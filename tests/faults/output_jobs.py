@@ -65,7 +65,8 @@ def write(kind: str, parent: str, version: int, overwrite: bool = False
     minari.to_minari(episodes(version), parent, MINARI_ID,
                      if_exists='overwrite' if overwrite else 'error')
   elif kind == 'lerobot':
-    lerobot.to_lerobot(episodes(version), out, fps=10, storage=lerobot.Storage(video=False),
+    lerobot.to_lerobot(episodes(version), out, fps=10,
+                       storage=lerobot.Storage(video=False),
                        if_exists='overwrite' if overwrite else 'error')
   elif kind == 'chunk':
     random_access.convert(source(parent, version), out, overwrite=overwrite,
