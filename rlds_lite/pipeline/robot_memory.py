@@ -67,6 +67,7 @@ from typing import Any, Callable, Dict, NamedTuple, Optional, Union
 
 from rlds_lite import byte_sizes
 from rlds_lite.images import decode as decode_lib
+from rlds_lite.sample_kinds import RobotSamples
 
 DECODES = ('auto', 'per_episode', 'after_sampling')
 """The values of ``decode``."""
@@ -221,23 +222,23 @@ def segment_frames(segment_steps: Optional[int], sizes: Sizes, history: int,
   return max(frames, 1.0)
 
 
-def estimate(decode: str, segment_steps: Optional[int], pool_episodes: int,
-             open_episodes: int, sizes: Sizes, *, batch_size: int,
-             prefetch: int, history: int, history_stride: int,
-             goal: Optional[str]) -> RobotMemory:
-  """The memory of a plan (module docstring formula).
+def estimate(plan: DecodePlan, sizes: Sizes, kind: RobotSamples, *,
+             batch_size: int, prefetch: int) -> RobotMemory:
+  """The memory of ``plan`` (its ``memory`` unused) for ``kind``'s samples.
 
   Example:
     >>> sizes = Sizes(step_bytes=1000, episode_bytes=10**4, num_episodes=9,
     ...               mean_episode_steps=100.0, sample_bytes=2000,
     ...               frames_per_sample=2.0)
-    >>> estimate('per_episode', 10, 4, 4, sizes, batch_size=8, prefetch=2,
-    ...          history=2, history_stride=1, goal=None).pools
+    >>> estimate(DecodePlan('per_episode', 10, 4, 4, None), sizes,
+    ...          RobotSamples(history=2), batch_size=8, prefetch=2).pools
     88000
   """
+  decode, segment_steps = plan.decode, plan.segment_steps
+  pool_episodes, open_episodes = plan.pool_episodes, plan.open_episodes
   if decode == 'per_episode':
-    frames = segment_frames(segment_steps, sizes, history, history_stride,
-                            goal)
+    frames = segment_frames(segment_steps, sizes, kind.history,
+                            kind.history_stride, kind.goal)
     pools = POOL_COPIES * pool_episodes * frames * sizes.step_bytes
   else:
     pools = POOL_COPIES * pool_episodes * sizes.episode_bytes
@@ -273,9 +274,8 @@ def _fewer_pooled(plan: Callable[..., DecodePlan], budget: int, smallest: int,
   return candidate
 
 
-def pick(budget: Optional[int], sizes: Sizes, *, batch_size: int,
-         prefetch: int, history: int, history_stride: int,
-         goal: Optional[str], decode: str = 'auto',
+def pick(budget: Optional[int], sizes: Sizes, kind: RobotSamples, *,
+         batch_size: int, prefetch: int, decode: str = 'auto',
          segment_steps: Optional[int] = None,
          pool_episodes: Optional[int] = None,
          op: str = 'robot_samples_dataset') -> DecodePlan:
@@ -302,20 +302,12 @@ def pick(budget: Optional[int], sizes: Sizes, *, batch_size: int,
     >>> sizes = Sizes(step_bytes=245 << 10, episode_bytes=3 << 20,
     ...               num_episodes=48, mean_episode_steps=120.0,
     ...               sample_bytes=490 << 10, frames_per_sample=2.0)
-    >>> kwargs = dict(batch_size=64, prefetch=2, history=2, history_stride=1,
-    ...               goal=None)
-    >>> pick(1 << 30, sizes, **kwargs)[:4]   # segments of 16 samples
+    >>> kind = RobotSamples(history=2)
+    >>> pick(1 << 30, sizes, kind, batch_size=64, prefetch=2)[:4]
     ('per_episode', 16, 48, 48)
-    >>> pick(700 << 20, sizes, **kwargs)[:4]   # of 4, the whole pool
-    ('per_episode', 4, 48, 48)
-    >>> pick(640 << 20, sizes, **kwargs)[:4]   # of 4, a smaller pool
-    ('per_episode', 4, 40, 48)
   """
   default_pool = max(1, min(batch_size, MAX_POOL_EPISODES, sizes.num_episodes))
   pool = pool_episodes or default_pool
-  common = dict(batch_size=batch_size, prefetch=prefetch, history=history,
-                history_stride=history_stride, goal=goal)
-
   def plan(mode: str, segments: Optional[int],
            pool_size: Optional[int] = None) -> DecodePlan:
     pool_size = pool_size or pool
@@ -324,9 +316,9 @@ def pick(budget: Optional[int], sizes: Sizes, *, batch_size: int,
                          math.ceil(OPEN_EPISODES_FACTOR * pool_size))
                      if segmented else 1)
     open_episodes = max(open_episodes, pool_size) if segmented else 1
-    return DecodePlan(mode, segments, pool_size, open_episodes,
-                      estimate(mode, segments, pool_size, open_episodes, sizes,
-                               **common))
+    planned = DecodePlan(mode, segments, pool_size, open_episodes, None)
+    return planned._replace(memory=estimate(
+        planned, sizes, kind, batch_size=batch_size, prefetch=prefetch))
 
   if decode != 'auto' or segment_steps is not None:
     mode = 'per_episode' if decode == 'auto' else decode

@@ -548,6 +548,8 @@ class FrameDecoding:
       ``min(batch_size, 64, episodes)``).
     prefetch: batches prefetched.
     num_parallel_calls: parallelism of decoding and gathering.
+    image_specs: for a ``tf.data.Dataset`` source, ``{path: ImageSpec}`` of
+      its encoded image fields (a TFDS dataset declares its own).
 
   Example:
     >>> FrameDecoding(image_size=(128, 128)).resize_method
@@ -559,6 +561,7 @@ class FrameDecoding:
   pool_episodes: Optional[int] = None
   prefetch: int = 1
   num_parallel_calls: Optional[int] = tf.data.AUTOTUNE
+  image_specs: Optional[Specs] = None
 
 
 _KIND_FIELDS = tuple(f.name for f in dataclasses.fields(sample_kinds.RobotSamples))
@@ -713,10 +716,9 @@ def _plan(call: _Call, batch_size: int, decode: str,
                                      specs, frames.image_size, kind.history,
                                      kind.goal, value_bytes)
   return robot_memory.pick(
-      budget, sizes, batch_size=batch_size, prefetch=frames.prefetch,
-      history=kind.history, history_stride=kind.history_stride,
-      goal=kind.goal, decode=decode, segment_steps=segment_steps,
-      pool_episodes=pool_episodes, op=op)
+      budget, sizes, kind, batch_size=batch_size, prefetch=frames.prefetch,
+      decode=decode, segment_steps=segment_steps, pool_episodes=pool_episodes,
+      op=op)
 
 
 def robot_samples_dataset(
@@ -728,7 +730,6 @@ def robot_samples_dataset(
     memory_budget: Union[int, str, None] = None,
     frames: Optional[FrameDecoding] = None,
     episode_fields: Union[str, Sequence[str]] = (),
-    image_specs: Optional[Specs] = None,
     shuffle: bool = True,
     seed: Optional[int] = None,
     drop_last_batch: bool = False,
@@ -769,13 +770,12 @@ def robot_samples_dataset(
     frames: a `FrameDecoding` (output size, resizing, segments, pools,
       prefetch, parallelism).
     episode_fields: episode metadata copied into every sample.
-    image_specs: for a dataset source, ``{path: ImageSpec}`` of its encoded
-      image fields.
     shuffle: shuffle (files, segments and samples); else episode order.
     seed: an int, the seed of all shuffling and sampling (None: random).
     drop_last_batch: drop a last batch smaller than ``batch_size``.
     **legacy: the keywords of before `RobotSamples` (``history=``,
-      ``image_size=``, ``split=``, ...), still taken, warning once.
+      ``image_size=``, ``image_specs=``, ``split=``, ...), still taken,
+      warning once.
 
   Returns:
     A ``tf.data.Dataset`` of batches.
@@ -800,7 +800,7 @@ def robot_samples_dataset(
   batch_size = _batch_size(batch_size, op)
   prefetch = inputs.check_non_negative_int(frames.prefetch, 'prefetch', op)
   seed = inputs.check_seed(seed, op)
-  episodes, specs = _source(call.source, shuffle, seed, image_specs,
+  episodes, specs = _source(call.source, shuffle, seed, frames.image_specs,
                             kind.observation_key, op)
   episode_fields = _episode_fields(episodes, kind, episode_fields, op)
   layout = _Layout(specs, kind, episode_fields, frames, op)
@@ -903,10 +903,17 @@ def _per_episode(episodes, seeds, layout, plan, batch_size, shuffle, seed,
   frames = layout.history + (1 if layout.goal is not None else 0)
   return pools.pooled_batches(
       decoded, _sampler(layout, frames, link=link), batch_size,
-      shuffle=shuffle, pool='samples', pool_episodes=plan.pool_episodes,
-      seed=seed, num_parallel_calls=num_parallel_calls, deterministic=True,
-      drop_last_batch=drop_last_batch, prefetch=0, spread_episodes=True,
-      op='robot_samples_dataset')
+      shuffle=shuffle, seed=seed, drop_last_batch=drop_last_batch,
+      pooling=_pooling(plan, num_parallel_calls), op='robot_samples_dataset')
+
+
+def _pooling(plan: robot_memory.DecodePlan,
+             num_parallel_calls: Optional[int]) -> pools.Pooling:
+  """The pools of a plan: its episodes, dealt out episode by episode."""
+  return pools.Pooling(pool='samples', pool_episodes=plan.pool_episodes,
+                       spread_episodes=True,
+                       num_parallel_calls=num_parallel_calls,
+                       deterministic=True, prefetch=0)
 
 
 def _after_sampling(episodes, seeds, layout, plan, batch_size, shuffle, seed,
@@ -928,9 +935,7 @@ def _after_sampling(episodes, seeds, layout, plan, batch_size, shuffle, seed,
   # encoded frames at once: measured ~300 MB for 48 camera episodes).
   encoded = pools.pooled_batches(
       plans, _sampler(layout, frames, gather_size=batch_size), batch_size,
-      shuffle=shuffle, pool='samples', pool_episodes=plan.pool_episodes,
-      seed=seed, num_parallel_calls=num_parallel_calls, deterministic=True,
-      drop_last_batch=drop_last_batch, prefetch=0, spread_episodes=True,
-      op='robot_samples_dataset')
+      shuffle=shuffle, seed=seed, drop_last_batch=drop_last_batch,
+      pooling=_pooling(plan, num_parallel_calls), op='robot_samples_dataset')
   return encoded.map(_decode_batch(layout),
                      num_parallel_calls=num_parallel_calls, deterministic=True)
