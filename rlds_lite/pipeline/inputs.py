@@ -77,16 +77,6 @@ def check_seed(seed: Any, op: str) -> Optional[int]:
 def dense_episodes(episodes: tf.data.Dataset, op: str) -> tf.data.Dataset:
   """``episodes`` with dense steps (nested steps datasets are converted).
 
-  Args:
-    episodes: a dataset of RLDS episodes, dense or with nested steps.
-    op: the calling op, for error messages.
-
-  Returns:
-    The episodes with ``steps`` as a dict of ``[T, ...]`` tensors.
-
-  Raises:
-    TypeError: if ``episodes`` is not a dataset of episode dicts with steps.
-
   Example:
     >>> steps = tf.data.Dataset.from_tensor_slices({'x': [1, 2]})
     >>> ds = dense_episodes(tf.data.Dataset.from_tensors({'steps': steps}), 'op')
@@ -170,7 +160,8 @@ _WARNED = set()
 """``(op, new spelling)`` pairs already warned about (each warns once)."""
 
 
-def warn_renamed(op: str, old: Iterable[str], new: str) -> None:
+def warn_renamed(op: str, old: Iterable[str], new: str,
+                 stacklevel: int = 4) -> None:
   """One ``DeprecationWarning`` per ``(op, new)``: ``old`` keywords are now ``new``.
 
   Example:
@@ -186,7 +177,8 @@ def warn_renamed(op: str, old: Iterable[str], new: str) -> None:
     return
   _WARNED.add((op, new))
   warnings.warn(f'{op}: {sorted(old)} are now {new}; the old keywords will '
-                'go in a later release.', DeprecationWarning, stacklevel=4)
+                'go in a later release.', DeprecationWarning,
+                stacklevel=stacklevel)
 
 
 def check_keywords(op: str, keywords: Dict[str, Any],

@@ -1,42 +1,8 @@
-"""Shuffled training batches from dense episodes, through pools.
+"""Shuffled training batches from dense episodes, through pools of episodes whose steps are stored once.
 
-The engine behind ``windows_dataset`` and ``transitions_dataset``. A
-``Sampler`` says how one dense episode becomes samples, in two forms: whole
-(``samples``: a dict of ``[N, ...]`` tensors) or as a *plan* (``plan``: the
-steps to keep, the samples as int32 step indices ``[N, ...]`` and per-sample
-values) to be materialised later by ``assemble``. Two pooling modes, both
-shuffling through pools of ``pool_episodes`` episodes whose steps are stored
-once (not once per sample):
-
-* ``'samples'`` (small samples, e.g. vector observations): a parallel
-  ``map`` plans each episode, ``window(pool_episodes)`` groups consecutive
-  episodes into a pool, their steps are concatenated (one ``rebatch``, no
-  per-step element) and the step indices of all the pool's samples permuted
-  together (one stateless, seeded permutation of indices, not of samples);
-  a parallel ``map`` then gathers the samples a few batches at a time (one
-  ``tf.gather`` per field), aligned on batch boundaries so that
-  ``rebatch(batch_size)`` passes them on without copies. Memory: about two
-  pools of steps, ``2 * pool_episodes * episode_bytes``, plus
-  ``GATHER_BYTES`` of samples in flight; a batch mixes about
-  ``min(pool_episodes, batch_size)`` episodes (consecutive batches of a pool
-  draw from the same episodes: raise ``pool_episodes`` for short episodes).
-* ``'episodes'`` (large samples, e.g. windows of images, where a window
-  repeats every frame ``size`` times): a parallel ``map`` plans each episode
-  (its samples as step indices, permuted), and ``interleave`` keeps
-  ``pool_episodes`` episodes open, taking ``ceil(batch_size /
-  pool_episodes)`` samples from each in turn (one gather per field), which
-  ``rebatch(batch_size)`` then groups. Memory: about ``pool_episodes *
-  episode_bytes`` (an episode leaves the pool as soon as its samples are
-  out); a batch mixes about ``min(pool_episodes, batch_size)`` episodes.
-  There is one ``tf.data`` element per chunk of samples, which is cheap next
-  to large samples but not next to small ones.
-
-``'auto'`` picks ``'episodes'`` when a sample takes more than
-``AUTO_EPISODES_ABOVE`` bytes. Neither mode has a per-step ``tf.data``
-element (the cost the RLDS recipe ``flat_map(batch) + shuffle + batch`` pays
-on every step) or a per-element shuffle buffer; every sample comes out
-exactly once per pass over the episodes (same samples in both modes, only
-the order differs), and every batch is full but the last.
+The engine behind ``windows_dataset`` and ``transitions_dataset``: a
+``Sampler`` says how an episode becomes samples, a `Pooling` how they are
+pooled (``'samples'`` or ``'episodes'`` mode; docs/pooling.md).
 
 Example:
   >>> import tensorflow as tf

@@ -1,58 +1,8 @@
 """Where ``robot_samples_dataset`` decodes frames, and the memory that takes.
 
-Two placements (``decode=``):
-
-* ``'per_episode'``: each frame a sample uses is decoded once, with the
-  other frames of its *segment* (``segment_steps`` consecutive samples of
-  one episode; None: the whole episode), and the decoded segments of
-  ``pool_episodes`` episodes are pooled and shuffled. Frames shared by two
-  segments (a history reaching back across the boundary) are decoded once:
-  a shuffled episode's segments come out in a random rotation of their
-  time order and each takes them from the one before
-  (``rlds_lite.pipeline.robot_carry``); only the rotation's first segment,
-  or one whose predecessor is in the same pool, decodes them again.
-  Unshuffled, they are decoded in both segments: ``(history - 1) *
-  history_stride / segment_steps`` extra decodes per sample.
-  Memory grows with ``pool_episodes * segment_steps`` decoded frames.
-* ``'after_sampling'``: encoded episodes are pooled and shuffled (an encoded
-  frame is ~10x smaller than a decoded one) and each batch's frames are
-  decoded after sampling: one decode per use (``history`` per sample),
-  except that identical frames of a batch are decoded once. Small next to
-  whole decoded episodes, but short segments are usually as small (measured
-  on the image benchmark: segments of 2 from 48 episodes grew 423-586 MB,
-  decoding after sampling from 48 episodes 436-610 MB) and cheaper (700-790
-  us of CPU per sample against 860-960): ``'auto'`` takes it only when no
-  segments fit.
-
-``'auto'`` picks for ``memory_budget`` (default ``DEFAULT_MEMORY_BUDGET``)
-the largest segments that fit with the whole pool (``pool_episodes``,
-default ``min(batch_size, MAX_POOL_EPISODES, episodes)``): whole episodes,
-then 64, 32, ... ``CHEAP_SEGMENT_STEPS`` samples; else those with a pool
-down to 3/4 of it; else segments of ``MIN_SEGMENT_STEPS``, then
-``'after_sampling'`` (see ``pick``).
-``plan_robot_samples`` returns the choice as a ``DecodePlan`` whose
-``repr`` shows it with its memory estimate (``RobotMemory``), and
-``robot_samples_dataset`` logs it.
-
-Memory estimate (bytes; ``D`` = one step's frames decoded at the output
-size, ``E`` = an encoded episode (split bytes / episodes), ``F`` = frames a
-segment decodes, ``S`` = a decoded sample)::
-
-  open_episodes = OPEN_EPISODE_COPIES * open_episodes * E  # read, cut
-  pools         = POOL_COPIES * pool_episodes * F * D      # per_episode
-                = POOL_COPIES * pool_episodes * E          # after_sampling
-  batches       = (prefetch + DECODES_IN_FLIGHT) * batch_size * S  # per_episode
-                = (prefetch + 2 * DECODES_IN_FLIGHT) * batch_size * S
-  runtime       = RUNTIME_FRACTION * (the parts above) + RUNTIME_EPISODES * E
-
-Calibrated on RSS growth (``benchmarks/bench_images.py``'s dataset, ten
-plans from segments of 2 of 2 episodes to whole episodes, in-graph and in a
-Python loop, two runs each): measured / estimated 0.81-1.31. Checked over
-three passes after one on nine plans of 37-48 pooled episodes (segments of
-2 to 16, and after sampling): 0.83-1.25; 0.88-1.12 for those pooling all
-48 episodes. TensorFlow's CPU allocator keeps the memory it has grown to
-and grows in doubling regions, so the same plan's peak varies by up to
-~25% from run to run.
+``pick`` plans (a ``DecodePlan``: ``'per_episode'`` segments or
+``'after_sampling'``, pools) for a budget; ``estimate`` is the calibrated
+formula of docs/pooling.md (a ``RobotMemory``).
 
 Example:
   >>> plan = DecodePlan('per_episode', 16, 32, 40, None)
@@ -294,9 +244,6 @@ def pick(budget: Optional[int], sizes: Sizes, kind: RobotSamples, *,
 
   A given ``pool_episodes`` is not shrunk. A given ``decode`` or
   ``segment_steps`` is kept (the estimate is then only reported).
-
-  Raises:
-    ValueError: if nothing fits, naming the numbers.
 
   Example:
     >>> sizes = Sizes(step_bytes=245 << 10, episode_bytes=3 << 20,

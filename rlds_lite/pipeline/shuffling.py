@@ -1,51 +1,16 @@
 """Step and episode shuffling of a TFDS RLDS split, every step read once.
 
-The RLDS FAQ recipe for shuffled steps interleaves ``N`` copies of a dataset
-(each step is then read ``N`` times) or, to avoid duplicates, datasets built
-from disjoint split slices, each ``flat_map``-ed to steps, then maybe
-``shuffle(buffer)``. ``shuffled_steps`` does that in one call, without a
-per-step ``tf.data`` element:
-
-1. the split is cut into ``num_slices`` disjoint, even slices (absolute
-   TFDS slices ``train[a:b]``: each one a file instruction, or two across a
-   shard boundary), read as dense episodes (``rlds_lite.load(...,
-   dense=True)``) in a seeded random order, new every epoch;
-2. TFDS's own file interleave reads ``cycle_length`` slices at once, one
-   episode from each in turn (``num_parallel_reads`` of them in parallel),
-   each with a bounded read buffer and no TFDS prefetch;
-3. optionally an episode shuffle buffer of ``episode_shuffle_buffer``
-   episodes;
-4. ``read_ahead`` episodes read ahead in the background (a ``prefetch``,
-   so that reading goes on while batches are cut);
-5. a sliding window mixing the steps of ``pool_episodes`` consecutive
-   episodes (`rlds_lite.pipeline.sliding`): blocks of ``block_episodes =
-   ceil(pool_episodes / num_blocks)`` episodes, ``num_blocks = min(8,
-   pool_episodes)`` of them in the window, each block's steps permuted once
-   and given out over ``num_blocks`` units, cut into batches.
-
-Every step of the split comes out exactly once per pass. ``estimate_memory``
-says what each knob costs (a ``ShuffleMemory``), and ``memory_budget`` picks
-the knobs left unset so that the estimate fits (see ``pick_knobs``).
-``shuffled_episodes`` is steps 1-3 alone: whole dense episodes in a shuffled
-order.
-
-Memory estimate (bytes; ``E`` = mean episode bytes = mean steps per episode
-x bytes of one decoded step, from the features; ``S`` = step bytes)::
-
-  episode_buffer = episode_shuffle_buffer * E
-  interleave     = cycle_length * (READ_BUFFER_BYTES
-                                   + (2 * num_parallel_reads - 1) * E)
-  pools          = (num_blocks + 3) * block_episodes * E  # window, next
-                                       # unit's block, block being read and
-                                       # concatenated (~1.4 x pool_episodes)
-  read_ahead     = read_ahead * E      # default: block_episodes
-  batches        = prefetch * batch_size * S + gather_size * S
+``shuffled_steps`` reads disjoint slices of the split interleaved (the RLDS
+FAQ recipe, without a per-step element) and mixes their steps in a sliding
+window; its knobs are a `ShuffleKnobs`, ``estimate_memory`` says what they
+hold and ``memory_budget`` picks them (docs/shuffling.md).
+``shuffled_episodes`` gives whole episodes in a shuffled order.
 
 Example:
   >>> from rlds_lite import synthetic
   >>> path = synthetic.dataset(6, seed=0)
-  >>> ds = shuffled_steps(path, batch_size=32, num_slices=3, seed=0,
-  ...                     episode_fields='episode_id')
+  >>> ds = shuffled_steps(path, batch_size=32, knobs=ShuffleKnobs(num_slices=3),
+  ...                     seed=0, episode_fields='episode_id')
   >>> sum(int(b['reward'].shape[0]) for b in ds) == count_steps(path)  # once
   True
   >>> memory = estimate_memory(path, batch_size=32)
