@@ -6,6 +6,8 @@ Example:
   3
 """
 
+import os
+import sys
 from typing import Any, Dict, Iterable, Optional, Tuple
 import warnings
 
@@ -156,12 +158,20 @@ def check_episode_fields(episodes: tf.data.Dataset, fields: Any,
   return fields
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _WARNED = set()
 """``(op, new spelling)`` pairs already warned about (each warns once)."""
 
 
-def warn_renamed(op: str, old: Iterable[str], new: str,
-                 stacklevel: int = 4) -> None:
+def _outside_stacklevel() -> int:
+  """The ``stacklevel`` of the first caller outside rlds_lite (for warnings)."""
+  frame, level = sys._getframe(2), 2  # pylint: disable=protected-access
+  while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+    frame, level = frame.f_back, level + 1
+  return level
+
+
+def warn_renamed(op: str, old: Iterable[str], new: str) -> None:
   """One ``DeprecationWarning`` per ``(op, new)``: ``old`` keywords are now ``new``.
 
   Example:
@@ -178,7 +188,7 @@ def warn_renamed(op: str, old: Iterable[str], new: str,
   _WARNED.add((op, new))
   warnings.warn(f'{op}: {sorted(old)} are now {new}; the old keywords will '
                 'go in a later release.', DeprecationWarning,
-                stacklevel=stacklevel)
+                stacklevel=_outside_stacklevel())
 
 
 def check_keywords(op: str, keywords: Dict[str, Any],

@@ -425,8 +425,7 @@ def mix(datasets: Datasets,
   inputs.check_keywords(_OP, legacy, ['sizes'])
   sizes = legacy.get('sizes')
   if sizes is not None:
-    inputs.warn_renamed(_OP, ['sizes'], 'balance=sizes (the sizes themselves)',
-                        stacklevel=3)
+    inputs.warn_renamed(_OP, ['sizes'], 'balance=sizes (the sizes themselves)')
   _check_not_empty(names, values)
   _check_specs(names, values)
   weights_array = _balanced(weights_array, balance, sizes, datasets, names,
