@@ -13,6 +13,11 @@ from rlds_lite.pipeline import pools
 Steps = Dict[str, Any]
 
 
+def renames(caught: Sequence[Any]) -> List[str]:
+  """The messages of the rename warnings among ``caught`` (TF warns too)."""
+  return [str(w.message) for w in caught if ' are now ' in str(w.message)]
+
+
 def objects(kind_class: Any, kind: Any, kwargs: Dict[str, Any]
             ) -> Tuple[Any, Dict[str, Any]]:
   """``(kind, kwargs)`` of flat keywords, in their objects (the new spelling).

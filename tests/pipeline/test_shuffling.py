@@ -373,7 +373,7 @@ def test_the_old_knob_keywords_still_work_and_warn_once(datasets):
     shuffling.shuffled_steps(path, batch_size=16, pool_episodes=2)
     memory = shuffling.estimate_memory(path, batch_size=16, data_dir=None,
                                        **knobs)
-  assert [str(w.message) for w in caught] == [
+  assert pt.renames(caught) == [
       "shuffled_steps: ['cycle_length', 'num_slices', 'pool_episodes'] are "
       'now knobs=ShuffleKnobs(...); the old keywords will go in a later '
       'release.',

@@ -206,7 +206,7 @@ def test_the_old_keywords_give_the_kinds_samples_and_warn_once(case):
     by_keywords = pipeline.transitions_dataset(
         pt.nested_dataset(episodes), 4, n=3, gamma=0.5, last_step='valid',
         shuffle=False, episode_fields='episode_id', prefetch=1)
-  assert sorted(str(w.message) for w in caught) == [
+  assert sorted(pt.renames(caught)) == [
       "transitions_dataset: ['batch_size as the second argument'] are now "
       'transitions_dataset(episodes, Transitions(...), batch_size); the old '
       'keywords will go in a later release.',
