@@ -33,6 +33,9 @@ _NAMES = {
     'RobotSamples': 'sample_kinds',
     'Transitions': 'sample_kinds',
     'Windows': 'sample_kinds',
+    'FrameDecoding': 'pipeline.robot_samples',
+    'Pooling': 'pipeline.pools',
+    'ShuffleKnobs': 'pipeline.shuffling',
     'CorruptDatasetError': 'dataset_files',
     'LastStep': 'dense.last_step',
     'LastStepValuesWarning': 'dense.last_step',
@@ -90,6 +93,9 @@ if TYPE_CHECKING:  # For type checkers and IDEs: the same names, eagerly.
   from rlds_lite.loading import load
   from rlds_lite.source import open, Source  # pylint: disable=redefined-builtin
   from rlds_lite.sample_kinds import RobotSamples, Transitions, Windows
+  from rlds_lite.pipeline.pools import Pooling
+  from rlds_lite.pipeline.robot_samples import FrameDecoding
+  from rlds_lite.pipeline.shuffling import ShuffleKnobs
   from rlds_lite.dataset_files import CorruptDatasetError
   from rlds_lite.dense.last_step import LastStep, LastStepValuesWarning
   from rlds_lite.metadata import (AGENT_ID, ENVIRONMENT_CONFIG, EPISODE_ID,

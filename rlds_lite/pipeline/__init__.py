@@ -1,29 +1,16 @@
-"""Training batches straight from RLDS episodes: windows or n-step transitions.
+"""Training batches straight from RLDS episodes: windows, transitions, robot samples, shuffled steps.
 
-``windows_dataset`` and ``transitions_dataset`` take a dataset of episodes
-(dense, or nested and converted) and return shuffled batches: a parallel
-per-episode ``map`` makes each episode's samples with one vectorised
-``rlds_lite.dense`` op, ``rebatch`` collects them into pools that span many
-episodes, each pool is permuted once, and ``rebatch`` cuts the batches. No
-per-step ``tf.data`` element, no per-sample shuffle buffer; memory is
-bounded by the pool size. ``shuffle_quality`` reports how many distinct
-episodes a batch mixes.
-
-``shuffled_steps`` reads a TFDS split as disjoint slices interleaved (each
-step once per epoch), pools episodes and permutes their steps, with every
-memory-costing knob an argument, ``estimate_memory`` and ``memory_budget``
-(docs/shuffling.md); ``shuffled_episodes`` shuffles whole episodes.
-Around them: ``mix`` (weighted mixtures, exact per-batch counts on request),
-``shard`` / ``split_slices`` (per-host sharding, disjoint slices),
-``ResumableIterator`` (save and restore an iterator's position) and
-``distribute`` / ``LocalService`` (tf.data service). See docs/distributed.md.
+A sample kind (`Windows`, `Transitions`, `RobotSamples`) says what a sample
+is, a small dataclass how it is pooled (`Pooling`, `ShuffleKnobs`,
+`FrameDecoding`); around them ``mix``, ``shard``, ``ResumableIterator`` and
+the tf.data service (docs/fast_path.md, docs/pooling.md).
 
 Example:
   >>> import tensorflow as tf
   >>> from rlds_lite import pipeline
   >>> steps = {'observation': tf.range(6), 'reward': tf.ones([6])}
   >>> episodes = tf.data.Dataset.from_tensors({'steps': steps, 'episode_id': 0})
-  >>> ds = pipeline.windows_dataset(episodes, size=2, batch_size=5, seed=0,
+  >>> ds = pipeline.windows_dataset(episodes, pipeline.Windows(2), 5, seed=0,
   ...                               episode_fields='episode_id')
   >>> [b['observation'].shape.as_list() for b in ds]
   [[5, 2]]
@@ -37,6 +24,7 @@ from rlds_lite.pipeline.mixing import exact_counts
 from rlds_lite.pipeline.mixing import ExactCountsWarning
 from rlds_lite.pipeline.mixing import mix
 from rlds_lite.pipeline.pools import pooled_batches
+from rlds_lite.pipeline.pools import Pooling
 from rlds_lite.pipeline.quality import shuffle_quality
 from rlds_lite.pipeline.robot_memory import DecodePlan
 from rlds_lite.pipeline.robot_memory import RobotMemory
@@ -45,6 +33,8 @@ from rlds_lite.pipeline.robot_samples import plan_robot_samples
 from rlds_lite.pipeline.robot_samples import robot_samples_dataset
 from rlds_lite.pipeline.quality import ShuffleQuality
 from rlds_lite.sample_kinds import RobotSamples
+from rlds_lite.sample_kinds import Transitions
+from rlds_lite.sample_kinds import Windows
 from rlds_lite.pipeline.service import distribute
 from rlds_lite.pipeline.service import LocalService
 from rlds_lite.pipeline.sharding import shard
@@ -70,6 +60,7 @@ __all__ = [
     'mix',
     'plan_robot_samples',
     'pooled_batches',
+    'Pooling',
     'ResumableIterator',
     'robot_samples_dataset',
     'RobotMemory',
@@ -82,5 +73,7 @@ __all__ = [
     'shuffle_quality',
     'ShuffleQuality',
     'transitions_dataset',
+    'Transitions',
     'windows_dataset',
+    'Windows',
 ]

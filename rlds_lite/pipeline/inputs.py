@@ -1,4 +1,4 @@
-"""Checks and preparation of the inputs of the pipeline builders.
+"""Checks and preparation of the inputs of the pipeline builders, and their old keywords.
 
 Example:
   >>> import tensorflow as tf
@@ -6,7 +6,10 @@ Example:
   3
 """
 
-from typing import Any, Dict, Optional, Tuple
+import os
+import sys
+from typing import Any, Dict, Iterable, Optional, Tuple
+import warnings
 
 import tensorflow as tf
 
@@ -26,6 +29,16 @@ def check_positive_int(value: Any, name: str, op: str) -> int:
     ValueError: windows_dataset: batch_size must be a positive int, got 0.
   """
   return indexing.check_positive_int(value, name, op)
+
+
+def is_int(value: Any) -> bool:
+  """Whether ``value`` is an integer (not a bool).
+
+  Example:
+    >>> is_int(3), is_int(True), is_int(2.0)
+    (True, False, False)
+  """
+  return not isinstance(value, bool) and hasattr(value, '__index__')
 
 
 def check_non_negative_int(value: Any, name: str, op: str) -> int:
@@ -65,16 +78,6 @@ def check_seed(seed: Any, op: str) -> Optional[int]:
 
 def dense_episodes(episodes: tf.data.Dataset, op: str) -> tf.data.Dataset:
   """``episodes`` with dense steps (nested steps datasets are converted).
-
-  Args:
-    episodes: a dataset of RLDS episodes, dense or with nested steps.
-    op: the calling op, for error messages.
-
-  Returns:
-    The episodes with ``steps`` as a dict of ``[T, ...]`` tensors.
-
-  Raises:
-    TypeError: if ``episodes`` is not a dataset of episode dicts with steps.
 
   Example:
     >>> steps = tf.data.Dataset.from_tensor_slices({'x': [1, 2]})
@@ -153,3 +156,85 @@ def check_episode_fields(episodes: tf.data.Dataset, fields: Any,
       raise ValueError(f'{op}: episode field {field!r} has the name of a '
                        'field of the samples; rename it first.')
   return fields
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_WARNED = set()
+"""``(op, new spelling)`` pairs already warned about (each warns once)."""
+
+
+def _outside_stacklevel() -> int:
+  """The ``stacklevel`` of the first caller outside rlds_lite (for warnings)."""
+  frame, level = sys._getframe(2), 2  # pylint: disable=protected-access
+  while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+    frame, level = frame.f_back, level + 1
+  return level
+
+
+def warn_renamed(op: str, old: Iterable[str], new: str) -> None:
+  """One ``DeprecationWarning`` per ``(op, new)``: ``old`` keywords are now ``new``.
+
+  Example:
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...   warnings.simplefilter('always')
+    ...   warn_renamed('doc_op', ['pool_episodes'], 'pooling=Pooling(...)')
+    ...   warn_renamed('doc_op', ['prefetch'], 'pooling=Pooling(...)')
+    >>> [str(w.message) for w in caught]
+    ["doc_op: ['pool_episodes'] are now pooling=Pooling(...); the old keywords will go in a later release."]
+  """
+  if (op, new) in _WARNED:
+    return
+  _WARNED.add((op, new))
+  warnings.warn(f'{op}: {sorted(old)} are now {new}; the old keywords will '
+                'go in a later release.', DeprecationWarning,
+                stacklevel=_outside_stacklevel())
+
+
+def check_keywords(op: str, keywords: Dict[str, Any],
+                   known: Iterable[str]) -> None:
+  """A TypeError (as Python's) for a keyword of ``keywords`` not in ``known``.
+
+  Example:
+    >>> check_keywords('windows_dataset', {'sise': 2}, ['size'])
+    Traceback (most recent call last):
+    ...
+    TypeError: windows_dataset() got an unexpected keyword argument 'sise'
+  """
+  unknown = sorted(set(keywords) - set(known))
+  if unknown:
+    raise TypeError(f'{op}() got an unexpected keyword argument '
+                    f'{unknown[0]!r}')
+
+
+def knobs_object(cls: Any, value: Any, keywords: Dict[str, Any], op: str,
+                 spelling: str) -> Any:
+  """``value`` (a ``cls``), or ``cls(**keywords)`` of old flat keywords.
+
+  The old keywords warn once (`warn_renamed`); giving them beside ``value``
+  is a TypeError; ``cls``'s errors are named by ``op``. None and no keywords
+  give ``cls()``.
+
+  Example:
+    >>> import dataclasses
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class Knobs:
+    ...   size: int = 1
+    >>> knobs_object(Knobs, None, {}, 'op', 'knobs=Knobs(...)')
+    Knobs(size=1)
+    >>> knobs_object(Knobs, Knobs(2), {'size': 3}, 'op', 'knobs=Knobs(...)')
+    Traceback (most recent call last):
+    ...
+    TypeError: op: pass ['size'] in knobs=Knobs(...), not beside it.
+  """
+  if not keywords:
+    return cls() if value is None else value
+  if value is not None:
+    raise TypeError(f'{op}: pass {sorted(keywords)} in {spelling}, not '
+                    'beside it.')
+  warn_renamed(op, keywords, spelling)
+  try:
+    return cls(**keywords)
+  except (TypeError, ValueError) as error:
+    message = str(error).replace(f'{cls.__name__}: ', f'{op}: ', 1)
+    raise type(error)(message) from None

@@ -30,8 +30,9 @@ def estimate_memory(name_or_dir: Any, split: Optional[str] = None, *,
     robot_samples: ``robot_samples_dataset``'s sample arguments
       (``dict(history=2, action_chunk=4, image_size=...)``): the result is
       the ``RobotMemory`` of its plan (``plan_robot_samples``).
-    **knobs: ``shuffling.estimate_memory``'s knobs, or with
-      ``robot_samples`` ``memory_budget``, ``data_dir`` and ``num_steps``.
+    **knobs: ``shuffling.estimate_memory``'s keywords (``knobs=ShuffleKnobs(...)``,
+      ``memory_budget``, ``fields``, ``num_steps``), or with ``robot_samples``
+      ``memory_budget`` and ``num_steps``.
 
   Example:
     >>> import tempfile

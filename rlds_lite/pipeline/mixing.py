@@ -1,26 +1,9 @@
 """Mixing several datasets with sampling weights, optionally exact per batch.
 
-``mix`` draws from several datasets (of samples, or of batches) with given
-weights, optionally balanced by each dataset's size (its number of steps or
-episodes, as Octo/RLDS data mixes do). Two modes:
-
-* sampled (``exact=False``): ``tf.data.Dataset.sample_from_datasets`` picks
-  the source of every element at random with the weights, so the fractions
-  hold on average (a batch of 64 drawn 50/50 may hold 28 and 36);
-* exact (``exact=True``, with ``batch_size``): every batch holds exactly
-  ``exact_counts(weights, batch_size)`` samples of each source (largest
-  remainder rounding, so the counts sum to ``batch_size``), like TorchRL's
-  offline/online replay mixes; each source is batched (or rebatched) by its
-  count, the parts concatenated and the rows permuted with a seeded,
-  stateless permutation.
-
-Weights must be non-negative and sum to one (within ``1e-6``); ``mix``
-does not silently renormalise them. In exact mode the rounding is the same
-in every batch, so it never averages out: a source with a non-zero weight
-but no row per batch is a ValueError, and counts more than
-``EXACT_SHARE_TOLERANCE`` (relative) away from the weights warn once
-(``ExactCountsWarning``) with the shares a batch really holds. An empty source is an error naming it:
-at once if its cardinality is known to be 0, else when it is first read.
+``mix`` samples each element's source with the weights
+(``sample_from_datasets``) or, with ``exact=True``, puts exactly
+``exact_counts(weights, batch_size)`` rows of each source in every batch
+(docs/distributed.md).
 
 Example:
   >>> import tensorflow as tf
@@ -46,7 +29,7 @@ from rlds_lite.pipeline import inputs
 WEIGHT_TOLERANCE = 1e-6
 """How far from one the sum of the weights may be."""
 BALANCE = (None, 'steps', 'episodes')
-"""The values of ``mix``'s ``balance``."""
+"""The names ``mix``'s ``balance`` takes (or the sizes themselves)."""
 UNITS = ('episodes', 'steps')
 """The units ``dataset_size`` counts."""
 
@@ -199,8 +182,8 @@ def _known_sizes(values: List[tf.data.Dataset], names: List[str],
     count = int(ds.cardinality())
     if balance != 'episodes' or not is_episodes or count < 0:
       raise ValueError(
-          f"{_OP}: balance={balance!r} needs sizes=[...] (one per dataset; "
-          f'{name} does not tell its size): get them with '
+          f"{_OP}: balance={balance!r} needs the sizes, balance=[...] (one "
+          f'per dataset; {name} does not tell its size): get them with '
           f"pipeline.dataset_size(name, split, {balance!r}).")
     sizes.append(count)
   return np.asarray(sizes, np.float64)
@@ -265,6 +248,33 @@ def _fail_if_empty(ds: tf.data.Dataset, name: str) -> tf.data.Dataset:
 
   checked = flagged.concatenate(sentinel).enumerate().filter(keep)
   return checked.map(lambda i, pair: pair[0])
+
+
+def _balanced(weights: np.ndarray, balance: Any, sizes: Any,
+              datasets: Datasets, names: List[str],
+              values: List[tf.data.Dataset]) -> np.ndarray:
+  """``weights`` multiplied by the sizes ``balance`` gives (renormalised)."""
+  unit = balance if isinstance(balance, str) or balance is None else 'sizes'
+  if unit not in BALANCE + ('sizes',):
+    raise ValueError(f'{_OP}: balance must be one of {BALANCE} or the '
+                     f"sources' sizes, got {balance!r}.")
+  if sizes is not None and unit not in ('steps', 'episodes'):
+    raise ValueError(f"{_OP}: sizes are only used with balance='steps' or "
+                     "'episodes'; set balance (or give balance=sizes).")
+  if unit is None:
+    return weights
+  if unit == 'sizes':
+    sizes = balance
+  if sizes is None:
+    size_array = _known_sizes(values, names, unit)
+  else:
+    size_array = _numbers(sizes, datasets, names, 'sizes')
+  for name, size in zip(names, size_array):
+    if size == 0:
+      raise ValueError(f'{_OP}: {name} has size 0 ({unit}); a mixture '
+                       'needs every dataset to have elements.')
+  weights = weights * size_array
+  return weights / weights.sum()
 
 
 def _per_batch_seeds(seed: Optional[int]) -> tf.data.Dataset:
@@ -345,30 +355,29 @@ def _exact(values: List[tf.data.Dataset], counts: List[int], batched: bool,
 def mix(datasets: Datasets,
         weights: Optional[Numbers] = None,
         *,
-        balance: Optional[str] = None,
-        sizes: Optional[Numbers] = None,
+        balance: Union[str, Numbers, None] = None,
         exact: bool = False,
         batch_size: Optional[int] = None,
         batched: bool = False,
         permute: bool = True,
         drop_remainder: bool = False,
         seed: Optional[int] = None,
-        stop_on_empty_dataset: bool = True) -> tf.data.Dataset:
+        stop_on_empty_dataset: bool = True,
+        **legacy: Any) -> tf.data.Dataset:
   """A mixture of ``datasets`` drawn with ``weights``.
 
   Args:
     datasets: the sources: a list/tuple, or a dict (its keys then name the
-      sources in messages and ``weights``/``sizes`` may be dicts too). Their
-      elements must have the same structure and dtypes.
+      sources in messages and ``weights``/``balance`` may be dicts too).
+      Their elements must have the same structure and dtypes.
     weights: one non-negative weight per source, summing to one (within
       ``WEIGHT_TOLERANCE``; anything else is a ValueError, never silently
       renormalised). None: equal weights.
-    balance: None, ``'steps'`` or ``'episodes'``: multiply the weights by
-      each source's size in that unit (then renormalise), so that with equal
-      weights every step (or episode) of every source is equally likely.
-    sizes: the sources' sizes for ``balance`` (e.g. from ``dataset_size``);
-      when None with ``balance='episodes'``, datasets of episodes with known
-      cardinality give their own.
+    balance: the sources' sizes (one number each, e.g. their steps from
+      ``dataset_size``), or ``'episodes'`` for datasets of episodes of known
+      cardinality: the weights are multiplied by the sizes (then
+      renormalised), so that with equal weights every step (or episode) of
+      every source is equally likely. None: the weights as they are.
     exact: every batch holds exactly ``exact_counts(weights, batch_size)``
       rows of each source (needs ``batch_size``; a source of non-zero weight
       rounded to no row is a ValueError, shares more than 10% off their
@@ -387,18 +396,11 @@ def mix(datasets: Datasets,
     stop_on_empty_dataset: sampled mode: stop as soon as a source runs out
       (True, which keeps the fractions), or go on with the others (False).
       Exact mode always stops when a source cannot fill its share.
+    **legacy: ``sizes=`` (beside ``balance='steps'``/``'episodes'``), as
+      before ``balance`` took the sizes, warning once.
 
   Returns:
     The mixed dataset.
-
-  Raises:
-    TypeError: for datasets or numbers of the wrong type.
-    ValueError: weights not summing to one, negative or of the wrong length;
-      an empty source (known empty); mismatched element structures; a bad
-      ``balance``, ``sizes`` or ``batch_size``; exact mode leaving a source
-      of non-zero weight out of every batch. A source that turns out
-      empty only when read raises ``tf.errors.InvalidArgumentError`` naming
-      it.
 
   Example:
     >>> import tensorflow as tf
@@ -420,25 +422,14 @@ def mix(datasets: Datasets,
   else:
     weights_array = _numbers(weights, datasets, names, 'weights')
     _check_weights(weights_array)
-  if balance not in BALANCE:
-    raise ValueError(f'{_OP}: balance must be one of {BALANCE}, got '
-                     f'{balance!r}.')
-  if sizes is not None and balance is None:
-    raise ValueError(f"{_OP}: sizes are only used with balance='steps' or "
-                     "'episodes'; set balance.")
+  inputs.check_keywords(_OP, legacy, ['sizes'])
+  sizes = legacy.get('sizes')
+  if sizes is not None:
+    inputs.warn_renamed(_OP, ['sizes'], 'balance=sizes (the sizes themselves)')
   _check_not_empty(names, values)
   _check_specs(names, values)
-  if balance is not None:
-    if sizes is None:
-      size_array = _known_sizes(values, names, balance)
-    else:
-      size_array = _numbers(sizes, datasets, names, 'sizes')
-    for name, size in zip(names, size_array):
-      if size == 0:
-        raise ValueError(f'{_OP}: {name} has size 0 ({balance}); a mixture '
-                         'needs every dataset to have elements.')
-    weights_array = weights_array * size_array
-    weights_array = weights_array / weights_array.sum()
+  weights_array = _balanced(weights_array, balance, sizes, datasets, names,
+                            values)
   if batch_size is not None:
     batch_size = inputs.check_positive_int(batch_size, 'batch_size', _OP)
   values = [ds if int(ds.cardinality()) != tf.data.UNKNOWN_CARDINALITY else

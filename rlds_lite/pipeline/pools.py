@@ -1,42 +1,8 @@
-"""Shuffled training batches from dense episodes, through pools.
+"""Shuffled training batches from dense episodes, through pools of episodes whose steps are stored once.
 
-The engine behind ``windows_dataset`` and ``transitions_dataset``. A
-``Sampler`` says how one dense episode becomes samples, in two forms: whole
-(``samples``: a dict of ``[N, ...]`` tensors) or as a *plan* (``plan``: the
-steps to keep, the samples as int32 step indices ``[N, ...]`` and per-sample
-values) to be materialised later by ``assemble``. Two pooling modes, both
-shuffling through pools of ``pool_episodes`` episodes whose steps are stored
-once (not once per sample):
-
-* ``'samples'`` (small samples, e.g. vector observations): a parallel
-  ``map`` plans each episode, ``window(pool_episodes)`` groups consecutive
-  episodes into a pool, their steps are concatenated (one ``rebatch``, no
-  per-step element) and the step indices of all the pool's samples permuted
-  together (one stateless, seeded permutation of indices, not of samples);
-  a parallel ``map`` then gathers the samples a few batches at a time (one
-  ``tf.gather`` per field), aligned on batch boundaries so that
-  ``rebatch(batch_size)`` passes them on without copies. Memory: about two
-  pools of steps, ``2 * pool_episodes * episode_bytes``, plus
-  ``GATHER_BYTES`` of samples in flight; a batch mixes about
-  ``min(pool_episodes, batch_size)`` episodes (consecutive batches of a pool
-  draw from the same episodes: raise ``pool_episodes`` for short episodes).
-* ``'episodes'`` (large samples, e.g. windows of images, where a window
-  repeats every frame ``size`` times): a parallel ``map`` plans each episode
-  (its samples as step indices, permuted), and ``interleave`` keeps
-  ``pool_episodes`` episodes open, taking ``ceil(batch_size /
-  pool_episodes)`` samples from each in turn (one gather per field), which
-  ``rebatch(batch_size)`` then groups. Memory: about ``pool_episodes *
-  episode_bytes`` (an episode leaves the pool as soon as its samples are
-  out); a batch mixes about ``min(pool_episodes, batch_size)`` episodes.
-  There is one ``tf.data`` element per chunk of samples, which is cheap next
-  to large samples but not next to small ones.
-
-``'auto'`` picks ``'episodes'`` when a sample takes more than
-``AUTO_EPISODES_ABOVE`` bytes. Neither mode has a per-step ``tf.data``
-element (the cost the RLDS recipe ``flat_map(batch) + shuffle + batch`` pays
-on every step) or a per-element shuffle buffer; every sample comes out
-exactly once per pass over the episodes (same samples in both modes, only
-the order differs), and every batch is full but the last.
+The engine behind ``windows_dataset`` and ``transitions_dataset``: a
+``Sampler`` says how an episode becomes samples, a `Pooling` how they are
+pooled (``'samples'`` or ``'episodes'`` mode; docs/pooling.md).
 
 Example:
   >>> import tensorflow as tf
@@ -48,12 +14,13 @@ Example:
   ...         'x': tf.gather(steps['x'], index[:, 0])})
   >>> for pool in ('samples', 'episodes'):
   ...   ds = pooled_batches(episodes.repeat(2), sampler, 4, shuffle=False,
-  ...                       pool=pool)
+  ...                       pooling=Pooling(pool=pool))
   ...   print([b['x'].numpy().tolist() for b in ds])
   [[0, 1, 2, 0], [1, 2]]
   [[0, 1, 2, 0], [1, 2]]
 """
 
+import dataclasses
 from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
 import tensorflow as tf
@@ -431,53 +398,88 @@ def _permute_plan(plan: Dict[str, Any], seed: tf.Tensor) -> Dict[str, Any]:
   return {_STEPS: plan[_STEPS], _INDEX: index, _VALUES: values}
 
 
+POOLING_FIELDS = ('pool', 'pool_episodes', 'episode_shuffle_buffer',
+                   'spread_episodes', 'num_parallel_calls', 'deterministic',
+                   'prefetch')
+"""`Pooling`'s fields: the keywords they were before it."""
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Pooling:
+  """How ``pooled_batches`` (and windows, transitions) pools and shuffles samples.
+
+  Attributes:
+    pool: ``'auto'``, ``'samples'`` or ``'episodes'`` (module docstring).
+    pool_episodes: episodes per pool (``'samples'``) or open (``'episodes'``):
+      more mixes more episodes per batch and takes more memory.
+    episode_shuffle_buffer: episodes in a shuffle buffer before pooling (0:
+      none).
+    spread_episodes: ``'samples'`` mode: deal each pool's samples out
+      episode by episode (``spread_order``: a batch mixes ``min(batch_size,
+      pool_episodes)`` episodes) instead of a uniform permutation.
+    num_parallel_calls: parallelism of the per-episode ``map`` and gathers.
+    deterministic: their ``deterministic`` (None: the tf.data default).
+    prefetch: batches prefetched (0: none).
+
+  Example:
+    >>> Pooling(pool_episodes=128, prefetch=0)
+    Pooling(pool_episodes=128, prefetch=0)
+  """
+  pool: str = 'auto'
+  pool_episodes: int = DEFAULT_POOL_EPISODES
+  episode_shuffle_buffer: int = 0
+  spread_episodes: bool = False
+  num_parallel_calls: Optional[int] = tf.data.AUTOTUNE
+  deterministic: Optional[bool] = None
+  prefetch: int = 2
+
+  def __post_init__(self):
+    if self.pool not in POOLS:
+      raise ValueError(f'Pooling: pool must be one of {POOLS}, got '
+                       f'{self.pool!r}.')
+    op = 'Pooling'
+    object.__setattr__(self, 'pool_episodes', inputs.check_positive_int(
+        self.pool_episodes, 'pool_episodes', op))
+    for name in ('episode_shuffle_buffer', 'prefetch'):
+      object.__setattr__(self, name, inputs.check_non_negative_int(
+          getattr(self, name), name, op))
+
+  def __repr__(self) -> str:
+    shown = [f for f in dataclasses.fields(self)
+             if getattr(self, f.name) != f.default]
+    return 'Pooling(' + ', '.join(
+        f'{f.name}={getattr(self, f.name)!r}' for f in shown) + ')'
+
+
 def pooled_batches(episodes: tf.data.Dataset,
                    sampler: Sampler,
                    batch_size: int,
                    *,
                    shuffle: bool = True,
-                   pool: str = 'auto',
-                   pool_episodes: int = DEFAULT_POOL_EPISODES,
-                   episode_shuffle_buffer: int = 0,
                    seed: Optional[int] = None,
-                   num_parallel_calls: Optional[int] = tf.data.AUTOTUNE,
-                   deterministic: Optional[bool] = None,
                    drop_last_batch: bool = False,
-                   prefetch: int = 2,
-                   spread_episodes: bool = False,
-                   op: str = 'pooled_batches') -> tf.data.Dataset:
+                   pooling: Optional[Pooling] = None,
+                   op: str = 'pooled_batches',
+                   **legacy: Any) -> tf.data.Dataset:
   """Batches of per-episode samples, shuffled within pools.
 
   Args:
     episodes: a dataset of dense episodes.
     sampler: how an episode becomes samples.
     batch_size: samples per batch (positive).
-    shuffle: shuffle episodes (if ``episode_shuffle_buffer``) and samples
-      within each pool; without it samples come in episode order.
-    pool: ``'samples'``, ``'episodes'`` or ``'auto'`` (see the module
-      docstring).
-    pool_episodes: episodes per pool (``'samples'``) or open episodes
-      (``'episodes'``) (positive).
-    episode_shuffle_buffer: size of an episode-level shuffle buffer before
-      the per-episode ``map`` (0: none). Holds that many episodes.
-    seed: seed for reproducible shuffling (None: different every run).
-    num_parallel_calls: parallelism of the per-episode ``map`` (and of the
-      gathers of ``'samples'`` mode).
-    deterministic: their (and the interleave's) ``deterministic`` (None: the
-      tf.data default, deterministic unless options say otherwise).
-    drop_last_batch: drop the final batch if it has fewer than
-      ``batch_size`` samples (then every batch has a static batch dimension).
-    prefetch: batches to prefetch (0: none).
-    spread_episodes: ``'samples'`` mode: order each pool's samples with
-      ``spread_order`` (a batch then mixes ``min(batch_size,
-      pool_episodes)`` episodes) instead of a uniform permutation.
+    shuffle: shuffle episodes and samples within each pool; else samples
+      come in episode order.
+    seed: seed of the shuffling (None: different every run).
+    drop_last_batch: drop a last batch smaller than ``batch_size`` (then the
+      batch axis is static).
+    pooling: a `Pooling` (pools, parallelism, prefetch; default
+      ``Pooling()``).
     op: the calling op, for error messages.
+    **legacy: `Pooling`'s fields as keywords (before ``Pooling``), warning
+      once.
 
   Returns:
     A dataset of batches (dicts whose leaves have a leading batch axis).
-
-  Raises:
-    TypeError, ValueError: for arguments of the wrong type or value.
 
   Example:
     >>> episodes = tf.data.Dataset.from_tensors({'steps': {'x': tf.range(5)}})
@@ -486,20 +488,17 @@ def pooled_batches(episodes: tf.data.Dataset,
     ...     plan=lambda e: (e['steps'], tf.range(5), {}),
     ...     assemble=lambda steps, index, values: {
     ...         'x': tf.gather(steps['x'], index)})
-    >>> ds = pooled_batches(episodes, sampler, 2, seed=0, pool='samples',
-    ...                     drop_last_batch=True)
+    >>> ds = pooled_batches(episodes, sampler, 2, seed=0, drop_last_batch=True,
+    ...                     pooling=Pooling(pool='samples'))
     >>> [b['x'].shape.as_list() for b in ds]
     [[2], [2]]
   """
+  inputs.check_keywords(op, legacy, POOLING_FIELDS)
+  pooling = inputs.knobs_object(Pooling, pooling, legacy, op,
+                                'pooling=Pooling(...)')
   batch_size = inputs.check_positive_int(batch_size, 'batch_size', op)
-  pool_episodes = inputs.check_positive_int(pool_episodes, 'pool_episodes',
-                                            op)
-  episode_shuffle_buffer = inputs.check_non_negative_int(
-      episode_shuffle_buffer, 'episode_shuffle_buffer', op)
-  prefetch = inputs.check_non_negative_int(prefetch, 'prefetch', op)
-  if pool not in POOLS:
-    raise ValueError(f'{op}: pool must be one of {POOLS}, got {pool!r}.')
   inputs.check_step_shapes(episodes, op)
+  pool = pooling.pool
   if pool == 'auto':
     step_bytes = sample_bytes(episodes.element_spec[rlds_types.STEPS])
     big = step_bytes * sampler.steps_per_sample > AUTO_EPISODES_ABOVE
@@ -507,20 +506,21 @@ def pooled_batches(episodes: tf.data.Dataset,
   if sampler.link is not None and (pool != 'samples' or not shuffle):
     raise ValueError(f"{op}: a Sampler with a link needs pool='samples' and "
                      'shuffle=True.')
-  if shuffle and episode_shuffle_buffer > 0:
-    episodes = episodes.shuffle(episode_shuffle_buffer, seed=seed,
+  if shuffle and pooling.episode_shuffle_buffer > 0:
+    episodes = episodes.shuffle(pooling.episode_shuffle_buffer, seed=seed,
                                 reshuffle_each_iteration=True)
+  calls, deterministic = pooling.num_parallel_calls, pooling.deterministic
   if pool == 'samples' and not shuffle:
     samples = episodes.map(_graph_fn(sampler.samples),
-                           num_parallel_calls=num_parallel_calls,
+                           num_parallel_calls=calls,
                            deterministic=deterministic)
   elif pool == 'samples':
     gather = sampler.gather_size or gather_size(
         batch_size, sampler.steps_per_sample * sample_bytes(
             episodes.element_spec[rlds_types.STEPS]))
-    samples = _step_pools(episodes, sampler, batch_size, pool_episodes,
-                          gather, seed, num_parallel_calls, deterministic,
-                          spread_episodes)
+    samples = _step_pools(episodes, sampler, batch_size,
+                          pooling.pool_episodes, gather, seed, calls,
+                          deterministic, pooling.spread_episodes)
   else:
 
     @_graph_fn
@@ -529,11 +529,11 @@ def pooled_batches(episodes: tf.data.Dataset,
       return {_STEPS: steps, _INDEX: tf.cast(index, tf.int32),
               _VALUES: values}
 
-    planned = episodes.map(plan, num_parallel_calls=num_parallel_calls,
+    planned = episodes.map(plan, num_parallel_calls=calls,
                            deterministic=deterministic)
     samples = _episode_interleave(planned, sampler, batch_size, shuffle,
-                                  pool_episodes, seed, deterministic)
+                                  pooling.pool_episodes, seed, deterministic)
   batches = samples.rebatch(batch_size, drop_remainder=drop_last_batch)
-  if prefetch:
-    batches = batches.prefetch(prefetch)
+  if pooling.prefetch:
+    batches = batches.prefetch(pooling.prefetch)
   return batches

@@ -1,58 +1,8 @@
 """Where ``robot_samples_dataset`` decodes frames, and the memory that takes.
 
-Two placements (``decode=``):
-
-* ``'per_episode'``: each frame a sample uses is decoded once, with the
-  other frames of its *segment* (``segment_steps`` consecutive samples of
-  one episode; None: the whole episode), and the decoded segments of
-  ``pool_episodes`` episodes are pooled and shuffled. Frames shared by two
-  segments (a history reaching back across the boundary) are decoded once:
-  a shuffled episode's segments come out in a random rotation of their
-  time order and each takes them from the one before
-  (``rlds_lite.pipeline.robot_carry``); only the rotation's first segment,
-  or one whose predecessor is in the same pool, decodes them again.
-  Unshuffled, they are decoded in both segments: ``(history - 1) *
-  history_stride / segment_steps`` extra decodes per sample.
-  Memory grows with ``pool_episodes * segment_steps`` decoded frames.
-* ``'after_sampling'``: encoded episodes are pooled and shuffled (an encoded
-  frame is ~10x smaller than a decoded one) and each batch's frames are
-  decoded after sampling: one decode per use (``history`` per sample),
-  except that identical frames of a batch are decoded once. Small next to
-  whole decoded episodes, but short segments are usually as small (measured
-  on the image benchmark: segments of 2 from 48 episodes grew 423-586 MB,
-  decoding after sampling from 48 episodes 436-610 MB) and cheaper (700-790
-  us of CPU per sample against 860-960): ``'auto'`` takes it only when no
-  segments fit.
-
-``'auto'`` picks for ``memory_budget`` (default ``DEFAULT_MEMORY_BUDGET``)
-the largest segments that fit with the whole pool (``pool_episodes``,
-default ``min(batch_size, MAX_POOL_EPISODES, episodes)``): whole episodes,
-then 64, 32, ... ``CHEAP_SEGMENT_STEPS`` samples; else those with a pool
-down to 3/4 of it; else segments of ``MIN_SEGMENT_STEPS``, then
-``'after_sampling'`` (see ``pick``).
-``plan_robot_samples`` returns the choice as a ``DecodePlan`` whose
-``repr`` shows it with its memory estimate (``RobotMemory``), and
-``robot_samples_dataset`` logs it.
-
-Memory estimate (bytes; ``D`` = one step's frames decoded at the output
-size, ``E`` = an encoded episode (split bytes / episodes), ``F`` = frames a
-segment decodes, ``S`` = a decoded sample)::
-
-  open_episodes = OPEN_EPISODE_COPIES * open_episodes * E  # read, cut
-  pools         = POOL_COPIES * pool_episodes * F * D      # per_episode
-                = POOL_COPIES * pool_episodes * E          # after_sampling
-  batches       = (prefetch + DECODES_IN_FLIGHT) * batch_size * S  # per_episode
-                = (prefetch + 2 * DECODES_IN_FLIGHT) * batch_size * S
-  runtime       = RUNTIME_FRACTION * (the parts above) + RUNTIME_EPISODES * E
-
-Calibrated on RSS growth (``benchmarks/bench_images.py``'s dataset, ten
-plans from segments of 2 of 2 episodes to whole episodes, in-graph and in a
-Python loop, two runs each): measured / estimated 0.81-1.31. Checked over
-three passes after one on nine plans of 37-48 pooled episodes (segments of
-2 to 16, and after sampling): 0.83-1.25; 0.88-1.12 for those pooling all
-48 episodes. TensorFlow's CPU allocator keeps the memory it has grown to
-and grows in doubling regions, so the same plan's peak varies by up to
-~25% from run to run.
+``pick`` plans (a ``DecodePlan``: ``'per_episode'`` segments or
+``'after_sampling'``, pools) for a budget; ``estimate`` is the calibrated
+formula of docs/pooling.md (a ``RobotMemory``).
 
 Example:
   >>> plan = DecodePlan('per_episode', 16, 32, 40, None)
@@ -67,6 +17,7 @@ from typing import Any, Callable, Dict, NamedTuple, Optional, Union
 
 from rlds_lite import byte_sizes
 from rlds_lite.images import decode as decode_lib
+from rlds_lite.sample_kinds import RobotSamples
 
 DECODES = ('auto', 'per_episode', 'after_sampling')
 """The values of ``decode``."""
@@ -221,23 +172,23 @@ def segment_frames(segment_steps: Optional[int], sizes: Sizes, history: int,
   return max(frames, 1.0)
 
 
-def estimate(decode: str, segment_steps: Optional[int], pool_episodes: int,
-             open_episodes: int, sizes: Sizes, *, batch_size: int,
-             prefetch: int, history: int, history_stride: int,
-             goal: Optional[str]) -> RobotMemory:
-  """The memory of a plan (module docstring formula).
+def estimate(plan: DecodePlan, sizes: Sizes, kind: RobotSamples, *,
+             batch_size: int, prefetch: int) -> RobotMemory:
+  """The memory of ``plan`` (its ``memory`` unused) for ``kind``'s samples.
 
   Example:
     >>> sizes = Sizes(step_bytes=1000, episode_bytes=10**4, num_episodes=9,
     ...               mean_episode_steps=100.0, sample_bytes=2000,
     ...               frames_per_sample=2.0)
-    >>> estimate('per_episode', 10, 4, 4, sizes, batch_size=8, prefetch=2,
-    ...          history=2, history_stride=1, goal=None).pools
+    >>> estimate(DecodePlan('per_episode', 10, 4, 4, None), sizes,
+    ...          RobotSamples(history=2), batch_size=8, prefetch=2).pools
     88000
   """
+  decode, segment_steps = plan.decode, plan.segment_steps
+  pool_episodes, open_episodes = plan.pool_episodes, plan.open_episodes
   if decode == 'per_episode':
-    frames = segment_frames(segment_steps, sizes, history, history_stride,
-                            goal)
+    frames = segment_frames(segment_steps, sizes, kind.history,
+                            kind.history_stride, kind.goal)
     pools = POOL_COPIES * pool_episodes * frames * sizes.step_bytes
   else:
     pools = POOL_COPIES * pool_episodes * sizes.episode_bytes
@@ -273,9 +224,8 @@ def _fewer_pooled(plan: Callable[..., DecodePlan], budget: int, smallest: int,
   return candidate
 
 
-def pick(budget: Optional[int], sizes: Sizes, *, batch_size: int,
-         prefetch: int, history: int, history_stride: int,
-         goal: Optional[str], decode: str = 'auto',
+def pick(budget: Optional[int], sizes: Sizes, kind: RobotSamples, *,
+         batch_size: int, prefetch: int, decode: str = 'auto',
          segment_steps: Optional[int] = None,
          pool_episodes: Optional[int] = None,
          op: str = 'robot_samples_dataset') -> DecodePlan:
@@ -295,27 +245,16 @@ def pick(budget: Optional[int], sizes: Sizes, *, batch_size: int,
   A given ``pool_episodes`` is not shrunk. A given ``decode`` or
   ``segment_steps`` is kept (the estimate is then only reported).
 
-  Raises:
-    ValueError: if nothing fits, naming the numbers.
-
   Example:
     >>> sizes = Sizes(step_bytes=245 << 10, episode_bytes=3 << 20,
     ...               num_episodes=48, mean_episode_steps=120.0,
     ...               sample_bytes=490 << 10, frames_per_sample=2.0)
-    >>> kwargs = dict(batch_size=64, prefetch=2, history=2, history_stride=1,
-    ...               goal=None)
-    >>> pick(1 << 30, sizes, **kwargs)[:4]   # segments of 16 samples
+    >>> kind = RobotSamples(history=2)
+    >>> pick(1 << 30, sizes, kind, batch_size=64, prefetch=2)[:4]
     ('per_episode', 16, 48, 48)
-    >>> pick(700 << 20, sizes, **kwargs)[:4]   # of 4, the whole pool
-    ('per_episode', 4, 48, 48)
-    >>> pick(640 << 20, sizes, **kwargs)[:4]   # of 4, a smaller pool
-    ('per_episode', 4, 40, 48)
   """
   default_pool = max(1, min(batch_size, MAX_POOL_EPISODES, sizes.num_episodes))
   pool = pool_episodes or default_pool
-  common = dict(batch_size=batch_size, prefetch=prefetch, history=history,
-                history_stride=history_stride, goal=goal)
-
   def plan(mode: str, segments: Optional[int],
            pool_size: Optional[int] = None) -> DecodePlan:
     pool_size = pool_size or pool
@@ -324,9 +263,9 @@ def pick(budget: Optional[int], sizes: Sizes, *, batch_size: int,
                          math.ceil(OPEN_EPISODES_FACTOR * pool_size))
                      if segmented else 1)
     open_episodes = max(open_episodes, pool_size) if segmented else 1
-    return DecodePlan(mode, segments, pool_size, open_episodes,
-                      estimate(mode, segments, pool_size, open_episodes, sizes,
-                               **common))
+    planned = DecodePlan(mode, segments, pool_size, open_episodes, None)
+    return planned._replace(memory=estimate(
+        planned, sizes, kind, batch_size=batch_size, prefetch=prefetch))
 
   if decode != 'auto' or segment_steps is not None:
     mode = 'per_episode' if decode == 'auto' else decode

@@ -1,41 +1,18 @@
-"""Shuffled batches of Octo-shaped samples from camera datasets, one call.
+"""Shuffled batches of Octo-shaped samples (`rlds_lite.RobotSamples`) from camera datasets, frames decoded.
 
-``robot_samples_dataset`` turns RLDS episodes with encoded camera frames
-into batches of ``rlds_lite.dense.robot_samples``: an observation history
-(frames decoded, optionally resized at decode time) with its pad mask, an
-action chunk with its pad mask, the anchor step's other fields (e.g. the
-language instruction), episode metadata, optionally a goal observation. It
-decodes each frame as few times as the memory allows (see
-``rlds_lite.pipeline.robot_memory`` for the two placements and the budget):
-
-* ``'per_episode'``: per episode (a parallel ``map``), the samples are
-  planned (their step indices, ``robot_sample_indices``) and all cut at
-  once into segments of consecutive samples (``cut_segments``: each
-  segment's distinct frames); segments of ``open_episodes`` episodes are
-  taken in turn, their frames gathered and decoded (a parallel ``map``, one
-  element per segment: both cores; when shuffling, a frame the segment
-  shares with the one before in its episode is taken from that one's pool,
-  not decoded again: ``robot_carry``), then
-  ``pool_episodes`` segments are pooled (their frames concatenated once)
-  and their samples dealt out so that every batch mixes ``min(batch_size,
-  pool_episodes)`` segments, gathered a batch at a time (one ``tf.gather``
-  per camera).
-* ``'after_sampling'``: the encoded frames of ``pool_episodes`` episodes
-  are pooled the same way, a batch's encoded frames gathered, and the batch
-  decoded in a parallel ``map`` (identical frames of a batch once).
-
-Only the frames some sample uses are decoded (strided anchors, subsampled
-ones, a last step without action). Every sample comes out once per pass
-over the episodes.
+``robot_samples_dataset`` decodes each frame a sample uses as few times as
+the memory allows, per segment of an episode or per batch
+(``robot_memory``; docs/pooling.md), and deals the samples out of pools.
 
 Example:
   >>> import tempfile
   >>> from rlds_lite import synthetic
   >>> path = synthetic.camera_dataset(tempfile.mkdtemp(), num_episodes=3,
   ...                                 length=5, cameras={'image': (32, 32)})
-  >>> ds = robot_samples_dataset(path, history=2, action_chunk=3,
-  ...                            batch_size=4, image_size=(16, 16), seed=0,
-  ...                            last_step='valid')
+  >>> kind = sample_kinds.RobotSamples(history=2, action_chunk=3,
+  ...                                   last_step='valid')
+  >>> ds = robot_samples_dataset(path, kind, 4, seed=0,
+  ...                            frames=FrameDecoding(image_size=(16, 16)))
   >>> batch = next(iter(ds))
   >>> batch['observation']['image'].shape, batch['action'].shape
   (TensorShape([4, 2, 16, 16, 3]), TensorShape([4, 3, 7]))
@@ -548,6 +525,8 @@ class FrameDecoding:
       ``min(batch_size, 64, episodes)``).
     prefetch: batches prefetched.
     num_parallel_calls: parallelism of decoding and gathering.
+    image_specs: for a ``tf.data.Dataset`` source, ``{path: ImageSpec}`` of
+      its encoded image fields (a TFDS dataset declares its own).
 
   Example:
     >>> FrameDecoding(image_size=(128, 128)).resize_method
@@ -559,6 +538,7 @@ class FrameDecoding:
   pool_episodes: Optional[int] = None
   prefetch: int = 1
   num_parallel_calls: Optional[int] = tf.data.AUTOTUNE
+  image_specs: Optional[Specs] = None
 
 
 _KIND_FIELDS = tuple(f.name for f in dataclasses.fields(sample_kinds.RobotSamples))
@@ -713,10 +693,9 @@ def _plan(call: _Call, batch_size: int, decode: str,
                                      specs, frames.image_size, kind.history,
                                      kind.goal, value_bytes)
   return robot_memory.pick(
-      budget, sizes, batch_size=batch_size, prefetch=frames.prefetch,
-      history=kind.history, history_stride=kind.history_stride,
-      goal=kind.goal, decode=decode, segment_steps=segment_steps,
-      pool_episodes=pool_episodes, op=op)
+      budget, sizes, kind, batch_size=batch_size, prefetch=frames.prefetch,
+      decode=decode, segment_steps=segment_steps, pool_episodes=pool_episodes,
+      op=op)
 
 
 def robot_samples_dataset(
@@ -728,31 +707,21 @@ def robot_samples_dataset(
     memory_budget: Union[int, str, None] = None,
     frames: Optional[FrameDecoding] = None,
     episode_fields: Union[str, Sequence[str]] = (),
-    image_specs: Optional[Specs] = None,
     shuffle: bool = True,
     seed: Optional[int] = None,
     drop_last_batch: bool = False,
     **legacy: Any) -> tf.data.Dataset:
   """Shuffled batches of observation histories and action chunks, frames decoded.
 
-  The samples are those of ``rlds_lite.dense.robot_samples`` (same
-  arguments and padding rules): each batch is a dict of ``[B, ...]``
-  tensors with ``observation`` (frames ``[B, history, h, w, c]``, other
-  leaves ``[B, history, ...]``), ``observation_pad_mask`` ``[B, history]``,
-  ``action`` ``[B, action_chunk, ...]``, ``action_pad_mask``, every other
-  step field at the anchor (``language_instruction``, ``is_terminal``,
-  ...), the ``episode_fields``, and with ``goal`` the ``goal`` observation
-  and ``goal_index``. Each sample comes out once per pass over the
-  episodes; a batch mixes ``min(batch_size, pool_episodes)`` episodes.
-
-  Where frames are decoded (``decode``, see ``robot_memory``):
-  ``'per_episode'`` decodes each used frame once per segment of
-  ``segment_steps`` samples (None: whole episodes) and pools decoded
-  frames (fast; memory grows with ``pool_episodes * segment_steps``);
-  ``'after_sampling'`` pools encoded frames and decodes each batch (small
-  memory; one decode per use); ``'auto'`` picks for ``memory_budget``
-  (default 1 GiB). The plan is logged (logger ``'rlds_lite'``, INFO) and
-  ``plan_robot_samples`` returns it.
+  The samples are those of ``rlds_lite.dense.robot_samples`` for ``kind``
+  (``observation`` frames ``[B, history, h, w, c]`` with
+  ``observation_pad_mask``, ``action`` ``[B, action_chunk, ...]`` with
+  ``action_pad_mask``, the anchor step's other fields, the
+  ``episode_fields``, with ``goal`` the goal observation), each once per
+  pass. Frames are decoded per segment of an episode (``'per_episode'``) or
+  per batch (``'after_sampling'``); ``'auto'`` plans for ``memory_budget``
+  (default 1 GiB), logs the plan and ``plan_robot_samples`` returns it
+  (docs/pooling.md).
 
   Args:
     source: a `rlds_lite.Source` (``rlds_lite.open``), a TFDS name or a
@@ -767,15 +736,14 @@ def robot_samples_dataset(
     memory_budget: bytes (or ``'512MB'``) for ``decode='auto'`` to plan for;
       needs a TFDS source.
     frames: a `FrameDecoding` (output size, resizing, segments, pools,
-      prefetch, parallelism).
+      prefetch, parallelism, a dataset source's image specs).
     episode_fields: episode metadata copied into every sample.
-    image_specs: for a dataset source, ``{path: ImageSpec}`` of its encoded
-      image fields.
     shuffle: shuffle (files, segments and samples); else episode order.
     seed: an int, the seed of all shuffling and sampling (None: random).
     drop_last_batch: drop a last batch smaller than ``batch_size``.
     **legacy: the keywords of before `RobotSamples` (``history=``,
-      ``image_size=``, ``split=``, ...), still taken, warning once.
+      ``image_size=``, ``image_specs=``, ``split=``, ...), still taken,
+      warning once.
 
   Returns:
     A ``tf.data.Dataset`` of batches.
@@ -800,7 +768,7 @@ def robot_samples_dataset(
   batch_size = _batch_size(batch_size, op)
   prefetch = inputs.check_non_negative_int(frames.prefetch, 'prefetch', op)
   seed = inputs.check_seed(seed, op)
-  episodes, specs = _source(call.source, shuffle, seed, image_specs,
+  episodes, specs = _source(call.source, shuffle, seed, frames.image_specs,
                             kind.observation_key, op)
   episode_fields = _episode_fields(episodes, kind, episode_fields, op)
   layout = _Layout(specs, kind, episode_fields, frames, op)
@@ -903,10 +871,17 @@ def _per_episode(episodes, seeds, layout, plan, batch_size, shuffle, seed,
   frames = layout.history + (1 if layout.goal is not None else 0)
   return pools.pooled_batches(
       decoded, _sampler(layout, frames, link=link), batch_size,
-      shuffle=shuffle, pool='samples', pool_episodes=plan.pool_episodes,
-      seed=seed, num_parallel_calls=num_parallel_calls, deterministic=True,
-      drop_last_batch=drop_last_batch, prefetch=0, spread_episodes=True,
-      op='robot_samples_dataset')
+      shuffle=shuffle, seed=seed, drop_last_batch=drop_last_batch,
+      pooling=_pooling(plan, num_parallel_calls), op='robot_samples_dataset')
+
+
+def _pooling(plan: robot_memory.DecodePlan,
+             num_parallel_calls: Optional[int]) -> pools.Pooling:
+  """The pools of a plan: its episodes, dealt out episode by episode."""
+  return pools.Pooling(pool='samples', pool_episodes=plan.pool_episodes,
+                       spread_episodes=True,
+                       num_parallel_calls=num_parallel_calls,
+                       deterministic=True, prefetch=0)
 
 
 def _after_sampling(episodes, seeds, layout, plan, batch_size, shuffle, seed,
@@ -928,9 +903,7 @@ def _after_sampling(episodes, seeds, layout, plan, batch_size, shuffle, seed,
   # encoded frames at once: measured ~300 MB for 48 camera episodes).
   encoded = pools.pooled_batches(
       plans, _sampler(layout, frames, gather_size=batch_size), batch_size,
-      shuffle=shuffle, pool='samples', pool_episodes=plan.pool_episodes,
-      seed=seed, num_parallel_calls=num_parallel_calls, deterministic=True,
-      drop_last_batch=drop_last_batch, prefetch=0, spread_episodes=True,
-      op='robot_samples_dataset')
+      shuffle=shuffle, seed=seed, drop_last_batch=drop_last_batch,
+      pooling=_pooling(plan, num_parallel_calls), op='robot_samples_dataset')
   return encoded.map(_decode_batch(layout),
                      num_parallel_calls=num_parallel_calls, deterministic=True)

@@ -1,24 +1,8 @@
 """Per-host sharding of episodes and split slicing, deterministic and seeded.
 
-With ``count`` hosts (or input pipelines), host ``index`` reads
-``shard(..., index, count)``: every episode lands in exactly one shard, and
-every host computes the same assignment without talking to the others.
-
-* A TFDS name or directory without ``seed``: host ``index`` reads only its
-  contiguous slice ``tfds.even_splits(split, count)[index]`` (TFDS skips the
-  other files; slices differ in size by at most one episode).
-* A ``tf.data.Dataset`` without ``seed``: ``Dataset.shard(count, index)``
-  (episode ``i`` goes to host ``i % count``); the dataset's order must be
-  deterministic (no unseeded file shuffling).
-* With ``seed`` (either input): a seeded permutation of the episode indices,
-  the same on every host, deals episode ``perm[j]`` to host ``j % count``,
-  so hosts get interleaved, balanced random subsets. Every host then reads
-  the whole dataset and keeps its own episodes (in dataset order: shuffle
-  them with the pipeline's pools); this needs a known cardinality and
-  holds one int32 per episode.
-
-``split_slices`` gives the TFDS split strings of ``num_slices`` equal parts
-(exact episode ranges when the number of episodes is known).
+Host ``index`` of ``count`` reads ``shard(..., index, count)``: every
+episode in exactly one shard, computed alike on every host
+(docs/distributed.md).
 
 Example:
   >>> import tensorflow as tf
@@ -170,10 +154,6 @@ def shard(dataset_or_name: Union[tf.data.Dataset, PathLike],
 
   Returns:
     This host's episodes.
-
-  Raises:
-    ValueError: if ``index`` is out of range, ``count`` not positive, or a
-      seeded shard cannot be made deterministically.
 
   Example:
     >>> import tensorflow as tf

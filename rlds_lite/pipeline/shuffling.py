@@ -1,51 +1,16 @@
 """Step and episode shuffling of a TFDS RLDS split, every step read once.
 
-The RLDS FAQ recipe for shuffled steps interleaves ``N`` copies of a dataset
-(each step is then read ``N`` times) or, to avoid duplicates, datasets built
-from disjoint split slices, each ``flat_map``-ed to steps, then maybe
-``shuffle(buffer)``. ``shuffled_steps`` does that in one call, without a
-per-step ``tf.data`` element:
-
-1. the split is cut into ``num_slices`` disjoint, even slices (absolute
-   TFDS slices ``train[a:b]``: each one a file instruction, or two across a
-   shard boundary), read as dense episodes (``rlds_lite.load(...,
-   dense=True)``) in a seeded random order, new every epoch;
-2. TFDS's own file interleave reads ``cycle_length`` slices at once, one
-   episode from each in turn (``num_parallel_reads`` of them in parallel),
-   each with a bounded read buffer and no TFDS prefetch;
-3. optionally an episode shuffle buffer of ``episode_shuffle_buffer``
-   episodes;
-4. ``read_ahead`` episodes read ahead in the background (a ``prefetch``,
-   so that reading goes on while batches are cut);
-5. a sliding window mixing the steps of ``pool_episodes`` consecutive
-   episodes (`rlds_lite.pipeline.sliding`): blocks of ``block_episodes =
-   ceil(pool_episodes / num_blocks)`` episodes, ``num_blocks = min(8,
-   pool_episodes)`` of them in the window, each block's steps permuted once
-   and given out over ``num_blocks`` units, cut into batches.
-
-Every step of the split comes out exactly once per pass. ``estimate_memory``
-says what each knob costs (a ``ShuffleMemory``), and ``memory_budget`` picks
-the knobs left unset so that the estimate fits (see ``pick_knobs``).
-``shuffled_episodes`` is steps 1-3 alone: whole dense episodes in a shuffled
-order.
-
-Memory estimate (bytes; ``E`` = mean episode bytes = mean steps per episode
-x bytes of one decoded step, from the features; ``S`` = step bytes)::
-
-  episode_buffer = episode_shuffle_buffer * E
-  interleave     = cycle_length * (READ_BUFFER_BYTES
-                                   + (2 * num_parallel_reads - 1) * E)
-  pools          = (num_blocks + 3) * block_episodes * E  # window, next
-                                       # unit's block, block being read and
-                                       # concatenated (~1.4 x pool_episodes)
-  read_ahead     = read_ahead * E      # default: block_episodes
-  batches        = prefetch * batch_size * S + gather_size * S
+``shuffled_steps`` reads disjoint slices of the split interleaved (the RLDS
+FAQ recipe, without a per-step element) and mixes their steps in a sliding
+window; its knobs are a `ShuffleKnobs`, ``estimate_memory`` says what they
+hold and ``memory_budget`` picks them (docs/shuffling.md).
+``shuffled_episodes`` gives whole episodes in a shuffled order.
 
 Example:
   >>> from rlds_lite import synthetic
   >>> path = synthetic.dataset(6, seed=0)
-  >>> ds = shuffled_steps(path, batch_size=32, num_slices=3, seed=0,
-  ...                     episode_fields='episode_id')
+  >>> ds = shuffled_steps(path, batch_size=32, knobs=ShuffleKnobs(num_slices=3),
+  ...                     seed=0, episode_fields='episode_id')
   >>> sum(int(b['reward'].shape[0]) for b in ds) == count_steps(path)  # once
   True
   >>> memory = estimate_memory(path, batch_size=32)
@@ -53,6 +18,7 @@ Example:
   True
 """
 
+import dataclasses
 import functools
 import operator
 import os
@@ -91,25 +57,67 @@ MAX_POOL_EPISODES = 4096
 """``memory_budget`` never picks larger pools (first-batch latency)."""
 
 
-class ShuffleKnobs(NamedTuple):
-  """The memory-costing knobs of ``shuffled_steps``, resolved.
+_POSITIVE = ('num_slices', 'cycle_length', 'num_parallel_reads',
+             'pool_episodes')
+_NON_NEGATIVE = ('read_ahead', 'episode_shuffle_buffer', 'prefetch')
+KNOB_FIELDS = _POSITIVE + _NON_NEGATIVE
+"""`ShuffleKnobs`' fields: the keywords they were before it."""
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class ShuffleKnobs:
+  """The memory-costing knobs of ``shuffled_steps`` (None: default, or picked).
+
+  A knob left None takes its default (docs/shuffling.md), or is picked for
+  ``memory_budget`` (`pick_knobs`); ``ShuffleMemory.knobs`` holds them all
+  resolved.
 
   Attributes:
-    num_slices: disjoint slices the split is cut into.
-    cycle_length: slices open (read) at once.
-    num_parallel_reads: files read in parallel per open slice.
-    pool_episodes: episodes whose steps are mixed (the sliding window).
-    read_ahead: episodes read ahead of the window (0: none).
-    episode_shuffle_buffer: episodes in the episode shuffle buffer (0: none).
-    prefetch: batches prefetched.
+    num_slices: disjoint slices the split is cut into (default ``min(16,
+      episodes)``).
+    cycle_length: slices open (read) at once (default ``min(4,
+      num_slices)``).
+    num_parallel_reads: files read in parallel per open slice (default 1).
+    pool_episodes: episodes whose steps are mixed (the sliding window;
+      default 64).
+    read_ahead: episodes read ahead of the window (default one block; 0:
+      none).
+    episode_shuffle_buffer: episodes in the episode shuffle buffer (default
+      0: none; ``shuffled_episodes``: 16).
+    prefetch: batches prefetched (default 2).
+
+  Example:
+    >>> ShuffleKnobs(pool_episodes=128, cycle_length=8)
+    ShuffleKnobs(cycle_length=8, pool_episodes=128)
   """
-  num_slices: int
-  cycle_length: int
-  num_parallel_reads: int
-  pool_episodes: int
-  read_ahead: int
-  episode_shuffle_buffer: int
-  prefetch: int
+  num_slices: Optional[int] = None
+  cycle_length: Optional[int] = None
+  num_parallel_reads: Optional[int] = None
+  pool_episodes: Optional[int] = None
+  read_ahead: Optional[int] = None
+  episode_shuffle_buffer: Optional[int] = None
+  prefetch: Optional[int] = None
+
+  def __post_init__(self):
+    for name in KNOB_FIELDS:
+      value = getattr(self, name)
+      if value is not None:
+        check = (inputs.check_positive_int if name in _POSITIVE else
+                 inputs.check_non_negative_int)
+        object.__setattr__(self, name, check(value, name, 'ShuffleKnobs'))
+
+  def __repr__(self) -> str:
+    return 'ShuffleKnobs(' + ', '.join(
+        f'{name}={getattr(self, name)!r}' for name in KNOB_FIELDS
+        if getattr(self, name) is not None) + ')'
+
+  def _replace(self, **changes: Any) -> 'ShuffleKnobs':
+    """A copy with ``changes`` (as when this was a NamedTuple)."""
+    return dataclasses.replace(self, **changes)
+
+  def _asdict(self) -> Dict[str, Optional[int]]:
+    """The knobs as a dict (as when this was a NamedTuple)."""
+    return dataclasses.asdict(self)
 
 
 _human = byte_sizes.format_bytes
@@ -254,11 +262,12 @@ def _pool_bytes(pool_episodes: int, episode_bytes: int) -> int:
 
 def pick_knobs(budget: int, batch_size: int, step_bytes: int,
                mean_steps: float, num_episodes: int, num_slices: int,
-               given: Dict[str, Optional[int]],
+               given: Union[ShuffleKnobs, Dict[str, Optional[int]]],
                op: str = 'shuffled_steps') -> ShuffleKnobs:
   """Knobs whose memory estimate fits ``budget`` bytes.
 
-  Rule: the knobs in ``given`` (not None) are kept; the others start at their
+  Rule: the knobs set in ``given`` (a `ShuffleKnobs`, or a dict of its
+  fields) are kept; the others start at their
   smallest (1 pool episode, 1 open slice, no episode buffer, 1 parallel read,
   ``DEFAULT_PREFETCH`` batches; ``read_ahead`` is one block of the window,
   `window_blocks`).
@@ -267,14 +276,13 @@ def pick_knobs(budget: int, batch_size: int, step_bytes: int,
   a quarter to more open slices (at most ``num_slices``) and a
   quarter to the episode shuffle buffer (at most ``num_episodes``).
 
-  Raises:
-    ValueError: if even the smallest pipeline does not fit, naming the
-      numbers.
-
   Example:
-    >>> pick_knobs(10**6, 32, 40, 25.0, 1000, 16, {})
+    >>> pick_knobs(10**6, 32, 40, 25.0, 1000, 16, ShuffleKnobs())
     ShuffleKnobs(num_slices=16, cycle_length=1, num_parallel_reads=1, pool_episodes=152, read_ahead=19, episode_shuffle_buffer=117, prefetch=2)
   """
+  if isinstance(given, ShuffleKnobs):
+    given = given._asdict()
+
   def value(name: str, default: int) -> int:
     return default if given.get(name) is None else given[name]
 
@@ -326,17 +334,11 @@ def pick_knobs(budget: int, batch_size: int, step_bytes: int,
   return knobs
 
 
-def _resolve(facts: _Split, batch_size: int, knobs: Dict[str, Any],
+def _resolve(facts: _Split, batch_size: int, given: ShuffleKnobs,
              memory_budget: Any, num_steps: Optional[int], op: str
              ) -> Tuple[ShuffleKnobs, Optional[ShuffleMemory]]:
   """Checks the knobs, fills the defaults (or picks them for the budget)."""
-  for name in ('num_slices', 'cycle_length', 'num_parallel_reads',
-               'pool_episodes'):
-    if knobs.get(name) is not None:
-      knobs[name] = inputs.check_positive_int(knobs[name], name, op)
-  for name in ('episode_shuffle_buffer', 'prefetch', 'read_ahead'):
-    if knobs.get(name) is not None:
-      knobs[name] = inputs.check_non_negative_int(knobs[name], name, op)
+  knobs = given._asdict()
   if facts.num_episodes == 0:
     raise ValueError(f'{op}: split {facts.split!r} of dataset {facts.label!r} '
                      'has no episodes.')
@@ -374,30 +376,49 @@ def _resolve(facts: _Split, batch_size: int, knobs: Dict[str, Any],
       prefetch=value('prefetch', DEFAULT_PREFETCH)), None
 
 
+def _sorted_call(op: str, knobs: Any, legacy: Dict[str, Any],
+                 known: Sequence[str] = KNOB_FIELDS
+                 ) -> Tuple[ShuffleKnobs, Optional[PathLike]]:
+  """``(knobs, data_dir)`` of a call, from the old flat keywords too."""
+  inputs.check_keywords(op, legacy, tuple(known) + ('data_dir',))
+  data_dir = legacy.pop('data_dir', None)
+  if data_dir is not None:
+    inputs.warn_renamed(op, ['data_dir'],
+                        f'{op}(rlds_lite.open(name, data_dir=...), ...)')
+  knobs = inputs.knobs_object(ShuffleKnobs, knobs, legacy, op,
+                              'knobs=ShuffleKnobs(...)')
+  if not isinstance(knobs, ShuffleKnobs):
+    raise TypeError(f'{op}: knobs must be a ShuffleKnobs(...), got '
+                    f'{type(knobs).__name__}.')
+  return knobs, data_dir
+
+
 def estimate_memory(name_or_dir: Any,
                     split: Optional[str] = None,
                     *,
                     batch_size: int,
-                    data_dir: Optional[PathLike] = None,
-                    num_slices: Optional[int] = None,
-                    cycle_length: Optional[int] = None,
-                    pool_episodes: Optional[int] = None,
-                    read_ahead: Optional[int] = None,
-                    episode_shuffle_buffer: Optional[int] = None,
-                    num_parallel_reads: Optional[int] = None,
-                    prefetch: Optional[int] = None,
+                    knobs: Optional[ShuffleKnobs] = None,
                     memory_budget: Union[int, str, None] = None,
                     fields: Optional[Sequence[str]] = None,
-                    num_steps: Optional[int] = None) -> ShuffleMemory:
+                    num_steps: Optional[int] = None,
+                    **legacy: Any) -> ShuffleMemory:
   """The memory ``shuffled_steps`` with these arguments would hold (estimate).
 
-  Step bytes come from the dataset's step features (decoded: images count
-  their pixels), the mean episode length from ``num_steps`` (the split's step
-  count) or, if None, from ``count_steps`` (one pass, cached). See the module
-  docstring for the formula; knobs left None take ``shuffled_steps``'s
-  defaults, or are picked for ``memory_budget`` (``pick_knobs``).
+  Step bytes come from the step features (images count their pixels), the
+  mean episode length from ``num_steps`` or, if None, ``count_steps`` (one
+  pass, cached); the formula is docs/shuffling.md's.
 
-  For ``robot_samples_dataset`` see ``rlds_lite.pipeline.estimate_memory``.
+  Args:
+    name_or_dir: a `rlds_lite.Source`, a TFDS name or a dataset directory.
+    split: the split (slicing allowed).
+    batch_size: steps per batch.
+    knobs: a `ShuffleKnobs` (None fields: defaults, or picked for
+      ``memory_budget``).
+    memory_budget: bytes (or ``'512MB'``) the knobs left None are picked for.
+    fields: step fields kept (default all).
+    num_steps: the split's step count, if known.
+    **legacy: `ShuffleKnobs`' fields and ``data_dir`` as keywords, warning
+      once.
 
   Example:
     >>> from rlds_lite import synthetic
@@ -406,18 +427,13 @@ def estimate_memory(name_or_dir: Any,
     >>> large = estimate_memory(path, batch_size=8, memory_budget='20MB')
     >>> small.knobs.pool_episodes < large.knobs.pool_episodes
     True
-    >>> small.total <= 2 * 10**6
-    True
   """
   op = 'estimate_memory'
+  knobs, data_dir = _sorted_call(op, knobs, legacy)
   batch_size = inputs.check_positive_int(batch_size, 'batch_size', op)
   facts = _split_facts(name_or_dir, split, data_dir, fields, op)
   if num_steps is None:
     num_steps = facts.source.num_steps
-  knobs = dict(num_slices=num_slices, cycle_length=cycle_length,
-               pool_episodes=pool_episodes, read_ahead=read_ahead,
-               episode_shuffle_buffer=episode_shuffle_buffer,
-               num_parallel_reads=num_parallel_reads, prefetch=prefetch)
   resolved, memory = _resolve(facts, batch_size, knobs, memory_budget,
                               num_steps, op)
   if memory is None:
@@ -513,83 +529,52 @@ def shuffled_steps(name_or_dir: Any,
                    split: Optional[str] = None,
                    *,
                    batch_size: int,
-                   data_dir: Optional[PathLike] = None,
-                   num_slices: Optional[int] = None,
-                   cycle_length: Optional[int] = None,
-                   pool_episodes: Optional[int] = None,
-                   read_ahead: Optional[int] = None,
-                   episode_shuffle_buffer: Optional[int] = None,
-                   num_parallel_reads: Optional[int] = None,
-                   prefetch: Optional[int] = None,
+                   knobs: Optional[ShuffleKnobs] = None,
                    memory_budget: Union[int, str, None] = None,
                    seed: Optional[int] = None,
                    drop_remainder: bool = False,
                    fields: Optional[Sequence[str]] = None,
                    episode_fields: Union[str, Sequence[str]] = (),
-                   num_steps: Optional[int] = None) -> tf.data.Dataset:
+                   num_steps: Optional[int] = None,
+                   **legacy: Any) -> tf.data.Dataset:
   """Shuffled batches of the steps of a TFDS RLDS split, each step once.
 
-  The RLDS FAQ's "interleave disjoint split slices" recipe in one function,
-  with a sliding window of shuffled blocks instead of a per-step buffer (see
-  the module docstring). Memory (``estimate_memory``) is bounded by the knobs.
+  The RLDS FAQ's "interleave disjoint split slices" recipe in one call, with
+  a sliding window of shuffled blocks instead of a per-step buffer; memory
+  (``estimate_memory``) is bounded by the knobs (docs/shuffling.md).
 
   Args:
-    name_or_dir: a `rlds_lite.Source`, a TFDS name or a prepared dataset
-      directory (as ``load``).
+    name_or_dir: a `rlds_lite.Source` (``rlds_lite.open``), a TFDS name or a
+      prepared dataset directory.
     split: a split, TFDS slicing allowed (``'train[:80%]'``).
     batch_size: steps per batch.
-    data_dir: where TFDS finds prepared datasets (names only).
-    num_slices: disjoint slices (default ``min(16, episodes)``; at most the
-      number of episodes). Costs nothing until opened.
-    cycle_length: slices open at once (default ``min(4, num_slices)``).
-      Memory ``cycle_length * (READ_BUFFER_BYTES + (2 * num_parallel_reads -
-      1) * E)``.
-    pool_episodes: episodes whose steps are mixed (default 64): a batch
-      mixes about ``min(pool_episodes, batch_size)`` episodes. Memory
-      ``(num_blocks + 3) * block_episodes * E`` (`sliding.window_blocks`; about
-      ``1.4 * pool_episodes * E``).
-    read_ahead: episodes read ahead in the background (default one block,
-      ``ceil(pool_episodes / 8)``; 0: none). Memory ``read_ahead * E``.
-    episode_shuffle_buffer: episodes in a shuffle buffer before pooling
-      (default 0: none). Memory ``episode_shuffle_buffer * E``.
-    num_parallel_reads: slices read in parallel (default 1: one after the
-      other, round-robin).
-    prefetch: batches to prefetch (default 2).
-    memory_budget: bytes (int) or a string like ``'512MB'``: the knobs left
-      None are picked to fit (``pick_knobs``); needs the step count (one
-      pass, cached, unless ``num_steps`` is given).
+    knobs: a `ShuffleKnobs` (slices, open slices, pool, read-ahead, episode
+      buffer, parallel reads, prefetch; None fields take their defaults).
+    memory_budget: bytes (or ``'512MB'``): the knobs left None are picked
+      to fit (`pick_knobs`; needs the step count: one pass, cached).
     seed: seed of the slice order and the pools (None: random).
-    drop_remainder: drop a last batch smaller than ``batch_size`` (then the
-      batch axis is static). A ``batch_size`` larger than the split's steps
-      is then an error (checked with ``count_steps``).
+    drop_remainder: drop a last batch smaller than ``batch_size``.
     fields: step fields to keep (default all): fewer fields, less memory.
     episode_fields: episode metadata (e.g. ``'episode_id'``) copied into
-      every step (``[B, ...]``).
+      every step.
     num_steps: the split's step count, if known (skips ``count_steps``).
+    **legacy: `ShuffleKnobs`' fields and ``data_dir`` as keywords (before
+      ``knobs``), warning once.
 
   Returns:
     A dataset of dicts of ``[B, ...]`` step fields (plus ``episode_fields``).
-
-  Raises:
-    ValueError: for an unknown split or field, a non-positive knob,
-      ``num_slices`` above the number of episodes, a too small
-      ``memory_budget``, or ``batch_size`` above the step count with
-      ``drop_remainder``.
 
   Example:
     >>> from rlds_lite import synthetic
     >>> path = synthetic.dataset(5, seed=0)
     >>> ds = shuffled_steps(path, batch_size=100, seed=1, fields=['reward'],
+    ...                     knobs=ShuffleKnobs(num_slices=2),
     ...                     drop_remainder=True)
     >>> [b['reward'].shape.as_list() for b in ds]
     [[100]]
-    >>> shuffled_steps(path, batch_size=1000, drop_remainder=True)
-    ... # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    ValueError: shuffled_steps: batch_size=1000 is larger than the 178 steps of split 'train' of dataset '...', and drop_remainder=True would drop them all.
   """
   op = 'shuffled_steps'
+  knobs, data_dir = _sorted_call(op, knobs, legacy)
   batch_size = inputs.check_positive_int(batch_size, 'batch_size', op)
   facts = _split_facts(name_or_dir, split, data_dir, fields, op)
   keep = _episode_fields(facts, episode_fields, op)
@@ -604,13 +589,7 @@ def shuffled_steps(name_or_dir: Any,
         f'{op}: batch_size={batch_size} is larger than the {num_steps} steps '
         f'of split {facts.split!r} of dataset {facts.label!r}, and '
         'drop_remainder=True would drop them all.')
-  knobs, _ = _resolve(
-      facts, batch_size,
-      dict(num_slices=num_slices, cycle_length=cycle_length,
-           pool_episodes=pool_episodes, read_ahead=read_ahead,
-           episode_shuffle_buffer=episode_shuffle_buffer,
-           num_parallel_reads=num_parallel_reads, prefetch=prefetch),
-      memory_budget, num_steps, op)
+  knobs, _ = _resolve(facts, batch_size, knobs, memory_budget, num_steps, op)
   episodes = _interleaved(facts, knobs, seed, keep)
   if knobs.episode_shuffle_buffer:
     episodes = episodes.shuffle(knobs.episode_shuffle_buffer, seed=seed,
@@ -624,36 +603,34 @@ def shuffled_steps(name_or_dir: Any,
       drop_last_batch=drop_remainder, prefetch=knobs.prefetch, op=op)
 
 
+_EPISODE_KNOBS = ('num_slices', 'cycle_length', 'num_parallel_reads',
+                  'episode_shuffle_buffer')
+"""The knobs of ``shuffled_episodes`` (the others pool steps)."""
+
+
 def shuffled_episodes(name_or_dir: Any,
                       split: Optional[str] = None,
                       *,
-                      data_dir: Optional[PathLike] = None,
-                      num_slices: Optional[int] = None,
-                      cycle_length: Optional[int] = None,
-                      episode_shuffle_buffer: int = 16,
-                      num_parallel_reads: Optional[int] = None,
+                      knobs: Optional[ShuffleKnobs] = None,
                       seed: Optional[int] = None,
                       fields: Optional[Sequence[str]] = None,
-                      episode_fields: Optional[Sequence[str]] = None
-                      ) -> tf.data.Dataset:
+                      episode_fields: Optional[Sequence[str]] = None,
+                      **legacy: Any) -> tf.data.Dataset:
   """Dense episodes of a split in a shuffled order, each episode once.
 
   Disjoint slices in a seeded random order, ``cycle_length`` of them read
   round-robin, then a shuffle buffer of ``episode_shuffle_buffer`` episodes
-  (both reshuffled every epoch). Memory: ``episode_shuffle_buffer * E`` plus
-  ``cycle_length * (READ_BUFFER_BYTES + (2 * num_parallel_reads - 1) * E)``.
+  (default 16), both reshuffled every epoch.
 
   Args:
     name_or_dir: a `rlds_lite.Source`, a TFDS name or a dataset directory.
     split: the split (slicing allowed).
-    data_dir: where TFDS finds prepared datasets (names only).
-    num_slices: disjoint slices (default ``min(16, episodes)``).
-    cycle_length: slices open at once (default ``min(4, num_slices)``).
-    episode_shuffle_buffer: episodes in the shuffle buffer (0: none).
-    num_parallel_reads: slices read in parallel (default 1).
+    knobs: a `ShuffleKnobs` of ``num_slices``, ``cycle_length``,
+      ``num_parallel_reads`` and ``episode_shuffle_buffer`` (0: none).
     seed: seed of the slice order and the buffer (None: random).
     fields: step fields to keep (default all).
     episode_fields: episode metadata to keep (default all).
+    **legacy: those knobs and ``data_dir`` as keywords, warning once.
 
   Returns:
     A dataset of episodes whose ``steps`` are dicts of ``[T, ...]`` tensors.
@@ -666,13 +643,17 @@ def shuffled_episodes(name_or_dir: Any,
     ([0, 1, 2, 3, 4, 5, 6, 7], True)
   """
   op = 'shuffled_episodes'
+  knobs, data_dir = _sorted_call(op, knobs, legacy, _EPISODE_KNOBS)
+  pooling = [n for n in KNOB_FIELDS
+             if n not in _EPISODE_KNOBS and getattr(knobs, n) is not None]
+  if pooling:
+    raise ValueError(f'{op}: {pooling} pool steps; whole episodes take only '
+                     f'{list(_EPISODE_KNOBS)}.')
+  if knobs.episode_shuffle_buffer is None:
+    knobs = knobs._replace(episode_shuffle_buffer=16)
   facts = _split_facts(name_or_dir, split, data_dir, fields, op)
   keep = _episode_fields(facts, episode_fields, op)
-  knobs, _ = _resolve(
-      facts, 1,
-      dict(num_slices=num_slices, cycle_length=cycle_length,
-           episode_shuffle_buffer=episode_shuffle_buffer,
-           num_parallel_reads=num_parallel_reads), None, None, op)
+  knobs, _ = _resolve(facts, 1, knobs, None, None, op)
   episodes = _interleaved(facts, knobs, seed, keep)
   if knobs.episode_shuffle_buffer:
     episodes = episodes.shuffle(knobs.episode_shuffle_buffer, seed=seed,

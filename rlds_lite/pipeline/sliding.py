@@ -1,27 +1,8 @@
-"""Shuffled batches of steps through a sliding window of blocks.
+"""Shuffled batches of steps through a sliding window of blocks of episodes.
 
-The engine behind ``shuffled_steps``. Consecutive episodes are grouped into
-*blocks* of ``block_episodes`` episodes whose steps are concatenated (one
-tensor per field). Each block gets one random permutation of its rows
-(indices only, the rows stay where they are) cut into ``num_blocks`` equal
-*parts*, and the window of the last ``num_blocks`` blocks forms a *unit*:
-the newest block's first part, the one before's second part, ..., the
-oldest block's last part, in one random order. So
-
-* every step comes out exactly once (each part of each block in exactly one
-  unit);
-* a unit, and a batch cut from it, mixes steps of ``num_blocks *
-  block_episodes`` episodes, like a pool of that many episodes;
-* but only the window's ``num_blocks`` blocks are held, plus the next
-  unit's block (read ahead) and, while that one is read, its episodes and
-  their concatenation: about ``(num_blocks + 3) / num_blocks`` pools, where
-  a pool that is cut and then replaced holds three (the pool being served,
-  the next one's episodes and their concatenation).
-
-The first unit waits until the window is full (it then holds the parts
-every block in it has due so far); the end of the input flushes what is
-left in one last unit. Batches are gathered ``gather`` rows at a time: one
-``tf.gather`` per block and field, merged with ``tf.dynamic_stitch``.
+The engine behind ``shuffled_steps``: every step once, a batch mixing a
+window of ``num_blocks * block_episodes`` episodes while holding about
+``(num_blocks + 3) / num_blocks`` of them (docs/pooling.md).
 
 Example:
   >>> import tensorflow as tf
@@ -161,9 +142,6 @@ def sliding_step_batches(steps: tf.data.Dataset,
 
   Returns:
     A dataset of dicts of ``[B, ...]`` tensors.
-
-  Raises:
-    ValueError: for a non-positive size.
 
   Example:
     >>> steps = tf.data.Dataset.from_tensors({'x': tf.range(5)}).repeat(2)

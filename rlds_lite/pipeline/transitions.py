@@ -1,4 +1,4 @@
-"""Shuffled batches of n-step transitions with discounted returns.
+"""Shuffled batches of n-step transitions (`rlds_lite.Transitions`) with discounted returns.
 
 Example:
   >>> import tensorflow as tf
@@ -6,17 +6,19 @@ Example:
   ...          'reward': tf.constant([1.0, 2.0, 0.0]),
   ...          'is_terminal': tf.constant([False, False, True])}
   >>> episodes = tf.data.Dataset.from_tensors({'steps': steps})
-  >>> batch = next(iter(transitions_dataset(episodes, 8, n=2, shuffle=False)))
+  >>> ds = transitions_dataset(episodes, Transitions(n=2), 8, shuffle=False)
+  >>> batch = next(iter(ds))
   >>> batch['reward'].numpy().tolist(), batch['discount'].numpy().tolist()
   ([3.0, 2.0], [0.0, 0.0])
 """
 
+import dataclasses
 from typing import Any, Dict, Optional, Sequence, Union
 
 import tensorflow as tf
 
 from rlds_lite import rlds_types
-from rlds_lite import sample_kinds
+from rlds_lite.sample_kinds import Transitions
 from rlds_lite.dense import indexing
 from rlds_lite import dense
 from rlds_lite.dense import last_step as last_step_lib
@@ -24,7 +26,7 @@ from rlds_lite.pipeline import inputs
 from rlds_lite.pipeline import pools
 
 _NEXT = dense.NEXT_OBSERVATION
-
+_KIND_FIELDS = tuple(f.name for f in dataclasses.fields(Transitions))
 
 _COMPUTED = (rlds_types.REWARD, rlds_types.DISCOUNT)
 _LIGHT_FIELDS = (rlds_types.REWARD, rlds_types.DISCOUNT,
@@ -80,109 +82,53 @@ def transitions_dataset(episodes: tf.data.Dataset,
                         kind: Any = None,
                         batch_size: Optional[int] = None,
                         *,
-                        n: int = 1,
-                        gamma: Union[float, tf.Tensor] = 1.0,
-                        last_step: Union[last_step_lib.LastStep, str] = 'invalid',
                         episode_fields: Union[str, Sequence[str]] = (),
                         shuffle: bool = True,
-                        pool: str = 'auto',
-                        pool_episodes: int = pools.DEFAULT_POOL_EPISODES,
-                        episode_shuffle_buffer: int = 0,
                         seed: Optional[int] = None,
-                        num_parallel_calls: Optional[int] = tf.data.AUTOTUNE,
-                        deterministic: Optional[bool] = None,
                         drop_last_batch: bool = False,
-                        prefetch: int = 2) -> tf.data.Dataset:
+                        pooling: Optional[pools.Pooling] = None,
+                        **legacy: Any) -> tf.data.Dataset:
   """Batches of n-step transitions of all episodes, shuffled across episodes.
 
-  The samples are exactly those of ``rlds_lite.dense.transitions(steps, n,
-  gamma, last_step=last_step)`` for every episode (one per non-last step,
-  and one more for a terminal last step under ``last_step='valid'``:
-  ``observation``,
-  ``action``, n-step ``reward`` and ``discount`` (0 when the window reaches
-  a terminal step; truncated episodes keep a bootstrap discount),
+  The samples are exactly those of ``rlds_lite.dense.transitions`` for every
+  episode (``observation``, ``action``, n-step ``reward`` and ``discount``,
   ``next_observation`` and the start step's other fields), each once per
-  pass over ``episodes``. Returns are computed per episode (a parallel
-  ``map``); transitions are shuffled within pools (see
-  ``rlds_lite.pipeline.pools``) of ``pool_episodes`` consecutive episodes
-  whose steps are stored once: the transitions of a whole pool permuted
-  together and gathered a few batches at a time (``pool='samples'``, memory
-  about ``2 * pool_episodes * episode_bytes``), or gathered a few at a time
-  from each of ``pool_episodes`` open episodes in turn (``pool='episodes'``,
-  for large observations: memory about ``pool_episodes * episode_bytes``);
-  ``'auto'`` picks by transition size.
+  pass over ``episodes``; returns are computed per episode and the
+  transitions shuffled within pools (`rlds_lite.pipeline.pools`).
 
   Args:
     episodes: RLDS episodes, dense or with nested steps datasets; steps need
-      ``observation`` and a float ``reward``; ``discount`` (float) and
-      ``is_terminal`` are used when present.
-    kind: a `rlds_lite.Transitions` kind (``n``, ``gamma``, ``last_step``);
-      or, as before kinds, the batch size (then ``n``, ``gamma`` and
-      ``last_step`` are keywords).
-    batch_size: transitions per batch (positive).
-    n: the maximal number of rewards summed per transition (positive).
-    gamma: the discount factor in ``[0, 1]``.
-    last_step: ``'invalid'`` (default, RLDS: the last step's action and
-      reward are not a transition's) or ``'valid'`` (data whose last step
-      carries a real action and reward, e.g. a success reward: a terminal
-      last step starts a transition too; see ``dense.transitions``). A
-      ``tf.data`` graph cannot warn; ``rlds_lite.validate`` and
-      ``stats.compute`` say whether last steps hold non-zero values.
-    episode_fields: episode metadata fields to copy into every transition.
+      ``observation`` and a float ``reward`` (``discount`` and
+      ``is_terminal`` are used when present).
+    kind: a `rlds_lite.Transitions` (``n``, ``gamma``, ``last_step``).
+    batch_size: transitions per batch.
+    episode_fields: episode metadata copied into every transition.
     shuffle: shuffle (else transitions come in episode order).
-    pool: ``'auto'``, ``'samples'`` or ``'episodes'``: how to pool
-      transitions for shuffling (same transitions either way).
-    pool_episodes: episodes per pool (positive): more mixes more episodes
-      per batch and takes more memory.
-    episode_shuffle_buffer: episodes in an episode-level shuffle buffer
-      before pooling (0: none).
-    seed: seed for reproducible shuffling.
-    num_parallel_calls: parallelism of the per-episode ``map`` (and of the
-      gathers of ``pool='samples'``).
-    deterministic: that ``map``'s ``deterministic``.
-    drop_last_batch: drop a final batch smaller than ``batch_size``.
-    prefetch: batches to prefetch (0: none).
+    seed: seed of the shuffling.
+    drop_last_batch: drop a last batch smaller than ``batch_size``.
+    pooling: a `Pooling` (pool mode and size, episode shuffle buffer,
+      parallelism, prefetch).
+    **legacy: the keywords of before kinds (``n=``, ``gamma=``,
+      ``last_step=``, or the batch size as ``kind``) and `Pooling`'s fields,
+      still taken, warning once.
 
   Returns:
     A dataset of dicts of ``[B, ...]`` tensors.
 
-  Raises:
-    TypeError: if ``episodes`` is not a dataset of episodes, or reward /
-      discount are not floats.
-    ValueError: if ``batch_size``, ``n`` or ``pool_episodes`` is not
-      positive, ``pool`` is unknown, ``gamma`` is not in ``[0, 1]``,
-      ``observation``/``reward`` is missing, a field name collides, or
-      ``last_step`` is not ``'invalid'``/``'valid'``.
-
   Example:
+    >>> from rlds_lite.sample_kinds import Transitions
     >>> steps = {'observation': tf.constant([0, 1, 2]),
     ...          'reward': tf.constant([1.0, 2.0, 0.0])}
     >>> episodes = tf.data.Dataset.from_tensors({'steps': steps})
-    >>> batch = next(iter(transitions_dataset(episodes, 8, shuffle=False)))
-    >>> batch['next_observation'].numpy().tolist()
-    [1, 2]
-    >>> from rlds_lite.sample_kinds import Transitions
     >>> batch = next(iter(transitions_dataset(episodes, Transitions(n=2), 8,
     ...                                       shuffle=False)))
-    >>> batch['reward'].numpy().tolist()
-    [3.0, 2.0]
+    >>> batch['reward'].numpy().tolist(), batch['next_observation'].numpy().tolist()
+    ([3.0, 2.0], [2, 2])
   """
   op = 'transitions_dataset'
-  if isinstance(kind, sample_kinds.Transitions):
-    if (n, gamma, last_step) != (1, 1.0, 'invalid'):
-      raise TypeError(f'{op}: pass n, gamma and last_step in the kind '
-                      '(Transitions(...)), not beside it.')
-    n, gamma, last_step = kind.n, kind.gamma, kind.last_step
-  elif kind is not None:  # The batch size, positional as before kinds.
-    if batch_size is not None:
-      raise TypeError(f'{op}: kind must be a Transitions(...), got '
-                      f'{type(kind).__name__}.')
-    batch_size = kind
-  if batch_size is None:
-    raise TypeError(f"{op}() missing 1 required argument: 'batch_size'")
-  inputs.check_positive_int(batch_size, 'batch_size', op)
-  n = inputs.check_positive_int(n, 'n', op)
-  last_step = last_step_lib.as_last_step(last_step, op)
+  kind, pooling, batch_size = _sorted_call(op, kind, batch_size, pooling,
+                                           legacy)
+  last_step = last_step_lib.as_last_step(kind.last_step, op)
   episodes = inputs.dense_episodes(episodes, op)
   steps_spec = episodes.element_spec[rlds_types.STEPS]
   indexing.require_fields(steps_spec,
@@ -192,8 +138,32 @@ def transitions_dataset(episodes: tf.data.Dataset,
   episode_fields = inputs.check_episode_fields(episodes, episode_fields,
                                               reserved, op)
   return pools.pooled_batches(
-      episodes, _sampler(n, gamma, episode_fields, last_step), batch_size,
-      shuffle=shuffle, pool=pool, pool_episodes=pool_episodes,
-      episode_shuffle_buffer=episode_shuffle_buffer, seed=seed,
-      num_parallel_calls=num_parallel_calls, deterministic=deterministic,
-      drop_last_batch=drop_last_batch, prefetch=prefetch, op=op)
+      episodes, _sampler(kind.n, kind.gamma, episode_fields, last_step),
+      batch_size, shuffle=shuffle, seed=seed, drop_last_batch=drop_last_batch,
+      pooling=pooling, op=op)
+
+
+def _sorted_call(op: str, kind: Any, batch_size: Any, pooling: Any,
+                 legacy: Dict[str, Any]):
+  """``(Transitions, Pooling, batch_size)`` of a call, old keywords too."""
+  inputs.check_keywords(op, legacy, _KIND_FIELDS + pools.POOLING_FIELDS)
+  kind_args = {k: v for k, v in legacy.items() if k in _KIND_FIELDS}
+  pool_args = {k: v for k, v in legacy.items() if k not in kind_args}
+  if isinstance(kind, Transitions) and kind_args:
+    raise TypeError(f'{op}: pass n, gamma and last_step in the kind '
+                    '(Transitions(...)), not beside it.')
+  if kind is not None and not isinstance(kind, Transitions):
+    if batch_size is not None or not inputs.is_int(kind):
+      raise TypeError(f'{op}: kind must be a Transitions(...), got '
+                      f'{type(kind).__name__}.')
+    batch_size, kind = kind, None   # Positional as before kinds.
+    inputs.warn_renamed(op, ['batch_size as the second argument'],
+                        f'{op}(episodes, Transitions(...), batch_size)')
+  kind = inputs.knobs_object(Transitions, kind, kind_args, op,
+                             'Transitions(...)')
+  pooling = inputs.knobs_object(pools.Pooling, pooling, pool_args, op,
+                                'pooling=Pooling(...)')
+  if batch_size is None:
+    raise TypeError(f"{op}() missing 1 required argument: 'batch_size'")
+  return kind, pooling, inputs.check_positive_int(batch_size, 'batch_size',
+                                                  op)

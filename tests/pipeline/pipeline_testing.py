@@ -1,14 +1,41 @@
 """Episodes, NumPy references and sample bookkeeping for the pipeline tests."""
 
 import collections
-from typing import Any, Dict, List, Optional, Sequence
+import dataclasses
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
 
 import rlds_testing
+from rlds_lite.pipeline import pools
 
 Steps = Dict[str, Any]
+
+
+def renames(caught: Sequence[Any]) -> List[str]:
+  """The messages of the rename warnings among ``caught`` (TF warns too)."""
+  return [str(w.message) for w in caught if ' are now ' in str(w.message)]
+
+
+def objects(kind_class: Any, kind: Any, kwargs: Dict[str, Any]
+            ) -> Tuple[Any, Dict[str, Any]]:
+  """``(kind, kwargs)`` of flat keywords, in their objects (the new spelling).
+
+  The kind's fields go into ``kind_class(...)`` (``kind``, if not already
+  one, is its first field), `Pooling`'s into ``pooling=``.
+  """
+  kwargs = dict(kwargs)
+  fields = [f.name for f in dataclasses.fields(kind_class)]
+  kind_args = {k: kwargs.pop(k) for k in fields if k in kwargs}
+  if not isinstance(kind, kind_class):
+    if kind is not None:
+      kind_args[fields[0]] = kind
+    kind = kind_class(**kind_args)
+  pool_args = {k: kwargs.pop(k) for k in pools.POOLING_FIELDS if k in kwargs}
+  if pool_args:
+    kwargs['pooling'] = pools.Pooling(**pool_args)
+  return kind, kwargs
 
 
 def make_episodes(lengths: Sequence[int], terminal: Optional[Sequence[bool]] = None,

@@ -12,6 +12,8 @@ from rlds_lite.pipeline import sharding
 from rlds_lite.pipeline import transitions
 from rlds_lite.pipeline import windows
 from rlds_lite.tfds import write_dataset
+from rlds_lite.pipeline.pools import Pooling
+from rlds_lite.sample_kinds import Transitions, Windows
 
 
 def episodes(seed=0, num=12):
@@ -21,8 +23,8 @@ def episodes(seed=0, num=12):
 
 def windows_pipeline(pool='samples', seed=1, episodes_seed=0, epochs=1):
   return windows.windows_dataset(
-      episodes(episodes_seed).repeat(epochs), size=3, batch_size=4,
-      seed=seed, pool=pool, pool_episodes=4, episode_shuffle_buffer=8,
+      episodes(episodes_seed).repeat(epochs), Windows(3), 4, seed=seed,
+      pooling=Pooling(pool, pool_episodes=4, episode_shuffle_buffer=8),
       episode_fields='episode_id')
 
 
@@ -46,8 +48,9 @@ PIPELINES = {  # name: (make(path), batches taken before saving)
     'windows_episodes_pool': (lambda path: windows_pipeline('episodes'), 3),
     'transitions_sharded_from_tfds': (lambda path: (
         transitions.transitions_dataset(
-            sharding.shard(path, 1, 2, seed=3), batch_size=4, n=2,
-            gamma=0.9, seed=2, pool_episodes=4, episode_fields='episode_id')),
+            sharding.shard(path, 1, 2, seed=3), Transitions(n=2, gamma=0.9), 4,
+            seed=2, pooling=Pooling(pool_episodes=4),
+            episode_fields='episode_id')),
                                       3),
     'exact_mix': (lambda path: mixing.mix(
         [shuffled_batches(1), shuffled_batches(2)], (0.6, 0.4), exact=True,
@@ -80,8 +83,9 @@ def test_resumed_run_continues_the_uninterrupted_one(make, stop, toy_path,
 
 def transitions_pipeline(epochs):
   return transitions.transitions_dataset(
-      episodes().repeat(epochs), batch_size=4, n=2, gamma=0.9, seed=2,
-      pool_episodes=4, episode_shuffle_buffer=8, episode_fields='episode_id')
+      episodes().repeat(epochs), Transitions(n=2, gamma=0.9), 4, seed=2,
+      pooling=Pooling(pool_episodes=4, episode_shuffle_buffer=8),
+      episode_fields='episode_id')
 
 
 EPOCHS = {  # name: (make(epochs), batches of one epoch)

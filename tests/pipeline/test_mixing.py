@@ -12,9 +12,11 @@ import pytest
 import tensorflow as tf
 
 from rlds_lite import synthetic
+from rlds_lite.pipeline import inputs
 from rlds_lite.pipeline import mixing
 from rlds_lite.pipeline import windows
 from rlds_lite.tfds import write_dataset
+from rlds_lite.sample_kinds import Windows
 
 OFFSET = 10_000  # Source i yields i * OFFSET, i * OFFSET + 1, ...
 
@@ -155,7 +157,7 @@ def test_exact_mixes_real_pipelines_of_batches():
     episodes = synthetic.episodes(num_episodes=4, seed=offset, dense=True)
     episodes = episodes.map(
         lambda e: {**e, 'episode_id': e['episode_id'] + offset})
-    return windows.windows_dataset(episodes, size=2, batch_size=8, seed=0,
+    return windows.windows_dataset(episodes, Windows(2), 8, seed=0,
                                    episode_fields='episode_id').repeat()
 
   ds = mixing.mix({'sim': pipeline(0), 'real': pipeline(1000)},
@@ -229,10 +231,23 @@ def test_balance_multiplies_weights_by_sizes(case):
   datasets = dict(zip('ab', (s.repeat() for s in sources(2))))
   if not isinstance(case['sizes'], dict):
     datasets = list(datasets.values())
-  ds = mixing.mix(datasets, case['weights'], balance='steps',
-                  sizes=case['sizes'], exact=True, batch_size=8, seed=0)
+  ds = mixing.mix(datasets, case['weights'], balance=case['sizes'],
+                  exact=True, batch_size=8, seed=0)
   batch = next(iter(ds)).numpy()
   assert np.bincount(source_of(batch), minlength=2).tolist() == case['counts']
+
+
+def test_the_old_sizes_keyword_still_works_and_warns_once():
+  datasets = [s.repeat() for s in sources(2)]
+  inputs._WARNED.clear()  # pylint: disable=protected-access
+  with pytest.warns(DeprecationWarning, match=r"^mix: \['sizes'\] are now "
+                    r'balance=sizes \(the sizes themselves\)'):
+    ds = mixing.mix(datasets, balance='steps', sizes=[100, 300], exact=True,
+                    batch_size=8, seed=0)
+  batch = next(iter(ds)).numpy()
+  assert np.bincount(source_of(batch), minlength=2).tolist() == [2, 6]
+  with pytest.raises(ValueError, match='sizes are only used with balance'):
+    mixing.mix(sources(2), sizes=[1, 2])
 
 
 def test_balance_episodes_uses_cardinality_of_episode_datasets():
@@ -336,16 +351,13 @@ BAD = {
         "balance must be one of .* got 'frames'"),
     'balance_needs_sizes': (
         lambda: mixing.mix(sources(2), balance='steps'), ValueError,
-        r"balance='steps' needs sizes=\[...\] .*dataset_size"),
+        r"balance='steps' needs the sizes, balance=\[...\] .*dataset_size"),
     'zero_size': (
-        lambda: mixing.mix(sources(2), balance='steps', sizes=[3, 0]),
-        ValueError, r'datasets\[1\] has size 0 \(steps\)'),
+        lambda: mixing.mix(sources(2), balance=[3, 0]),
+        ValueError, r'datasets\[1\] has size 0 \(sizes\)'),
     'negative_size': (
-        lambda: mixing.mix(sources(2), balance='steps', sizes=[3, -1]),
+        lambda: mixing.mix(sources(2), balance=[3, -1]),
         ValueError, r'the size of datasets\[1\] is -1.0'),
-    'sizes_without_balance': (
-        lambda: mixing.mix(sources(2), sizes=[1, 2]), ValueError,
-        'sizes are only used with balance'),
     'bad_unit': (
         lambda: mixing.dataset_size('/nonexistent', unit='frames'),
         ValueError, "unit must be one of .* got 'frames'"),

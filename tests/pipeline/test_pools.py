@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from rlds_lite.pipeline import inputs
 from rlds_lite.pipeline import pools
 
 
@@ -26,15 +27,16 @@ def _sampler(max_rows, gather_size=None):
 def test_gather_size_bounds_the_samples_gathered_at_once():
   episodes = tf.data.Dataset.from_tensors(
       {'steps': {'x': tf.range(100)}}).repeat(3)
-  ds = pools.pooled_batches(episodes, _sampler(8, gather_size=8), 4,
-                            pool='samples', pool_episodes=3, seed=0)
+  ds = pools.pooled_batches(episodes, _sampler(8, gather_size=8), 4, seed=0,
+                            pooling=pools.Pooling('samples', pool_episodes=3))
   batches = [b['x'].numpy() for b in ds]
   assert [len(b) for b in batches] == [4] * 75
   assert sorted(np.concatenate(batches).tolist()) == sorted(
       list(range(100)) * 3)
   # By default the spec sizes the gathers: 4-byte samples, all 300 at once.
-  default = pools.pooled_batches(episodes, _sampler(8), 4, pool='samples',
-                                 pool_episodes=3, seed=0)
+  default = pools.pooled_batches(
+      episodes, _sampler(8), 4, seed=0,
+      pooling=pools.Pooling('samples', pool_episodes=3))
   with pytest.raises(tf.errors.InvalidArgumentError,
                      match='gathered too many at once'):
     list(default)
@@ -69,8 +71,8 @@ def test_a_link_appends_rows_and_threads_its_state_through_the_pools():
   episodes = tf.data.Dataset.range(3).map(
       lambda e: {'steps': {'x': tf.range(10) + 100 * tf.cast(e, tf.int32)},
                  'tag': e})
-  ds = pools.pooled_batches(episodes, _linked_sampler(), 4, pool='samples',
-                            pool_episodes=1, seed=0)
+  ds = pools.pooled_batches(episodes, _linked_sampler(), 4, seed=0,
+                            pooling=pools.Pooling('samples', pool_episodes=1))
   got = sorted(np.concatenate([b['x'].numpy() for b in ds]).tolist())
   expected = [100 * e + t for e in range(3) for t in range(1, 10)]
   assert got == sorted(expected + [1000, 1001, 1002])
@@ -79,7 +81,39 @@ def test_a_link_appends_rows_and_threads_its_state_through_the_pools():
 def test_a_link_needs_shuffled_sample_pools():
   episodes = tf.data.Dataset.from_tensors({'steps': {'x': tf.range(10)},
                                            'tag': tf.constant(0, tf.int64)})
-  for kwargs in (dict(pool='episodes'), dict(pool='samples', shuffle=False)):
+  for kwargs in (dict(pooling=pools.Pooling('episodes')),
+                 dict(pooling=pools.Pooling('samples'), shuffle=False)):
     with pytest.raises(ValueError, match="a Sampler with a link needs "
                        "pool='samples' and shuffle=True"):
       pools.pooled_batches(episodes, _linked_sampler(), 4, **kwargs)
+
+
+def test_pooling_checks_its_fields_and_shows_what_is_set():
+  assert repr(pools.Pooling()) == 'Pooling()'
+  assert repr(pools.Pooling('episodes', spread_episodes=True)) == (
+      "Pooling(pool='episodes', spread_episodes=True)")
+  with pytest.raises(ValueError, match=r"^Pooling: pool must be one of "
+                     r"\('auto', 'samples', 'episodes'\), got 'steps'\.$"):
+    pools.Pooling('steps')
+  with pytest.raises(ValueError, match='^Pooling: prefetch must be a '
+                     'non-negative int, got -1.$'):
+    pools.Pooling(prefetch=-1)
+
+
+def test_old_pool_keywords_still_work_and_warn_once():
+  episodes = tf.data.Dataset.from_tensors({'steps': {'x': tf.range(100)}})
+  inputs._WARNED.clear()  # pylint: disable=protected-access
+  with pytest.warns(DeprecationWarning, match=r"^pooled_batches: \['pool', "
+                    r"'pool_episodes'\] are now pooling=Pooling\(...\)"):
+    old = pools.pooled_batches(episodes, _sampler(100), 2, seed=0,
+                               pool='samples', pool_episodes=3)
+  new = pools.pooled_batches(episodes, _sampler(100), 2, seed=0,
+                             pooling=pools.Pooling('samples', pool_episodes=3))
+  assert ([b['x'].numpy().tolist() for b in old] ==
+          [b['x'].numpy().tolist() for b in new])
+  with pytest.raises(TypeError, match=r"^pooled_batches: pass \['prefetch'\] "
+                     r'in pooling=Pooling\(...\), not beside it\.$'):
+    pools.pooled_batches(episodes, _sampler(100), 2, pooling=pools.Pooling(),
+                         prefetch=0)
+  with pytest.raises(TypeError, match="unexpected keyword argument 'pools'"):
+    pools.pooled_batches(episodes, _sampler(100), 2, pools=3)

@@ -8,16 +8,24 @@ import tensorflow as tf
 
 from rlds_lite.pipeline import pools
 from rlds_lite.pipeline import robot_memory as rm
+from rlds_lite.sample_kinds import RobotSamples
 
 SIZES = rm.Sizes(step_bytes=250_000, episode_bytes=3_000_000,
                  mean_episode_steps=120.0, num_episodes=48,
                  sample_bytes=500_000, frames_per_sample=2.0)
-KWARGS = dict(batch_size=64, prefetch=2, history=2, history_stride=1,
-              goal=None)
+KWARGS = dict(batch_size=64, prefetch=2)
+KIND = RobotSamples(history=2)
+REACHING = RobotSamples(history=4, history_stride=30)
+"""A history reaching 90 steps back: every segment decodes ~90 frames more."""
+
+
+def estimate(decode, segments, pool, open_episodes, sizes=SIZES, kind=KIND):
+  return rm.estimate(rm.DecodePlan(decode, segments, pool, open_episodes, None),
+                     sizes, kind, **KWARGS)
 
 
 def test_estimate_formula():
-  memory = rm.estimate('per_episode', 16, 48, 48, SIZES, **KWARGS)
+  memory = estimate('per_episode', 16, 48, 48)
   assert memory.pools == 2 * 48 * 17 * 250_000
   assert memory.open_episodes == 1.5 * 48 * 3_000_000
   assert memory.batches == (2 + 2) * 64 * 500_000
@@ -25,13 +33,13 @@ def test_estimate_formula():
                                         memory.batches) + 32 * 3_000_000)
   assert memory.total == (memory.pools + memory.open_episodes + memory.batches +
                           memory.runtime)
-  whole = rm.estimate('per_episode', None, 48, 1, SIZES, **KWARGS)
+  whole = estimate('per_episode', None, 48, 1)
   assert whole.pools == 2 * 48 * 120 * 250_000
-  after = rm.estimate('after_sampling', None, 48, 1, SIZES, **KWARGS)
+  after = estimate('after_sampling', None, 48, 1)
   assert after.pools == 2 * 48 * 3_000_000
   assert after.batches == (2 + 2 * 2) * 64 * 500_000   # decoded, stacked
-  goals = rm.estimate('per_episode', 16, 48, 48, SIZES,
-                      **{**KWARGS, 'goal': 'future'})
+  goals = estimate('per_episode', 16, 48, 48,
+                   kind=RobotSamples(history=2, goal='future'))
   assert goals.pools == 2 * 48 * (17 + 16) * 250_000
 
 
@@ -55,45 +63,45 @@ def test_estimate_formula():
         'segments_8_before_a_smaller_pool', 'segments_4',
         'segments_4_smaller_pool', 'segments_2', 'segments_2_smaller_pool'])
 def test_pick_table(budget, expected):
-  plan = rm.pick(budget, SIZES, **KWARGS)
+  plan = rm.pick(budget, SIZES, KIND, **KWARGS)
   assert (plan.decode, plan.segment_steps, plan.pool_episodes) == expected
   assert plan.memory.total <= budget
   segmented = expected[1] is not None
   open_episodes = min(48, -(-5 * expected[2] // 4)) if segmented else 1
   assert plan.open_episodes == open_episodes   # 1.25 x the pool, segmented
   if expected[2] < 48:   # One more pooled episode would not fit.
-    bigger = rm.estimate(expected[0], expected[1], expected[2] + 1,
-                         min(48, -(-5 * (expected[2] + 1) // 4))
-                         if segmented else 1, SIZES, **KWARGS)
+    bigger = estimate(expected[0], expected[1], expected[2] + 1,
+                      min(48, -(-5 * (expected[2] + 1) // 4))
+                      if segmented else 1)
     assert bigger.total > budget
 
 
 def test_pick_falls_back_to_after_sampling_then_errors():
-  # A history reaching 90 steps back: every segment decodes ~90 frames more.
   sizes = SIZES._replace(sample_bytes=1_000_000, frames_per_sample=4.0)
-  kwargs = {**KWARGS, 'history': 4, 'history_stride': 30}
-  assert rm.pick(3 * 10**9, sizes, **kwargs)[:3] == ('per_episode', 8, 37)
-  plan = rm.pick(10**9, sizes, **kwargs)
+  assert rm.pick(3 * 10**9, sizes, REACHING, **KWARGS)[:3] == (
+      'per_episode', 8, 37)
+  plan = rm.pick(10**9, sizes, REACHING, **KWARGS)
   assert plan[:3] == ('after_sampling', None, 48)
-  assert rm.pick(9 * 10**8, sizes, **kwargs)[:3] == ('after_sampling', None,
-                                                     42)
+  assert rm.pick(9 * 10**8, sizes, REACHING, **KWARGS)[:3] == (
+      'after_sampling', None, 42)
   with pytest.raises(ValueError, match='is too small for 36 pooled episodes'):
-    rm.pick(8 * 10**8, sizes, **kwargs)
+    rm.pick(8 * 10**8, sizes, REACHING, **KWARGS)
   with pytest.raises(ValueError, match='is too small'):
-    rm.pick(5.5 * 10**8, SIZES, **KWARGS)   # Below segments of 2.
+    rm.pick(5.5 * 10**8, SIZES, KIND, **KWARGS)   # Below segments of 2.
 
 
 def test_given_choices_are_kept():
-  plan = rm.pick(1, SIZES, decode='after_sampling', **KWARGS)
+  plan = rm.pick(1, SIZES, KIND, decode='after_sampling', **KWARGS)
   assert plan.decode == 'after_sampling'   # Reported, not checked.
-  plan = rm.pick(None, SIZES, segment_steps=8, pool_episodes=12, **KWARGS)
+  plan = rm.pick(None, SIZES, KIND, segment_steps=8, pool_episodes=12,
+                 **KWARGS)
   assert plan[:4] == ('per_episode', 8, 12, 15)
-  default = rm.pick(10**11, SIZES._replace(num_episodes=10), **KWARGS)
+  default = rm.pick(10**11, SIZES._replace(num_episodes=10), KIND, **KWARGS)
   assert default.pool_episodes == 10
 
 
 def test_reprs():
-  plan = rm.pick(6.5 * 10**8, SIZES, **KWARGS)
+  plan = rm.pick(6.5 * 10**8, SIZES, KIND, **KWARGS)
   assert repr(plan).startswith(
       "DecodePlan(decode='per_episode', segments of 4 samples, 39 episodes "
       'pooled, 48 open; RobotMemory(total=647.9 MB: pools=97.5 MB, '
@@ -111,20 +119,20 @@ def test_pick_order_holds_for_any_budget(budget, history, stride):
   # The rule of pick: the whole pool with segments of at least 4 (or whole
   # episodes) before any smaller pool; those before segments of 2 or
   # decoding after sampling; the plan taken always fits.
-  kwargs = {**KWARGS, 'history': history, 'history_stride': stride}
+  kind = RobotSamples(history=history, history_stride=stride)
   try:
-    plan = rm.pick(budget, SIZES, **kwargs)
+    plan = rm.pick(budget, SIZES, kind, **KWARGS)
   except ValueError:
-    smallest = rm.estimate('per_episode', 2, 36, 45, SIZES, **kwargs)
-    after = rm.estimate('after_sampling', None, 36, 1, SIZES, **kwargs)
+    smallest = estimate('per_episode', 2, 36, 45, kind=kind)
+    after = estimate('after_sampling', None, 36, 1, kind=kind)
     assert min(smallest.total, after.total) > budget
     return
   assert plan.memory.total <= budget
 
   def fits(segments, pool):
     open_episodes = min(48, -(-5 * pool // 4)) if segments else 1
-    return rm.estimate('per_episode', segments, pool, open_episodes, SIZES,
-                       **kwargs).total <= budget
+    return estimate('per_episode', segments, pool, open_episodes,
+                    kind=kind).total <= budget
 
   cheap = [None, 64, 32, 16, 8, 4]
   cheap_plan = plan.decode == 'per_episode' and plan.segment_steps in cheap
@@ -163,9 +171,8 @@ def test_spread_order_deals_episodes_round_robin(counts, seed):
 def test_the_default_budget_always_finds_a_plan(caplog, sample_bytes,
                                                 expected_pool, logged):
   sizes = SIZES._replace(sample_bytes=sample_bytes, frames_per_sample=4.0)
-  kwargs = {**KWARGS, 'history': 4, 'history_stride': 30}
   with caplog.at_level('WARNING', logger='rlds_lite'):
-    plan = rm.pick(None, sizes, **kwargs)
+    plan = rm.pick(None, sizes, REACHING, **KWARGS)
   assert plan[:3] == ('after_sampling', None, expected_pool)
   assert [r.getMessage().split('; ')[0] for r in caplog.records] == [
       f'robot_samples_dataset: the default memory_budget (1.1 GB) {logged}'
@@ -173,8 +180,8 @@ def test_the_default_budget_always_finds_a_plan(caplog, sample_bytes,
          f' {rm.human_bytes(plan.memory.total)} (1 pooled episode)')]
   if expected_pool > 1:
     assert plan.memory.total <= rm.DEFAULT_MEMORY_BUDGET
-    bigger = rm.estimate('after_sampling', None, expected_pool + 1, 1, sizes,
-                         **kwargs)
+    bigger = estimate('after_sampling', None, expected_pool + 1, 1, sizes,
+                      REACHING)
     assert bigger.total > rm.DEFAULT_MEMORY_BUDGET
   with pytest.raises(ValueError, match='is too small for 36 pooled episodes'):
-    rm.pick(rm.DEFAULT_MEMORY_BUDGET, sizes, **kwargs)   # Given: refused.
+    rm.pick(rm.DEFAULT_MEMORY_BUDGET, sizes, REACHING, **KWARGS)   # Given: refused.

@@ -9,6 +9,8 @@ import tensorflow as tf
 from rlds_lite import synthetic
 from rlds_lite.pipeline import service
 from rlds_lite.pipeline import windows
+from rlds_lite.pipeline.pools import Pooling
+from rlds_lite.sample_kinds import Windows
 
 NUM_SAMPLES = 60
 
@@ -46,8 +48,8 @@ def test_distributed_windows_pipeline_delivers_each_window_once(
     local_service):
   episodes = synthetic.episodes(num_episodes=12, max_length=10, seed=0,
                                 dense=True)
-  pipeline = windows.windows_dataset(episodes, size=2, batch_size=8, seed=0,
-                                     pool_episodes=3,
+  pipeline = windows.windows_dataset(episodes, Windows(2), 8, seed=0,
+                                     pooling=Pooling(pool_episodes=3),
                                      episode_fields='episode_id')
 
   def keys(batches):

@@ -11,6 +11,7 @@ import pipeline_testing as pt
 import rlds_lite
 import rlds_testing
 from rlds_lite import pipeline
+from rlds_lite.pipeline import inputs
 from rlds_lite.pipeline import pools
 from rlds_lite.pipeline import shuffling
 from rlds_lite.pipeline import sliding
@@ -72,10 +73,18 @@ def reference_steps(episodes, select=None):
   return out
 
 
+def with_knobs(kwargs):
+  """``kwargs`` with the knobs among them in ``knobs=ShuffleKnobs(...)``."""
+  kwargs = dict(kwargs)
+  knobs = {k: kwargs.pop(k) for k in shuffling.KNOB_FIELDS if k in kwargs}
+  return dict(kwargs, knobs=shuffling.ShuffleKnobs(**knobs))
+
+
 def run(path, **kwargs):
   kwargs.setdefault('episode_fields', 'episode_id')
   kwargs.setdefault('seed', 0)
-  return list(shuffling.shuffled_steps(path, **kwargs).as_numpy_iterator())
+  return list(shuffling.shuffled_steps(
+      path, **with_knobs(kwargs)).as_numpy_iterator())
 
 
 def step_ids(batches):
@@ -164,23 +173,26 @@ def test_each_epoch_is_reshuffled(datasets):
 
 def test_shuffle_quality_beats_episode_order(datasets):
   path, _ = datasets('many_episodes')
-  ds = shuffling.shuffled_steps(path, batch_size=16, seed=0, pool_episodes=16,
+  ds = shuffling.shuffled_steps(path, batch_size=16, seed=0,
+                                knobs=shuffling.ShuffleKnobs(pool_episodes=16),
                                 episode_fields='episode_id',
                                 drop_remainder=True)
   quality = pipeline.shuffle_quality(ds)
   # 16 steps from a pool of 16 episodes of ~6.5 steps: ~10 distinct expected.
   assert quality.mean_distinct_episodes >= 8.0
   unshuffled = shuffling.shuffled_steps(
-      path, batch_size=16, seed=0, num_slices=1, pool_episodes=1,
+      path, batch_size=16, seed=0,
+      knobs=shuffling.ShuffleKnobs(num_slices=1, pool_episodes=1),
       episode_fields='episode_id', drop_remainder=True)
   assert pipeline.shuffle_quality(unshuffled).mean_distinct_episodes < 3.5
 
 
 def test_shuffled_episodes_each_once_in_a_shuffled_order(datasets):
   path, episodes = datasets('many_episodes')
+  knobs = shuffling.ShuffleKnobs(num_slices=6, cycle_length=3,
+                                 episode_shuffle_buffer=4)
   read = list(shuffling.shuffled_episodes(
-      path, seed=0, num_slices=6, cycle_length=3,
-      episode_shuffle_buffer=4).as_numpy_iterator())
+      path, seed=0, knobs=knobs).as_numpy_iterator())
   ids = [int(e['episode_id']) for e in read]
   assert sorted(ids) == list(range(len(episodes)))
   assert ids != sorted(ids)
@@ -189,8 +201,19 @@ def test_shuffled_episodes_each_once_in_a_shuffled_order(datasets):
     for k, v in expected.items():
       np.testing.assert_array_equal(episode['steps'][k], v)
   again = [int(e['episode_id']) for e in shuffling.shuffled_episodes(
-      path, seed=0, num_slices=6, cycle_length=3, episode_shuffle_buffer=4)]
+      path, seed=0, knobs=knobs)]
   assert again == ids
+  inputs._WARNED.clear()  # pylint: disable=protected-access
+  with pytest.warns(DeprecationWarning, match=r"^shuffled_episodes: \["
+                    r"'cycle_length', 'episode_shuffle_buffer', 'num_slices'\] "
+                    r'are now knobs=ShuffleKnobs\(...\)'):
+    old = shuffling.shuffled_episodes(path, seed=0, num_slices=6,
+                                      cycle_length=3, episode_shuffle_buffer=4)
+  assert [int(e['episode_id']) for e in old] == ids
+  with pytest.raises(ValueError, match=r"^shuffled_episodes: \['pool_episodes'"
+                     r'\] pool steps; whole episodes take only'):
+    shuffling.shuffled_episodes(
+        path, knobs=shuffling.ShuffleKnobs(pool_episodes=2))
 
 
 def np_step_bytes(steps):
@@ -205,7 +228,8 @@ def np_step_bytes(steps):
 ], ids=['defaults', 'explicit'])
 def test_memory_estimate_equals_hand_computation(datasets, knobs):
   path, episodes = datasets('many_shards')
-  memory = shuffling.estimate_memory(path, batch_size=8, **knobs)
+  memory = shuffling.estimate_memory(path, batch_size=8,
+                                     knobs=shuffling.ShuffleKnobs(**knobs))
   step = np_step_bytes(episodes[0])
   assert step == 8 + 8 + 4 + 4 + 3 + 4  # obs [2] f32, action i64, ... index
   mean = sum(len(s['is_last']) for s in episodes) / len(episodes)
@@ -246,8 +270,9 @@ def test_smaller_budgets_pick_smaller_knobs(datasets):
     assert values[0] < values[-1], (field, values)
   assert knobs[-1].pool_episodes == 60     # capped at the episode count
   assert knobs[-1].cycle_length == 16      # capped at num_slices
-  explicit = shuffling.estimate_memory(path, batch_size=8, pool_episodes=3,
-                                       memory_budget=100_000_000)
+  explicit = shuffling.estimate_memory(
+      path, batch_size=8, knobs=shuffling.ShuffleKnobs(pool_episodes=3),
+      memory_budget=100_000_000)
   assert explicit.knobs.pool_episodes == 3  # given knobs are kept
   batches = run(path, batch_size=8, memory_budget='700KB')
   assert len(step_ids(batches)) == len(set(step_ids(batches))) == sum(
@@ -289,20 +314,20 @@ BAD = {
                         'shuffled_steps: batch_size must be a positive int, '
                         'got 0.'),
     'zero_num_slices': (dict(batch_size=2, num_slices=0),
-                        'shuffled_steps: num_slices must be a positive int, '
+                        'ShuffleKnobs: num_slices must be a positive int, '
                         'got 0.'),
     'negative_cycle_length': (dict(batch_size=2, cycle_length=-1),
-                              'shuffled_steps: cycle_length must be a positive '
+                              'ShuffleKnobs: cycle_length must be a positive '
                               'int, got -1.'),
     'zero_pool_episodes': (dict(batch_size=2, pool_episodes=0),
-                           'shuffled_steps: pool_episodes must be a positive '
+                           'ShuffleKnobs: pool_episodes must be a positive '
                            'int, got 0.'),
     'zero_parallel_reads': (dict(batch_size=2, num_parallel_reads=0),
-                            'shuffled_steps: num_parallel_reads must be a '
+                            'ShuffleKnobs: num_parallel_reads must be a '
                             'positive int, got 0.'),
     'negative_episode_buffer': (
         dict(batch_size=2, episode_shuffle_buffer=-2),
-        'shuffled_steps: episode_shuffle_buffer must be a non-negative int, '
+        'ShuffleKnobs: episode_shuffle_buffer must be a non-negative int, '
         'got -2.'),
     'bad_budget': (dict(batch_size=2, memory_budget='-5MB'),
                    "shuffled_steps: memory_budget must be a positive number of "
@@ -333,8 +358,46 @@ def test_bad_input_errors(datasets, name):
   kwargs = dict(kwargs)
   split = kwargs.pop('split', 'train')
   with pytest.raises(ValueError) as error:
-    shuffling.shuffled_steps(path, split, **kwargs)
+    shuffling.shuffled_steps(path, split, **with_knobs(kwargs))
   assert str(error.value) == message
+
+
+def test_the_old_knob_keywords_still_work_and_warn_once(datasets):
+  path, _ = datasets('many_episodes')
+  knobs = dict(num_slices=8, cycle_length=3, pool_episodes=8)
+  new = step_ids(run(path, batch_size=16, **knobs))
+  inputs._WARNED.clear()  # pylint: disable=protected-access
+  with pytest.warns(DeprecationWarning) as caught:
+    old = shuffling.shuffled_steps(path, batch_size=16, seed=0,
+                                   episode_fields='episode_id', **knobs)
+    shuffling.shuffled_steps(path, batch_size=16, pool_episodes=2)
+    memory = shuffling.estimate_memory(path, batch_size=16, data_dir=None,
+                                       **knobs)
+  assert pt.renames(caught) == [
+      "shuffled_steps: ['cycle_length', 'num_slices', 'pool_episodes'] are "
+      'now knobs=ShuffleKnobs(...); the old keywords will go in a later '
+      'release.',
+      "estimate_memory: ['cycle_length', 'num_slices', 'pool_episodes'] are "
+      'now knobs=ShuffleKnobs(...); the old keywords will go in a later '
+      'release.']
+  assert step_ids(list(old.as_numpy_iterator())) == new
+  assert memory.knobs == shuffling.ShuffleKnobs(
+      num_slices=8, cycle_length=3, num_parallel_reads=1, pool_episodes=8,
+      read_ahead=1, episode_shuffle_buffer=0, prefetch=2)
+  with pytest.raises(ValueError, match='^shuffled_steps: num_slices must be a '
+                     'positive int, got 0.$'):
+    shuffling.shuffled_steps(path, batch_size=2, num_slices=0)
+  with pytest.raises(TypeError, match=r"^shuffled_steps: pass \['prefetch'\] "
+                     r'in knobs=ShuffleKnobs\(...\), not beside it\.$'):
+    shuffling.shuffled_steps(path, batch_size=2, prefetch=1,
+                             knobs=shuffling.ShuffleKnobs())
+
+
+def test_shuffle_knobs_show_what_is_set():
+  knobs = shuffling.ShuffleKnobs(pool_episodes=128, cycle_length=8)
+  assert repr(knobs) == 'ShuffleKnobs(cycle_length=8, pool_episodes=128)'
+  assert knobs._replace(cycle_length=None) == shuffling.ShuffleKnobs(
+      pool_episodes=128)
 
 
 def test_counts_steps_without_decoding_images(tmp_path):

@@ -11,6 +11,7 @@ import rlds_lite
 import rlds_testing
 from rlds_lite import dense
 from rlds_lite import pipeline
+from rlds_lite.pipeline import inputs
 
 CASES = {
     'empty': dict(lengths=[0]),
@@ -25,11 +26,13 @@ CASES = {
 
 def run(episodes_ds, batch_size, **kwargs):
   kwargs.setdefault('episode_fields', 'episode_id')
-  ds = pipeline.transitions_dataset(episodes_ds, batch_size, **kwargs)
+  kind, kwargs = pt.objects(rlds_lite.Transitions, None, kwargs)
+  ds = pipeline.transitions_dataset(episodes_ds, kind, batch_size, **kwargs)
   return list(ds.as_numpy_iterator())
 
 
 POOLS = ['samples', 'episodes']
+TRANSITIONS = rlds_lite.Transitions()
 
 
 @pytest.mark.parametrize('pool', POOLS)
@@ -89,9 +92,9 @@ def test_seed_determinism_and_quality(pool):
   first = run(ds, 8, **kwargs)
   again = run(ds, 8, **kwargs)
   rlds_testing.assert_structures_equal(again, first)
-  quality = pipeline.shuffle_quality(
-      pipeline.transitions_dataset(ds, 8, episode_fields='episode_id',
-                                   **kwargs))
+  quality = pipeline.shuffle_quality(pipeline.transitions_dataset(
+      ds, rlds_lite.Transitions(n=3), 8, seed=11, episode_fields='episode_id',
+      pooling=pipeline.Pooling(pool=pool, pool_episodes=16)))
   assert quality.mean_distinct_episodes > 4
   assert quality.num_batches == 16 * 14 // 8
 
@@ -132,8 +135,9 @@ def test_errors(kwargs, error, match):
   args = dict(batch_size=4)
   args.update(kwargs)
   with pytest.raises(error, match=match):
+    kind, args = pt.objects(rlds_lite.Transitions, None, args)
     pipeline.transitions_dataset(pt.nested_dataset(pt.make_episodes([3])),
-                                 **args)
+                                 kind, **args)
 
 
 @pytest.mark.parametrize('field', ['observation', 'reward'])
@@ -141,18 +145,21 @@ def test_error_on_missing_field(field):
   steps = pt.make_episodes([3])[0]
   del steps[field]
   with pytest.raises(ValueError, match=f"needs the step field '{field}'"):
-    pipeline.transitions_dataset(pt.dense_dataset([steps]), 2)
+    pipeline.transitions_dataset(pt.dense_dataset([steps]), TRANSITIONS,
+                                 2)
 
 
 def test_error_on_existing_next_observation_and_int_reward():
   steps = pt.make_episodes([3])[0]
   steps['next_observation'] = steps['observation']
   with pytest.raises(ValueError, match="adds the field 'next_observation'"):
-    pipeline.transitions_dataset(pt.dense_dataset([steps]), 2)
+    pipeline.transitions_dataset(pt.dense_dataset([steps]), TRANSITIONS,
+                                 2)
   steps = pt.make_episodes([3])[0]
   steps['reward'] = np.arange(3)
   with pytest.raises(TypeError, match="'reward' must be a float tensor"):
-    pipeline.transitions_dataset(pt.dense_dataset([steps]), 2)
+    pipeline.transitions_dataset(pt.dense_dataset([steps]), TRANSITIONS,
+                                 2)
 
 
 def _success_reward_episodes():
@@ -183,23 +190,33 @@ def test_last_step_is_the_same_argument_as_dense_transitions(last_step, pool):
 
 
 def test_bad_last_step_is_an_error():
-  with pytest.raises(ValueError, match='transitions_dataset: last_step must '
-                     'be'):
-    pipeline.transitions_dataset(pt.dense_dataset(_success_reward_episodes()),
-                                 4, last_step='keep')
+  with pytest.raises(ValueError, match='Transitions: last_step must be'):
+    rlds_lite.Transitions(last_step='keep')
 
 
 @pytest.mark.parametrize('case', list(CASES.values()), ids=list(CASES))
-def test_a_transitions_kind_gives_the_keyword_samples(case):
+def test_the_old_keywords_give_the_kinds_samples_and_warn_once(case):
   episodes = pt.make_episodes(**case)
   kind = rlds_lite.Transitions(n=3, gamma=0.5, last_step='valid')
   by_kind = pipeline.transitions_dataset(
       pt.nested_dataset(episodes), kind, 4, shuffle=False,
       episode_fields='episode_id')
-  batches = run(pt.nested_dataset(episodes), 4, n=3, gamma=0.5,
-                last_step='valid', shuffle=False)
+  inputs._WARNED.clear()  # pylint: disable=protected-access
+  with pytest.warns(DeprecationWarning) as caught:
+    by_keywords = pipeline.transitions_dataset(
+        pt.nested_dataset(episodes), 4, n=3, gamma=0.5, last_step='valid',
+        shuffle=False, episode_fields='episode_id', prefetch=1)
+  assert sorted(pt.renames(caught)) == [
+      "transitions_dataset: ['batch_size as the second argument'] are now "
+      'transitions_dataset(episodes, Transitions(...), batch_size); the old '
+      'keywords will go in a later release.',
+      "transitions_dataset: ['gamma', 'last_step', 'n'] are now "
+      'Transitions(...); the old keywords will go in a later release.',
+      "transitions_dataset: ['prefetch'] are now pooling=Pooling(...); the "
+      'old keywords will go in a later release.']
   rlds_testing.assert_structures_equal(
-      pt.unbatch(list(by_kind.as_numpy_iterator())), pt.unbatch(batches))
+      pt.unbatch(list(by_kind.as_numpy_iterator())),
+      pt.unbatch(list(by_keywords.as_numpy_iterator())))
 
 
 @pytest.mark.parametrize('call, message', [

@@ -11,6 +11,7 @@ import rlds_lite
 import rlds_testing
 from rlds_lite import dense
 from rlds_lite import pipeline
+from rlds_lite.pipeline import inputs
 
 CASES = {
     'empty': dict(lengths=[0]),
@@ -25,7 +26,8 @@ CASES = {
 
 def run(episodes_ds, size, batch_size, **kwargs):
   kwargs.setdefault('episode_fields', 'episode_id')
-  ds = pipeline.windows_dataset(episodes_ds, size, batch_size, **kwargs)
+  kind, kwargs = pt.objects(rlds_lite.Windows, size, kwargs)
+  ds = pipeline.windows_dataset(episodes_ds, kind, batch_size, **kwargs)
   return list(ds.as_numpy_iterator())
 
 
@@ -100,11 +102,11 @@ def test_seed_makes_it_deterministic(pool):
 def test_shuffle_mixes_episodes_across_the_pool(pool):
   episodes = pt.make_episodes([20] * 24)
   ds = pt.dense_dataset(episodes)
-  shuffled = pipeline.windows_dataset(ds, 2, 16, seed=0, pool=pool,
-                                      pool_episodes=24,
-                                      episode_fields='episode_id')
-  ordered = pipeline.windows_dataset(ds, 2, 16, shuffle=False,
-                                     episode_fields='episode_id')
+  shuffled = pipeline.windows_dataset(
+      ds, rlds_lite.Windows(2), 16, seed=0, episode_fields='episode_id',
+      pooling=pipeline.Pooling(pool=pool, pool_episodes=24))
+  ordered = pipeline.windows_dataset(ds, rlds_lite.Windows(2), 16,
+                                     shuffle=False, episode_fields='episode_id')
   quality = pipeline.shuffle_quality(shuffled)
   assert quality.mean_distinct_episodes > 9
   assert quality.num_batches == 24 * 19 // 16 + 1
@@ -145,8 +147,8 @@ def test_batch_sizes(batch_size, pool_episodes, drop_last_batch,
   episodes = pt.make_episodes([3, 4, 0, 5, 6, 1, 7])   # 2+3+0+4+5+0+6 = 20
   episodes += pt.make_episodes([6])                      # + 5 = 25 windows
   ds = pipeline.windows_dataset(
-      pt.dense_dataset(episodes), 2, batch_size, seed=1, pool=pool,
-      pool_episodes=pool_episodes,
+      pt.dense_dataset(episodes), rlds_lite.Windows(2), batch_size, seed=1,
+      pooling=pipeline.Pooling(pool=pool, pool_episodes=pool_episodes),
       drop_last_batch=drop_last_batch)
   batches = list(ds.as_numpy_iterator())
   assert pt.batch_sizes(batches) == expected_sizes
@@ -244,43 +246,59 @@ def test_errors(kwargs, error, match):
   args.update(kwargs)
   episodes = pt.nested_dataset(pt.make_episodes([3]))
   with pytest.raises(error, match=match):
-    pipeline.windows_dataset(episodes, **args)
+    kind, args = pt.objects(rlds_lite.Windows, None, args)
+    pipeline.windows_dataset(episodes, kind, **args)
 
 
 def test_error_on_field_collisions():
   steps = pt.make_episodes([3])[0]
   steps['mask'] = np.ones(3, bool)
   with pytest.raises(ValueError, match="adds the field 'mask'"):
-    pipeline.windows_dataset(pt.dense_dataset([steps]), 2, 2,
-                             drop_remainder=False)
+    pipeline.windows_dataset(pt.dense_dataset([steps]),
+                             rlds_lite.Windows(2, drop_remainder=False), 2)
   steps = pt.make_episodes([3])[0]
   steps['episode_id'] = np.zeros(3, np.int64)
   with pytest.raises(ValueError, match="episode field 'episode_id' has the name"):
-    pipeline.windows_dataset(pt.dense_dataset([steps]), 2, 2,
-                             episode_fields='episode_id')
+    pipeline.windows_dataset(pt.dense_dataset([steps]), rlds_lite.Windows(2),
+                             2, episode_fields='episode_id')
 
 
 def test_error_on_bad_episodes():
   with pytest.raises(TypeError, match='episodes must be a tf.data.Dataset'):
-    pipeline.windows_dataset([1, 2], 2, 2)
+    pipeline.windows_dataset([1, 2], rlds_lite.Windows(2), 2)
   with pytest.raises(TypeError, match="dicts with a 'steps' field"):
-    pipeline.windows_dataset(tf.data.Dataset.range(3), 2, 2)
+    pipeline.windows_dataset(tf.data.Dataset.range(3), rlds_lite.Windows(2),
+                             2)
   unknown = tf.data.Dataset.from_generator(
       lambda: iter([]), output_signature={
           'steps': {'observation': tf.TensorSpec([None, None], tf.float32)}})
   with pytest.raises(ValueError, match="step field 'observation' has shape"):
-    pipeline.windows_dataset(unknown, 2, 2)
+    pipeline.windows_dataset(unknown, rlds_lite.Windows(2), 2)
 
 
 @pytest.mark.parametrize('drop_remainder', [True, False])
-def test_a_windows_kind_gives_the_keyword_samples(drop_remainder):
+def test_the_old_keywords_give_the_kinds_samples_and_warn_once(drop_remainder):
   episodes = pt.make_episodes(lengths=[0, 1, 5, 7], terminal=[True, False] * 2)
   kind = rlds_lite.Windows(3, shift=2, stride=2, drop_remainder=drop_remainder)
-  by_kind = run(pt.nested_dataset(episodes), kind, 4, shuffle=False)
-  by_keywords = run(pt.nested_dataset(episodes), 3, 4, shift=2, stride=2,
-                    drop_remainder=drop_remainder, shuffle=False)
-  rlds_testing.assert_structures_equal(pt.unbatch(by_kind),
-                                       pt.unbatch(by_keywords))
+  pooling = pipeline.Pooling(pool_episodes=2, prefetch=0)
+  by_kind = pipeline.windows_dataset(pt.nested_dataset(episodes), kind, 4,
+                                     seed=0, pooling=pooling)
+  inputs._WARNED.clear()  # pylint: disable=protected-access
+  with pytest.warns(DeprecationWarning) as caught:
+    by_keywords = pipeline.windows_dataset(
+        pt.nested_dataset(episodes), 3, 4, shift=2, stride=2,
+        drop_remainder=drop_remainder, seed=0, pool_episodes=2, prefetch=0)
+    pipeline.windows_dataset(pt.nested_dataset(episodes), size=3,
+                             batch_size=4, pool_episodes=2)
+  assert sorted(pt.renames(caught)) == [
+      "windows_dataset: ['drop_remainder', 'shift', 'size', 'stride'] are now "
+      'Windows(...); the old keywords will go in a later release.',
+      "windows_dataset: ['pool_episodes', 'prefetch'] are now "
+      'pooling=Pooling(...); the old keywords will go in a later release.']
+  assert {w.filename for w in caught if 'are now' in str(w.message)} == {
+      __file__}
+  rlds_testing.assert_structures_equal(list(by_kind.as_numpy_iterator()),
+                                       list(by_keywords.as_numpy_iterator()))
 
 
 def test_a_windows_kind_and_its_keywords_beside_it_is_one_type_error():
