@@ -152,10 +152,11 @@ def _knobs(op: str, kind: Any, args: Sequence[Any], legacy: Dict[str, Any],
     legacy = {k: v for k, v in kind.dense_kwargs().items() if k in allowed}
   elif legacy and op not in _WARNED:
     _WARNED.add(op)
-    warnings.warn(f'{op}: the sample keywords ({", ".join(sorted(legacy))}) '
-                  f'are now a kind: {op}(..., RobotSamples(...)) '
-                  '(rlds_lite.RobotSamples); the old keywords will go in a '
-                  'later release.', DeprecationWarning, stacklevel=3)
+    spelt = ', '.join(f'{k}={v!r}' for k, v in legacy.items())
+    warnings.warn(f'{op}: the sample keywords are now a kind: '
+                  f'{op}(..., RobotSamples({spelt})) (rlds_lite.RobotSamples);'
+                  ' the old keywords will go in a later release.',
+                  DeprecationWarning, stacklevel=3)
   return check_knobs(legacy, op)
 
 
