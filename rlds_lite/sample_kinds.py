@@ -1,17 +1,9 @@
 """What a sample is (windows, n-step transitions, robot samples): one definition each, for every pipeline.
 
-`rlds_lite.dense` makes each kind's samples of one episode; `rlds_lite.pipeline`
-and `rlds_lite.random_access` take a kind object and batch its samples. A kind says which samples each episode has (``counts``, their
-``starts``), which steps a sample reads (``offsets`` from its start, clipped
-into the episode) and how a batch of samples is made from those steps
-(``assemble``: TensorFlow ops on the ``[B, K, ...]`` steps read).
-The samples and their values are exactly those of `rlds_lite.dense`:
-
-* `Windows(size, shift, stride, drop_remainder)`: `dense.windows` of every
-  episode (zero-padded with a ``'mask'`` when ``drop_remainder=False``);
-* `Transitions(n, gamma, last_step)`: `dense.transitions` of every episode;
-* `RobotSamples(history, action_chunk, ...)`: `dense.robot_samples`
-  (Octo-shaped: observation history, action chunk, pad masks).
+`Windows`, `Transitions` and `RobotSamples` say which samples an episode has
+(``counts``, ``starts``), which steps a sample reads (``offsets``) and how a
+batch is made of them (``assemble``); the samples are `rlds_lite.dense`'s
+(``reference``). `rlds_lite.dense`, `pipeline` and `random_access` take them.
 
 Example:
   >>> import numpy as np
