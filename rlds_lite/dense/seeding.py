@@ -25,9 +25,6 @@ def stateless_seed(seed: Optional[Any], op: str = 'seed') -> tf.Tensor:
   Returns:
     A ``tf.int64`` tensor of shape ``[2]``.
 
-  Raises:
-    TypeError: if ``seed`` is not an integer or a pair of integers.
-
   Example:
     >>> stateless_seed([1, 2]).numpy().tolist()
     [1, 2]

@@ -245,13 +245,6 @@ def convert(source: PathLike,
   Returns:
     The chunk dataset's directory.
 
-  Raises:
-    FileNotFoundError, ValueError: as `rlds_lite.load` for the source; a
-      step field the layout cannot hold; a bad ``chunk_steps``; an ``out``
-      that is, holds or lies inside the source
-      (`rlds_lite.overwriting.check_replaceable`).
-    FileExistsError: if ``out`` exists and ``overwrite`` is False.
-
   Example:
     >>> from rlds_lite import synthetic
     >>> from rlds_lite import random_access as ra

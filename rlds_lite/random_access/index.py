@@ -99,8 +99,6 @@ class SampleIndex:
   def locate(self, sample_ids: Any) -> Tuple[np.ndarray, np.ndarray]:
     """``(episode, start)`` of ``sample_ids`` (int64 arrays, same shape).
 
-    Raises:
-      IndexError: for an id outside ``[0, len(self))``.
     """
     ids = np.asarray(sample_ids, np.int64)
     if ids.size and (ids.min() < 0 or ids.max() >= len(self)):

@@ -150,9 +150,6 @@ class ChunkLayout:
                          chunk_steps: int) -> 'ChunkLayout':
     """The layout of a source dataset's step features.
 
-    Raises:
-      ValueError: for a step leaf the layout cannot hold (variable shapes,
-        string tensors that are not scalars, video).
     """
     return cls([_leaf_of(path, feature, chunk_steps)
                 for path, feature in _step_leaves(step_features)],

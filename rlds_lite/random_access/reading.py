@@ -166,10 +166,6 @@ class SampleReader:
       None: their stored size.
     sample_info: add ``'episode_index'`` and ``'sample_id'`` ``[B]`` int64.
 
-  Raises:
-    ValueError: if ``index`` was not built for ``storage`` (another
-      dataset or split).
-
   Example:
     >>> from rlds_lite import synthetic
     >>> from rlds_lite import random_access as ra

@@ -83,9 +83,6 @@ class Sampler:
     episode_counts: for ``'spread'``, each dataset's samples per episode
       (``[E]`` arrays, in index order).
 
-  Raises:
-    TypeError, ValueError: for bad arguments (named in the message).
-
   Example:
     >>> sampler = Sampler([10], seed=0, batch_size=4)
     >>> sampler.numpy_ids(range(4))[1].tolist()   # the first batch's sample ids

@@ -187,14 +187,6 @@ class SampleIterator:
   def restore(self, path_or_state: Union[PathLike, Mapping[str, Any]]) -> None:
     """Continues from a saved state (a `save` path or a `state()` dict).
 
-    Raises:
-      FileNotFoundError: if there is no file at the path.
-      IsADirectoryError: if the path is a directory.
-      StateMismatchError: if the state was saved by another pipeline.
-      ValueError: if the file or dict is not a saved state, or a value of it
-        is missing, not an int, out of range, or (a position) past the end
-        of a pipeline with an end (the message names it).
-
     Example:
       >>> from rlds_lite import synthetic
       >>> from rlds_lite import random_access as ra

@@ -249,17 +249,6 @@ class ChunkStorage:
     mapped_budget: splits of at most this many bytes are memory-mapped,
       larger ones read with pread (see the module docstring).
 
-  Raises:
-    FileNotFoundError: for a missing directory.
-    NotChunkedError: for a dataset that is not a chunk dataset (an RLDS
-      episode dataset: the message says how to convert it).
-    DamagedChunksError: for a missing or damaged file (the message names
-      it); reads raise it too, for a record whose checksum, framing, episode
-      or offset is wrong (naming the file and record).
-    ValueError: for a file given instead of the directory, an unknown
-      split, or a sliced one (``'train[:10]'``: random access reads whole
-      splits).
-
   Example:
     >>> from rlds_lite import synthetic
     >>> from rlds_lite import random_access as ra
@@ -524,10 +513,6 @@ class ChunkStorage:
     Fixed layouts only. Every record's framing, episode and offset are
     checked against the episode table.
 
-    Raises:
-      IndexError: for a chunk id outside the split.
-      ValueError: for a record that is not what the table says it is (the
-        message names the file and record).
     """
     if not self.layout.fixed:
       raise ValueError('read_block: the layout has image or string fields; '
@@ -742,10 +727,6 @@ class ChunkStorage:
     A record read for the first time is read whole and its checksums
     checked.
 
-    Raises:
-      IndexError: for a chunk id outside the split.
-      DamagedChunksError: for a record whose bytes are damaged, or a shard
-        that ends early (the message names the file and record).
     """
     ids = np.asarray(chunk_ids, np.int64).reshape(-1)
     self._check_ids(ids)
