@@ -14,7 +14,7 @@ Example:
   ([[0, 0], [0, 1]], [[5, 6], [6, 6]])
 """
 
-from typing import Any, Dict, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
 import warnings
 
 import tensorflow as tf
@@ -227,6 +227,24 @@ def _indices(length: tf.Tensor, knobs: Dict[str, Any], seed: Optional[Any],
                        action_mask, goal_steps)
 
 
+def _added_keys(steps: Dict[str, Any], knobs: Dict[str, Any], op: str
+                ) -> List[str]:
+  """The keys `robot_samples` adds (the pad masks first); a clash refused."""
+  obs_key, action_key = knobs['observation_key'], knobs['action_key']
+  indexing.require_fields(steps, [obs_key, action_key], op)
+  added = [obs_key + chunking.PAD_MASK_SUFFIX,
+           action_key + chunking.PAD_MASK_SUFFIX]
+  if knobs['goal'] is not None:
+    added += [knobs['goal_key'], GOAL_INDEX]
+  if knobs['index_key'] is not None:
+    added.append(knobs['index_key'])
+  indexing.reject_fields(steps, added, op)
+  if len(set(added + [obs_key, action_key])) != len(added) + 2:
+    raise ValueError(f'{op}: the output keys {added} collide with '
+                     f'{obs_key!r} / {action_key!r}.')
+  return added
+
+
 def robot_samples(steps: Mapping[str, Any], kind: Any = None,
                   *legacy_args: Any, seed: Optional[Any] = None,
                   **legacy: Any) -> Dict[str, Any]:
@@ -260,17 +278,7 @@ def robot_samples(steps: Mapping[str, Any], kind: Any = None,
   knobs = _knobs(op, kind, legacy_args, legacy, tuple(SAMPLE_DEFAULTS))
   steps = indexing.as_dense_steps(steps, op)
   obs_key, action_key = knobs['observation_key'], knobs['action_key']
-  indexing.require_fields(steps, [obs_key, action_key], op)
-  added = [obs_key + chunking.PAD_MASK_SUFFIX,
-           action_key + chunking.PAD_MASK_SUFFIX]
-  if knobs['goal'] is not None:
-    added += [knobs['goal_key'], GOAL_INDEX]
-  if knobs['index_key'] is not None:
-    added.append(knobs['index_key'])
-  indexing.reject_fields(steps, added, op)
-  if len(set(added + [obs_key, action_key])) != len(added) + 2:
-    raise ValueError(f'{op}: the output keys {added} collide with '
-                     f'{obs_key!r} / {action_key!r}.')
+  added = _added_keys(steps, knobs, op)
   length = indexing.episode_length(steps)
   index = _indices(length, knobs, seed, op)
   num_valid = last_step_lib.num_valid_actions(
