@@ -1,17 +1,9 @@
 """What a sample is (windows, n-step transitions, robot samples): one definition each, for every pipeline.
 
-`rlds_lite.dense` makes each kind's samples of one episode; `rlds_lite.pipeline`
-and `rlds_lite.random_access` take a kind object and batch its samples. A kind says which samples each episode has (``counts``, their
-``starts``), which steps a sample reads (``offsets`` from its start, clipped
-into the episode) and how a batch of samples is made from those steps
-(``assemble``: TensorFlow ops on the ``[B, K, ...]`` steps read).
-The samples and their values are exactly those of `rlds_lite.dense`:
-
-* `Windows(size, shift, stride, drop_remainder)`: `dense.windows` of every
-  episode (zero-padded with a ``'mask'`` when ``drop_remainder=False``);
-* `Transitions(n, gamma, last_step)`: `dense.transitions` of every episode;
-* `RobotSamples(history, action_chunk, ...)`: `dense.robot_samples`
-  (Octo-shaped: observation history, action chunk, pad masks).
+`Windows`, `Transitions` and `RobotSamples` say which samples an episode has
+(``counts``, ``starts``), which steps a sample reads (``offsets``) and how a
+batch is made of them (``assemble``); the samples are `rlds_lite.dense`'s
+(``reference``). `rlds_lite.dense`, `pipeline` and `random_access` take them.
 
 Example:
   >>> import numpy as np
@@ -32,7 +24,7 @@ from rlds_lite.dense import indexing
 from rlds_lite.dense import last_step as last_step_lib
 from rlds_lite.dense.chunking import PAD_MASK_SUFFIX
 from rlds_lite.dense.goals import GOAL
-from rlds_lite.dense.robot import check_sample_args
+from rlds_lite.dense.robot import check_knobs
 from rlds_lite.dense.robot import robot_samples as dense_robot_samples
 from rlds_lite.dense.transitions import NEXT_OBSERVATION
 from rlds_lite.dense.transitions import transitions as dense_transitions
@@ -301,18 +293,9 @@ class RobotSamples:
   index_key: Optional[str] = None
 
   def __post_init__(self):
-    goal_p = check_sample_args(self.history, self.action_chunk,
-                               self.history_stride, self.shift,
-                               self.max_samples, self.goal, self.goal_p,
-                               'RobotSamples')
-    object.__setattr__(self, 'goal_p', goal_p)
-    policy = last_step_lib.as_last_step(self.last_step, 'RobotSamples')
-    object.__setattr__(self, 'last_step', policy.value)
-    for name, choices in (('history_pad', ('first', 'zero')),
-                          ('action_pad', ('last', 'zero'))):
-      if getattr(self, name) not in choices:
-        raise ValueError(f'RobotSamples: {name} must be one of {choices}, '
-                         f'got {getattr(self, name)!r}.')
+    knobs = check_knobs(self.dense_kwargs(), 'RobotSamples')
+    object.__setattr__(self, 'goal_p', knobs['goal_p'])
+    object.__setattr__(self, 'last_step', knobs['last_step'])
 
   @property
   def _history_offsets(self) -> np.ndarray:
@@ -382,7 +365,7 @@ class RobotSamples:
   def reference(self, steps: Dict[str, Any], seed: Any = None
                 ) -> Dict[str, Any]:
     """`dense.robot_samples` of one episode (``seed``: of random choices)."""
-    return dense_robot_samples(steps, seed=seed, **self.dense_kwargs())
+    return dense_robot_samples(steps, self, seed=seed)
 
   def __repr__(self) -> str:
     # The fields after action_pad only when set: a random-access state's

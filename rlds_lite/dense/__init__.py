@@ -1,11 +1,8 @@
 """Dense episodes: vectorised per-episode trajectory ops inside tf.data graphs.
 
-A *dense episode* has ``steps`` as a dict of ``[T, ...]`` tensors instead of a
-nested ``tf.data.Dataset`` of steps (``to_dense`` / ``to_nested`` convert).
-Each op takes one episode's dense steps and returns a dict of tensors whose
-leading axis is samples, with one ``tf.gather`` per leaf: no per-step
-``tf.data`` cost, no Python loop, usable eagerly and in
-``tf.data.Dataset.map`` (unknown ``T``, including ``T = 0``).
+Each op takes one episode's dense steps (a dict of ``[T, ...]`` tensors;
+``to_dense`` / ``to_nested`` convert) and returns its samples with one
+``tf.gather`` per leaf, eagerly or in ``tf.data.Dataset.map``.
 
 Example:
   >>> import tensorflow as tf

@@ -94,10 +94,6 @@ def frame_stack(steps: Mapping[str, Any], history: int, pad: str = 'first', *,
   Returns:
     ``steps`` with ``key`` stacked and ``f'{key}_pad_mask'`` added.
 
-  Raises:
-    ValueError: on a missing ``key``, an existing mask field, a bad ``pad``
-      or a non-positive ``history``.
-
   Example:
     >>> out = frame_stack({'observation': tf.constant([1, 2])}, 3, pad='zero')
     >>> out['observation'].numpy().tolist()
@@ -147,10 +143,6 @@ def chunk_actions(
 
   Returns:
     ``steps`` with ``key`` chunked and ``f'{key}_pad_mask'`` added.
-
-  Raises:
-    ValueError: on a missing ``key``, an existing mask field, a bad ``pad``
-      or ``last_step``, or a non-positive ``horizon``.
 
   Example:
     >>> steps = {'action': tf.constant([5, 6, 7])}

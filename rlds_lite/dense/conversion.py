@@ -54,9 +54,6 @@ def dense_episode(steps: tf.data.Dataset) -> Any:
   Returns:
     The step structure with every leaf ``[T, ...]``.
 
-  Raises:
-    TypeError: if ``steps`` is not a dataset of tensors of known rank.
-
   Example:
     >>> ds = tf.data.Dataset.from_tensor_slices({'a': tf.zeros([0, 2])})
     >>> dense_episode(ds)['a'].shape
@@ -103,10 +100,6 @@ def to_dense(episodes: tf.data.Dataset) -> tf.data.Dataset:
   Returns:
     The same episodes, in order, with dense ``steps``.
 
-  Raises:
-    TypeError: if ``episodes`` is not a dataset of episodes with nested steps
-      datasets (e.g. already dense).
-
   Example:
     >>> steps = tf.data.Dataset.from_tensor_slices({'reward': tf.zeros([0])})
     >>> episodes = tf.data.Dataset.from_tensors({'steps': steps})
@@ -140,9 +133,6 @@ def to_nested(episodes: tf.data.Dataset) -> tf.data.Dataset:
 
   Returns:
     The same episodes with ``steps`` as a dataset of ``T`` steps.
-
-  Raises:
-    TypeError: if ``episodes`` is not a dataset of dense episodes.
 
   Example:
     >>> episodes = tf.data.Dataset.from_tensors({'steps': {'reward': [1.0, 2.0]}})

@@ -83,10 +83,6 @@ def relabel_goals(steps: Mapping[str, Any], strategy: str = 'future', *,
   Returns:
     ``steps`` plus ``goal_key`` (and ``index_key``).
 
-  Raises:
-    ValueError: on an unknown strategy, a bad or misplaced ``p``, a missing
-      ``key`` or an existing ``goal_key``/``index_key`` field.
-
   Example:
     >>> out = relabel_goals({'observation': tf.range(4)}, 'geometric', p=1.0,
     ...                     index_key='goal_index')

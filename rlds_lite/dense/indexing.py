@@ -34,12 +34,6 @@ def as_dense_steps(steps: Any, op: str = 'rlds_lite.dense') -> Dict[str, Any]:
   Returns:
     A new dict with the same fields, every leaf a ``tf.Tensor``.
 
-  Raises:
-    TypeError: if ``steps`` is not a mapping (e.g. a nested steps dataset) or a
-      leaf cannot be converted to a tensor.
-    ValueError: if ``steps`` has no field, a leaf is a scalar (no time axis),
-      or the static lengths of two leaves differ.
-
   Example:
     >>> sorted(as_dense_steps({'reward': tf.constant([1.0, 2.0])}))
     ['reward']

@@ -1,17 +1,8 @@
-"""Whether the last step of an episode carries a valid action.
+"""Whether the last step of an episode carries a valid action: `LastStep`.
 
-The RLDS format says that on the last step (``is_last``) the action, reward
-and discount are invalid: the episode ends with an observation only
-(``LastStep.INVALID``, the default everywhere). Much robot data records a real
-action on the final step too (``LastStep.VALID``), or its success reward
-(common in Open X-Embodiment data). rlds_lite never guesses which one a
-dataset follows from its values: everything that reads last-step values
-takes the policy as one argument, ``last_step='invalid'`` (default) or
-``'valid'`` (``--last-step`` on the command line): `stats.compute`,
-``dense.transitions``, ``pipeline.transitions_dataset``, ``chunk_actions``,
-the converters (``to_d4rl``, ``to_minari``, ...) and ``validate``. Where the
-default leaves out non-zero values, it says so once per call with a
-`LastStepValuesWarning` naming the fields and how many episodes.
+RLDS says it does not (``'invalid'``, the default); much robot data records
+one (``'valid'``). Every reader of last-step values takes the policy as
+``last_step=``; docs/last_step.md.
 
 Example:
   >>> import tensorflow as tf

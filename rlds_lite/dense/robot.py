@@ -1,30 +1,21 @@
-"""Octo-shaped training samples: observation history, action chunk, task.
+"""Octo-shaped samples of one episode: observation history, action chunk, goal.
 
-Robot policies (Octo, OpenVLA, openpi) train on samples made at a step
-``t`` (the *anchor*) of an episode: the last ``history`` observations up to
-``t`` with a pad mask, the ``action_chunk`` actions from ``t`` on with a pad
-mask, the step's other fields (e.g. the language instruction) and
-optionally a goal observation. ``robot_samples`` makes all of an episode's
-samples with one gather per field, from the index matrices of
-``robot_sample_indices``, whose padding rules are those of ``frame_stack``
-(history before the first step), ``chunk_actions`` (actions past the last
-valid one, per ``LastStep``) and ``relabel_goals``.
+``robot_samples(steps, RobotSamples(...))`` makes every sample of an episode
+with one gather per field, from the step indices of ``robot_sample_indices``
+(padding as ``frame_stack``, ``chunk_actions`` and ``relabel_goals``).
 
 Example:
   >>> import tensorflow as tf
+  >>> from rlds_lite import RobotSamples
   >>> steps = {'observation': tf.constant([0, 1, 2]),
-  ...          'action': tf.constant([5, 6, 7]),
-  ...          'language_instruction': tf.constant([b'go'] * 3)}
-  >>> out = robot_samples(steps, history=2, action_chunk=2)
-  >>> out['observation'].numpy().tolist(), out['observation_pad_mask'].numpy().tolist()
-  ([[0, 0], [0, 1]], [[False, True], [True, True]])
-  >>> out['action'].numpy().tolist(), out['action_pad_mask'].numpy().tolist()
-  ([[5, 6], [6, 6]], [[True, True], [True, False]])
-  >>> out['language_instruction'].numpy().tolist()
-  [b'go', b'go']
+  ...          'action': tf.constant([5, 6, 7])}
+  >>> out = robot_samples(steps, RobotSamples(history=2, action_chunk=2))
+  >>> out['observation'].numpy().tolist(), out['action'].numpy().tolist()
+  ([[0, 0], [0, 1]], [[5, 6], [6, 6]])
 """
 
-from typing import Any, Dict, Mapping, NamedTuple, Optional, Union
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
+import warnings
 
 import tensorflow as tf
 
@@ -37,6 +28,20 @@ from rlds_lite.dense import seeding
 
 GOAL_INDEX = 'goal_index'
 """Key of the goal's step index (``[N]`` int32) added with a goal."""
+
+SAMPLE_DEFAULTS = {
+    'history': 1, 'action_chunk': 1, 'last_step': 'invalid',
+    'history_stride': 1, 'shift': 1, 'history_pad': 'first',
+    'action_pad': 'last', 'keep_actionless': False, 'max_samples': None,
+    'goal': None, 'goal_p': None, 'observation_key': rlds_types.OBSERVATION,
+    'action_key': rlds_types.ACTION, 'goal_key': goals_lib.GOAL,
+    'index_key': None}
+"""A robot sample's knobs and defaults: `rlds_lite.RobotSamples`' fields
+(tested equal), the flat keywords these functions took before kinds."""
+_INDEX_KNOBS = ('history', 'action_chunk', 'last_step', 'history_stride',
+                'shift', 'keep_actionless', 'max_samples', 'goal', 'goal_p')
+_PADS = (('history_pad', ('first', 'zero')), ('action_pad', ('last', 'zero')))
+_WARNED = set()
 
 
 class SampleIndices(NamedTuple):
@@ -83,9 +88,7 @@ def check_sample_args(history: int, action_chunk: int, history_stride: int,
                       shift: int, max_samples: Optional[int],
                       goal: Optional[str], goal_p: Optional[float],
                       op: str) -> Optional[float]:
-  """Checks the arguments shared by ``robot_samples`` and its pipeline.
-
-  Returns ``goal_p`` as a float (or None).
+  """Checks the counts and goal of a robot sample; returns ``goal_p`` (float or None).
 
   Example:
     >>> check_sample_args(2, 0, 1, 1, None, None, None, 'robot_samples')
@@ -101,65 +104,107 @@ def check_sample_args(history: int, action_chunk: int, history_stride: int,
   return _check_goal(goal, goal_p, op)
 
 
-def robot_sample_indices(
-    length: tf.Tensor,
-    history: int = 1,
-    action_chunk: int = 1,
-    *,
-    last_step: Union[last_step_lib.LastStep, str] = last_step_lib.LastStep.INVALID,
-    history_stride: int = 1,
-    shift: int = 1,
-    keep_actionless: bool = False,
-    max_samples: Optional[int] = None,
-    goal: Optional[str] = None,
-    goal_p: Optional[float] = None,
-    seed: Optional[Any] = None) -> SampleIndices:
+def check_knobs(knobs: Mapping[str, Any], op: str) -> Dict[str, Any]:
+  """``knobs`` (some of `SAMPLE_DEFAULTS`' keys) checked and normalised.
+
+  ``last_step`` becomes its string, ``goal_p`` a float; a bad value is a
+  ValueError prefixed by ``op``.
+
+  Example:
+    >>> check_knobs({'history_pad': 'last'}, 'RobotSamples')
+    Traceback (most recent call last):
+    ...
+    ValueError: RobotSamples: history_pad must be one of ('first', 'zero'), got 'last'.
+  """
+  out = {**SAMPLE_DEFAULTS, **knobs}
+  out['goal_p'] = check_sample_args(
+      out['history'], out['action_chunk'], out['history_stride'],
+      out['shift'], out['max_samples'], out['goal'], out['goal_p'], op)
+  out['last_step'] = last_step_lib.as_last_step(out['last_step'], op).value
+  for name, choices in _PADS:
+    if out[name] not in choices:
+      raise ValueError(f'{op}: {name} must be one of {choices}, got '
+                       f'{out[name]!r}.')
+  return out
+
+
+def _knobs(op: str, kind: Any, args: Sequence[Any], legacy: Dict[str, Any],
+           allowed: Sequence[str]) -> Dict[str, Any]:
+  """The checked knobs of a kind, or of the flat spelling (warned once)."""
+  if isinstance(kind, int) or args:   # The old positional history, chunk.
+    if len(args) > 1:
+      raise TypeError(f'{op}() takes from 1 to 3 positional arguments but '
+                      f'{len(args) + 2} were given')
+    named = ('history', 'action_chunk')
+    legacy = {**dict(zip(named, (kind,) + tuple(args))), **legacy}
+    kind = None
+  unknown = sorted(set(legacy) - set(allowed))
+  if unknown:
+    raise TypeError(f'{op}() got an unexpected keyword argument '
+                    f'{unknown[0]!r}')
+  if kind is not None:
+    if legacy:
+      raise TypeError(f'{op}: pass the sample arguments in the kind '
+                      f'(RobotSamples(...)), not beside it: {sorted(legacy)}.')
+    if not callable(getattr(kind, 'dense_kwargs', None)):
+      raise TypeError(f'{op}: kind must be a RobotSamples(...), got '
+                      f'{type(kind).__name__}.')
+    legacy = {k: v for k, v in kind.dense_kwargs().items() if k in allowed}
+  elif legacy and op not in _WARNED:
+    _WARNED.add(op)
+    spelt = ', '.join(f'{k}={v!r}' for k, v in legacy.items())
+    warnings.warn(f'{op}: the sample keywords are now a kind: '
+                  f'{op}(..., RobotSamples({spelt})) (rlds_lite.RobotSamples);'
+                  ' the old keywords will go in a later release.',
+                  DeprecationWarning, stacklevel=3)
+  return check_knobs(legacy, op)
+
+
+def robot_sample_indices(length: tf.Tensor, kind: Any = None,
+                         *legacy_args: Any, seed: Optional[Any] = None,
+                         **legacy: Any) -> SampleIndices:
   """The step indices of the samples of an episode of ``length`` steps.
 
-  Anchors are steps ``0, shift, 2 * shift, ...`` that have a valid action
-  (``t < num_valid_actions(length, last_step)``), or every step with
-  ``keep_actionless``; with ``max_samples``, at most that many of them,
-  drawn uniformly without replacement and kept in order (as
-  ``dense.subsample``). Anchor ``t`` gets:
-
-  * observation steps ``t - (history - 1) * history_stride, ..., t``
-    (``chunking.history_indices``: clipped at 0, masked before the episode);
-  * action steps ``t, ..., t + action_chunk - 1``
-    (``chunking.chunk_indices``: masked from the first invalid action);
-  * with ``goal``, a goal step drawn by ``relabel_goals``'s strategy.
+  Anchors are steps ``0, shift, ...`` with a valid action (every step with
+  ``keep_actionless``; at most ``max_samples`` of them, random, in order).
+  Anchor ``t`` gets observation steps ``t - (history - 1) * history_stride,
+  ..., t`` (clipped at 0, masked before the episode), action steps ``t, ...,
+  t + action_chunk - 1`` (masked from the first invalid action) and, with a
+  goal, a goal step drawn as ``relabel_goals`` draws it.
 
   Args:
     length: the episode length ``T`` (scalar int).
-    history: observations per sample (positive).
-    action_chunk: actions per sample (positive).
-    last_step: whether the last step's action is valid (``LastStep``).
-    history_stride: steps between consecutive history observations.
-    shift: steps between consecutive anchors.
-    keep_actionless: also make samples at steps without a valid action
-      (their action mask is all False).
-    max_samples: keep at most this many anchors (random, seeded).
-    goal: None or a ``relabel_goals`` strategy.
-    goal_p: the ``'geometric'`` strategy's success probability.
+    kind: a `rlds_lite.RobotSamples` (None: its defaults); its pads and
+      field names do not matter here.
     seed: seed of the random choices (``max_samples``, ``goal``).
 
   Returns:
     A ``SampleIndices``.
 
   Example:
-    >>> out = robot_sample_indices(tf.constant(4), 2, 3, history_stride=2)
+    >>> from rlds_lite import RobotSamples
+    >>> kind = RobotSamples(history=2, action_chunk=3, history_stride=2)
+    >>> out = robot_sample_indices(tf.constant(4), kind)
     >>> out.anchors.numpy().tolist(), out.history.numpy().tolist()
     ([0, 1, 2], [[0, 0], [0, 1], [0, 2]])
     >>> out.action_mask.numpy().tolist()
     [[True, True, True], [True, True, False], [True, False, False]]
   """
   op = 'robot_sample_indices'
-  goal_p = check_sample_args(history, action_chunk, history_stride, shift,
-                             max_samples, goal, goal_p, op)
-  policy = last_step_lib.as_last_step(last_step, op)
+  knobs = _knobs(op, kind, legacy_args, legacy, _INDEX_KNOBS)
+  return _indices(length, knobs, seed, op)
+
+
+def _indices(length: tf.Tensor, knobs: Dict[str, Any], seed: Optional[Any],
+             op: str) -> SampleIndices:
+  """`robot_sample_indices` of checked knobs."""
+  history, chunk, goal = knobs['history'], knobs['action_chunk'], knobs['goal']
+  max_samples = knobs['max_samples']
+  policy = last_step_lib.as_last_step(knobs['last_step'], op)
   length = tf.convert_to_tensor(length, tf.int32)
   num_valid = last_step_lib.num_valid_actions(length, policy)
-  limit = length if keep_actionless else num_valid
-  anchors = tf.range(0, limit, shift)
+  limit = length if knobs['keep_actionless'] else num_valid
+  anchors = tf.range(0, limit, knobs['shift'])
   needs_seed = max_samples is not None or goal not in (None, 'final')
   seed = seeding.stateless_seed(seed if needs_seed else 0, op)
   subsample_seed, goal_seed = tf.unstack(
@@ -171,132 +216,89 @@ def robot_sample_indices(
                               sorted=False)
     anchors = tf.gather(anchors, tf.sort(chosen))
   history_steps, history_mask = chunking.history_indices(
-      anchors, history, history_stride)
-  action_steps, action_mask = chunking.chunk_indices(anchors, action_chunk,
-                                                     num_valid)
+      anchors, history, knobs['history_stride'])
+  action_steps, action_mask = chunking.chunk_indices(anchors, chunk, num_valid)
   goal_steps = None
   if goal is not None:
     goal_steps = tf.gather(
-        goals_lib.goal_indices(length, goal, goal_seed, goal_p), anchors)
+        goals_lib.goal_indices(length, goal, goal_seed, knobs['goal_p']),
+        anchors)
   return SampleIndices(anchors, history_steps, history_mask, action_steps,
                        action_mask, goal_steps)
 
 
-def robot_samples(
-    steps: Mapping[str, Any],
-    history: int = 1,
-    action_chunk: int = 1,
-    *,
-    last_step: Union[last_step_lib.LastStep, str] = last_step_lib.LastStep.INVALID,
-    history_stride: int = 1,
-    shift: int = 1,
-    keep_actionless: bool = False,
-    max_samples: Optional[int] = None,
-    goal: Optional[str] = None,
-    goal_p: Optional[float] = None,
-    seed: Optional[Any] = None,
-    history_pad: str = 'first',
-    action_pad: str = 'last',
-    observation_key: str = rlds_types.OBSERVATION,
-    action_key: str = rlds_types.ACTION,
-    goal_key: str = goals_lib.GOAL,
-    index_key: Optional[str] = None) -> Dict[str, Any]:
+def _added_keys(steps: Dict[str, Any], knobs: Dict[str, Any], op: str
+                ) -> List[str]:
+  """The keys `robot_samples` adds (the pad masks first); a clash refused."""
+  obs_key, action_key = knobs['observation_key'], knobs['action_key']
+  indexing.require_fields(steps, [obs_key, action_key], op)
+  added = [obs_key + chunking.PAD_MASK_SUFFIX,
+           action_key + chunking.PAD_MASK_SUFFIX]
+  if knobs['goal'] is not None:
+    added += [knobs['goal_key'], GOAL_INDEX]
+  if knobs['index_key'] is not None:
+    added.append(knobs['index_key'])
+  indexing.reject_fields(steps, added, op)
+  if len(set(added + [obs_key, action_key])) != len(added) + 2:
+    raise ValueError(f'{op}: the output keys {added} collide with '
+                     f'{obs_key!r} / {action_key!r}.')
+  return added
+
+
+def robot_samples(steps: Mapping[str, Any], kind: Any = None,
+                  *legacy_args: Any, seed: Optional[Any] = None,
+                  **legacy: Any) -> Dict[str, Any]:
   """Observation histories, action chunks and step fields of one episode.
 
-  One sample per anchor of ``robot_sample_indices`` (same arguments), as a
-  dict of ``[N, ...]`` tensors:
-
-  * ``observation_key``: leaves ``[N, history, ...]``, padded before the
-    episode with the first observation (``history_pad='first'``, as Octo)
-    or zeros (``'zero'``); ``f'{observation_key}_pad_mask'`` ``[N,
-    history]``, True for real observations;
-  * ``action_key``: leaves ``[N, action_chunk, ...]``, padded past the last
-    valid action with that action (``action_pad='last'``, as Octo; zeros
-    when the episode has none) or zeros (``'zero'``);
-    ``f'{action_key}_pad_mask'`` ``[N, action_chunk]``, True for valid
-    actions (under ``LastStep.INVALID`` the last step's action is never
-    valid);
-  * every other step field at the anchor (``[N, ...]``): ``reward``,
-    ``is_last``, ``is_terminal``, ``language_instruction``, ...;
-  * with ``goal``: ``goal_key`` (the observation at the goal step, leaves
-    ``[N, ...]``) and ``'goal_index'``;
-  * with ``index_key``: the anchor's step index (``[N]`` int32).
-
-  Terminal and truncated episodes get the same samples and masks: the
-  difference is in the anchors' ``is_terminal`` (and the discount), carried
-  along. Works eagerly and inside ``tf.data.Dataset.map``.
+  One sample per anchor of ``robot_sample_indices``, as ``[N, ...]``
+  tensors: ``observation_key`` ``[N, history, ...]`` with
+  ``observation_pad_mask``; ``action_key`` ``[N, action_chunk, ...]`` with
+  ``action_pad_mask`` (padded as ``history_pad`` / ``action_pad`` say);
+  every other step field at the anchor; with a goal, ``goal_key`` and
+  ``'goal_index'``; with ``index_key``, the anchor. Eager or in
+  ``tf.data.Dataset.map``.
 
   Args:
-    steps: one episode's dense steps; ``observation`` and ``action`` may be
-      nested.
-    history, action_chunk, last_step, history_stride, shift,
-    keep_actionless, max_samples, goal, goal_p, seed: see
-      ``robot_sample_indices``.
-    history_pad: ``'first'`` or ``'zero'``.
-    action_pad: ``'last'`` or ``'zero'``.
-    observation_key: the observation field.
-    action_key: the action field.
-    goal_key: the key of the goal observation.
-    index_key: if given, add the anchors' step indices under this key.
-
-  Returns:
-    A dict of ``[N, ...]`` tensors.
-
-  Raises:
-    ValueError: on a bad argument, a missing field or a field the op would
-      overwrite.
+    steps: one episode's dense steps (``observation``, ``action`` may nest).
+    kind: a `rlds_lite.RobotSamples` (None: its defaults).
+    seed: seed of the random choices (``max_samples``, ``goal``).
 
   Example:
+    >>> from rlds_lite import RobotSamples
     >>> steps = {'observation': tf.range(4), 'action': tf.range(4) * 10,
     ...          'is_terminal': tf.constant([False, False, False, True])}
-    >>> out = robot_samples(steps, 1, 2, goal='final', index_key='t')
+    >>> kind = RobotSamples(action_chunk=2, goal='final', index_key='t')
+    >>> out = robot_samples(steps, kind)
     >>> out['goal'].numpy().tolist(), out['t'].numpy().tolist()
     ([3, 3, 3], [0, 1, 2])
     >>> out['action'].numpy().tolist()
     [[0, 10], [10, 20], [20, 20]]
   """
   op = 'robot_samples'
+  knobs = _knobs(op, kind, legacy_args, legacy, tuple(SAMPLE_DEFAULTS))
   steps = indexing.as_dense_steps(steps, op)
-  for name, value, choices in (('history_pad', history_pad, ('first', 'zero')),
-                               ('action_pad', action_pad, ('last', 'zero'))):
-    if value not in choices:
-      raise ValueError(f'{op}: {name} must be one of {choices}, got '
-                       f'{value!r}.')
-  indexing.require_fields(steps, [observation_key, action_key], op)
-  added = [observation_key + chunking.PAD_MASK_SUFFIX,
-           action_key + chunking.PAD_MASK_SUFFIX]
-  if goal is not None:
-    added += [goal_key, GOAL_INDEX]
-  if index_key is not None:
-    added.append(index_key)
-  indexing.reject_fields(steps, added, op)
-  if len(set(added + [observation_key, action_key])) != len(added) + 2:
-    raise ValueError(f'{op}: the output keys {added} collide with '
-                     f'{observation_key!r} / {action_key!r}.')
+  obs_key, action_key = knobs['observation_key'], knobs['action_key']
+  added = _added_keys(steps, knobs, op)
   length = indexing.episode_length(steps)
-  index = robot_sample_indices(
-      length, history, action_chunk, last_step=last_step,
-      history_stride=history_stride, shift=shift,
-      keep_actionless=keep_actionless, max_samples=max_samples, goal=goal,
-      goal_p=goal_p, seed=seed)
+  index = _indices(length, knobs, seed, op)
   num_valid = last_step_lib.num_valid_actions(
-      length, last_step_lib.as_last_step(last_step, op))
+      length, last_step_lib.as_last_step(knobs['last_step'], op))
   out = indexing.gather_steps(
-      {k: v for k, v in steps.items() if k not in (observation_key, action_key)},
+      {k: v for k, v in steps.items() if k not in (obs_key, action_key)},
       index.anchors)
-  out[observation_key] = indexing.gather_steps(
-      steps[observation_key], index.history,
-      index.history_mask if history_pad == 'zero' else None)
+  out[obs_key] = indexing.gather_steps(
+      steps[obs_key], index.history,
+      index.history_mask if knobs['history_pad'] == 'zero' else None)
   out[added[0]] = index.history_mask
   keep = index.action_mask
-  if action_pad == 'last':
+  if knobs['action_pad'] == 'last':
     keep = keep | (num_valid > 0)
   out[action_key] = indexing.gather_steps(steps[action_key], index.actions,
                                           keep)
   out[added[1]] = index.action_mask
-  if goal is not None:
-    out[goal_key] = indexing.gather_steps(steps[observation_key], index.goals)
+  if knobs['goal'] is not None:
+    out[knobs['goal_key']] = indexing.gather_steps(steps[obs_key], index.goals)
     out[GOAL_INDEX] = index.goals
-  if index_key is not None:
-    out[index_key] = index.anchors
+  if knobs['index_key'] is not None:
+    out[knobs['index_key']] = index.anchors
   return out

@@ -1,9 +1,6 @@
-"""Seeds for the stateless random ops of ``rlds_lite.dense``.
+"""Seeds for the stateless random ops of ``rlds_lite.dense``: the same seed, the same draw.
 
-Ops that sample (``relabel_goals``, ``subsample``) use ``tf.random.stateless_*``
-ops: the same seed gives the same samples, eagerly and inside
-``tf.data.Dataset.map``. Inside a map a fixed seed gives every episode of the
-same length the same draw; fold in something per episode to vary it, e.g.
+Inside a map, fold in something per episode to vary it:
 ``ds.enumerate().map(lambda i, ep: op(ep['steps'], seed=tf.stack([7, i])))``.
 
 Example:
@@ -27,9 +24,6 @@ def stateless_seed(seed: Optional[Any], op: str = 'seed') -> tf.Tensor:
 
   Returns:
     A ``tf.int64`` tensor of shape ``[2]``.
-
-  Raises:
-    TypeError: if ``seed`` is not an integer or a pair of integers.
 
   Example:
     >>> stateless_seed([1, 2]).numpy().tolist()

@@ -34,9 +34,6 @@ def subsample(steps: Mapping[str, Any], length: int, *,
   Returns:
     ``steps`` with leaves ``[min(T, length), ...]``.
 
-  Raises:
-    ValueError: if ``length`` is not positive.
-
   Example:
     >>> out = subsample({'observation': tf.range(10)}, 3, seed=1)['observation']
     >>> out.shape, bool(tf.reduce_all(out[1:] > out[:-1]))

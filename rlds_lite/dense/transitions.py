@@ -95,13 +95,6 @@ def transitions(
     leading axis of ``max(T-1, 0)`` transitions (``T`` for a terminal
     episode under ``LastStep.VALID``).
 
-  Raises:
-    TypeError: if ``steps`` are not dense steps, or reward/discount are not
-      float tensors.
-    ValueError: if a needed field is missing, ``steps`` already has
-      ``next_observation``, ``n`` is not positive, ``gamma`` not in [0, 1]
-      or ``last_step`` not a ``LastStep``.
-
   Example:
     >>> steps = {'observation': tf.constant([0, 1, 2]),
     ...          'reward': tf.constant([1.0, 2.0, 0.0]),

@@ -71,11 +71,6 @@ def windows(steps: Mapping[str, Any], size: int, shift: int = 1,
     A dict shaped like ``steps`` whose leaves are ``[N, size, ...]``, plus
     ``'mask'`` when ``drop_remainder`` is False.
 
-  Raises:
-    TypeError: if ``steps`` are not dense steps or an argument is not an int.
-    ValueError: if an argument is not positive, or ``drop_remainder`` is
-      False and ``steps`` already has a ``'mask'`` field.
-
   Example:
     >>> out = windows({'r': tf.constant([1, 2, 3])}, 2, drop_remainder=False)
     >>> out['r'].numpy().tolist(), out['mask'].numpy().tolist()

@@ -1,13 +1,7 @@
-"""TFRecord checksums (masked CRC32C) of records: `masked_crc32c`.
+"""TFRecord checksums (masked CRC32C) of many records: `masked_crc32c`.
 
-A TFRecord record is ``length (8 bytes) | masked CRC32C of length (4) | data
-| masked CRC32C of data (4)``. The CRC32C comes from ``google-crc32c`` (the
-checksum library of Google's storage clients: hardware CRC32C, ~13 GB/s
-here, ~0.25 us a call), so checking a record the first time it is read
-(`rlds_lite.random_access.storage`) costs a small fraction of reading it. A
-NumPy implementation, vectorised over records, ran at ~450 MB/s: for the 8x
-vector benchmark it doubled the CPU of a first read (2 KB records, ~4.6 us
-each).
+The CRC32C is ``google-crc32c``'s (hardware, ~13 GB/s), so a record's first
+read checks it for a small fraction of the read's cost.
 
 Example:
   >>> [hex(c) for c in masked_crc32c([b'123456789', b'', b'a'])]

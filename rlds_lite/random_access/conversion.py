@@ -1,13 +1,8 @@
 """Convert an RLDS dataset to the chunk layout, for random access.
 
-``convert(path)`` reads every episode of the chosen splits once (frames stay
-encoded: no image is decoded or re-encoded) and writes a chunk dataset
-(`rlds_lite.random_access.layout`): a TFDS dataset of tfrecord shards whose
-records hold ``chunk_steps`` consecutive steps of one episode, plus, per
-split, ``episodes-<split>.npz`` (each episode's ``length``, ``terminated``
-and ``episode_id``). The dataset is written in a hidden directory and renamed
-into place when complete, as `rlds_lite.tfds.EpisodeWriter` publishes: a
-reader never sees half of it. ``rlds-lite chunk PATH`` does the same.
+``convert(path)`` (``rlds-lite chunk PATH``) reads every episode once, frames
+still encoded, and publishes a chunk dataset atomically (docs/random_access.md,
+"Storage").
 
 Example:
   >>> from rlds_lite import synthetic
@@ -249,13 +244,6 @@ def convert(source: PathLike,
 
   Returns:
     The chunk dataset's directory.
-
-  Raises:
-    FileNotFoundError, ValueError: as `rlds_lite.load` for the source; a
-      step field the layout cannot hold; a bad ``chunk_steps``; an ``out``
-      that is, holds or lies inside the source
-      (`rlds_lite.overwriting.check_replaceable`).
-    FileExistsError: if ``out`` exists and ``overwrite`` is False.
 
   Example:
     >>> from rlds_lite import synthetic

@@ -1,19 +1,8 @@
 """Exit cleanly with a reader still running: `tracked` and the exit wait.
 
-The readers call NumPy through ``tf.numpy_function`` inside ``tf.data``
-maps. When Python exits while such a call is running or about to run (a
-script that leaves ``it = iter(sample_batches(...))`` alive: the pipeline
-keeps prefetching after the last ``next``), the interpreter ends the TF
-thread that waits for the GIL, and destroying the iterator then waits for
-that thread forever (the process hangs at exit) or aborts (``terminate
-called without an active exception``). Measured here: every such script
-hung or aborted, with plain TF too (a ``numpy_function`` of ~20 ms in a
-parallel ``map``).
-
-`tracked` counts the calls in flight; at exit (``atexit``, before the
-interpreter starts finalising) `wait_until_idle` waits until none is
-running and none has started for ``IDLE_SECONDS`` (the pipeline's buffers
-are then full and nothing calls again), at most ``MAX_WAIT_SECONDS``.
+`tracked` counts the ``numpy_function`` calls in flight; at exit
+`wait_until_idle` waits until none runs (a script leaving its iterator alive
+would otherwise hang or abort; docs/random_access.md, "Readers").
 
 Example:
   >>> double = tracked(lambda x: 2 * x)

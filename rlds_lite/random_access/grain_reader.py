@@ -1,29 +1,16 @@
 """The same samples for JAX users: a Grain data source and ``MapDataset``.
 
-Grain (``pip install rlds_lite[grain]``, grain 0.2.x) is optional; it is
-imported when these functions run.
-
-* `GrainSamples(path, kind)`: a random-access data source (``len``,
-  ``__getitem__``, ``__getitems__``): sample ``i`` of the `SampleIndex` as a
-  dict of NumPy arrays, for your own Grain pipeline
-  (``grain.MapDataset.source(...).shuffle(seed).batch(...)``).
-* `grain_batches(sources, kind, batch_size, seed=...)`: a
-  ``grain.MapDataset`` whose element ``k`` is this host's ``k``-th batch of
-  `sample_batches` with the same arguments: the same positions, sampler,
-  mixing and hosts, so the same batches as the ``tf.data`` reader, and the
-  same state ``(seed, position)`` (batch ``k`` starts at ``position + k *
-  global batch``).
-
-Both read through `SampleReader` (one batched read per call, the TensorFlow
-assembly run eagerly).
+`GrainSamples(path, kind)` gives single samples by id for your own Grain
+pipeline; `grain_batches(...)` gives `sample_batches`' batches (same
+arguments, same state ``(seed, position)``). Grain (``pip install
+rlds_lite[grain]``) is imported when they run.
 
 Example:
   >>> from rlds_lite import synthetic
-  >>> from rlds_lite.random_access import convert, Windows
-  >>> source = synthetic.dataset(num_episodes=4, seed=0)
-  >>> chunks = convert(source, progress=False)
+  >>> from rlds_lite.random_access import convert, Epochs, Windows
+  >>> chunks = convert(synthetic.dataset(num_episodes=4, seed=0), progress=False)
   >>> batches = grain_batches(chunks, Windows(size=2), batch_size=8, seed=0,
-  ...                         num_epochs=1)
+  ...                         epochs=Epochs(num_epochs=1))
   >>> len(batches), batches[0]['observation'].shape
   (18, (8, 2, 4))
 """
@@ -178,17 +165,11 @@ class _BatchReader:
 
 def grain_batches(sources: tf_data.Sources, kind: samples_lib.SampleKind,
                   batch_size: int, *, seed: int = 0, position: int = 0,
-                  **plan_kwargs: Any):
-  """A ``grain.MapDataset`` of this host's batches (see the module docstring).
+                  **options: Any):
+  """This host's batches of `sample_batches` (same arguments) as a ``grain.MapDataset``.
 
-  Takes the arguments of `sample_batches`. Without ``num_epochs`` the
-  dataset has ``sys.maxsize`` batches (read as many as you need).
-
-  Returns:
-    A ``grain.MapDataset`` of nested dicts of NumPy arrays ``[B, ...]``.
-
-  Raises:
-    ImportError: without grain.
+  Element ``k`` is the ``k``-th batch, NumPy arrays ``[B, ...]``; without
+  ``Epochs(num_epochs=...)`` there are ``sys.maxsize`` of them.
 
   Example:
     >>> from rlds_lite import synthetic
@@ -200,7 +181,8 @@ def grain_batches(sources: tf_data.Sources, kind: samples_lib.SampleKind,
     (4, 2, 4)
   """
   grain = _grain()
-  p = tf_data.plan(sources, kind, batch_size, seed=seed, **plan_kwargs)
+  p, _ = tf_data.plan_of_keywords('grain_batches', sources, kind,
+                                  batch_size, seed, options)
   count = p.num_batches(int(position))
   return grain.MapDataset.range(sys.maxsize if count is None else count).map(
       _BatchReader(p, int(position)))

@@ -1,17 +1,8 @@
 """The sample index: the (episode, start) of every sample, from per-episode counts.
 
-``SampleIndex.build(kind, storage)`` numbers every sample of a sample kind
-(`rlds_lite.random_access.samples`) in episode order, from the episode
-lengths alone (the chunk dataset's episode table, as the episode catalog
-gives them): sample ``i`` is the window / transition / robot sample starting
-at step ``start[i]`` of episode ``episode[i]``. The samples of an episode
-start at regular steps (``0, shift, 2 * shift, ...``), so the index keeps one
-int64 per *episode* (where its samples begin) and `locate` computes any
-sample's episode and start with one binary search: memory grows with the
-episodes, not the samples (``episode`` / ``start`` give the per-sample arrays
-when asked, in the smallest unsigned type that holds them). Its fingerprint
-ties it to the data and the kind: a sampler state saved with one index
-cannot be restored with another.
+`SampleIndex` keeps one int64 per episode and `locate` finds any sample's
+episode and start with one binary search; its fingerprint ties it to the
+data and the kind.
 
 Example:
   >>> import numpy as np
@@ -108,8 +99,6 @@ class SampleIndex:
   def locate(self, sample_ids: Any) -> Tuple[np.ndarray, np.ndarray]:
     """``(episode, start)`` of ``sample_ids`` (int64 arrays, same shape).
 
-    Raises:
-      IndexError: for an id outside ``[0, len(self))``.
     """
     ids = np.asarray(sample_ids, np.int64)
     if ids.size and (ids.min() < 0 or ids.max() >= len(self)):

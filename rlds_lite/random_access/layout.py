@@ -1,24 +1,8 @@
 """The chunk layout: records of ``C`` consecutive steps of one episode.
 
-A *chunk dataset* is a TFDS dataset (tfrecord shards, loadable with
-``tfds.builder_from_directory(path).as_dataset()``) whose records each hold
-``C`` consecutive steps of one episode of a source RLDS dataset, in episode
-order (episode 0's chunks, then episode 1's, ...). Its features:
-
-* ``episode``, ``offset``, ``num_steps``: int64 scalars stored as raw bytes
-  (``Tensor(encoding='bytes')``): the source split index of the episode, the
-  step index of the chunk's first step, and how many of its ``C`` steps are
-  real (the last chunk of an episode repeats the episode's last step up to
-  ``C``, so every value in a record stays decodable);
-* ``steps``: the source step features, each leaf as ``C`` steps:
-  fixed-shape numbers and booleans as one raw-bytes tensor ``[C, ...]``
-  (``kind='fixed'``), encoded images as ``Sequence(Image, length=C)`` (the
-  JPEG/PNG bytes as they were, ``kind='image'``), strings as ``[C]`` strings
-  (``kind='string'``).
-
-When every step leaf is ``fixed``, every record has the same bytes at the
-same places except the payloads, so a reader takes each field of a batch of
-records with one NumPy slice (`ChunkLayout.payloads`), no protobuf parsing.
+`ChunkLayout` encodes and describes the records of a chunk dataset
+(``episode``, ``offset``, ``num_steps`` and each step leaf as ``C`` steps:
+fixed, image or string); docs/random_access.md, "Storage", has the format.
 
 Example:
   >>> import numpy as np, tensorflow_datasets as tfds
@@ -166,9 +150,6 @@ class ChunkLayout:
                          chunk_steps: int) -> 'ChunkLayout':
     """The layout of a source dataset's step features.
 
-    Raises:
-      ValueError: for a step leaf the layout cannot hold (variable shapes,
-        string tensors that are not scalars, video).
     """
     return cls([_leaf_of(path, feature, chunk_steps)
                 for path, feature in _step_leaves(step_features)],

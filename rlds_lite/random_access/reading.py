@@ -1,17 +1,8 @@
 """Read a batch of samples by sample id: one batched read, then TF ops.
 
-`SampleReader(storage, index)` turns sample ids ``[B]`` into a batch dict:
-the index gives each sample's episode and start, hence the ``K`` steps it
-reads (the kind's ``offsets``, clipped into the episode) and the ``m``
-consecutive chunk records holding them; all ``B * m`` records are read in one
-call, and each field's ``[B, K, ...]`` steps are taken with one gather (in
-NumPy for fixed layouts: `ChunkStorage.read_block`; in TensorFlow after
-``tf.io.parse_example`` for layouts with images or strings); then the kind
-assembles the samples (masks, n-step sums).
-Images are decoded after the gather, so only the frames a sample holds are
-decoded. Everything but the read itself is TensorFlow ops, so the readers
-run it inside ``tf.data`` (`rlds_lite.random_access.tf_data`) or eagerly
-(the Grain source).
+`SampleReader(storage, index)` reads the records holding a batch's steps in
+one call, gathers each field's ``[B, K, ...]`` steps, decodes only the frames
+the samples hold and lets the kind assemble the samples.
 
 Example:
   >>> from rlds_lite import synthetic
@@ -174,10 +165,6 @@ class SampleReader:
       when the ratio allows, else resized; `rlds_lite.images.decode_frames`);
       None: their stored size.
     sample_info: add ``'episode_index'`` and ``'sample_id'`` ``[B]`` int64.
-
-  Raises:
-    ValueError: if ``index`` was not built for ``storage`` (another
-      dataset or split).
 
   Example:
     >>> from rlds_lite import synthetic

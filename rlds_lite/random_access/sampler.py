@@ -1,29 +1,9 @@
 """Which sample comes at each position: a stateless permutation per epoch.
 
-A pipeline's samples are numbered by a global *position* ``p = 0, 1, 2,
-...``; the sample at ``p`` depends only on ``(seed, p)``:
-
-* one dataset of ``N`` samples: epoch ``e = p // N`` is a permutation of
-  the samples keyed by ``(seed, e)``: every sample exactly once per epoch,
-  each epoch in a new order, each batch drawn from the whole dataset.
-  ``order='spread'`` (default, `rlds_lite.random_access.spread`) also
-  stratifies every batch over the dataset, so that it holds samples of as
-  many episodes as it can; ``order='uniform'`` is
-  ``tf.random.experimental.index_shuffle(p % N, (s, e), N - 1)``, a uniform
-  permutation (a batch then repeats episodes by chance: ~145 distinct
-  episodes in 256 samples of 200 episodes, against 200 spread);
-* several datasets with weights: positions form blocks of ``G`` (the global
-  batch); each block holds exactly ``exact_counts(weights, G)`` samples of
-  each dataset (as ``pipeline.mix(exact=True)``), at slots given by a
-  permutation of the block; dataset ``d``'s samples are numbered by their
-  own position ``b * c_d + rank`` and go through their own epochs as above,
-  so each dataset's samples come exactly once per *its* epoch;
-* hosts: host ``h`` of ``n`` (per-host batch ``B``, ``G = n * B``) takes
-  positions ``[k * G + h * B, k * G + (h + 1) * B)`` for its batch ``k``:
-  hosts agree without talking, never overlap, and together take every
-  position.
-
-The whole state of a pipeline is ``(seed, position)``.
+The sample at position ``p`` depends only on ``(seed, p)``: each epoch is a
+permutation (``'spread'`` or ``'uniform'``), weighted sources mix exactly
+per global batch, hosts take disjoint slices. docs/random_access.md, "The
+sampler".
 
 Example:
   >>> sampler = Sampler([10], seed=0, batch_size=5)
@@ -102,9 +82,6 @@ class Sampler:
       docstring).
     episode_counts: for ``'spread'``, each dataset's samples per episode
       (``[E]`` arrays, in index order).
-
-  Raises:
-    TypeError, ValueError: for bad arguments (named in the message).
 
   Example:
     >>> sampler = Sampler([10], seed=0, batch_size=4)

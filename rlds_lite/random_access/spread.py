@@ -1,28 +1,9 @@
 """The *spread* order: each batch takes its samples from as many episodes as it can.
 
-A uniform permutation of the samples puts, in a batch of ``B`` samples drawn
-from ``E`` episodes, about ``E * (1 - (1 - 1/E) ** B)`` distinct episodes
-(145 of 200 for ``B = 256``: windows of one episode fall together by
-chance). The spread order is a permutation of the samples too (every sample
-exactly once per epoch, a new order every epoch, computed from ``(seed,
-epoch)`` alone) that also stratifies each batch over the whole dataset:
-
-1. the episodes are laid end to end in a random order (new each epoch), each
-   episode's samples rotated by a random amount: a ring of ``N`` samples;
-2. the ring is cut into ``B`` arcs of ``R = ceil(N / B)`` samples; batch
-   ``k`` takes the sample at offset ``pi(k)`` of every arc (``pi`` a random
-   permutation of ``0..R-1``), in a random slot order; offsets past ``N``
-   are *cycle-walked* (the map applied again), which keeps a bijection.
-
-So a batch's ``B`` samples are ``R`` apart on the ring: no two from one
-episode while episodes are shorter than ``R`` samples, and every episode of
-at least ``R`` samples is in every batch. The batches' order is random. The
-``B * R - N < B`` offsets past the end are walked to other places, which
-may share an episode: at most a ``1 / R`` share of a batch, so this only
-shows on tiny datasets (``N / B`` of a few samples).
-Random numbers come from a fixed integer hash (SplitMix64) of the seed,
-epoch and item, so the order is the same on every machine and version; the
-per-epoch tables (``O(episodes + N / B)``) are cached for two epochs.
+Episodes laid end to end on a ring (random order, rotated), cut into ``B``
+arcs; batch ``k`` takes one offset of every arc (cycle-walked past the end),
+from a SplitMix64 hash of ``(seed, epoch, item)``. docs/random_access.md,
+"The sampler".
 
 Example:
   >>> import numpy as np

@@ -1,40 +1,9 @@
-"""Random reads of chunk records: `ChunkStorage`.
+"""Random reads of chunk records by chunk id: `ChunkStorage`.
 
-``ChunkStorage(path, split)`` opens a split of a chunk dataset (written by
-`rlds_lite.random_access.convert`) and reads any chunk records by their
-*chunk id* (their position in the split: episode ``e``'s chunks are
-``first_chunk[e] .. first_chunk[e + 1] - 1``). The shards are found from
-``dataset_info.json`` (never from a directory listing) and read through a
-memory map opened per call, so pages read stay in the OS page cache, not in
-the process: memory holds the episode table and per-shard offsets only.
-
-A split whose shards hold at most ``mapped_budget`` bytes (64 MiB by
-default) is memory-mapped: the fastest reads, but the pages read count in the
-process's RSS (as page cache, which the kernel may reclaim). A larger split
-is read with ``os.preadv``, one call per distinct record of a batch, so
-memory does not grow with the dataset.
-
-* Fixed layouts (every step field a fixed-shape number or boolean): records
-  all have the same size and the same bytes outside their payloads, so the
-  shard is a ``[records, record_bytes]`` array; `read_block` gathers rows and
-  checks the bytes around the payloads (and each record's episode, offset
-  and num_steps) against what they must be, naming the file and record
-  otherwise.
-* Other layouts (images, strings): `read_records` slices each record at its
-  byte offset (from a scan of the record headers) for ``tf.io.parse_example``.
-
-Every record's checksums (the TFRecord masked CRC32C of its length and of
-its data) are checked the first time this process reads it, whole, with
-`checksums.masked_crc32c` (hardware CRC32C; one byte per record marks
-those checked): a record whose bytes changed is a
-`DamagedChunksError` naming the file, record, episode and steps, never
-silently wrong values. Later reads of a record take only the bytes they need.
-A damaged or missing file of the dataset (``dataset_info.json``,
-``metadata.json``, ``features.json``, ``episodes-<split>.npz``, a shard) is a
-`DamagedChunksError` naming it, when the storage opens or when it is read
-(an episode table whose episodes or steps are not those ``metadata.json``
-records, at open). A chunk dataset is a snapshot of its source (its `repr`
-says so): a source rewritten later is not noticed.
+Fixed layouts are gathered as rows of a memory map (or read with ``pread``
+past ``mapped_budget``), other layouts sliced for ``tf.io.parse_example``;
+every record's checksums are checked at its first read. The layout, the
+checks and the damage errors: docs/random_access.md, "Storage".
 
 Example:
   >>> from rlds_lite import synthetic
@@ -279,17 +248,6 @@ class ChunkStorage:
     split: the split.
     mapped_budget: splits of at most this many bytes are memory-mapped,
       larger ones read with pread (see the module docstring).
-
-  Raises:
-    FileNotFoundError: for a missing directory.
-    NotChunkedError: for a dataset that is not a chunk dataset (an RLDS
-      episode dataset: the message says how to convert it).
-    DamagedChunksError: for a missing or damaged file (the message names
-      it); reads raise it too, for a record whose checksum, framing, episode
-      or offset is wrong (naming the file and record).
-    ValueError: for a file given instead of the directory, an unknown
-      split, or a sliced one (``'train[:10]'``: random access reads whole
-      splits).
 
   Example:
     >>> from rlds_lite import synthetic
@@ -555,10 +513,6 @@ class ChunkStorage:
     Fixed layouts only. Every record's framing, episode and offset are
     checked against the episode table.
 
-    Raises:
-      IndexError: for a chunk id outside the split.
-      ValueError: for a record that is not what the table says it is (the
-        message names the file and record).
     """
     if not self.layout.fixed:
       raise ValueError('read_block: the layout has image or string fields; '
@@ -773,10 +727,6 @@ class ChunkStorage:
     A record read for the first time is read whole and its checksums
     checked.
 
-    Raises:
-      IndexError: for a chunk id outside the split.
-      DamagedChunksError: for a record whose bytes are damaged, or a shard
-        that ends early (the message names the file and record).
     """
     ids = np.asarray(chunk_ids, np.int64).reshape(-1)
     self._check_ids(ids)

@@ -1,22 +1,14 @@
 """Uniformly shuffled batches by random access, as a ``tf.data.Dataset``.
 
-``sample_batches(sources, kind, batch_size, seed=...)`` is the pipeline:
-``Dataset.range`` of batch numbers -> this host's positions -> sample ids
-(`Sampler`: a stateless permutation per epoch, spread over the dataset by
-default, weighted mixing, hosts) ->
-one batched read of the chunk records per source and batch, in a parallel
-``map`` (`SampleReader`) -> prefetch. Memory holds the index (a few bytes per
-sample) and the batches in flight, whatever the dataset's size; a batch is a
-uniform draw over the whole dataset; the pipeline's state is ``(seed,
-position)``: `SampleIterator` saves and restores it exactly.
+``sample_batches`` runs positions -> sample ids (`Sampler`) -> one batched
+read per source (`SampleReader`) -> prefetch; `plan` is what it reads, shared
+with `SampleIterator` and Grain. See docs/random_access.md.
 
 Example:
   >>> from rlds_lite import synthetic
   >>> from rlds_lite.random_access import convert, Windows
-  >>> source = synthetic.dataset(num_episodes=4, seed=0)
-  >>> chunks = convert(source, progress=False)
-  >>> ds = sample_batches(chunks, Windows(size=4), batch_size=32, seed=0)
-  >>> batch = next(iter(ds))
+  >>> chunks = convert(synthetic.dataset(num_episodes=4, seed=0), progress=False)
+  >>> batch = next(iter(sample_batches(chunks, Windows(size=4), 32, seed=0)))
   >>> batch['observation'].shape
   TensorShape([32, 4, 4])
 """
@@ -33,6 +25,7 @@ import tensorflow as tf
 from rlds_lite.images import decode as decode_lib
 from rlds_lite.random_access import index as index_lib
 from rlds_lite.random_access import layout as layout_lib
+from rlds_lite.random_access import options as options_lib
 from rlds_lite.random_access import reading
 from rlds_lite.random_access import sampler as sampler_lib
 from rlds_lite import sample_kinds as samples_lib
@@ -63,9 +56,9 @@ class Plan:
 
   Example:
     >>> from rlds_lite import synthetic
-    >>> from rlds_lite.random_access import convert, Windows
+    >>> from rlds_lite.random_access import convert, Epochs, Windows
     >>> chunks = convert(synthetic.dataset(3, 4, 6, seed=0), progress=False)
-    >>> p = plan(chunks, Windows(size=2), 4, num_epochs=1)
+    >>> p = plan(chunks, Windows(size=2), 4, epochs=Epochs(num_epochs=1))
     >>> p.names, p.end, p.num_batches(0), p.num_batches(12)  # 14 samples.
     (['0'], 14, 4, 1)
     >>> p.read_batch(tf.constant([0, 1]))['observation'].shape
@@ -242,23 +235,14 @@ def _check_same_features(names: List[str],
                        'Mix sources with the same step features.')
 
 
-def plan(sources: Sources,
-         kind: samples_lib.SampleKind,
-         batch_size: int,
-         *,
-         weights: Any = None,
-         seed: int = 0,
-         split: str = 'train',
-         num_hosts: int = 1,
-         host: int = 0,
-         num_epochs: Optional[int] = None,
-         drop_remainder: bool = False,
-         order: str = 'spread',
-         decode_images: bool = True,
-         image_size: Optional[Tuple[int, int]] = None,
-         sample_info: bool = False,
-         mapped_budget: Optional[int] = None) -> Plan:
-  """The `Plan` of `sample_batches` (same arguments).
+def plan(sources: Sources, kind: samples_lib.SampleKind, batch_size: int, *,
+         weights: Any = None, seed: int = 0, split: str = 'train',
+         epochs: Optional[options_lib.Epochs] = None,
+         sharding: Optional[options_lib.Sharding] = None,
+         outputs: Optional[options_lib.Outputs] = None,
+         reading: Optional[options_lib.ReadOptions] = None,
+         **flat: Any) -> Plan:
+  """The `Plan` of `sample_batches` (same arguments but ``position``).
 
   Example:
     >>> from rlds_lite import synthetic
@@ -268,35 +252,89 @@ def plan(sources: Sources,
     ...              weights={'a': 0.75, 'b': 0.25})
     >>> mixed.names, mixed.sampler.weights
     (['a', 'b'], (0.75, 0.25))
-    >>> plan(chunks, Windows(size=7), 4)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    ValueError: random access: source '0' (...) has no Windows(size=7, shift=1, stride=1, drop_remainder=True) sample: its 3 episodes are all shorter than a sample (longest: 6 steps).
   """
+  options = options_lib.sort_options(
+      'plan', dict(epochs=epochs, sharding=sharding, outputs=outputs,
+                   reading=reading), flat)
+  return plan_of(sources, kind, batch_size, weights, seed, split, options)
+
+
+def plan_of_keywords(op: str, sources: Sources, kind: samples_lib.SampleKind,
+                     batch_size: int, seed: int, keywords: Dict[str, Any]
+                     ) -> Tuple[Plan, options_lib.Options]:
+  """The plan and options of `sample_batches`' keywords (``weights``,
+  ``split``, the groups, flat keywords warned once as ``op``'s).
+
+  Example:
+    >>> from rlds_lite import synthetic
+    >>> from rlds_lite.random_access import convert, Windows
+    >>> chunks = convert(synthetic.dataset(3, 4, 6, seed=0), progress=False)
+    >>> p, options = plan_of_keywords('grain_batches', chunks, Windows(2), 4,
+    ...                               0, {'split': 'train'})
+    >>> options.epochs.num_epochs is None, len(p.sampler.sizes)
+    (True, 1)
+  """
+  keywords = dict(keywords)
+  weights, split = keywords.pop('weights', None), keywords.pop('split', 'train')
+  groups = {name: keywords.pop(name, None) for name in options_lib.GROUPS}
+  options = options_lib.sort_options(op, groups, keywords, stacklevel=4)
+  return (plan_of(sources, kind, batch_size, weights, seed, split, options),
+          options)
+
+
+def plan_of(sources: Sources, kind: samples_lib.SampleKind, batch_size: int,
+            weights: Any, seed: int, split: str,
+            options: options_lib.Options) -> Plan:
+  """`plan` of sorted options."""
   kind = samples_lib.check_kind(kind)
-  image_size = decode_lib.check_size(image_size, 'random access',
+  outputs, epochs, sharding = options.outputs, options.epochs, options.sharding
+  image_size = decode_lib.check_size(outputs.image_size, 'random access',
                                     'image_size')
   names, values = _named(sources)
   if not values:
     raise ValueError('random access: no source.')
-  storages = [storage_lib.open_storage(v, split, mapped_budget)
+  storages = [storage_lib.open_storage(v, split, options.reading.mapped_budget)
               for v in values]
-  _check_same_features(names, storages, decode_images, image_size)
-  readers = []
-  for name, storage in zip(names, storages):
-    index = index_lib.SampleIndex.build(kind, storage)
-    if not len(index):
+  _check_same_features(names, storages, outputs.decode_images, image_size)
+  readers = [_reader(name, storage, kind, outputs, image_size)
+             for name, storage in zip(names, storages)]
+  num_epochs = _num_epochs(epochs.num_epochs, len(readers))
+  sampler = sampler_lib.Sampler(
+      [len(r.index) for r in readers], _weights(names, weights), seed=seed,
+      batch_size=batch_size, num_hosts=sharding.num_hosts,
+      host=sharding.host, order=epochs.order,
+      episode_counts=[r.index.counts for r in readers])
+  if epochs.drop_remainder and num_epochs is not None:
+    total = num_epochs * len(readers[0].index)
+    if total < sampler.global_batch_size:
       raise ValueError(
-          f'random access: source {name!r} ({storage.path!r}) has no '
-          f'{kind!r} sample: its {storage.num_episodes} episodes are all '
-          f'shorter than a sample (longest: '
-          f'{int(storage.lengths.max()) if storage.num_episodes else 0} '
-          'steps).')
-    readers.append(reading.SampleReader(storage, index,
-                                        decode_images=decode_images,
-                                        image_size=image_size,
-                                        sample_info=sample_info))
-  if len(readers) > 1 and num_epochs is not None:
+          f'random access: drop_remainder=True gives no batch: {num_epochs} '
+          f'epoch(s) hold {total} samples, fewer than the global batch of '
+          f'{sampler.global_batch_size}. Use a smaller batch, more epochs or '
+          'drop_remainder=False.')
+  return Plan(names, readers, sampler, num_epochs,
+              bool(epochs.drop_remainder), outputs.sample_info)
+
+
+def _reader(name: str, storage: storage_lib.ChunkStorage,
+            kind: samples_lib.SampleKind, outputs: options_lib.Outputs,
+            image_size: Optional[Tuple[int, int]]) -> reading.SampleReader:
+  """The `SampleReader` of one source; a source without samples refused."""
+  index = index_lib.SampleIndex.build(kind, storage)
+  if not len(index):
+    longest = int(storage.lengths.max()) if storage.num_episodes else 0
+    raise ValueError(
+        f'random access: source {name!r} ({storage.path!r}) has no '
+        f'{kind!r} sample: its {storage.num_episodes} episodes are all '
+        f'shorter than a sample (longest: {longest} steps).')
+  return reading.SampleReader(storage, index,
+                              decode_images=outputs.decode_images,
+                              image_size=image_size,
+                              sample_info=outputs.sample_info)
+
+
+def _num_epochs(num_epochs: Any, num_sources: int) -> Optional[int]:
+  if num_sources > 1 and num_epochs is not None:
     raise ValueError('random access: num_epochs needs one source; with '
                      'several, each source has its own epochs (read a '
                      'number of batches with .take(n)).')
@@ -304,21 +342,7 @@ def plan(sources: Sources,
                                  int(num_epochs) < 1):
     raise ValueError(f'random access: num_epochs must be a positive int or '
                      f'None, got {num_epochs!r}.')
-  sampler = sampler_lib.Sampler(
-      [len(r.index) for r in readers], _weights(names, weights), seed=seed,
-      batch_size=batch_size, num_hosts=num_hosts, host=host, order=order,
-      episode_counts=[r.index.counts for r in readers])
-  if drop_remainder and num_epochs is not None:
-    total = int(num_epochs) * len(readers[0].index)
-    if total < sampler.global_batch_size:
-      raise ValueError(
-          f'random access: drop_remainder=True gives no batch: {num_epochs} '
-          f'epoch(s) hold {total} samples, fewer than the global batch of '
-          f'{sampler.global_batch_size}. Use a smaller batch, more epochs or '
-          'drop_remainder=False.')
-  return Plan(names, readers, sampler,
-              None if num_epochs is None else int(num_epochs),
-              bool(drop_remainder), sample_info)
+  return None if num_epochs is None else int(num_epochs)
 
 
 READ_BYTES = 4 << 20
@@ -397,100 +421,52 @@ def dataset_of_plan(p: Plan, position: int = 0, *,
   return out
 
 
-def sample_batches(sources: Sources,
-                   kind: samples_lib.SampleKind,
-                   batch_size: int,
-                   *,
-                   weights: Any = None,
-                   seed: int = 0,
-                   position: int = 0,
-                   split: str = 'train',
-                   num_hosts: int = 1,
-                   host: int = 0,
-                   num_epochs: Optional[int] = None,
-                   drop_remainder: bool = False,
-                   order: str = 'spread',
-                   decode_images: bool = True,
-                   image_size: Optional[Tuple[int, int]] = None,
-                   sample_info: bool = False,
-                   mapped_budget: Optional[int] = None,
-                   num_parallel_calls: Optional[int] = tf.data.AUTOTUNE,
-                   prefetch: int = 2) -> tf.data.Dataset:
+def sample_batches(sources: Sources, kind: samples_lib.SampleKind,
+                   batch_size: int, *, seed: int = 0, position: int = 0,
+                   weights: Any = None, split: str = 'train',
+                   epochs: Optional[options_lib.Epochs] = None,
+                   sharding: Optional[options_lib.Sharding] = None,
+                   outputs: Optional[options_lib.Outputs] = None,
+                   reading: Optional[options_lib.ReadOptions] = None,
+                   **flat: Any) -> tf.data.Dataset:
   """Batches of samples drawn uniformly from whole datasets, by random access.
+
+  Errors (a dataset not converted, damaged chunks, bad arguments) are listed
+  in docs/random_access.md, "Errors".
 
   Args:
     sources: a chunk dataset (path or `ChunkStorage`), or a list or dict of
       them to mix (same features).
-    kind: the samples: `Windows(...)`, `Transitions(...)` or
-      `RobotSamples(...)`.
+    kind: `Windows(...)`, `Transitions(...)` or `RobotSamples(...)`.
     batch_size: samples per batch on this host.
-    weights: with several sources, their weights (a list, or a dict keyed
-      like ``sources``; non-negative, summing to one): every global batch
-      holds exactly ``pipeline.exact_counts(weights, batch_size *
-      num_hosts)`` samples of each.
     seed: the seed of the permutations (an int).
     position: the global position to start at (a saved state's).
+    weights: with several sources, their weights (a list, or a dict keyed
+      like ``sources``): each global batch holds exactly
+      ``pipeline.exact_counts(weights, global batch)`` samples of each.
     split: the split of the chunk datasets.
-    num_hosts: hosts sharing the global batch (``batch_size * num_hosts``).
-    host: this host.
-    num_epochs: read this many epochs and stop (one source); None: forever.
-    drop_remainder: with ``num_epochs``, drop a last batch smaller than the
-      global batch (so all hosts give the same number of batches).
-    order: ``'spread'`` (every batch holds samples of as many episodes as
-      it can) or ``'uniform'`` (a uniform permutation); both give every
-      sample once per epoch (see `Sampler`).
-    decode_images: decode image fields (else encoded strings).
-    image_size: ``(height, width)`` to decode frames at (None: as stored);
-      only the frames a sample holds are decoded.
-    sample_info: add ``episode_index`` and ``sample_id`` (and, mixing,
-      ``dataset_index``) ``[B]`` int64 to every batch.
-    mapped_budget: a split whose shards hold at most this many bytes is
-      memory-mapped (fastest; the pages read stay in RSS as page cache), a
-      larger one read record by record with ``pread`` (None:
-      `storage.DEFAULT_MAPPED_BUDGET`, 64 MiB; for sources given as paths).
-    num_parallel_calls: batches read in parallel.
-    prefetch: batches to prefetch (0: none).
+    epochs: `Epochs(num_epochs, drop_remainder, order)` (default: forever,
+      ``'spread'``).
+    sharding: `Sharding(num_hosts, host)` (default: one host).
+    outputs: `Outputs(decode_images, image_size, sample_info)`.
+    reading: `ReadOptions(mapped_budget, num_parallel_calls, prefetch)`.
 
   Returns:
-    A ``tf.data.Dataset`` of nested dicts with leaves ``[B, ...]``: windows
-    ``[B, size, ...]`` (+ ``mask``), transitions (+ ``next_observation``),
-    or robot samples (+ pad masks).
-
-  Raises:
-    FileNotFoundError: for a missing dataset.
-    NotChunkedError: for an RLDS dataset that was not converted (the
-      message says how).
-    DamagedChunksError: for a missing or damaged file of a chunk dataset
-      (the message names it and says to convert again).
-    ValueError, TypeError: for bad arguments (a kind that is not a sample
-      kind, an ``image_size`` that is not ``(height, width)``, a sliced
-      split, mixed sources with other step features), or a source without
-      samples.
-    tf.errors.InvalidArgumentError: while iterating, for a record found
-      damaged when first read (checksum, framing, episode or offset) or a
-      shard that ends early: ``assertion failed: [random access: <file>:
-      record ...; the chunk dataset is damaged: convert the source again
-      (...)]``, one line of the storage's, no Python traceback.
-    tf.errors.InvalidArgumentError: while iterating, from TF's decoder, if
-      a sampled camera frame does not decode (``convert`` copies frames
-      encoded). It names the field through its decode op
-      (``{{node observation/image/map/while/DecodeJpeg}}``), not the
-      episode: ``rlds_lite.validate`` of the source dataset names its
-      file, episode, step and field.
+    A ``tf.data.Dataset`` of nested dicts with leaves ``[B, ...]``.
 
   Example:
     >>> from rlds_lite import synthetic
     >>> from rlds_lite import random_access as ra
-    >>> path = synthetic.dataset(3, 4, 6, seed=0)
-    >>> chunks = ra.convert(path, progress=False)
-    >>> ds = ra.sample_batches(chunks, ra.Windows(size=2), 4, seed=0)
+    >>> chunks = ra.convert(synthetic.dataset(3, 4, 6, seed=0), progress=False)
+    >>> ds = ra.sample_batches(chunks, ra.Windows(size=2), 4, seed=0,
+    ...                        epochs=ra.Epochs(num_epochs=1))
     >>> next(iter(ds))['observation'].shape.as_list()
     [4, 2, 4]
   """
-  p = plan(sources, kind, batch_size, weights=weights, seed=seed, split=split,
-           num_hosts=num_hosts, host=host, num_epochs=num_epochs,
-           drop_remainder=drop_remainder, order=order,
-           decode_images=decode_images, image_size=image_size,
-           sample_info=sample_info, mapped_budget=mapped_budget)
-  return dataset_of_plan(p, position, num_parallel_calls=num_parallel_calls,
-                         prefetch=prefetch)
+  options = options_lib.sort_options(
+      'sample_batches', dict(epochs=epochs, sharding=sharding,
+                             outputs=outputs, reading=reading), flat)
+  p = plan_of(sources, kind, batch_size, weights, seed, split, options)
+  return dataset_of_plan(p, position,
+                         num_parallel_calls=options.reading.num_parallel_calls,
+                         prefetch=options.reading.prefetch)

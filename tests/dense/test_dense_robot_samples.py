@@ -5,6 +5,9 @@ the end, a one-step (and an empty) episode, terminal vs truncated episodes,
 strided histories and anchors, subsampled anchors, goals.
 """
 
+import re
+import warnings
+
 import hypothesis
 from hypothesis import strategies as st
 import numpy as np
@@ -14,7 +17,9 @@ import tensorflow as tf
 import dense_testing as dt
 import rlds_testing
 from rlds_lite import dense
+from rlds_lite import RobotSamples
 from rlds_lite.dense import LastStep
+from rlds_lite.dense import robot as robot_lib
 
 
 def robot_samples_reference(steps, history=1, action_chunk=1,
@@ -101,7 +106,7 @@ CASES = {
 def test_robot_samples_table(episode_name, kwargs):
   steps = dt.NAMED_EPISODES[episode_name]
   rlds_testing.assert_structures_equal(
-      dt.to_numpy(dense.robot_samples(steps, **kwargs)),
+      dt.to_numpy(dense.robot_samples(steps, RobotSamples(**kwargs))),
       robot_samples_reference(steps, **kwargs))
 
 
@@ -126,7 +131,7 @@ def test_robot_samples_table(episode_name, kwargs):
         'one_step_keep_actionless', 'one_step_valid', 'strided_five_steps'])
 def test_robot_samples_by_hand(length, kwargs, obs, obs_mask, actions,
                                action_mask):
-  out = dense.robot_samples(dt.episode(length), **kwargs)
+  out = dense.robot_samples(dt.episode(length), RobotSamples(**kwargs))
   assert out['observation'][..., 0].numpy().tolist() == obs
   assert out['observation_pad_mask'].numpy().tolist() == obs_mask
   assert out['action'].numpy().tolist() == actions
@@ -135,8 +140,8 @@ def test_robot_samples_by_hand(length, kwargs, obs, obs_mask, actions,
 
 @pytest.mark.parametrize('terminal', [True, False], ids=['terminal', 'truncated'])
 def test_terminal_and_truncated_differ_only_in_the_flags(terminal):
-  out = dt.to_numpy(dense.robot_samples(dt.episode(4, terminal=terminal), 2, 3,
-                                        keep_actionless=True))
+  out = dt.to_numpy(dense.robot_samples(dt.episode(4, terminal=terminal),
+                                        RobotSamples(2, 3, keep_actionless=True)))
   assert out['is_terminal'].tolist() == [False, False, False, terminal]
   assert out['is_last'].tolist() == [False, False, False, True]
   assert out['action_pad_mask'].tolist() == [
@@ -149,8 +154,8 @@ def test_terminal_and_truncated_differ_only_in_the_flags(terminal):
 @pytest.mark.parametrize('episode_name', dt.EPISODE_IDS)
 def test_robot_samples_goals(episode_name, goal, goal_p):
   steps = dt.NAMED_EPISODES[episode_name]
-  out = dt.to_numpy(dense.robot_samples(steps, 2, 2, goal=goal, goal_p=goal_p,
-                                        seed=5, last_step='valid'))
+  kind = RobotSamples(2, 2, goal=goal, goal_p=goal_p, last_step='valid')
+  out = dt.to_numpy(dense.robot_samples(steps, kind, seed=5))
   length = dt.length_of(steps)
   anchors = list(range(length))
   goals = out['goal_index'].tolist()
@@ -171,17 +176,18 @@ def test_robot_samples_goals(episode_name, goal, goal_p):
 
 def test_max_samples_subsamples_anchors_in_order():
   steps = dt.episode(20)
-  out = dt.to_numpy(dense.robot_samples(steps, 2, 2, max_samples=5, seed=3,
-                                        index_key='t'))
+  kind = RobotSamples(2, 2, max_samples=5, index_key='t')
+  out = dt.to_numpy(dense.robot_samples(steps, kind, seed=3))
   anchors = out['t'].tolist()
   assert len(anchors) == 5 and anchors == sorted(set(anchors))
   assert all(0 <= t < 19 for t in anchors)
   rlds_testing.assert_structures_equal(
       {k: v for k, v in out.items() if k != 't'},
       robot_samples_reference(steps, 2, 2, anchors=anchors))
-  again = dense.robot_samples(steps, 2, 2, max_samples=5, seed=3, index_key='t')
+  again = dense.robot_samples(steps, kind, seed=3)
   assert again['t'].numpy().tolist() == anchors
-  short = dense.robot_samples(dt.episode(3), 1, 1, max_samples=5, seed=3)
+  short = dense.robot_samples(dt.episode(3), RobotSamples(max_samples=5),
+                              seed=3)
   assert short['action'].shape[0] == 2
 
 
@@ -195,14 +201,15 @@ def test_robot_samples_property(length, history, chunk, stride, shift, keep,
   kwargs = dict(history=history, action_chunk=chunk, history_stride=stride,
                 shift=shift, keep_actionless=keep, last_step=last_step)
   rlds_testing.assert_structures_equal(
-      dt.to_numpy(dense.robot_samples(steps, **kwargs)),
+      dt.to_numpy(dense.robot_samples(steps, RobotSamples(**kwargs))),
       robot_samples_reference(steps, **kwargs))
 
 
 def test_robot_samples_in_dataset_map():
   episodes = [dt.episode(n, nested=True, tag=True) for n in (0, 1, 2, 5, 3)]
   ds = dt.dense_episodes(episodes).map(
-      lambda ep: dense.robot_samples(ep['steps'], 2, 3, last_step='valid'))
+      lambda ep: dense.robot_samples(ep['steps'],
+                                     RobotSamples(2, 3, last_step='valid')))
   assert ds.element_spec['observation']['pos'].shape.as_list() == [None, 2, 2]
   assert ds.element_spec['tag'].shape.as_list() == [None]
   for actual, steps in zip(ds.as_numpy_iterator(), episodes, strict=True):
@@ -212,7 +219,7 @@ def test_robot_samples_in_dataset_map():
 
 def test_indices_agree_with_frame_stack_and_chunk_actions():
   steps = dt.episode(6)
-  out = dense.robot_samples(steps, 3, 2, keep_actionless=True)
+  out = dense.robot_samples(steps, RobotSamples(3, 2, keep_actionless=True))
   stacked = dense.chunk_actions(dense.frame_stack(steps, 3), 2)
   for key in ('observation', 'observation_pad_mask', 'action',
               'action_pad_mask'):
@@ -237,15 +244,74 @@ def test_indices_agree_with_frame_stack_and_chunk_actions():
         'bad_last_step', 'missing_key', 'existing_index_key'])
 def test_robot_samples_bad_arguments(kwargs, error, match):
   with pytest.raises(error, match=match):
-    dense.robot_samples(dt.episode(3), **{'history': 2, **kwargs})
+    dense.robot_samples(dt.episode(3), RobotSamples(**{'history': 2, **kwargs}))
 
 
 def test_seeded_goals_are_reproducible_and_graph_equals_eager():
   steps = dt.episode(30)
   def goals(seed):
-    return dense.robot_samples(steps, goal='future', seed=seed)[
+    return dense.robot_samples(steps, RobotSamples(goal='future'), seed=seed)[
         'goal_index'].numpy().tolist()
   assert goals(1) == goals(1) and goals(1) != goals(2)
   ds = tf.data.Dataset.range(1).map(lambda _: dense.robot_samples(
-      {k: tf.constant(v) for k, v in steps.items()}, goal='future', seed=1))
+      {k: tf.constant(v) for k, v in steps.items()}, RobotSamples(goal='future'),
+      seed=1))
   assert next(ds.as_numpy_iterator())['goal_index'].tolist() == goals(1)
+
+
+def test_the_defaults_are_robot_samples_fields():
+  assert RobotSamples().dense_kwargs() == robot_lib.SAMPLE_DEFAULTS
+  steps = dt.episode(4)
+  rlds_testing.assert_structures_equal(
+      dt.to_numpy(dense.robot_samples(steps)),
+      dt.to_numpy(dense.robot_samples(steps, RobotSamples())))
+
+
+def test_the_flat_spelling_still_works_and_warns_once():
+  steps, kind = dt.episode(6), RobotSamples(2, 3, goal='future', shift=2)
+  new = dt.to_numpy(dense.robot_samples(steps, kind, seed=4))
+  robot_lib._WARNED.clear()  # pylint: disable=protected-access
+  with pytest.warns(DeprecationWarning, match=re.escape(
+      "robot_samples: the sample keywords are now a kind: robot_samples(..., "
+      "RobotSamples(history=2, action_chunk=3, goal='future', shift=2)) "
+      '(rlds_lite.RobotSamples)')):
+    old = dense.robot_samples(steps, 2, 3, goal='future', shift=2, seed=4)
+  rlds_testing.assert_structures_equal(dt.to_numpy(old), new)
+  with warnings.catch_warnings():
+    warnings.simplefilter('error')   # Once.
+    dense.robot_samples(steps, history=2, action_chunk=3)
+
+
+def test_the_flat_spelling_of_the_indices_still_works_and_warns_once():
+  kind = RobotSamples(2, 3, history_stride=2)
+  new = robot_lib.robot_sample_indices(tf.constant(5), kind)
+  robot_lib._WARNED.clear()  # pylint: disable=protected-access
+  with pytest.warns(DeprecationWarning, match=re.escape(
+      'robot_sample_indices: the sample keywords are now a kind: '
+      'robot_sample_indices(..., RobotSamples(history=2, action_chunk=3, '
+      'history_stride=2))')):
+    old = dense.robot_sample_indices(tf.constant(5), 2, 3, history_stride=2)
+  for got, want in zip(old, new):
+    assert (got is None and want is None) or (
+        got.numpy().tolist() == want.numpy().tolist())
+
+
+@pytest.mark.parametrize('call,error,message', [
+    (lambda s: dense.robot_samples(s, RobotSamples(), history=2), TypeError,
+     "robot_samples: pass the sample arguments in the kind (RobotSamples(...)),"
+     " not beside it: ['history']."),
+    (lambda s: dense.robot_samples(s, dense), TypeError,
+     'robot_samples: kind must be a RobotSamples(...), got module.'),
+    (lambda s: dense.robot_samples(s, 2, 3, 4), TypeError,
+     'robot_samples() takes from 1 to 3 positional arguments but 4 were '
+     'given'),
+    (lambda s: dense.robot_samples(s, histroy=2), TypeError,
+     "robot_samples() got an unexpected keyword argument 'histroy'"),
+    (lambda s: dense.robot_sample_indices(3, history_pad='zero'), TypeError,
+     "robot_sample_indices() got an unexpected keyword argument "
+     "'history_pad'"),
+], ids=['kind_and_keywords', 'not_a_kind', 'too_many_positional',
+        'misspelt_keyword', 'indices_take_no_pads'])
+def test_kind_argument_errors(call, error, message):
+  with pytest.raises(error, match='^' + re.escape(message) + '$'):
+    call(dt.episode(3))

@@ -149,7 +149,8 @@ def _damaged(request, tmp_path, name):
 @pytest.mark.parametrize('name', DAMAGE)
 def test_tf_data_gives_the_storage_error_in_one_line(request, tmp_path, name):
   path, match = _damaged(request, tmp_path, name)
-  batches = ra.sample_batches(path, ra.Windows(2), 4, num_epochs=1)
+  batches = ra.sample_batches(path, ra.Windows(2), 4,
+                              epochs=ra.Epochs(num_epochs=1))
   with pytest.raises(tf.errors.InvalidArgumentError) as raised:
     for _ in batches:
       pass
@@ -165,7 +166,8 @@ def test_grain_raises_the_storage_error(request, tmp_path, name, reader):
   path, match = _damaged(request, tmp_path, name)
   with pytest.raises(ra.DamagedChunksError, match='^' + match):
     if reader == 'grain_batches':
-      batches = ra.grain_batches(path, ra.Windows(2), 4, num_epochs=1)
+      batches = ra.grain_batches(path, ra.Windows(2), 4,
+                                 epochs=ra.Epochs(num_epochs=1))
       for k in range(len(batches)):
         batches[k]   # pylint: disable=pointless-statement
     else:
@@ -236,7 +238,8 @@ def test_lengths_edited_in_step_are_refused_at_the_read(vector_chunks, tmp_path,
   message = (f'random access: {_shard(path)}: {detail}; '
              f'{storage_lib.CONVERT_AGAIN}')
   if read == 'batches':   # tf.data: the message in an InvalidArgumentError.
-    batches = ra.sample_batches(storage, ra.Windows(2), 80, num_epochs=1)
+    batches = ra.sample_batches(storage, ra.Windows(2), 80,
+                                epochs=ra.Epochs(num_epochs=1))
     with pytest.raises(tf.errors.InvalidArgumentError) as raised:
       next(iter(batches))
     assert f'assertion failed: [{message}]' in raised.value.message

@@ -9,6 +9,8 @@ from rlds_lite import random_access as ra
 from rlds_lite.random_access import layout
 import random_access_testing as testing
 
+INFO = ra.Outputs(sample_info=True)
+
 KINDS = {
     'windows-4': ra.Windows(4),
     'windows-1': ra.Windows(1),
@@ -74,7 +76,7 @@ def test_one_episode_dataset(tmp_path):
   assert got['step'].tolist() == [[i, i + 1, i + 2] for i in range(5)]
   assert got['episode_index'].tolist() == [0] * 5
   batch = next(iter(ra.sample_batches(storage, ra.Windows(3), batch_size=5,
-                                      seed=1, sample_info=True)))
+                                      seed=1, outputs=INFO)))
   assert sorted(batch['sample_id'].numpy().tolist()) == [0, 1, 2, 3, 4]
 
 

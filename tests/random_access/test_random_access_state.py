@@ -12,7 +12,8 @@ import random_access_testing as testing
 
 
 def _iterator(chunks, **kwargs):
-  kwargs = {'seed': 4, 'batch_size': 16, 'sample_info': True, **kwargs}
+  kwargs = {'seed': 4, 'batch_size': 16,
+            'outputs': ra.Outputs(sample_info=True), **kwargs}
   return ra.SampleIterator(chunks, ra.Windows(4), **kwargs)
 
 
@@ -48,10 +49,10 @@ def test_restore_at_an_epoch_boundary(vector_chunks):
 
 
 def test_finite_epochs_end_and_resume_at_the_end(vector_chunks):
-  it = _iterator(vector_chunks, num_epochs=1)
+  it = _iterator(vector_chunks, epochs=ra.Epochs(num_epochs=1))
   sizes = [len(_ids(b)) for b in it]
   assert sizes == [16, 16, 16, 12] and it.position == 60
-  again = _iterator(vector_chunks, num_epochs=1)
+  again = _iterator(vector_chunks, epochs=ra.Epochs(num_epochs=1))
   again.restore(it.state())
   assert list(again) == []
 
@@ -125,7 +126,7 @@ def test_restore_bad_files(vector_chunks, tmp_path):
         'state.')
 
 
-@pytest.mark.parametrize('other', [dict(batch_size=8), dict(order='uniform'),
+@pytest.mark.parametrize('other', [dict(batch_size=8), dict(epochs=ra.Epochs(order='uniform')),
                                    dict(kind=ra.Windows(3))],
                          ids=['batch size', 'order', 'kind'])
 def test_restore_into_another_pipeline_is_an_error(vector_chunks, other):
@@ -239,7 +240,7 @@ def test_restore_a_hand_edited_state(vector_chunks, name):
 ], ids=['position-out-of-range', 'seed-out-of-range', 'position-past-the-end'])
 def test_restore_an_edited_state_file_names_it(vector_chunks, tmp_path, field,
                                                value, message):
-  it = _iterator(vector_chunks, num_epochs=1)
+  it = _iterator(vector_chunks, epochs=ra.Epochs(num_epochs=1))
   path = it.save(tmp_path / 'state.json')
   with open(path) as f:
     state = json.load(f)
