@@ -190,11 +190,6 @@ class _Layout:
     self.goal_key = kind.goal_key
     self.index_key = kind.index_key
     self.episode_fields = episode_fields
-    self.kwargs = dict(
-        history=kind.history, action_chunk=kind.action_chunk,
-        last_step=kind.last_step, history_stride=kind.history_stride,
-        shift=kind.shift, keep_actionless=kind.keep_actionless,
-        max_samples=kind.max_samples, goal=kind.goal, goal_p=kind.goal_p)
     self.history = kind.history
     self.goal = kind.goal
     self.method = decode_lib.check_method(frames.resize_method, op)
@@ -225,7 +220,7 @@ class _Layout:
     columns = {}
     for path, relative in zip(self.specs, self.relative):
       observation, columns[path] = _split_off(observation, relative)
-    index = samples_lib.robot_sample_indices(length, seed=seed, **self.kwargs)
+    index = samples_lib.robot_sample_indices(length, self.kind, seed=seed)
     values = indexing.gather_steps(steps, index.anchors)
     if observation is not None:
       values[obs_key] = indexing.gather_steps(observation, index.history)
@@ -234,7 +229,7 @@ class _Layout:
       if self.goal is not None:
         values[self.goal_key] = indexing.gather_steps(observation, index.goals)
     values[obs_key + '_pad_mask'] = index.history_mask
-    policy = last_step_lib.as_last_step(self.kwargs['last_step'])
+    policy = last_step_lib.as_last_step(self.kind.last_step)
     has_action = last_step_lib.num_valid_actions(length, policy) > 0
     values[action_key] = indexing.gather_steps(
         actions, index.actions, index.action_mask | has_action)
@@ -256,7 +251,7 @@ class _Layout:
   @property
   def reach(self) -> int:
     """Steps a history reaches back: frames two segments may share."""
-    return (self.history - 1) * self.kwargs['history_stride']
+    return (self.history - 1) * self.kind.history_stride
 
   def decode(self, encoded: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
     """``{path: [n] encoded}`` frames of the image fields, decoded."""

@@ -7,6 +7,7 @@ those samples (same pixels), each once per pass.
 """
 
 import collections
+import functools
 import logging
 import os
 
@@ -40,9 +41,15 @@ def camera_path(tmp_path_factory):
 
 def reference(path, **kwargs):
   """(episode_id, anchor) -> the sample, from fully decoded episodes."""
+  return _reference(path, rlds_lite.RobotSamples(index_key='t', **kwargs))
+
+
+@functools.lru_cache(maxsize=None)
+def _reference(path, kind):
+  """`reference`, computed once per kind (the tables share them)."""
   samples = {}
   for episode in rlds_lite.load(path, dense=True):
-    out = dense.robot_samples(episode['steps'], index_key='t', **kwargs)
+    out = dense.robot_samples(episode['steps'], kind)
     out = tf.nest.map_structure(lambda x: x.numpy(), out)
     episode_id = int(episode['episode_id'])
     for row, t in enumerate(out.pop('t')):
@@ -73,8 +80,10 @@ def assert_same_samples(actual, expected):
 
 DECODES = {
     'per_episode_whole': dict(decode='per_episode'),
-    'per_episode_segments_of_2': dict(decode='per_episode', segment_steps=2),
-    'per_episode_segments_of_3': dict(decode='per_episode', segment_steps=3),
+    'per_episode_segments_of_2': dict(
+        decode='per_episode', frames=pipeline.FrameDecoding(segment_steps=2)),
+    'per_episode_segments_of_3': dict(
+        decode='per_episode', frames=pipeline.FrameDecoding(segment_steps=3)),
     'after_sampling': dict(decode='after_sampling'),
     'auto': dict(decode='auto'),
 }
@@ -93,9 +102,9 @@ SAMPLES = {
 @pytest.mark.parametrize('kwargs', list(SAMPLES.values()), ids=list(SAMPLES))
 def test_samples_equal_the_dense_op_on_decoded_episodes(camera_path, decode,
                                                         kwargs):
+  kind = rlds_lite.RobotSamples(index_key='t', **kwargs)
   ds = pipeline.robot_samples_dataset(
-      camera_path, batch_size=4, seed=1, episode_fields='episode_id',
-      index_key='t', **kwargs, **decode)
+      camera_path, kind, 4, seed=1, episode_fields='episode_id', **decode)
   actual, sizes = collect(ds)
   assert_same_samples(actual, reference(camera_path, **kwargs))
   assert all(size == 4 for size in sizes[:-1]) and 0 < sizes[-1] <= 4
@@ -445,7 +454,8 @@ def test_episodes_without_images(decode):
   actual, _ = collect(ds)
   expected = {}
   for episode in episodes:
-    out = dense.robot_samples(episode['steps'], 3, 2, index_key='t')
+    out = dense.robot_samples(episode['steps'], rlds_lite.RobotSamples(
+        history=3, action_chunk=2, index_key='t'))
     out = tf.nest.map_structure(lambda x: x.numpy(), out)
     for row, t in enumerate(out.pop('t')):
       expected[int(episode['episode_id']), int(t)] = tf.nest.map_structure(
