@@ -417,8 +417,8 @@ class EpisodeWriter:
           'name/version.')
     self._appending = existing is not None and self._if_exists == 'append'
     if self._appending and self._metadata is not None:
-      raise ValueError('EpisodeWriter: metadata= is written with a new '
-                       'dataset, not when appending.')
+      raise ValueError('EpisodeWriter: DatasetCard.metadata is written with '
+                       'a new dataset, not when appending.')
     self._existing = existing if self._appending else None
     if features_or_spec is None:
       if not self._appending:
