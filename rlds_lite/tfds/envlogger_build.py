@@ -179,16 +179,7 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
     recordings = envlogger_episodes.find_recordings(envlogger_dir)
     envlogger_episodes.same_specs(recordings)
     publish.step('locked')
-    config = builder_lib.RLDSConfig(
-        description=card.description or
-        f'RLDS episodes converted from EnvLogger recordings {recordings}.',
-        homepage=card.homepage, citation=card.citation,
-        envlogger_dirs={split: recordings}, beam=beam is not None,
-        use_images=options.use_images,
-        image_encoding=options.image_encoding,
-        jpeg_quality=options.jpeg_quality,
-        tensor_encoding=options.tensor_encoding,
-        max_episodes_per_file=options.max_episodes_per_file)
+    config = _config({split: recordings}, options, card, beam is not None)
     staging = publish.staging_dir(path)
     try:
       # Built (and flushed) in the staging directory, as its own data_dir.
@@ -217,6 +208,24 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
         tf.io.gfile.rmtree(staging)
     publish.step('cleaned')
   return path
+
+
+def _config(recordings: Dict[str, Sequence[str]],
+            options: episode_writer.FileOptions,
+            card: episode_writer.DatasetCard, beam: bool
+            ) -> builder_lib.RLDSConfig:
+  """The `RLDSConfig` of a build of ``{split: recordings}``."""
+  return builder_lib.RLDSConfig(
+      description=card.description or
+      f'RLDS episodes converted from EnvLogger recordings '
+      f'{list(recordings.values())[0]}.',
+      homepage=card.homepage, citation=card.citation,
+      envlogger_dirs=recordings, beam=beam,
+      use_images=options.use_images,
+      image_encoding=options.image_encoding,
+      jpeg_quality=options.jpeg_quality,
+      tensor_encoding=options.tensor_encoding,
+      max_episodes_per_file=options.max_episodes_per_file)
 
 
 def _check_supported(options: episode_writer.FileOptions,
