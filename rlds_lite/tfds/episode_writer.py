@@ -26,7 +26,7 @@ import os
 import re
 import warnings
 from typing import (Any, Dict, Iterable, List, Mapping, Optional, Sequence,
-                    Union)
+                    Tuple, Union)
 
 import tensorflow as tf
 import tensorflow_datasets as tfds
@@ -136,7 +136,7 @@ _CARD_FIELDS = tuple(f.name for f in dataclasses.fields(DatasetCard))
 def options_and_card(op: str, options: Optional[FileOptions],
                      card: Optional[DatasetCard], legacy: Mapping[str, Any],
                      allowed: Sequence[str] = _FILE_FIELDS + _CARD_FIELDS
-                     ) -> tuple:
+                     ) -> Tuple[FileOptions, DatasetCard]:
   """The `FileOptions` and `DatasetCard` of a call, old flat keywords folded in.
 
   The keywords of before (``max_episodes_per_file=``, ``description=``, ...)
