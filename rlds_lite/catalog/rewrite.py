@@ -1,32 +1,12 @@
 """Write new datasets from chosen episodes: filter, merge, train/validation split.
 
-`filter_dataset`, `merge_datasets` and `split_dataset` copy episodes'
-serialized records as they are (no decoding, no re-encoding: exact and fast,
-images included) into a new dataset written by `rlds_lite.tfds.EpisodeWriter`
-(published atomically at the end). They stream: memory does not grow with the
-dataset. The new dataset goes to ``out_dir/<name>/<version>`` (``out_dir``
-is a TFDS ``data_dir``: ``rlds_lite.load(out_dir)`` and
-``tfds.load(name, data_dir=out_dir)`` both find it); ``out_dir`` must not
-exist. The whole ``out_dir`` is written under a hidden name beside it and
-renamed in once its dataset is complete (`rlds_lite.atomic_output`): on any
-error or a kill nothing appears at ``out_dir``, a re-run is not refused, and
-the next writer removes what a killed one left. Two runs writing one
-``out_dir`` run one after the other (the second then fails: it exists).
-
-- ``val_fraction=F, seed=S`` writes splits ``'train'`` and ``'validation'``
-  instead of one: ``round(F * N)`` episodes (halves round up) chosen with
-  ``numpy.random.default_rng(S)`` go to validation, the others to train;
-  both keep the source order. Either split empty is an error.
-- Merged datasets must have the same features. Episode ids stay unique: they
-  are kept when no two episodes share one; otherwise every episode gets a
-  new id: its position in the merged dataset (integer ids) or
-  ``'<source number>:<old id>'`` (string ids).
-- The new dataset's TFDS metadata (``metadata.json``, read by
-  ``tfds.builder_from_directory(path).info.metadata``) records under
-  ``'rlds_lite'`` the operation, the sources (path, name, version, split,
-  episode count and their own metadata), the EXPR and the ``last_step`` its
-  ``return`` followed, the seed, the episode-id policy, and where each new
-  episode comes from: per split, runs ``[source, first index, count]``.
+`filter_dataset`, `merge_datasets` and `split_dataset` copy the episodes'
+serialized records as they are (exact and fast, streaming) into a new dataset
+``out_dir/<name>/<version>`` written by `rlds_lite.tfds.EpisodeWriter`; the
+whole ``out_dir`` appears at once or not at all (``docs/guarantees.md``). The
+new dataset's ``metadata.json`` records under ``'rlds_lite'`` the operation,
+the sources, the EXPR, the seed, the episode-id policy and, per split, where
+each episode comes from (runs ``[source, first index, count]``).
 
 Example:
   >>> import tempfile, os
@@ -46,8 +26,8 @@ Example:
 import contextlib
 import dataclasses
 import os
-from typing import (Any, Dict, Iterator, List, Optional, Sequence, Tuple,
-                    Union)
+from typing import (Any, Dict, Iterator, List, NamedTuple, Optional,
+                    Sequence, Union)
 
 import numpy as np
 import tensorflow as tf
@@ -77,42 +57,35 @@ TRAIN = 'train'
 VALIDATION = 'validation'
 
 
-@dataclasses.dataclass
-class _Source:
-  """One dataset read from: its builder, split files and chosen episodes."""
-  given: str
-  builder: tfds.core.DatasetBuilder
-  split: str
+class _Chosen(NamedTuple):
+  """The episodes chosen from one opened split, and the split's files."""
+  source: source_lib.Source
   files: records_lib.SplitFiles
   indices: np.ndarray
-  catalog: Optional[table.Catalog] = None
-
-  def describe(self) -> Dict[str, Any]:
-    info = self.builder.info
-    metadata = info.metadata
-    return {'dataset': os.fspath(self.builder.data_dir), 'name': info.name,
-            'version': str(info.version), 'split': self.split,
-            'num_episodes': self.files.num_episodes,
-            'metadata': dict(metadata) if metadata else {}}
 
 
-def _open(source: PathLike, split: Optional[str],
-          data_dir: Optional[PathLike]) -> _Source:
+def _describe(chosen: _Chosen) -> Dict[str, Any]:
+  """What the new dataset's metadata says of one source."""
+  info = chosen.source.builder.info
+  metadata = info.metadata
+  return {'dataset': chosen.source.data_dir, 'name': info.name,
+          'version': str(info.version), 'split': chosen.source.split,
+          'num_episodes': chosen.files.num_episodes,
+          'metadata': dict(metadata) if metadata else {}}
+
+
+def _open(source: Any, split: Optional[str],
+          data_dir: Optional[PathLike]) -> _Chosen:
   opened = source_lib.as_source(source, split, data_dir=data_dir)
-  builder, label, split = opened.builder, opened.label, opened.split
-  files = records_lib.split_files(builder, split)
-  dataset_files.check_open(builder, split)  # Damaged shards named up front.
-  return _Source(label, builder, split, files,
-                 np.arange(files.num_episodes, dtype=np.int64))
+  files = records_lib.split_files(opened.builder, opened.split)
+  dataset_files.check_open(opened.builder, opened.split)  # Damage named now.
+  return _Chosen(opened, files, np.arange(files.num_episodes, dtype=np.int64))
 
 
-def _catalog(source: _Source, progress: Optional[bool],
+def _catalog(chosen: _Chosen, progress: Optional[bool],
              last_step: str = 'invalid') -> table.Catalog:
-  if source.catalog is None:
-    source.catalog = build.catalog_of_builder(source.builder, source.split,
-                                              last_step=last_step,
-                                              progress=progress)
-  return source.catalog
+  return build.catalog_of_builder(chosen.source.builder, chosen.source.split,
+                                  last_step=last_step, progress=progress)
 
 
 def _check_out_dir(out_dir: PathLike) -> str:
@@ -135,10 +108,10 @@ def _flat_features(features: tfds.features.FeaturesDict
   return flat
 
 
-def _feature_difference(first: _Source, other: _Source) -> Optional[str]:
+def _feature_difference(first: source_lib.Source, other: source_lib.Source
+                        ) -> Optional[str]:
   """How ``other``'s features differ from ``first``'s, or None if the same."""
-  a = first.builder.info.features
-  b = other.builder.info.features
+  a, b = first.features, other.features
   if a.to_json() == b.to_json():
     return None
   flat_a, flat_b = _flat_features(a), _flat_features(b)
@@ -147,14 +120,14 @@ def _feature_difference(first: _Source, other: _Source) -> Optional[str]:
   if only_a or only_b:
     parts = []
     if only_a:
-      parts.append(f'only {first.given!r} has {", ".join(only_a)}')
+      parts.append(f'only {first.label!r} has {", ".join(only_a)}')
     if only_b:
-      parts.append(f'only {other.given!r} has {", ".join(only_b)}')
+      parts.append(f'only {other.label!r} has {", ".join(only_b)}')
     return '; '.join(parts)
   for path in flat_a:
     if flat_a[path].to_json() != flat_b[path].to_json():
-      return (f'{path} is {_short(flat_a[path])} in {first.given!r} but '
-              f'{_short(flat_b[path])} in {other.given!r}')
+      return (f'{path} is {_short(flat_a[path])} in {first.label!r} but '
+              f'{_short(flat_b[path])} in {other.label!r}')
   return 'their feature descriptions differ'
 
 
@@ -182,7 +155,7 @@ def _validation_mask(total: int, val_fraction: Optional[float],
   return mask
 
 
-def _runs(sources: Sequence[_Source], take: np.ndarray
+def _runs(sources: Sequence[_Chosen], take: np.ndarray
           ) -> List[List[int]]:
   """``[source, first index, count]`` runs of the episodes where ``take``."""
   runs: List[List[int]] = []
@@ -207,7 +180,7 @@ class _Ids:
   new_ids: Optional[List[Any]] = None
 
 
-def _episode_ids(sources: Sequence[_Source],
+def _episode_ids(sources: Sequence[_Chosen],
                  progress: Optional[bool]) -> _Ids:
   catalogs = [_catalog(s, progress) for s in sources]
   fields = {c.info.get('episode_id') for c in catalogs}
@@ -247,7 +220,7 @@ def _with_episode_id(record: bytes, field: str, value: Any) -> bytes:
 
 
 @contextlib.contextmanager
-def _damage_named(source: _Source) -> Iterator[None]:
+def _damage_named(source: source_lib.Source) -> Iterator[None]:
   """Read errors of ``source`` as the `CorruptDatasetError` naming its file.
 
   TF's errors go through ``diagnosis.named_read_errors``; a shard whose
@@ -265,54 +238,69 @@ def _damage_named(source: _Source) -> Iterator[None]:
     raise
 
 
-def _write(operation: str, sources: Sequence[_Source], out_dir: str,
-           *, where: Optional[str], val_fraction: Optional[float], seed: int,
-           name: Optional[str], ids: _Ids,
-           progress: Optional[bool], last_step: Optional[str] = None) -> str:
-  """Copies the chosen episodes of ``sources`` into a new dataset."""
-  total = sum(len(s.indices) for s in sources)
+@dataclasses.dataclass(frozen=True)
+class _Choice:
+  """How the episodes were chosen and split (recorded in the metadata)."""
+  where: Optional[str] = None
+  last_step: Optional[str] = None
+  val_fraction: Optional[float] = None
+  seed: int = 0
+
+
+def _metadata(operation: str, chosen: Sequence[_Chosen], choice: _Choice,
+              ids: _Ids, out_splits: Dict[str, np.ndarray]) -> Dict[str, Any]:
+  return {'rlds_lite': {
+      'operation': operation,
+      'sources': [_describe(c) for c in chosen],
+      'where': choice.where,
+      'last_step': choice.last_step,
+      'val_fraction': choice.val_fraction,
+      'seed': choice.seed if choice.val_fraction is not None else None,
+      'episode_id': {'field': ids.field, 'policy': ids.policy},
+      'episodes': {split: _runs(chosen, take)
+                   for split, take in out_splits.items()},
+  }}
+
+
+def _write(operation: str, chosen: Sequence[_Chosen], out_dir: str,
+           choice: _Choice, *, name: Optional[str], ids: _Ids,
+           progress: Optional[bool]) -> str:
+  """Copies the chosen episodes into a new dataset; its directory."""
+  total = sum(len(c.indices) for c in chosen)
   if total == 0:
-    condition = f' matches {where!r}' if where else ' to write'
+    condition = f' matches {choice.where!r}' if choice.where else ' to write'
     raise ValueError(f'{operation}: no episode{condition}; nothing was '
                      'written.')
-  validation = _validation_mask(total, val_fraction, seed)
-  first = sources[0]
-  info = first.builder.info
+  validation = _validation_mask(total, choice.val_fraction, choice.seed)
+  first = chosen[0]
+  info = first.source.builder.info
   name = name or info.name
   episode_writer.check_name(name)
   if validation is None:
-    split_of = lambda position: first.split
-    out_splits = {first.split: np.ones(total, bool)}
+    split_of = lambda position: first.source.split
+    out_splits = {first.source.split: np.ones(total, bool)}
   else:
     split_of = lambda position: VALIDATION if validation[position] else TRAIN
     out_splits = {TRAIN: ~validation, VALIDATION: validation}
-  metadata = {'rlds_lite': {
-      'operation': operation,
-      'sources': [s.describe() for s in sources],
-      'where': where,
-      'last_step': last_step,
-      'val_fraction': val_fraction,
-      'seed': seed if val_fraction is not None else None,
-      'episode_id': {'field': ids.field, 'policy': ids.policy},
-      'episodes': {split: _runs(sources, take)
-                   for split, take in out_splits.items()},
-  }}
+  card = episode_writer.DatasetCard(
+      description=info.description, homepage=info.homepage,
+      citation=info.citation,
+      metadata=_metadata(operation, chosen, choice, ids, out_splits))
   # The whole out_dir is staged beside it and renamed in once the dataset
   # is published inside: a kill leaves no out_dir, and no re-run is refused.
   with atomic_output.AtomicOutput(out_dir, directory=True,
                                   check=_check_out_dir) as output:
     with episode_writer.EpisodeWriter(
         output.path, name, info.features, splits=tuple(out_splits),
-        file_format=first.files.file_format, version=str(info.version),
-        description=info.description, homepage=info.homepage,
-        citation=info.citation, metadata=metadata) as writer:
+        options=episode_writer.FileOptions(
+            file_format=first.files.file_format),
+        version=str(info.version), card=card) as writer:
       position = 0
       with progress_lib.bar(progress, total=total, unit=' episodes',
                             desc=operation) as bar:
-        for source in sources:
+        for source, files, indices in chosen:
           with _damage_named(source):
-            for record in records_lib.iterate_records(source.files,
-                                                      source.indices):
+            for record in records_lib.iterate_records(files, indices):
               if ids.new_ids is not None:
                 record = _with_episode_id(record, ids.field,
                                           ids.new_ids[position])
@@ -324,7 +312,7 @@ def _write(operation: str, sources: Sequence[_Source], out_dir: str,
   return os.path.join(out_dir, os.path.relpath(staged, output.path))
 
 
-def filter_dataset(source: PathLike,
+def filter_dataset(source: Any,
                    out_dir: PathLike,
                    where: Optional[str] = None,
                    *,
@@ -338,13 +326,15 @@ def filter_dataset(source: PathLike,
   """Writes the episodes of a split matching an EXPR as a new dataset.
 
   Args:
-    source: a dataset directory or registered TFDS name.
+    source: a dataset directory, registered TFDS name or `rlds_lite.Source`.
     out_dir: a new directory (the TFDS ``data_dir`` of the new dataset).
     where: an EXPR over the catalog (``'success and length > 20'``); None
       keeps every episode.
     split: the split to read (default ``'train'``, or the first split).
-    val_fraction: if given, write ``'train'`` and ``'validation'`` splits
-      (see the module docstring); else one split named like the source's.
+    val_fraction: if given, write ``'train'`` and ``'validation'`` splits:
+      ``round(val_fraction * N)`` episodes chosen with
+      ``numpy.random.default_rng(seed)`` go to validation, both keep the
+      source order; else one split named like the source's.
     seed: seeds the validation choice.
     name: the new dataset's name (default: the source's).
     data_dir: where TFDS looks for registered names.
@@ -356,13 +346,8 @@ def filter_dataset(source: PathLike,
       False never.
 
   Returns:
-    The new dataset's directory (``out_dir/<name>/<version>``).
-
-  Raises:
-    FileExistsError: if ``out_dir`` exists.
-    ExpressionError: for a bad EXPR (unknown columns are listed).
-    ValueError: if ``out_dir`` lies inside the source, no episode matches,
-      or a split would be empty.
+    The new dataset's directory (``out_dir/<name>/<version>``); ``out_dir``
+    must not exist, nor lie inside the source.
 
   Example:
     >>> import tempfile, os
@@ -377,21 +362,21 @@ def filter_dataset(source: PathLike,
   policy = last_step_lib.as_last_step(last_step, 'filter')
   out_dir = _check_out_dir(out_dir)
   opened = _open(source, split, data_dir)
-  overwriting.check_apart_from_sources(out_dir, [opened.builder.data_dir],
+  overwriting.check_apart_from_sources(out_dir, [opened.source.data_dir],
                                        kind='dataset', writer='filter')
   if where is not None:
     where = expression.parse(where).text
     catalog = _catalog(opened, progress, policy.value)
-    opened.indices = catalog.select(where).indices
+    opened = opened._replace(indices=catalog.select(where).indices)
     if selection.uses_return(where):
       build.warn_left_out(catalog, 'filter')
-  return _write('filter', [opened], out_dir, where=where,
-                val_fraction=val_fraction, seed=seed, name=name,
-                ids=_Ids(None, 'kept'), progress=progress,
-                last_step=policy.value if where is not None else None)
+  choice = _Choice(where, policy.value if where is not None else None,
+                   val_fraction, seed)
+  return _write('filter', [opened], out_dir, choice, name=name,
+                ids=_Ids(None, 'kept'), progress=progress)
 
 
-def split_dataset(source: PathLike,
+def split_dataset(source: Any,
                   out_dir: PathLike,
                   val_fraction: float,
                   *,
@@ -423,7 +408,7 @@ def split_dataset(source: PathLike,
                         data_dir=data_dir, progress=progress)
 
 
-def merge_datasets(sources: Sequence[PathLike],
+def merge_datasets(sources: Sequence[Any],
                    out_dir: PathLike,
                    *,
                    split: Optional[str] = None,
@@ -435,10 +420,11 @@ def merge_datasets(sources: Sequence[PathLike],
   """Writes the episodes of several datasets with the same features as one.
 
   Episodes come in the order of ``sources``, each in split order. Episode
-  ids are kept if unique, else renumbered (see the module docstring).
+  ids are kept if unique, else every episode gets a new one: its position
+  (integer ids) or ``'<source number>:<old id>'`` (string ids).
 
   Args:
-    sources: dataset directories or registered names (at least one).
+    sources: dataset directories, registered names or `rlds_lite.Source` s.
     out_dir: a new directory (the TFDS ``data_dir`` of the new dataset).
     split: the split to read from every source (default ``'train'``, or
       each source's first split).
@@ -451,12 +437,6 @@ def merge_datasets(sources: Sequence[PathLike],
 
   Returns:
     The new dataset's directory (``out_dir/<name>/<version>``).
-
-  Raises:
-    FileExistsError: if ``out_dir`` exists.
-    ValueError: if ``out_dir`` lies inside a source, the features differ
-      (the message names the first difference), there is no episode, or a
-      split would be empty.
 
   Example:
     >>> import tempfile, os
@@ -473,14 +453,14 @@ def merge_datasets(sources: Sequence[PathLike],
   out_dir = _check_out_dir(out_dir)
   opened = [_open(source, split, data_dir) for source in sources]
   overwriting.check_apart_from_sources(
-      out_dir, [s.builder.data_dir for s in opened], kind='dataset',
+      out_dir, [c.source.data_dir for c in opened], kind='dataset',
       writer='merge')
   for other in opened[1:]:
-    difference = _feature_difference(opened[0], other)
+    difference = _feature_difference(opened[0].source, other.source)
     if difference is not None:
       raise ValueError(f'merge: the datasets have different features: '
                        f'{difference}.')
   ids = _episode_ids(opened, progress)
-  return _write('merge', opened, out_dir, where=None,
-                val_fraction=val_fraction, seed=seed, name=name, ids=ids,
-                progress=progress)
+  return _write('merge', opened, out_dir, _Choice(val_fraction=val_fraction,
+                                                  seed=seed),
+                name=name, ids=ids, progress=progress)

@@ -48,6 +48,7 @@ from rlds_lite.envlogger.reading import read_episodes
 from rlds_lite.envlogger.recording import COMPRESSIONS
 from rlds_lite.envlogger.recording import record
 from rlds_lite.envlogger.recording import RECORDER_KEY
+from rlds_lite.envlogger.recording import RecordingOptions
 from rlds_lite.envlogger.recording import RecordingSummary
 from rlds_lite.envlogger.staging import finish_overwrite
 from rlds_lite.envlogger.staging import RecordingLockedError
@@ -59,6 +60,7 @@ __all__ = [
     'METADATA_FILE',
     'RECORDER_KEY',
     'RecordingLockedError',
+    'RecordingOptions',
     'RecordingSummary',
     'RecoveredRecordingWarning',
     'SHARD_FILES',

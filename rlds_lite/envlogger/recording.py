@@ -1,10 +1,14 @@
 """`record`: an agent acting in a dm_env environment, recorded with EnvLogger.
+
+What a crash loses, and how append and overwrite keep the old recording, is
+in ``docs/guarantees.md`` ("Recordings").
 """
 
 import collections.abc
 import dataclasses
 import os
 import types
+import warnings
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import dm_env
@@ -32,21 +36,47 @@ COMPRESSIONS = {
     'snappy': 'transpose,snappy,chunk_size:1M',
     'none': 'transpose,uncompressed,chunk_size:1M',
 }
-"""`record`'s ``compression`` choices: their riegeli writer options.
+"""`RecordingOptions`' ``compression`` choices: their riegeli writer options.
 
-``'brotli'`` is EnvLogger's own default. ``'zstd'`` (`record`'s default)
-decodes faster: on the built-in environments' recordings, reading took
-20-25% less time for 64x64x3 frames (~48 -> ~37 us per timestep) and ~10%
-less for 6-float vectors, in files 1.05-1.7x as large (Catch frames compress
-~600x either way), and recording was faster too. Every EnvLogger reader
-(EnvLogger's, TFDS's, rlds_lite's) reads all of them: riegeli files say how
-they are compressed. Arbitrary option strings are not accepted because
-EnvLogger aborts the whole process on an invalid one.
+``'brotli'`` is EnvLogger's own default; ``'zstd'`` decodes 10-25% faster in
+files 1.05-1.7x as large. Every EnvLogger reader reads all of them. Other
+option strings are refused: EnvLogger aborts the process on an invalid one.
 """
+IF_EXISTS = ('error', 'append', 'overwrite')
+_WARNED = set()
 
 Policy = Callable[[dm_env.TimeStep], Any]
 MetadataFn = Callable[[dm_env.TimeStep, Any, dm_env.Environment],
                       Optional[Mapping[str, Any]]]
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordingOptions:
+  """How `record` writes its files.
+
+  Attributes:
+    compression: a key of `COMPRESSIONS` (``'zstd'``, ``'brotli'`` as
+      EnvLogger by default, ``'snappy'`` or ``'none'``).
+    flush_every_episodes: flush at every n-th reset (1: every episode is on
+      disk once the next one starts; a crash may lose up to n - 1 more).
+
+  Example:
+    >>> RecordingOptions(compression='brotli')
+    RecordingOptions(compression='brotli', flush_every_episodes=1)
+  """
+  compression: str = 'zstd'
+  flush_every_episodes: int = 1
+
+  def __post_init__(self):
+    if (not isinstance(self.compression, str) or
+        self.compression not in COMPRESSIONS):
+      raise ValueError(f'`compression` must be one of {sorted(COMPRESSIONS)}, '
+                       f'got {self.compression!r}.')
+    every = self.flush_every_episodes
+    if (isinstance(every, bool) or not isinstance(every, (int, np.integer)) or
+        every < 1):
+      raise ValueError('`flush_every_episodes` must be a positive int, got '
+                       f'{every!r}.')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -315,7 +345,7 @@ def _inspect_existing(envlogger: types.ModuleType, data_dir: str,
 
 
 def _prepare_data_dir(envlogger: types.ModuleType, data_dir: str,
-                      env: dm_env.Environment, overwrite: bool, append: bool,
+                      env: dm_env.Environment, if_exists: str,
                       metadata: Optional[Mapping[str, Any]]
                       ) -> Tuple[int, bool, str]:
   """Checks `data_dir` (created, locked by the caller) and where to record.
@@ -328,16 +358,16 @@ def _prepare_data_dir(envlogger: types.ModuleType, data_dir: str,
   """
   if not files.has_recording(data_dir):
     return 0, True, data_dir
-  if overwrite:
+  if if_exists == 'overwrite':
     target = staging.staging_dir(data_dir)
     os.makedirs(target)
     return 0, True, target
-  if append:
+  if if_exists == 'append':
     return (*_inspect_existing(envlogger, data_dir, env, metadata), data_dir)
   raise FileExistsError(
       f'`data_dir` {data_dir} already holds an EnvLogger recording. Pass '
-      'overwrite=True to replace it, append=True to add episodes to it, or '
-      'choose another directory.')
+      "if_exists='overwrite' to replace it, if_exists='append' to add "
+      'episodes to it, or choose another directory.')
 
 
 def _make_data_dir(data_dir: str) -> None:
@@ -367,7 +397,7 @@ def _seed(env: dm_env.Environment, policy: Policy, seed: int) -> None:
 
 def _check_record_args(env: Any, policy: Any, num_episodes: Any,
                        callbacks: Mapping[str, Any], metadata: Any,
-                       overwrite: bool, append: bool, compression: Any) -> None:
+                       if_exists: str) -> None:
   if not isinstance(env, dm_env.Environment):
     raise TypeError(
         f'`env` must be a dm_env.Environment, got {type(env).__name__}.')
@@ -389,11 +419,41 @@ def _check_record_args(env: Any, policy: Any, num_episodes: Any,
       raise ValueError(
           f'`metadata` key {key!r} is reserved (EnvLogger stores the '
           'environment specs and rlds_lite its marker there).')
+  if if_exists not in IF_EXISTS:
+    raise ValueError(f'`if_exists` must be one of {list(IF_EXISTS)}, got '
+                     f'{if_exists!r}.')
+
+
+def _old_keywords(if_exists: str, options: Optional[RecordingOptions],
+                  legacy: Dict[str, Any]) -> Tuple[str, RecordingOptions]:
+  """``if_exists`` and the options, from the keywords of before too.
+
+  ``overwrite=``, ``append=``, ``compression=`` and ``flush_every_episodes=``
+  still work, warning once each (``DeprecationWarning``).
+  """
+  unknown = sorted(set(legacy) - {'overwrite', 'append', 'compression',
+                                  'flush_every_episodes'})
+  if unknown:
+    raise TypeError(f'record() got an unexpected keyword argument '
+                    f'{unknown[0]!r}')
+  for key in sorted(legacy):
+    new = (f"if_exists='{key}'" if key in ('overwrite', 'append') else
+           f'options=RecordingOptions({key}=...)')
+    if key not in _WARNED:
+      _WARNED.add(key)
+      warnings.warn(f'record: {key}= is now {new}; the old keyword will go '
+                    'in a later release.', DeprecationWarning, stacklevel=3)
+  overwrite, append = legacy.pop('overwrite', False), legacy.pop('append', False)
   if overwrite and append:
     raise ValueError('Pass at most one of `overwrite` and `append`.')
-  if not isinstance(compression, str) or compression not in COMPRESSIONS:
-    raise ValueError(f'`compression` must be one of {sorted(COMPRESSIONS)}, '
-                     f'got {compression!r}.')
+  if (overwrite or append) and if_exists != 'error':
+    raise TypeError('record: pass if_exists= only, not overwrite=/append=.')
+  if overwrite or append:
+    if_exists = 'overwrite' if overwrite else 'append'
+  if legacy and options is not None:
+    raise TypeError(f'record: pass {sorted(legacy)} in '
+                    'options=RecordingOptions(...), not beside it.')
+  return if_exists, options or RecordingOptions(**legacy)
 
 
 def record(env: dm_env.Environment,
@@ -401,120 +461,45 @@ def record(env: dm_env.Environment,
            data_dir: PathLike,
            num_episodes: int,
            *,
+           seed: Optional[int] = None,
+           if_exists: str = 'error',
+           metadata: Optional[Mapping[str, Any]] = None,
            episode_metadata_fn: Optional[MetadataFn] = None,
            step_metadata_fn: Optional[MetadataFn] = None,
-           seed: Optional[int] = None,
+           options: Optional[RecordingOptions] = None,
            progress: bool = True,
-           metadata: Optional[Mapping[str, Any]] = None,
-           overwrite: bool = False,
-           append: bool = False,
-           compression: str = 'zstd',
-           flush_every_episodes: int = 1) -> RecordingSummary:
+           **legacy: Any) -> RecordingSummary:
   """Runs `policy` in `env` for `num_episodes` episodes, recording with EnvLogger.
 
-  Wraps `env` in `envlogger.EnvLogger` (riegeli backend) writing to
-  `data_dir`. Each episode is a `reset()` followed by `step(policy(timestep))`
-  until a LAST timestep. Every episode's metadata holds `episode_id` (an
-  int64, numbering this recording's episodes from 0, continuing after the
-  existing ones when appending) merged with `episode_metadata_fn`'s dict.
-
-  Unlike a bare `EnvLogger`: `data_dir` is created if missing, an existing
-  recording is never silently mixed with a new one, `env` is not closed (it
-  stays usable, e.g. for evaluation), actions are converted to the action
-  spec's dtype before being applied and recorded (a Python `1` is recorded as
-  the spec's int64, not as EnvLogger's arbitrary-precision integer), and the
-  files are flushed as episodes start instead of at random (so that the same
-  seed gives byte-identical files, and a crash loses little).
-
-  What a crash (even SIGKILL) can lose:
-
-  - EnvLogger writes an episode's index entry and metadata when it flushes
-    after the next episode has started (or when it closes), so `record`
-    flushes as each reset is recorded: an episode is on disk once the next
-    episode's `reset()` has been recorded, or `record` has returned. A crash
-    loses the episode in progress and, if it strikes after an episode's last
-    step but before the next reset is recorded (while `env.reset()` runs,
-    or during the flush that records it), that episode too. Every reader
-    then drops the unfinished episode with a `RecoveredRecordingWarning`
-    (see `read_episodes`). An exception (from the policy, the environment
-    or a callback) closes the files instead: the episode in progress is
-    kept, cut off (without a LAST timestep, as an episode cut off by
-    `reset()`), and the exception propagates.
-  - The cost: each flush ends a riegeli chunk in each of the four files of
-    the writer folder and fsyncs them. Measured with
-    `benchmarks/bench_record_flush.py` (ext4 on a virtual disk, 2 cores,
-    nothing else running; numbers in ``benchmarks/RESULTS.md``), flushing
-    every episode vs almost never: 10-timestep Catch episodes record at
-    6.2K instead of 12.3K timesteps/s (CPU 7.7K vs 12.3K) in files ~10x as
-    large (78 instead of 7.5 bytes a timestep); 64x64x3 Catch frames at 2.1K
-    instead of 2.7K (94 vs 26 bytes a timestep); 51-timestep Reach episodes
-    at 4.6K instead of 9.3K (110 vs 34 bytes). On a busy machine (load
-    7-10) the fsyncs waited ~12 ms each: Catch recorded at ~0.7-1.4K
-    instead of ~4.4-5.1K. Decoding the recordings is as fast either way
-    (within 15%).
-    `flush_every_episodes=n` flushes at every n-th reset instead: a crash
-    may then also lose the up to n - 1 episodes before the one in progress.
-  - `append=True` records a new writer folder beside the old ones, which it
-    never touches (EnvLogger keeps `metadata.riegeli` as it is): a crash
-    loses at most what it would lose of a new recording, and the next append
-    works.
-  - `overwrite=True` records into the hidden folder `.rlds_lite_overwrite`
-    of `data_dir` and swaps the result in only once it is complete, deleting
-    the old recording last: a crash (or an error) before that leaves the old
-    recording as it was; one during the swap (a few renames) leaves it
-    incomplete but never mixed, and `finish_overwrite` (or the next `record`
-    into `data_dir`) completes it.
-  - One recorder at a time: `record` holds an exclusive lock on
-    `data_dir/.rlds_lite.lock` while it writes; a second one fails at once.
+  Each episode is a `reset()` followed by `step(policy(timestep))` until a
+  LAST timestep; actions are cast to the action spec's dtype. Every episode's
+  metadata holds `episode_id` (from 0, continuing when appending) merged with
+  `episode_metadata_fn`'s dict. `data_dir` is created if missing; `env` is
+  not closed. Files are flushed as episodes start (same seed, same bytes).
 
   Args:
     env: A `dm_env.Environment` whose episodes end (LAST) by themselves.
     policy: `policy(timestep) -> action`, called on every non-LAST timestep.
     data_dir: Directory of the recording; created if missing.
     num_episodes: Number of episodes to record (>= 1).
+    seed: If given, calls `env.seed(seed)` (required) and `policy.seed(seed
+      + 1)` (if the policy has one), so the recording is reproducible.
+    if_exists: For a recording already in `data_dir`: ``'error'``,
+      ``'append'`` (a new writer folder; the specs must match, `metadata` if
+      given must hold the stored values) or ``'overwrite'`` (EnvLogger's
+      files replaced once the new recording is complete).
+    metadata: Optional dataset-level dict stored in `metadata.riegeli`.
     episode_metadata_fn: Optional `fn(timestep, action, env) -> dict | None`
-      called after the reset and after every step (action is None after the
-      reset). The dicts it returns during an episode are merged (later values
-      win) into `{'episode_id': ...}` (an `episode_id` it returns wins) and
-      stored as the episode's metadata. Unlike EnvLogger's `episode_fn`,
-      returning None does not erase what earlier calls returned.
+      called after the reset and every step; its dicts are merged (later
+      values win) into the episode's metadata.
     step_metadata_fn: Optional `fn(timestep, action, env) -> dict | None`
-      called for every recorded timestep, the reset one included; its dict
-      is stored with that timestep (EnvLogger's custom data; RLDS step
-      metadata) and must have the same keys every time.
-    seed: If given, calls `env.seed(seed)` (the environment must have such a
-      method) and `policy.seed(seed + 1)` if the policy has one (a policy
-      without it must be deterministic), so the recording is reproducible.
+      for every timestep, the reset one included; stored with it (RLDS step
+      metadata), the same keys every time.
+    options: A `RecordingOptions` (compression, flush interval).
     progress: Shows a tqdm progress bar over episodes.
-    metadata: Optional dataset-level dict stored in `metadata.riegeli`
-      (EnvLogger adds the environment specs, rlds_lite its `RECORDER_KEY`).
-    overwrite: Replaces a recording already in `data_dir` (only EnvLogger's
-      files; other files stay), once the new one is complete (see above).
-    append: Adds episodes to a recording already in `data_dir` (EnvLogger
-      writes one more timestamped folder; the specs must match; the
-      recording keeps its dataset-level metadata, so `metadata`, if given,
-      must hold the stored values).
-    compression: How the riegeli files are compressed: a key of
-      `COMPRESSIONS` (``'zstd'``, ``'brotli'`` as EnvLogger by default,
-      ``'snappy'`` or ``'none'``). Every reader reads every choice.
-    flush_every_episodes: Flushes at every n-th reset (default 1: every
-      episode is on disk once the next one starts; see above).
 
   Returns:
     A `RecordingSummary`.
-
-  Raises:
-    TypeError: `env`, `policy`, a callback or `seed` has the wrong type, a
-      callback returns something that is not a dict of EnvLogger-storable
-      values, or an action has a dtype that cannot be cast to the spec's.
-    ValueError: `num_episodes` or `flush_every_episodes` is not positive,
-      `overwrite` and `append` are both set, appended specs or metadata
-      differ, `metadata` uses a reserved key, `step_metadata_fn` changes its
-      keys, or `compression` is unknown.
-    FileExistsError: `data_dir` already holds a recording and neither
-      `overwrite` nor `append` is set.
-    RecordingLockedError: another recorder is writing into `data_dir`.
-    EnvLoggerUnavailableError: EnvLogger cannot be imported.
 
   Example:
     >>> import tempfile
@@ -527,38 +512,38 @@ def record(env: dm_env.Environment,
     ...     progress=False)
     >>> summary.episode_ids, summary.episode_lengths
     ((0, 1, 2), (51, 51, 51))
+    >>> record(env, envs.random_policy(env.action_spec()), tmp.name, 1,
+    ...        if_exists='append', progress=False).episode_ids
+    (3,)
     >>> tmp.cleanup()
   """
+  if_exists, options = _old_keywords(if_exists, options, legacy)
   _check_record_args(
       env, policy, num_episodes,
       {'episode_metadata_fn': episode_metadata_fn,
-       'step_metadata_fn': step_metadata_fn}, metadata, overwrite, append,
-      compression)
-  if (isinstance(flush_every_episodes, bool) or
-      not isinstance(flush_every_episodes, (int, np.integer)) or
-      flush_every_episodes < 1):
-    raise ValueError('`flush_every_episodes` must be a positive int, got '
-                     f'{flush_every_episodes!r}.')
+       'step_metadata_fn': step_metadata_fn}, metadata, if_exists)
   envlogger = import_envlogger()
   data_dir = os.path.abspath(os.fspath(data_dir))
   _make_data_dir(data_dir)
   with staging.recorder_lock(data_dir):
     staging.clean_up(data_dir)  # What an interrupted overwrite left.
     first_id, marked, target = _prepare_data_dir(
-        envlogger, data_dir, env, overwrite, append, metadata)
+        envlogger, data_dir, env, if_exists, metadata)
     if seed is not None:
       _seed(env, policy, seed)
     dataset_metadata = dict(metadata or {})
     if marked:
       dataset_metadata[RECORDER_KEY] = 'rlds_lite.envlogger.record'
+    logger_args = dict(
+        data_directory=target, metadata=dataset_metadata,
+        flush_scheduler=_FlushAtResets(int(options.flush_every_episodes)),
+        writer_options=COMPRESSIONS[options.compression])
     try:
       ids, lengths, returns = _record_episodes(
-          envlogger, env, policy, target, range(first_id,
-                                                first_id + int(num_episodes)),
+          envlogger.EnvLogger, env, policy,
+          range(first_id, first_id + int(num_episodes)),
           _Callbacks(env, episode_metadata_fn, step_metadata_fn,
-                     _codec_module()),
-          dataset_metadata, _FlushAtResets(int(flush_every_episodes)),
-          COMPRESSIONS[compression], progress)
+                     _codec_module()), logger_args, progress)
     except BaseException:
       if target != data_dir:
         staging.clean_up(data_dir)  # Not complete: the old one stays.
@@ -577,13 +562,12 @@ def _codec_module() -> types.ModuleType:
   return codec
 
 
-def _record_episodes(envlogger: types.ModuleType, env: dm_env.Environment,
-                     policy: Policy, target: str, episode_ids: Sequence[int],
-                     callbacks: _Callbacks, dataset_metadata: Dict[str, Any],
-                     flush_scheduler: _FlushAtResets, writer_options: str,
+def _record_episodes(env_logger: Callable[..., Any], env: dm_env.Environment,
+                     policy: Policy, episode_ids: Sequence[int],
+                     callbacks: _Callbacks, logger_args: Dict[str, Any],
                      progress: bool
                      ) -> Tuple[List[int], List[int], List[float]]:
-  """Records the episodes with EnvLogger into ``target``.
+  """Records the episodes with ``env_logger(env, **logger_args)``.
 
   Returns:
     The episode ids, lengths (timesteps) and returns.
@@ -591,13 +575,10 @@ def _record_episodes(envlogger: types.ModuleType, env: dm_env.Environment,
   action_spec = env.action_spec()
   ids, lengths, returns = [], [], []
   total_return = 0.0
-  with envlogger.EnvLogger(
-      _KeepOpen(env), data_directory=target,
-      episode_fn=callbacks.episode_fn,
+  with env_logger(
+      _KeepOpen(env), episode_fn=callbacks.episode_fn,
       step_fn=callbacks.step_fn if callbacks.has_step_fn else None,
-      metadata=dataset_metadata,
-      flush_scheduler=flush_scheduler,
-      writer_options=writer_options) as logged, tqdm.tqdm(
+      **logger_args) as logged, tqdm.tqdm(
           total=len(episode_ids), unit='episode', disable=not progress,
           desc='Recording') as bar:
     for episode_id in episode_ids:

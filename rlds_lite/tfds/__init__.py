@@ -4,7 +4,9 @@
   feature inference (RGB/top-level images detected, float64 kept exact).
 - `EpisodeWriter`, `write_dataset`: write episodes (columnar dicts, RLDS
   episodes or a whole episodes ``tf.data.Dataset``) as a TFDS dataset,
-  published atomically; several splits; appending.
+  published atomically; several splits; appending. `FileOptions` (format,
+  shard sizes, encodings) and `DatasetCard` (description, metadata) are
+  their knobs.
 - `features_from_episode`: the features of a dataset from one example
   episode (what `EpisodeWriter` does when given an episode as features).
 - `RLDSBuilder`, `RLDSConfig`: TFDS builders configured, not programmed;
@@ -37,10 +39,13 @@ _NAMES = {
     'extract_feature_from_data': 'config_generator',
     'generate_config_from_spec': 'config_generator',
     'EpisodeEncoder': 'encoding',
+    'Beam': 'envlogger_build',
     'build_from_envlogger': 'envlogger_build',
     'find_recordings': 'envlogger_episodes',
     'read_rlds_episodes': 'envlogger_episodes',
+    'DatasetCard': 'episode_writer',
     'EpisodeWriter': 'episode_writer',
+    'FileOptions': 'episode_writer',
     'write_dataset': 'episode_writer',
     'episode_features': 'features',
     'features_from_config': 'features',

@@ -1,35 +1,23 @@
 """Convert EnvLogger recordings into a TFDS dataset, with or without Beam.
 
-`build_from_envlogger` is `RLDSBuilder` without writing a class: the features
-are inferred from the recorded dm_env specs (images detected, float64 kept
-exact) and the episodes are converted with the exact RLDS alignment described
-in `rlds_lite.tfds.envlogger_episodes`.
-
-Everything is checked before anything is written: the dataset must not exist
-yet, every path must hold recordings with the same specs. A recording whose
-writer was killed is read as every rlds_lite reader reads it (see
-``rlds_lite.envlogger.read_episodes``): what EnvLogger's own reader reads,
-the unfinished episode dropped with a ``RecoveredRecordingWarning``. Episodes
-are then written to a hidden staging directory which becomes the dataset only
-when all were converted (flushed to disk, then renamed into place; the
-protocol of `rlds_lite.tfds.publish`, holding the dataset's lock), so a
-failure or a kill (a damaged file found mid-way, a value that does not match
-its spec, SIGKILL) leaves no dataset behind and loses nothing that existed;
-the next writer removes the staging directory.
+`build_from_envlogger` is `RLDSBuilder` without writing a class: features
+inferred from the recorded dm_env specs, episodes aligned exactly as RLDS
+(`rlds_lite.tfds.envlogger_episodes`), published atomically (see
+``docs/guarantees.md``).
 
 Example (not run here: it needs a recording)::
 
   path = build_from_envlogger('/tmp/catch_logs', name='catch_expert',
                               data_dir='~/tensorflow_datasets')
-  episodes = tfds.load('catch_expert', data_dir='~/tensorflow_datasets',
-                       split='train')
 """
 
 import contextlib
+import dataclasses
 import os
 import sys
 import types
-from typing import Any, Optional, Sequence, TextIO, Union
+from typing import Any, Dict, Optional, Sequence, TextIO, Union
+import warnings
 
 import tensorflow as tf
 import tensorflow_datasets as tfds
@@ -42,9 +30,52 @@ from rlds_lite.tfds import locking
 from rlds_lite.tfds import publish
 from rlds_lite.tfds import shards
 
-__all__ = ['build_from_envlogger', 'envlogger_builder_class']
+__all__ = ['Beam', 'build_from_envlogger', 'envlogger_builder_class']
 
 PathLike = Union[str, os.PathLike]
+_WARNED = set()
+_OLD_FILE_KEYWORDS = ('file_format', 'use_images', 'image_encoding',
+                      'jpeg_quality', 'description')
+
+
+@dataclasses.dataclass(frozen=True)
+class Beam:
+  """Build with Apache Beam through TFDS (needs ``apache-beam``).
+
+  Attributes:
+    runner: the Beam runner.
+    pipeline_options: ``apache_beam`` PipelineOptions, or None.
+
+  Example:
+    >>> Beam()
+    Beam(runner='DirectRunner', pipeline_options=None)
+  """
+  runner: Any = 'DirectRunner'
+  pipeline_options: Any = None
+
+
+def _beam_of(beam: Union[bool, Beam, None], legacy: Dict[str, Any]
+             ) -> Optional[Beam]:
+  """The `Beam` of a call (None: no Beam); ``beam_runner=`` and
+  ``beam_options=`` of before still work, warning once."""
+  old = {k: legacy.pop(k) for k in ('beam_runner', 'beam_options')
+         if k in legacy}
+  for key in sorted(old):
+    if key not in _WARNED:
+      _WARNED.add(key)
+      new = 'runner' if key == 'beam_runner' else 'pipeline_options'
+      warnings.warn(f'build_from_envlogger: {key}= is now beam=Beam({new}=...); '
+                    'the old keyword will go in a later release.',
+                    DeprecationWarning, stacklevel=3)
+  if isinstance(beam, Beam):
+    if old:
+      raise TypeError(f'build_from_envlogger: pass {sorted(old)} in '
+                      'beam=Beam(...), not beside it.')
+    return beam
+  if not beam:
+    return None
+  return Beam(runner=old.get('beam_runner') or 'DirectRunner',
+              pipeline_options=old.get('beam_options'))
 
 
 def _camel_case(name: str) -> str:
@@ -83,61 +114,34 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
                          data_dir: PathLike,
                          version: str = '1.0.0',
                          split: str = 'train',
-                         file_format: str = 'tfrecord',
-                         beam: bool = False,
-                         description: str = '',
-                         use_images: bool = True,
-                         image_encoding: str = 'png',
-                         jpeg_quality: Optional[int] = None,
-                         beam_runner: Any = None,
-                         beam_options: Any = None,
-                         lock_timeout: Optional[float] = None) -> str:
+                         options: Optional[episode_writer.FileOptions] = None,
+                         card: Optional[episode_writer.DatasetCard] = None,
+                         beam: Union[bool, Beam] = False,
+                         lock_timeout: Optional[float] = None,
+                         **legacy: Any) -> str:
   """Converts EnvLogger recordings into the dataset ``data_dir/name/version``.
+
+  Each EnvLogger episode ``e_0..e_T`` becomes ``T + 1`` RLDS steps (see
+  `rlds_lite.tfds.envlogger_episodes`). Everything is checked before anything
+  is written; the dataset must not exist yet.
 
   Args:
     envlogger_dir: a recording, a directory of recordings, or a list of them
       (all go to ``split``).
-    name: the dataset name (snake_case); ``tfds.load(name, data_dir=...)``
-      and ``rlds_lite.load`` read it.
+    name: the dataset name (snake_case).
     data_dir: the TFDS data directory (created if missing).
     version: the dataset version.
     split: the split the episodes go to.
-    file_format: ``'tfrecord'`` or ``'array_record'``.
-    beam: convert with Apache Beam through TFDS (one recording per element;
-      needs ``apache-beam``). Shards are then named by TFDS
-      (``...-00000-of-00001``).
-    description: the dataset description.
-    use_images: detect image observations (uint8 ``(h, w, c)``; named fields
-      with ``image``/``pixels`` in their name).
-    image_encoding: the encoding of detected images (``'png'``,
-      ``'jpeg'``).
-    jpeg_quality: the quality (0-100) of JPEG images (None: TFDS's 95).
-    beam_runner: with ``beam``, the Beam runner (default ``'DirectRunner'``).
-    beam_options: with ``beam``, ``apache_beam`` PipelineOptions.
+    options: a `FileOptions` (file format, image encoding, episodes per
+      file; ``max_bytes_per_file`` is not supported here).
+    card: a `DatasetCard` (description, homepage, citation; no metadata).
+    beam: True or a `Beam` to convert with Apache Beam (one recording per
+      element; shards then named by TFDS, ``...-00000-of-00001``).
     lock_timeout: seconds to wait for another writer of the dataset (None:
       as long as it takes; 0: fail at once).
 
-  Each EnvLogger episode ``e_0..e_T`` becomes ``T + 1`` RLDS steps (see
-  `rlds_lite.tfds.envlogger_episodes`): an episode that is only a ``reset()``
-  becomes one step (first, last, not terminal, zero action/reward/discount),
-  and an episode cut off by ``reset()`` (no LAST timestep) or by a time limit
-  (LAST with a non-zero discount) ends with a non-terminal last step. The
-  unfinished episode a killed writer leaves at the end of a writer folder
-  is dropped with a ``RecoveredRecordingWarning``, as by every reader.
-
   Returns:
     The dataset directory.
-
-  Raises:
-    FileExistsError: if the dataset already exists (it is left untouched).
-    FileNotFoundError: if a path does not exist, is empty or holds an
-      incomplete recording (the message names the file).
-    rlds_lite.envlogger.CorruptRecordingError: a damaged file (named).
-    rlds_lite.tfds.locking.DatasetLockedError: if another writer holds the
-      dataset after ``lock_timeout`` seconds.
-    ValueError: recordings with different specs (naming both and the field),
-      an episode whose values do not match the specs (naming the episode,
-      recording and field), a bad name/split/file format.
 
   Example:
     >>> import tempfile
@@ -152,10 +156,15 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
     >>> [int(e['episode_id']) for e in ds], path.endswith('catch_expert/1.0.0')
     ([0, 1], True)
   """
+  beam = _beam_of(beam, legacy)
+  options, card = episode_writer.options_and_card(
+      'build_from_envlogger', options, card, legacy,
+      allowed=_OLD_FILE_KEYWORDS)
+  _check_supported(options, card)
   episode_writer.check_name(name)
   if not isinstance(split, str) or not split.isidentifier():
     raise ValueError(f'split must be a name like "train", got {split!r}.')
-  file_format = shards.file_format_of(file_format)
+  file_format = shards.file_format_of(options.file_format)
   tfds.core.Version(version)
   data_dir = os.path.abspath(os.path.expanduser(os.fspath(data_dir)))
   path = episode_writer.dataset_path(data_dir, name, version)
@@ -170,22 +179,15 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
     recordings = envlogger_episodes.find_recordings(envlogger_dir)
     envlogger_episodes.same_specs(recordings)
     publish.step('locked')
-    config = builder_lib.RLDSConfig(
-        description=description or
-        f'RLDS episodes converted from EnvLogger recordings {recordings}.',
-        envlogger_dirs={split: recordings},
-        beam=beam,
-        use_images=use_images,
-        image_encoding=image_encoding,
-        jpeg_quality=jpeg_quality)
+    config = _config({split: recordings}, options, card, beam is not None)
     staging = publish.staging_dir(path)
     try:
       # Built (and flushed) in the staging directory, as its own data_dir.
       builder = envlogger_builder_class(name, config, version)(
           data_dir=staging, file_format=file_format)
       download_config = tfds.download.DownloadConfig(
-          beam_runner=(beam_runner or 'DirectRunner') if beam else None,
-          beam_options=beam_options if beam else None)
+          beam_runner=beam.runner if beam else None,
+          beam_options=beam.pipeline_options if beam else None)
       # TFDS prints where it prepares the dataset: the staging directory.
       # Users are told where the dataset will be.
       with contextlib.redirect_stdout(_Renamed(sys.stdout,
@@ -206,6 +208,36 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
         tf.io.gfile.rmtree(staging)
     publish.step('cleaned')
   return path
+
+
+def _config(recordings: Dict[str, Sequence[str]],
+            options: episode_writer.FileOptions,
+            card: episode_writer.DatasetCard, beam: bool
+            ) -> builder_lib.RLDSConfig:
+  """The `RLDSConfig` of a build of ``{split: recordings}``."""
+  return builder_lib.RLDSConfig(
+      description=card.description or
+      f'RLDS episodes converted from EnvLogger recordings '
+      f'{list(recordings.values())[0]}.',
+      homepage=card.homepage, citation=card.citation,
+      envlogger_dirs=recordings, beam=beam,
+      use_images=options.use_images,
+      image_encoding=options.image_encoding,
+      jpeg_quality=options.jpeg_quality,
+      tensor_encoding=options.tensor_encoding,
+      max_episodes_per_file=options.max_episodes_per_file)
+
+
+def _check_supported(options: episode_writer.FileOptions,
+                     card: episode_writer.DatasetCard) -> None:
+  """A ValueError for what a TFDS build cannot write."""
+  if options.max_bytes_per_file != episode_writer.FileOptions.max_bytes_per_file:
+    raise ValueError('build_from_envlogger: FileOptions.max_bytes_per_file is '
+                     'not supported (TFDS sizes the shards); use '
+                     'max_episodes_per_file.')
+  if card.metadata is not None:
+    raise ValueError('build_from_envlogger: DatasetCard.metadata is not '
+                     'written by a TFDS build; use EpisodeWriter.')
 
 
 class _Renamed:

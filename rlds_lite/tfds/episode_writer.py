@@ -1,45 +1,16 @@
 """Write RLDS episodes as a TFDS dataset, published atomically.
 
-`EpisodeWriter` writes episodes (columnar dicts of ``[T, ...]`` arrays, or
-RLDS episodes whose ``steps`` is a ``tf.data.Dataset``) into the TFDS layout
-``data_dir/name/version/``, readable with ``tfds.builder_from_directory``,
-``tfds.load(name, data_dir=data_dir)`` and ``rlds_lite.load``.
-`write_dataset` writes any episodes ``tf.data.Dataset`` back out ("transform
-and save").
-
-What it promises (``docs/guarantees.md`` lists each promise with its test):
-
-- A reader sees the dataset as it was before the writer, or as it is after
-  ``close()``: never half of it, never a mix. A new dataset is written in a
-  hidden staging directory and renamed into place; an append or overwrite
-  writes new shards under names the published ``dataset_info.json`` does not
-  reference, then replaces ``dataset_info.json`` (which holds the features
-  too) in one atomic rename (`rlds_lite.tfds.publish`). An overwrite writes
-  a new generation of shards and keeps the replaced one until the next
-  overwrite, so a reader's pass started before it can finish.
-- Writers of one dataset are serialised by an OS lock held from reading the
-  dataset's state to publishing (`rlds_lite.tfds.locking`): a second writer
-  waits up to ``lock_timeout`` seconds, then fails naming the holder.
-- Everything published is on disk first (``fsync`` of shards, metadata and
-  directories).
-- A crash (exception, kill, power cut) before ``close()`` returns loses the
-  episodes of this session, and nothing else; after it returns, nothing.
-  The next writer removes what the dead one left (`rlds_lite.tfds.leftovers`).
-- An episode too large for a ``tf.train.Example`` (over 2 GiB serialized) is
-  refused before anything is written, with an error naming it.
-
-Unlike upstream ``rlds.tfds.EpisodeWriter``: the output directory is created,
-several splits can be written at once, an existing dataset is an error
-unless ``if_exists='append'`` or ``'overwrite'`` is asked for, episodes are
-encoded column-wise (much faster than TFDS's per-step encoding) and
-``(1,)`` values are squeezed into scalar features.
+`EpisodeWriter` writes episodes (columns of ``[T, ...]`` arrays, or RLDS
+episodes) into ``data_dir/name/version``; `write_dataset` writes a whole
+episodes ``tf.data.Dataset``. `FileOptions` says how the files are written,
+`DatasetCard` what describes the dataset. What a reader, a crash or a second
+writer sees is in ``docs/guarantees.md``.
 
 Example:
   >>> import tempfile
   >>> import numpy as np
-  >>> data_dir = tempfile.mkdtemp()
   >>> features = {'steps': {'observation': np.float32, 'reward': np.float32}}
-  >>> with EpisodeWriter(data_dir, 'toy', features) as writer:
+  >>> with EpisodeWriter(tempfile.mkdtemp(), 'toy', features) as writer:
   ...   writer.add_episode({'steps': {'observation': [0.0, 1.0],
   ...                                 'reward': [1.0, 0.0],
   ...                                 'is_terminal': [False, True]}})
@@ -49,11 +20,13 @@ Example:
   [0.0, 1.0]
 """
 
+import dataclasses
 import json
 import os
 import re
+import warnings
 from typing import (Any, Dict, Iterable, List, Mapping, Optional, Sequence,
-                    Union)
+                    Tuple, Union)
 
 import tensorflow as tf
 import tensorflow_datasets as tfds
@@ -69,7 +42,7 @@ from rlds_lite.tfds import locking
 from rlds_lite.tfds import publish
 from rlds_lite.tfds import shards
 
-__all__ = ['EpisodeWriter', 'write_dataset']
+__all__ = ['DatasetCard', 'EpisodeWriter', 'FileOptions', 'write_dataset']
 
 PathLike = Union[str, os.PathLike]
 _IF_EXISTS = ('error', 'append', 'overwrite')
@@ -78,6 +51,126 @@ _NAME_RE = re.compile(r'^[a-z][a-z0-9_]*$')
 _INFO_FILE = leftovers.INFO_FILE
 _FEATURES_FILE = leftovers.FEATURES_FILE
 _METADATA_FILE = 'metadata.json'  # TFDS's info.metadata.
+_WARNED = set()
+_UPSTREAM_KEYWORDS = ('max_episodes_per_file', 'split_name', 'overwrite')
+
+
+def _changed_fields(value: Any) -> str:
+  """``a=1, b='x'``: the fields of a dataclass that differ from their default."""
+  return ', '.join(f'{f.name}={getattr(value, f.name)!r}'
+                   for f in dataclasses.fields(value)
+                   if getattr(value, f.name) != f.default)
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class FileOptions:
+  """How a writer stores episodes: file format, shard sizes, encodings.
+
+  Attributes:
+    file_format: ``'tfrecord'`` (read with ``tf.data``) or ``'array_record'``
+      (random access with ``tfds.data_source``).
+    max_episodes_per_file: episodes per shard file at most.
+    max_bytes_per_file: a new shard file starts after this many bytes.
+    use_images: detect images when features are inferred from specs.
+    image_encoding: the encoding of detected images (``'png'``, ``'jpeg'``).
+    jpeg_quality: the quality (0-100) of JPEG images written; None: 95.
+    tensor_encoding: the encoding of tensors inferred from specs
+      (``'none'``, ``'bytes'``, ``'zlib'``).
+
+  Example:
+    >>> FileOptions(file_format='array_record', image_encoding='jpeg')
+    FileOptions(file_format='array_record', image_encoding='jpeg')
+  """
+  file_format: str = 'tfrecord'
+  max_episodes_per_file: int = 1000
+  max_bytes_per_file: int = 256 << 20
+  use_images: bool = True
+  image_encoding: str = 'png'
+  jpeg_quality: Optional[int] = None
+  tensor_encoding: str = 'none'
+
+  def __post_init__(self):
+    if (isinstance(self.max_episodes_per_file, bool) or
+        not isinstance(self.max_episodes_per_file, int) or
+        self.max_episodes_per_file < 1):
+      raise ValueError('max_episodes_per_file must be a positive int, got '
+                       f'{self.max_episodes_per_file!r}.')
+
+  def __repr__(self) -> str:
+    return f'FileOptions({_changed_fields(self)})'
+
+  def feature_options(self) -> Dict[str, Any]:
+    """The keywords of `rlds_lite.tfds.features.episode_features`."""
+    return dict(use_images=self.use_images, image_encoding=self.image_encoding,
+                tensor_encoding=self.tensor_encoding)
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class DatasetCard:
+  """What describes a dataset: TFDS's description, homepage, citation, metadata.
+
+  Attributes:
+    description: the dataset description.
+    homepage: the dataset homepage.
+    citation: the dataset citation (BibTeX).
+    metadata: JSON-ready metadata, written to ``metadata.json``
+      (``tfds.builder_from_directory(path).info.metadata``) of a new dataset.
+
+  Example:
+    >>> DatasetCard(description='Catch, expert', metadata={'robot': 'none'})
+    DatasetCard(description='Catch, expert', metadata={'robot': 'none'})
+  """
+  description: str = ''
+  homepage: str = ''
+  citation: str = ''
+  metadata: Optional[Mapping[str, Any]] = None
+
+  def __repr__(self) -> str:
+    return f'DatasetCard({_changed_fields(self)})'
+
+
+_FILE_FIELDS = tuple(f.name for f in dataclasses.fields(FileOptions))
+_CARD_FIELDS = tuple(f.name for f in dataclasses.fields(DatasetCard))
+
+
+def options_and_card(op: str, options: Optional[FileOptions],
+                     card: Optional[DatasetCard], legacy: Mapping[str, Any],
+                     allowed: Sequence[str] = _FILE_FIELDS + _CARD_FIELDS
+                     ) -> Tuple[FileOptions, DatasetCard]:
+  """The `FileOptions` and `DatasetCard` of a call, old flat keywords folded in.
+
+  The keywords of before (``max_episodes_per_file=``, ``description=``, ...)
+  still work, warning once each (``DeprecationWarning``).
+
+  Example:
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...   warnings.simplefilter('ignore')
+    ...   options_and_card('write', None, None, {'file_format': 'array_record'})
+    (FileOptions(file_format='array_record'), DatasetCard())
+  """
+  unknown = sorted(set(legacy) - set(allowed))
+  if unknown:
+    raise TypeError(f'{op}() got an unexpected keyword argument '
+                    f'{unknown[0]!r}')
+  file_args = {k: v for k, v in legacy.items() if k in _FILE_FIELDS}
+  card_args = {k: v for k, v in legacy.items() if k in _CARD_FIELDS}
+  for given, args, kind, cls in ((options, file_args, 'options', FileOptions),
+                                 (card, card_args, 'card', DatasetCard)):
+    new = cls.__name__
+    if given is not None and args:
+      raise TypeError(f'{op}: pass {sorted(args)} in {kind}={new}(...), not '
+                      'beside it.')
+    if given is not None and not isinstance(given, cls):
+      raise TypeError(f'{op}: {kind} must be a {new}(...), got '
+                      f'{type(given).__name__}.')
+    for key in sorted(args):
+      if (op, key) not in _WARNED:
+        _WARNED.add((op, key))
+        warnings.warn(f'{op}: {key}= is now {kind}={new}({key}=...); the old '
+                      'keyword will go in a later release.',
+                      DeprecationWarning, stacklevel=3)
+  return (options or FileOptions(**file_args), card or DatasetCard(**card_args))
 
 
 def check_name(name: str) -> None:
@@ -142,24 +235,26 @@ def info_files(info: tfds.core.DatasetInfo) -> Dict[str, bytes]:
   }
 
 
-def _from_upstream_form(config: DatasetConfig, third: Any, fourth: Any,
-                        fifth: Any, version: Optional[str],
-                        max_episodes_per_file: int, split_name: Optional[str],
-                        overwrite: Optional[bool]):
+def _from_upstream_form(config: DatasetConfig, positional: Sequence[Any],
+                        version: Optional[str], upstream: Dict[str, Any]):
   """Arguments of ``EpisodeWriter`` from upstream's signature.
 
   Upstream: ``EpisodeWriter(data_directory, ds_config,
   max_episodes_per_file=1000, split_name='train', version='0.0.1',
   overwrite=True)``; its 3rd-5th positional arguments arrive in
-  ``features_or_spec``, ``splits`` and ``file_format``.
+  ``features_or_spec``, ``splits`` and ``options``, its keywords in
+  ``upstream``.
   """
+  third, fourth, fifth = positional
+  max_episodes_per_file = upstream.get('max_episodes_per_file', 1000)
+  split_name = upstream.get('split_name')
   if third is not None:
     max_episodes_per_file = third
   if fourth != ('train',):
     split_name = fourth
-  if fifth != 'tfrecord':
+  if fifth is not None:
     version = fifth
-  if_exists = 'append' if overwrite is False else 'overwrite'
+  if_exists = 'append' if upstream.get('overwrite') is False else 'overwrite'
   return (config.name, config, (split_name or 'train',), version or '0.0.1',
           if_exists, max_episodes_per_file)
 
@@ -188,82 +283,38 @@ class EpisodeWriter:
   """Writes RLDS episodes into a TFDS dataset directory.
 
   Use it as a context manager (``close()`` publishes on success, ``abort()``
-  discards on an exception), or call ``close()`` / ``abort()`` yourself.
-
-  The writer holds the dataset's lock (`rlds_lite.tfds.locking`) from its
-  construction to ``close()``/``abort()``: other writers of the same dataset
-  (in any process) wait meanwhile. ``close()`` publishes atomically (see
-  the module docstring and ``docs/guarantees.md``).
-
-  What a crash loses: if the process dies or the writer fails before
-  ``close()`` has returned (before its atomic switch), the episodes added in
-  this session are lost and the dataset is exactly as it was before (or
-  still absent); if it dies after the switch, nothing is lost. Nothing that
-  was published before is ever lost, and readers never see a part of a
-  session. Keep sessions short (``close()`` often) to lose less.
+  discards on an exception), or call ``close()`` / ``abort()`` yourself. It
+  holds the dataset's lock until then: other writers of it wait.
 
   Upstream's form ``EpisodeWriter(data_directory, ds_config,
   max_episodes_per_file=1000, split_name='train', version='0.0.1',
-  overwrite=True)`` (a ``DatasetConfig`` as second argument) also works: the
-  dataset is then ``data_directory`` itself (created if missing, or an empty
-  directory), ``overwrite=False`` appends, and the writer publishes
-  atomically at ``close()`` as well.
+  overwrite=True)`` works too: the dataset is then ``data_directory``
+  itself, and ``overwrite=False`` appends.
 
   Args:
     data_dir: the TFDS data directory; the dataset goes to
       ``data_dir/name/version`` (directories are created).
     name: the dataset name (snake_case).
-    features_or_spec: the dataset features: a ``FeaturesDict``, a
-      ``tfds.rlds.rlds_base.DatasetConfig``, a dict of features/specs, or an
-      example episode (step lists or columns with a flag column; its
-      features are inferred by `rlds_lite.tfds.features_from_episode`); see
-      `rlds_lite.tfds.features.episode_features`. May be None when
-      appending: the existing dataset's features are used.
+    features_or_spec: the features: a ``FeaturesDict``, a ``DatasetConfig``,
+      a dict of features/specs, or an example episode (see
+      `rlds_lite.tfds.features.episode_features`); None when appending.
     splits: the names of the splits episodes may be added to.
-    file_format: ``'tfrecord'`` (readable with ``tf.data``) or
-      ``'array_record'`` (random access with ``tfds.data_source``).
+    options: a `FileOptions` (file format, shard sizes, image encoding).
     version: the dataset version (default ``'1.0.0'``).
-    if_exists: what to do if the dataset already exists: ``'error'``
-      (default: a FileExistsError, nothing touched), ``'append'`` (add the
-      episodes to it; the features must be the same) or ``'overwrite'``
-      (replace it at ``close()``).
-    lock_timeout: seconds to wait for another writer of the same dataset
-      (None, the default: as long as it takes; 0: fail at once).
-    max_episodes_per_file: episodes per shard file at most.
-    max_bytes_per_file: start a new shard file after this many bytes.
-    description: the dataset description.
-    homepage: the dataset homepage.
-    citation: the dataset citation.
-    use_images: detect images when inferring features from specs.
-    image_encoding: the encoding of detected images (``'png'`` or
-      ``'jpeg'``).
-    jpeg_quality: the quality (0-100) of the JPEG images written (features
-      ``tfds.features.Image(encoding_format='jpeg')``, given or detected
-      with ``image_encoding='jpeg'``); None: TFDS's 95.
-    tensor_encoding: the encoding of tensors inferred from specs (see
-      `rlds_lite.tfds.features.episode_features`).
-    split_name: upstream form only: the split.
-    overwrite: upstream form only: False appends to an existing dataset.
-    metadata: JSON-ready dataset metadata, written to ``metadata.json``
-      (``tfds.builder_from_directory(path).info.metadata``) of a new
-      dataset; not when appending.
-
-  Raises:
-    FileExistsError: if the dataset exists and ``if_exists='error'``, or the
-      target directory holds something else than a TFDS dataset.
-    rlds_lite.tfds.locking.DatasetLockedError: (a TimeoutError) if another
-      writer still holds the dataset after ``lock_timeout`` seconds (the
-      message names its pid and host), or another writer of this process
-      holds it.
-    ValueError: for a bad name, split, file format, ``if_exists``, or
-      features that differ from those of the dataset appended to.
+    if_exists: ``'error'`` (default), ``'append'`` (same features) or
+      ``'overwrite'`` (replaced at ``close()``).
+    lock_timeout: seconds to wait for another writer of the dataset (None:
+      as long as it takes; 0: fail at once).
+    card: a `DatasetCard` (description, homepage, citation, metadata); its
+      metadata is written with a new dataset only.
 
   Example:
     >>> import tempfile
     >>> import numpy as np
     >>> data_dir = tempfile.mkdtemp()
     >>> features = {'steps': {'reward': np.float32}}
-    >>> first = EpisodeWriter(data_dir, 'shared', features)
+    >>> first = EpisodeWriter(data_dir, 'shared', features,
+    ...                       options=FileOptions(max_episodes_per_file=10))
     >>> second = EpisodeWriter(data_dir, 'shared', features, lock_timeout=0)
     Traceback (most recent call last):
     ...
@@ -276,66 +327,47 @@ class EpisodeWriter:
                name: Union[str, DatasetConfig],
                features_or_spec: Any = None,
                splits: Sequence[str] = ('train',),
-               file_format: str = 'tfrecord',
+               options: Optional[FileOptions] = None,
                *,
                version: Optional[str] = None,
                if_exists: str = 'error',
                lock_timeout: Optional[float] = None,
-               max_episodes_per_file: int = 1000,
-               max_bytes_per_file: int = 256 << 20,
-               description: str = '',
-               homepage: str = '',
-               citation: str = '',
-               use_images: bool = True,
-               image_encoding: str = 'png',
-               jpeg_quality: Optional[int] = None,
-               tensor_encoding: str = 'none',
-               split_name: Optional[str] = None,
-               overwrite: Optional[bool] = None,
-               metadata: Optional[Mapping[str, Any]] = None):
+               card: Optional[DatasetCard] = None,
+               **legacy: Any):
     path = None
     if isinstance(name, DatasetConfig):
+      upstream = {k: legacy.pop(k) for k in _UPSTREAM_KEYWORDS if k in legacy}
       (name, features_or_spec, splits, version, if_exists,
-       max_episodes_per_file) = _from_upstream_form(
-           name, features_or_spec, splits, file_format, version,
-           max_episodes_per_file, split_name, overwrite)
-      file_format = 'tfrecord'
+       max_episodes) = _from_upstream_form(
+           name, (features_or_spec, splits, options), version, upstream)
+      options, card = options_and_card('EpisodeWriter', None, card, legacy)
+      options = dataclasses.replace(options, file_format='tfrecord',
+                                    max_episodes_per_file=max_episodes)
       path = os.path.abspath(os.path.expanduser(os.fspath(data_dir)))
     else:
-      if split_name is not None or overwrite is not None:
+      if 'split_name' in legacy or 'overwrite' in legacy:
         raise ValueError('split_name= and overwrite= are for the upstream form '
                          'EpisodeWriter(data_directory, ds_config, ...); use '
                          'splits= and if_exists=.')
+      if isinstance(options, str):  # The old fifth positional file_format.
+        legacy = {**legacy, 'file_format': options}
+        options = None
+      options, card = options_and_card('EpisodeWriter', options, card, legacy)
       check_name(name)
       version = version or '1.0.0'
-    if not isinstance(max_episodes_per_file, int) or max_episodes_per_file < 1:
-      raise ValueError('max_episodes_per_file must be a positive int, got '
-                       f'{max_episodes_per_file!r}.')
-    if if_exists not in _IF_EXISTS:
-      raise ValueError(f'if_exists must be one of {list(_IF_EXISTS)}, got '
-                       f'{if_exists!r}.')
-    if isinstance(splits, str) or not splits:
-      raise ValueError(f'splits must be a non-empty sequence of split names, '
-                       f'got {splits!r}.')
-    for split in splits:
-      if not isinstance(split, str) or not re.match(r'^\w+$', split):
-        raise ValueError(f'Bad split name {split!r}: use letters, digits and '
-                         'underscores.')
+    self._check_args(if_exists, splits)
     tfds.core.Version(version)  # Validates the version string.
     self._name = name
     self._version = version
     self._splits = tuple(splits)
-    self._format = shards.file_format_of(file_format)
+    self._format = shards.file_format_of(options.file_format)
     self._if_exists = if_exists
     self._path = os.path.normpath(path or dataset_path(data_dir, name,
                                                         version))
-    self._max_episodes = max_episodes_per_file
-    self._max_bytes = max_bytes_per_file
-    self._description = description
-    self._homepage = homepage
-    self._citation = citation
-    self._jpeg_quality = jpeg_quality
-    self._metadata = dict(metadata) if metadata is not None else None
+    self._options = options
+    self._card = card
+    self._metadata = (dict(card.metadata) if card.metadata is not None
+                      else None)
     self._writers: Dict[str, shards.ShardWriter] = {}
     self._num_added = 0
     self._state = 'open'
@@ -349,14 +381,25 @@ class EpisodeWriter:
         label=f'dataset {name!r} version {version} at {self._path!r}')
     self._lock.acquire()
     try:
-      self._open(features_or_spec, use_images=use_images,
-                 image_encoding=image_encoding,
-                 tensor_encoding=tensor_encoding)
+      self._open(features_or_spec, **options.feature_options())
     except BaseException:
       self._state = 'failed'
       self._lock.release()
       raise
     publish.step('locked')
+
+  @staticmethod
+  def _check_args(if_exists: str, splits: Sequence[str]) -> None:
+    if if_exists not in _IF_EXISTS:
+      raise ValueError(f'if_exists must be one of {list(_IF_EXISTS)}, got '
+                       f'{if_exists!r}.')
+    if isinstance(splits, str) or not splits:
+      raise ValueError(f'splits must be a non-empty sequence of split names, '
+                       f'got {splits!r}.')
+    for split in splits:
+      if not isinstance(split, str) or not re.match(r'^\w+$', split):
+        raise ValueError(f'Bad split name {split!r}: use letters, digits and '
+                         'underscores.')
 
   def _open(self, features_or_spec: Any, **feature_options: Any) -> None:
     """Under the lock: removes leftovers, reads the dataset, plans the write."""
@@ -374,8 +417,8 @@ class EpisodeWriter:
           'name/version.')
     self._appending = existing is not None and self._if_exists == 'append'
     if self._appending and self._metadata is not None:
-      raise ValueError('EpisodeWriter: metadata= is written with a new '
-                       'dataset, not when appending.')
+      raise ValueError('EpisodeWriter: DatasetCard.metadata is written with '
+                       'a new dataset, not when appending.')
     self._existing = existing if self._appending else None
     if features_or_spec is None:
       if not self._appending:
@@ -398,7 +441,8 @@ class EpisodeWriter:
           '(a string field: leave it out).')
     if self._appending:
       self._check_appendable(existing, features)
-    self._encoder = encoding.EpisodeEncoder(features, self._jpeg_quality)
+    self._encoder = encoding.EpisodeEncoder(features,
+                                           self._options.jpeg_quality)
     if existing is None:   # A new dataset: staged, renamed into place.
       self._write_dir = publish.staging_dir(self._path)
       self._generation = 1
@@ -476,8 +520,8 @@ class EpisodeWriter:
           filetype_suffix=self._format.file_suffix)
       self._writers[split] = shards.ShardWriter(
           template, self._format,
-          max_examples_per_shard=self._max_episodes,
-          max_bytes_per_shard=self._max_bytes,
+          max_examples_per_shard=self._options.max_episodes_per_file,
+          max_bytes_per_shard=self._options.max_bytes_per_file,
           first_shard=first)
     return self._writers[split]
 
@@ -495,19 +539,23 @@ class EpisodeWriter:
                   split: Optional[str] = None) -> None:
     """Adds one episode to a split.
 
+    A ValueError names the episode (its index in this session) and field
+    when it does not fit the features; nothing of it is written then.
+
     Args:
       episode: ``{'steps': steps, **metadata}`` where ``steps`` is a dict of
         ``[T, ...]`` columns (fastest), a ``tf.data.Dataset`` of steps or a
-        list of step dicts. ``is_first``/``is_last`` are derived from the
-        step positions when missing.
+        list of step dicts (``is_first``/``is_last`` derived when missing).
       split: the split (may be omitted when the writer has one split).
 
-    Raises:
-      ValueError: if the writer is closed, or the episode does not match the
-        features, or its record would exceed the 2 GiB a
-        ``tf.train.Example`` can hold (`encoding.RecordTooLargeError`); the
-        message names the episode (its index among the episodes added to
-        this writer) and the field; nothing is written then.
+    Example:
+      >>> import tempfile
+      >>> with EpisodeWriter(tempfile.mkdtemp(), 'toy',
+      ...                    {'steps': {'x': tf.int32}}) as writer:
+      ...   writer.add_episode({'steps': {'x': [1, 2],
+      ...                                 'is_terminal': [False, True]}})
+      >>> writer.num_episodes
+      1
     """
     self._add(episode, split, f'episode {self._num_added}')
 
@@ -538,9 +586,6 @@ class EpisodeWriter:
       record: a serialized ``tf.train.Example`` of an episode, as read from
         a dataset with the same features.
       split: the split (may be omitted when the writer has one split).
-
-    Raises:
-      ValueError: if the writer is closed.
     """
     if self._state != 'open':
       raise ValueError(f'EpisodeWriter: add_serialized_episode() after '
@@ -552,9 +597,7 @@ class EpisodeWriter:
                    split: Optional[str] = None) -> None:
     """Adds every episode of ``episodes`` (see `add_episode`).
 
-    Raises:
-      ValueError: as `add_episode`, naming the episode by its index in
-        ``episodes`` (``'episode 3: steps/reward: ...'``).
+    Errors name the episode by its index in ``episodes``.
     """
     for index, episode in enumerate(episodes):
       self._add(episode, split, f'episode {index}')
@@ -569,10 +612,10 @@ class EpisodeWriter:
     base = self._existing
     info = tfds.core.DatasetInfo(
         builder=identity,
-        description=self._description or (base.description if base else ''),
+        description=self._card.description or (base.description if base else ''),
         features=self.features,
-        homepage=self._homepage or (base.homepage if base else ''),
-        citation=self._citation or (base.citation if base else ''),
+        homepage=self._card.homepage or (base.homepage if base else ''),
+        citation=self._card.citation or (base.citation if base else ''),
         disable_shuffling=True,
         metadata=(tfds.core.MetadataDict(self._metadata)
                   if self._metadata is not None else None))
@@ -606,23 +649,11 @@ class EpisodeWriter:
     return list(infos.values())
 
   def close(self) -> str:
-    """Finishes the shards and publishes the dataset atomically.
+    """Finishes the shards and publishes the dataset atomically; its path.
 
-    The steps are `rlds_lite.tfds.publish.PUBLISH_STEPS`; everything is on
-    disk before the one atomic rename that publishes it. The lock is
-    released at the end, whatever happens.
-
-    Returns:
-      The dataset directory.
-
-    Raises:
-      FileExistsError: if the dataset directory was filled meanwhile by
-        something that does not take the lock (and ``if_exists='error'``);
-        this session's data is discarded.
-      ValueError: if no episode was written to a new dataset.
-      OSError: if the disk fails; before the switch the session is
-        discarded (the dataset is as it was), after it the dataset is
-        published and the error says so.
+    The steps are `rlds_lite.tfds.publish.PUBLISH_STEPS`; the lock is
+    released at the end, whatever happens (``docs/guarantees.md``). A new
+    dataset without episodes is a ValueError.
     """
     if self._state == 'closed':
       return self._path
@@ -771,44 +802,31 @@ def write_dataset(episodes: tf.data.Dataset,
                   features: Any = None,
                   split: str = 'train',
                   version: str = '1.0.0',
-                  file_format: str = 'tfrecord',
                   if_exists: str = 'error',
                   lock_timeout: Optional[float] = None,
-                  use_images: bool = True,
-                  image_encoding: str = 'png',
-                  jpeg_quality: Optional[int] = None,
-                  description: str = '') -> str:
+                  options: Optional[FileOptions] = None,
+                  card: Optional[DatasetCard] = None,
+                  **legacy: Any) -> str:
   """Writes an episodes ``tf.data.Dataset`` as a TFDS dataset (transform, save).
 
-  Episodes may have nested ``steps`` (a ``tf.data.Dataset`` per episode) or
-  dense ones (a dict of ``[T, ...]`` tensors, as from ``rlds_lite.dense``);
-  each episode is made dense inside tf.data and written column-wise.
+  Episodes may have nested ``steps`` (a ``tf.data.Dataset`` each) or dense
+  ones (dicts of ``[T, ...]`` tensors); they are written column-wise.
 
   Args:
     episodes: the episodes.
     data_dir: the TFDS data directory.
     name: the dataset name.
-    features: the features (see `EpisodeWriter`); inferred from
-      ``episodes.element_spec`` when None (images detected, float64 exact).
+    features: the features (see `EpisodeWriter`); None: inferred from
+      ``episodes.element_spec`` (images detected, float64 exact).
     split: the split to write.
     version: the dataset version.
-    file_format: ``'tfrecord'`` or ``'array_record'``.
     if_exists: ``'error'``, ``'append'`` or ``'overwrite'`` (see `EpisodeWriter`).
-    lock_timeout: seconds to wait for another writer of the dataset (see
-      `EpisodeWriter`).
-    use_images: detect images when inferring features.
-    image_encoding: the encoding of detected images (``'png'``, ``'jpeg'``).
-    jpeg_quality: the quality of JPEG images (0-100; None: TFDS's 95).
-    description: the dataset description.
+    lock_timeout: seconds to wait for another writer of the dataset.
+    options: a `FileOptions`.
+    card: a `DatasetCard`.
 
   Returns:
     The dataset directory.
-
-  Raises:
-    TypeError: if ``episodes`` is not a dataset of episode dicts.
-    ValueError: naming the episode (its index in ``episodes``) and field,
-      for an episode that does not match the features or is too large;
-      nothing is published then.
 
   Example:
     >>> import tempfile
@@ -818,12 +836,17 @@ def write_dataset(episodes: tf.data.Dataset,
     >>> episodes = tf.data.Dataset.from_tensors({'steps': steps})
     >>> episodes = episodes.map(lambda e: {'steps': e['steps'].map(
     ...     lambda s: {**s, 'reward': 2 * s['reward']})})
-    >>> path = write_dataset(episodes, tempfile.mkdtemp(), 'doubled')
+    >>> path = write_dataset(episodes, tempfile.mkdtemp(), 'doubled',
+    ...                      card=DatasetCard(description='doubled rewards'))
     >>> import rlds_lite
     >>> episode = next(iter(rlds_lite.load(path, dense=True)))
     >>> episode['steps']['reward'].numpy().tolist()
     [2.0, 4.0]
   """
+  options, card = options_and_card(
+      'write_dataset', options, card, legacy,
+      allowed=('file_format', 'use_images', 'image_encoding', 'jpeg_quality',
+               'description'))
   if not isinstance(episodes, tf.data.Dataset) or not isinstance(
       episodes.element_spec, Mapping) or (
           rlds_types.STEPS not in episodes.element_spec):
@@ -839,12 +862,8 @@ def write_dataset(episodes: tf.data.Dataset,
   if nested:
     episodes = conversion.to_dense(episodes)
   with EpisodeWriter(data_dir, name, features, splits=(split,),
-                     file_format=file_format, version=version,
-                     if_exists=if_exists, lock_timeout=lock_timeout,
-                     use_images=use_images,
-                     image_encoding=image_encoding,
-                     jpeg_quality=jpeg_quality,
-                     description=description) as writer:
+                     options=options, version=version, if_exists=if_exists,
+                     lock_timeout=lock_timeout, card=card) as writer:
     for episode in episodes.as_numpy_iterator():
       writer.add_episode(episode, split)
   return writer.path

@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 
 from rlds_lite.tfds import EpisodeWriter
+from rlds_lite.tfds import FileOptions
 
 TASKS = ('pick up the red block', 'open the drawer', 'close the drawer')
 
@@ -91,8 +92,9 @@ def write(data_dir: str, name: str = 'robot',
   """Writes ``data`` (default `episodes()`) and returns the dataset dir."""
   data = episodes(image=image) if data is None else data
   with EpisodeWriter(data_dir, name, features(image),
-                     max_episodes_per_file=per_file,
-                     file_format=file_format) as writer:
+                     options=FileOptions(file_format=file_format,
+                                         max_episodes_per_file=per_file)
+                     ) as writer:
     writer.add_episodes(data)
   return writer.path
 

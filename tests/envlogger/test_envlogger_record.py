@@ -1,6 +1,8 @@
 """Tests of rlds_lite.envlogger.record (with read_episodes to check the files)."""
 
 import os
+import re
+import warnings
 
 import dm_env
 import numpy as np
@@ -12,6 +14,8 @@ from rlds_lite import envlogger as rlds_envlogger
 from rlds_lite import envs
 from rlds_lite.envlogger import read_episodes
 from rlds_lite.envlogger import record
+from rlds_lite.envlogger import RecordingOptions
+from rlds_lite.envlogger import recording
 from rlds_lite.envlogger import riegeli_files
 from rlds_lite.envlogger import staging
 from rlds_lite.tfds import envlogger_decode
@@ -137,7 +141,8 @@ def test_each_compression_reads_back_the_same_episodes(tmp_path):
     env = envs.make('catch_pixels', height=64, width=64)
     recordings[compression] = tmp_path / compression
     record(env, env.expert_policy, recordings[compression], 3, seed=0,
-           progress=False, compression=compression)
+           progress=False,
+           options=RecordingOptions(compression=compression))
   episodes = {c: list(read_episodes(path)) for c, path in recordings.items()}
   for compression, got in episodes.items():
     envlogger_testing.assert_episodes_match(got, episodes['none'], ignore=())
@@ -288,7 +293,7 @@ def test_progress_bar_is_not_redrawn_every_episode(tmp_path, capsys):
   # and its last line shows the mean of all returns.
   env = envs.make('catch', rows=2, columns=3)
   record(env, env.expert_policy, tmp_path, 300, progress=True,
-         flush_every_episodes=300)
+         options=RecordingOptions(flush_every_episodes=300))
   err = capsys.readouterr().err
   assert err.count('\r') < 60, err.count('\r')
   assert '300/300' in err and 'mean_return=1]' in err.splitlines()[-1]
@@ -312,7 +317,8 @@ def test_refuses_an_existing_recording_and_keeps_it(tmp_path):
   before = list(read_episodes(tmp_path))
   with pytest.raises(FileExistsError,
                      match=r'already holds an EnvLogger recording\. Pass '
-                     r'overwrite=True to replace it, append=True'):
+                     r"if_exists='overwrite' to replace it, "
+                     r"if_exists='append'"):
     record(env, env.expert_policy, tmp_path, 1, progress=False)
   envlogger_testing.assert_episodes_match(list(read_episodes(tmp_path)), before,
                                           ignore=())
@@ -323,7 +329,7 @@ def test_overwrite_replaces_only_envlogger_files(tmp_path):
   record(env, env.expert_policy, tmp_path, 3, progress=False)
   (tmp_path / 'notes.txt').write_text('keep me')
   summary = record(env, env.expert_policy, tmp_path, 1, seed=1,
-                   progress=False, overwrite=True)
+                   progress=False, if_exists='overwrite')
   assert summary.episode_ids == (0,)
   assert len(list(read_episodes(tmp_path))) == 1
   assert len(rlds_envlogger.validate_recording(tmp_path)) == 1
@@ -334,7 +340,7 @@ def test_append_continues_episode_ids(tmp_path):
   env = envs.make('catch', rows=3)
   record(env, env.expert_policy, tmp_path, 2, seed=0, progress=False)
   summary = record(env, env.expert_policy, tmp_path, 3, seed=1,
-                   progress=False, append=True)
+                   progress=False, if_exists='append')
   assert summary.episode_ids == (2, 3, 4)
   episodes = list(read_episodes(tmp_path))
   assert [e['episode_metadata']['episode_id'] for e in episodes] == list(
@@ -351,7 +357,7 @@ def test_append_refuses_other_specs_and_keeps_the_recording(tmp_path):
                      match=r'Cannot append to .*: the recorded observation_spec '
                      r'.*differs from env\.observation_spec\(\)'):
     record(other, other.expert_policy, tmp_path, 1, progress=False,
-           append=True)
+           if_exists='append')
   envlogger_testing.assert_episodes_match(list(read_episodes(tmp_path)), before,
                                           ignore=())
   assert len(rlds_envlogger.validate_recording(tmp_path)) == 1
@@ -367,7 +373,7 @@ def test_append_to_a_plain_envlogger_recording(tmp_path):
       timestep = logged.step(env.expert_policy(timestep))
   env = envs.make('catch', rows=3)
   summary = record(env, env.expert_policy, tmp_path, 1, progress=False,
-                   append=True)
+                   if_exists='append')
   assert summary.episode_ids == (1,)
   assert [e['episode_metadata'] for e in read_episodes(tmp_path)] == [
       {}, {'episode_id': 1}]
@@ -378,7 +384,7 @@ def test_flushes_at_every_nth_reset(tmp_path, every, flushes):
   # Each flush (and the close) appends one step-offsets record.
   env = envs.make('catch', rows=2)
   record(env, env.expert_policy, tmp_path, 6, progress=False,
-         flush_every_episodes=every)
+         options=RecordingOptions(flush_every_episodes=every))
   (folder,) = rlds_envlogger.validate_recording(tmp_path)
   offsets = riegeli_files.scan(os.path.join(folder, 'step_offsets.riegeli'))
   assert offsets.records == flushes + 1
@@ -390,14 +396,14 @@ def test_append_refuses_other_dataset_metadata(tmp_path):
          metadata={'agent': 'expert'})
   # The stored metadata (or none) is fine: EnvLogger keeps what is stored.
   for metadata in ({'agent': 'expert'}, None):
-    record(env, env.expert_policy, tmp_path, 1, progress=False, append=True,
-           metadata=metadata)
+    record(env, env.expert_policy, tmp_path, 1, progress=False,
+           if_exists='append', metadata=metadata)
   with pytest.raises(ValueError,
                      match=r"Cannot append to .* with metadata 'agent'="
                      r"'random': the recording stores 'expert', and EnvLogger "
                      r"never rewrites its metadata\.riegeli"):
-    record(env, env.expert_policy, tmp_path, 1, progress=False, append=True,
-           metadata={'agent': 'random'})
+    record(env, env.expert_policy, tmp_path, 1, progress=False,
+           if_exists='append', metadata={'agent': 'random'})
   assert len(list(read_episodes(tmp_path))) == 3
 
 
@@ -410,7 +416,7 @@ def test_a_failed_overwrite_keeps_the_old_recording(tmp_path):
     raise RuntimeError('policy crashed')
 
   with pytest.raises(RuntimeError, match='policy crashed'):
-    record(env, failing, tmp_path, 3, progress=False, overwrite=True)
+    record(env, failing, tmp_path, 3, progress=False, if_exists='overwrite')
   envlogger_testing.assert_episodes_match(list(read_episodes(tmp_path)),
                                           before, ignore=())
   assert sorted(os.listdir(tmp_path)) == sorted(
@@ -512,12 +518,9 @@ RECORD_ERRORS = {
         r"`metadata` key 'rlds_lite_recorder' is reserved"),
     'overwrite_and_append': (dict(overwrite=True, append=True), ValueError,
                              r'Pass at most one of `overwrite` and `append`'),
-    'flush_every_zero': (dict(flush_every_episodes=0), ValueError,
-                         r'`flush_every_episodes` must be a positive int, '
-                         r'got 0'),
-    'flush_every_float': (dict(flush_every_episodes=2.0), ValueError,
-                          r'`flush_every_episodes` must be a positive int, '
-                          r'got 2\.0'),
+    'if_exists_unknown': (dict(if_exists='replace'), ValueError,
+                          r"`if_exists` must be one of \['error', 'append', "
+                          r"'overwrite'\], got 'replace'"),
     'seed_not_int': (dict(seed='0'), TypeError,
                      r"`seed` must be an int or None, got '0'"),
     'seed_negative': (dict(seed=-1), ValueError, r'`seed` must be >= 0, got -1'),
@@ -547,12 +550,6 @@ RECORD_ERRORS = {
     'dict_action_for_tuple_spec': (
         dict(env=NestedEnv, policy=lambda env: (lambda t: {'a': 1})),
         ValueError, r"The policy returned action=\{'a': 1\}; env\.action_spec"),
-    'compression_unknown': (dict(compression='gzip'), ValueError,
-                            r"`compression` must be one of \['brotli', 'none', "
-                            r"'snappy', 'zstd'\], got 'gzip'"),
-    'compression_riegeli_options': (
-        dict(compression='transpose,zstd:3'), ValueError,
-        r"`compression` must be one of .*got 'transpose,zstd:3'"),
     'action_rejected_by_env': (
         dict(policy=lambda env: (lambda t: np.int64(7))), ValueError,
         r'Catch `action` must be an integer 0 \(left\), 1 \(stay\) or 2'),
@@ -569,6 +566,66 @@ def test_record_errors(overrides, error, match, tmp_path):
   with pytest.raises(error, match=match):
     record(env, policy, tmp_path / 'rec', num_episodes, progress=False,
            **overrides)
+
+
+OPTION_ERRORS = {
+    'flush_every_zero': (dict(flush_every_episodes=0),
+                         r'`flush_every_episodes` must be a positive int, '
+                         r'got 0'),
+    'flush_every_float': (dict(flush_every_episodes=2.0),
+                          r'`flush_every_episodes` must be a positive int, '
+                          r'got 2\.0'),
+    'compression_unknown': (dict(compression='gzip'),
+                            r"`compression` must be one of \['brotli', 'none', "
+                            r"'snappy', 'zstd'\], got 'gzip'"),
+    'compression_riegeli_options': (
+        dict(compression='transpose,zstd:3'),
+        r"`compression` must be one of .*got 'transpose,zstd:3'"),
+}
+
+
+@pytest.mark.parametrize('fields,match', OPTION_ERRORS.values(),
+                         ids=list(OPTION_ERRORS))
+def test_recording_options_errors(fields, match):
+  with pytest.raises(ValueError, match=match):
+    RecordingOptions(**fields)
+
+
+OLD_KEYWORDS = {
+    'overwrite': (dict(overwrite=True), "if_exists='overwrite'", (0,)),
+    'append': (dict(append=True), "if_exists='append'", (1,)),
+    'compression': (dict(compression='brotli'),
+                    r'options=RecordingOptions\(compression=\.\.\.\)', (0,)),
+    'flush_every_episodes': (
+        dict(flush_every_episodes=2),
+        r'options=RecordingOptions\(flush_every_episodes=\.\.\.\)', (0,)),
+}
+
+
+@pytest.mark.parametrize('old,new,ids', OLD_KEYWORDS.values(),
+                         ids=list(OLD_KEYWORDS))
+def test_old_keywords_still_work_and_warn_once(old, new, ids, tmp_path,
+                                               monkeypatch):
+  monkeypatch.setattr(recording, '_WARNED', set())
+  env = envs.make('catch', rows=2)
+  existing = 'overwrite' in old or 'append' in old
+  if existing:
+    record(env, env.expert_policy, tmp_path, 1, progress=False)
+  for call in range(2):
+    with warnings.catch_warnings(record=True) as caught:
+      warnings.simplefilter('always')
+      target = tmp_path if existing else tmp_path / str(call)
+      summary = record(env, env.expert_policy, target, 1, progress=False,
+                       **old)
+    warned = [str(w.message) for w in caught
+              if issubclass(w.category, DeprecationWarning)]
+    if call == 0:
+      assert summary.episode_ids == ids
+      assert len(warned) == 1 and re.match(
+          rf'record: {list(old)[0]}= is now {new}; the old keyword will go',
+          warned[0]), warned
+    else:
+      assert not warned, warned  # Once.
 
 
 def test_data_dir_that_is_a_file(tmp_path):

@@ -43,8 +43,10 @@ def write_dataset(data_dir: str, file_format: str = 'tfrecord') -> str:
                         'reward': np.float32, 'discount': np.float32}}
   rng = np.random.default_rng(0)
   with rlds_tfds.EpisodeWriter(data_dir, NAME, features,
-                               file_format=file_format,
-                               max_episodes_per_file=EPISODES_PER_SHARD) as w:
+                               options=rlds_tfds.FileOptions(
+                                   file_format=file_format,
+                                   max_episodes_per_file=EPISODES_PER_SHARD)
+                               ) as w:
     for index in range(NUM_EPISODES):
       length = 5 + index
       valid = np.arange(length) < length - 1  # RLDS: the last step's

@@ -63,8 +63,7 @@ if args.get('kill_at_rename'):
   staging.os.replace = replace
 envlogger.record(env, policy, args['data_dir'], args['episodes'],
                  seed=args['seed'], progress=False,
-                 append=args.get('append', False),
-                 overwrite=args.get('overwrite', False))
+                 if_exists=args.get('if_exists', 'error'))
 print('done', flush=True)
 '''
 

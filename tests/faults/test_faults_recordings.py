@@ -235,7 +235,7 @@ def test_killed_inside_a_flush_while_writing_a_file(tmp_path,
 
 
 # ---------------------------------------------------------------------------
-# record(append=True) and record(overwrite=True) never destroy what was there.
+# record(if_exists='append') and (if_exists='overwrite') never destroy what was there.
 
 
 def test_killed_append_keeps_the_recording_and_appends_again(
@@ -245,7 +245,8 @@ def test_killed_append_keeps_the_recording_and_appends_again(
   rlds_envlogger.record(env, env.expert_policy, data_dir, 5, seed=SEED,
                         progress=False)
   # Killed in the second new episode: the first new one (id 5) is done.
-  record_killed_at(data_dir, rf.ACTIONS_PER_EPISODE + 2, append=True)
+  record_killed_at(data_dir, rf.ACTIONS_PER_EPISODE + 2,
+                   if_exists='append')
   found = rf.read_all_ways(data_dir)
   assert rf.episode_ids(found['episodes']) == list(range(6))
   rf.assert_same_episodes(found['episodes'][:5], recording_reference[:5])
@@ -255,7 +256,8 @@ def test_killed_append_keeps_the_recording_and_appends_again(
   with warnings.catch_warnings():
     warnings.simplefilter('ignore', RecoveredRecordingWarning)
     summary = rlds_envlogger.record(env, env.expert_policy, data_dir, 2,
-                                    seed=1, progress=False, append=True)
+                                    seed=1, progress=False,
+                                    if_exists='append')
   assert summary.episode_ids == (6, 7)
   found = rf.read_all_ways(data_dir)
   assert rf.episode_ids(found['episodes']) == list(range(8))
@@ -272,13 +274,14 @@ def test_killed_overwrite_keeps_the_old_recording(tmp_path,
   (data_dir / 'notes.txt').write_text('keep me')
   # Killed early (the first action of the new recording) and late.
   for action in (1, 10 * rf.ACTIONS_PER_EPISODE):
-    record_killed_at(data_dir, action, overwrite=True, seed=99)
+    record_killed_at(data_dir, action, if_exists='overwrite', seed=99)
     found = rf.read_all_ways(data_dir)
     rf.assert_same_episodes(found['episodes'], recording_reference[:12])
     assert found['messages'] == []
     assert envlogger_episodes.find_recordings(data_dir) == [str(data_dir)]
   summary = rlds_envlogger.record(env, env.expert_policy, data_dir, 2, seed=1,
-                                  progress=False, overwrite=True)
+                                  progress=False,
+                                  if_exists='overwrite')
   assert summary.episode_ids == (0, 1)
   found = rf.read_all_ways(data_dir)
   assert rf.episode_ids(found['episodes']) == [0, 1]
@@ -304,7 +307,7 @@ def test_overwrite_killed_while_swapping_in(tmp_path):
   # The renames: the COMPLETE mark, the old metadata out, the old folder
   # out, the new folder in, the new metadata in. Killed after the second.
   rf.run_child('record', dict(data_dir=str(data_dir), catch=rf.CATCH,
-                              episodes=3, seed=99, overwrite=True,
+                              episodes=3, seed=99, if_exists='overwrite',
                               kill_at_rename=2))
   metadata = os.path.join(data_dir, 'metadata.riegeli')
   with pytest.raises(FileNotFoundError) as error:

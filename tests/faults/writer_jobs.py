@@ -16,6 +16,7 @@ import tensorflow_datasets as tfds
 
 import rlds_lite
 from rlds_lite.tfds import EpisodeWriter
+from rlds_lite.tfds import FileOptions
 
 NAME = 'faulty'
 STEPS = 3
@@ -56,7 +57,8 @@ def write(data_dir: str, ids: Sequence[int], version: int,
   for k, chunk in enumerate(chunks):
     with EpisodeWriter(data_dir, NAME, features(),
                        if_exists=if_exists if k == 0 else 'append',
-                       max_episodes_per_file=max_episodes_per_file,
+                       options=FileOptions(
+                           max_episodes_per_file=max_episodes_per_file),
                        **options) as writer:
       for i in chunk:
         writer.add_episode(episode(int(i), version))

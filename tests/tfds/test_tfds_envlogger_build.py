@@ -2,6 +2,7 @@
 
 import json
 import os
+import warnings
 
 import dm_env
 import numpy as np
@@ -13,8 +14,13 @@ import tfds_build_testing as et
 import rlds_lite
 from rlds_lite import envlogger as envlogger_compat
 from rlds_lite.tfds import build_from_envlogger
+from rlds_lite.tfds import Beam
+from rlds_lite.tfds import DatasetCard
+from rlds_lite.tfds import envlogger_build
 from rlds_lite.tfds import envlogger_decode
 from rlds_lite.tfds import envlogger_episodes
+from rlds_lite.tfds import episode_writer
+from rlds_lite.tfds import FileOptions
 
 E = et.Episode
 
@@ -206,7 +212,7 @@ def test_array_record_format(tmp_path):
                                                   E(1, et.RESET_CUT)])
   path = build_from_envlogger(tmp_path / 'logs', name='random_access',
                               data_dir=tmp_path / 'tfds',
-                              file_format='array_record')
+                              options=FileOptions(file_format='array_record'))
   source = tfds.data_source('random_access', data_dir=tmp_path / 'tfds',
                             split='train')
   assert len(source) == 2
@@ -416,7 +422,7 @@ def test_bad_episode_mid_way_names_it_and_leaves_no_dataset(tmp_path):
 @pytest.mark.parametrize('kwargs,error,message', [
     (dict(name='Bad-Name'), ValueError, 'snake_case TFDS dataset name'),
     (dict(name='ok', split='tr ain'), ValueError, 'split must be a name'),
-    (dict(name='ok', file_format='parquet'), ValueError,
+    (dict(name='ok', options=FileOptions(file_format='parquet')), ValueError,
      r"file_format must be one of \['tfrecord', 'array_record'\]"),
 ], ids=['bad_name', 'bad_split', 'bad_file_format'])
 def test_bad_arguments(tmp_path, kwargs, error, message):
@@ -625,3 +631,49 @@ def test_buffer_rows_of_wrong_length_are_an_error(shape, dtype):
                      match=r'^Episode 0: cannot decode observation value 0 '
                      r'of 3 \(its values do not match its shape\?\)'):
     envlogger_decode._column(datas, 'observation', 'Episode 0')  # pylint: disable=protected-access
+
+
+def test_options_card_and_old_keywords(tmp_path, monkeypatch):
+  monkeypatch.setattr(episode_writer, '_WARNED', set())
+  et.record_script(str(tmp_path / 'logs'), [E(1, et.TERMINAL)] * 3)
+  path = build_from_envlogger(
+      tmp_path / 'logs', name='carded', data_dir=tmp_path / 'tfds',
+      options=FileOptions(max_episodes_per_file=2),
+      card=DatasetCard(description='three', citation='@misc{c}'))
+  info = tfds.builder_from_directory(path).info
+  assert (info.description, info.citation) == ('three', '@misc{c}')
+  assert info.splits['train'].shard_lengths == [2, 1]
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    path = build_from_envlogger(tmp_path / 'logs', name='old',
+                                data_dir=tmp_path / 'tfds',
+                                description='old style')
+  assert [str(w.message) for w in caught
+          if issubclass(w.category, DeprecationWarning)] == [
+              'build_from_envlogger: description= is now card=DatasetCard('
+              'description=...); the old keyword will go in a later release.']
+  assert tfds.builder_from_directory(path).info.description == 'old style'
+
+
+@pytest.mark.parametrize('kwargs,message', [
+    (dict(options=FileOptions(max_bytes_per_file=1 << 20)),
+     r'FileOptions\.max_bytes_per_file is not supported'),
+    (dict(card=DatasetCard(metadata={'a': 1})),
+     r'DatasetCard\.metadata is not written by a TFDS build'),
+], ids=['max_bytes', 'metadata'])
+def test_what_a_build_cannot_write_is_refused(tmp_path, kwargs, message):
+  et.record_script(str(tmp_path / 'logs'), [E(1, et.TERMINAL)])
+  with pytest.raises(ValueError, match=message):
+    build_from_envlogger(tmp_path / 'logs', name='ok',
+                         data_dir=tmp_path / 'tfds', **kwargs)
+  assert not os.path.exists(tmp_path / 'tfds' / 'ok')
+
+
+def test_beam_runner_keyword_still_works_and_warns(monkeypatch):
+  monkeypatch.setattr(envlogger_build, '_WARNED', set())
+  with pytest.warns(DeprecationWarning, match=r'build_from_envlogger: '
+                    r'beam_runner= is now beam=Beam\(runner=\.\.\.\)'):
+    beam = envlogger_build._beam_of(True, {'beam_runner': 'MyRunner'})
+  assert beam == Beam(runner='MyRunner')
+  assert envlogger_build._beam_of(False, {}) is None
+  assert envlogger_build._beam_of(True, {}) == Beam()

@@ -7,6 +7,7 @@ decoded pixels.
 
 import os
 import tempfile
+import warnings
 
 from hypothesis import given
 from hypothesis import settings
@@ -20,8 +21,11 @@ import episode_strategies
 import rlds_lite
 from rlds_lite import nest_paths
 from rlds_lite.tfds import encoding
+from rlds_lite.tfds import episode_writer
 from rlds_lite.tfds import publish
+from rlds_lite.tfds import DatasetCard
 from rlds_lite.tfds import EpisodeWriter
+from rlds_lite.tfds import FileOptions
 from rlds_lite.tfds import rlds_features
 from rlds_lite.tfds import write_dataset
 
@@ -404,7 +408,8 @@ def test_rich_features_round_trip(tmp_path):
 
 def test_array_record_random_access(tmp_path):
   with EpisodeWriter(tmp_path, 'random', vector_features(),
-                     file_format='array_record') as writer:
+                     options=FileOptions(file_format='array_record')
+                     ) as writer:
     writer.add_episodes([vector_episode(2, 0), vector_episode(3, 1)])
   source = tfds.data_source('random', data_dir=str(tmp_path), split='train')
   assert len(source) == 2
@@ -414,7 +419,7 @@ def test_array_record_random_access(tmp_path):
 def test_shards_roll_over_and_keep_order(tmp_path):
   episodes = [vector_episode(2, i) for i in range(5)]
   with EpisodeWriter(tmp_path, 'sharded', vector_features(),
-                     max_episodes_per_file=2) as writer:
+                     options=FileOptions(max_episodes_per_file=2)) as writer:
     writer.add_episodes(episodes)
   info = tfds.builder_from_directory(writer.path).info
   assert info.splits['train'].shard_lengths == [2, 2, 1]
@@ -445,7 +450,7 @@ def test_append_with_other_features_is_an_error(tmp_path):
     EpisodeWriter(tmp_path, 'fixed', other, if_exists='append')
   with pytest.raises(ValueError, match=r'stored as tfrecord, not array_record'):
     EpisodeWriter(tmp_path, 'fixed', vector_features(), if_exists='append',
-                  file_format='array_record')
+                  options=FileOptions(file_format='array_record'))
 
 
 def test_existing_dataset_is_an_error_by_default(tmp_path):
@@ -481,7 +486,7 @@ def test_reader_never_sees_a_half_written_dataset(tmp_path):
 def test_failure_inside_the_with_block_publishes_nothing(tmp_path):
   with pytest.raises(RuntimeError, match='boom'):
     with EpisodeWriter(tmp_path, 'failed', vector_features(),
-                       max_episodes_per_file=1) as writer:
+                       options=FileOptions(max_episodes_per_file=1)) as writer:
       writer.add_episodes([vector_episode(2), vector_episode(3)])
       raise RuntimeError('boom')
   # Only the lock file (never deleted) in the name folder: no dataset.
@@ -527,7 +532,8 @@ def test_failed_append_keeps_the_existing_dataset(tmp_path, monkeypatch):
     (dict(if_exists='merge'), ValueError, r"if_exists must be one of"),
     (dict(splits='train'), ValueError, r'splits must be a non-empty sequence'),
     (dict(splits=('a b',)), ValueError, r"Bad split name 'a b'"),
-    (dict(file_format='csv'), ValueError, r'file_format must be one of'),
+    (dict(options=FileOptions(file_format='csv')), ValueError,
+     r'file_format must be one of'),
     (dict(version='one'), ValueError, r'Invalid version|version'),
     (dict(features_or_spec=None), ValueError,
      r'features_or_spec is required unless appending'),
@@ -629,8 +635,10 @@ def _upstream_config():
 def test_upstream_form_writes_into_the_given_directory(tmp_path):
   directory = tmp_path / 'dataset'
   directory.mkdir()  # Upstream required it to exist: an empty one is fine.
-  writer = EpisodeWriter(str(directory), _upstream_config(),
-                         max_episodes_per_file=1, split_name='train')
+  with warnings.catch_warnings():
+    warnings.simplefilter('error')  # Upstream's own keywords: no warning.
+    writer = EpisodeWriter(str(directory), _upstream_config(),
+                           max_episodes_per_file=1, split_name='train')
   for i in range(2):
     writer.add_episode(dict(vector_episode(2, i),
                             steps=_per_step(vector_episode(2, i)['steps'], 2)))
@@ -777,3 +785,121 @@ def test_random_episodes_read_back_exactly_or_are_refused(episode):
     got = _dense(path)
     assert len(got) == 1
     _assert_nests_equal(got[0]['steps'], episode['steps'])
+
+
+# ----------------------------------------------------------------------------
+# FileOptions and DatasetCard; the flat keywords of before.
+
+
+def test_options_and_card_show_what_differs_from_the_defaults():
+  assert repr(FileOptions()) == 'FileOptions()'
+  assert repr(FileOptions(max_episodes_per_file=5, jpeg_quality=80)) == (
+      'FileOptions(max_episodes_per_file=5, jpeg_quality=80)')
+  assert repr(DatasetCard(citation='@misc{x}')) == (
+      "DatasetCard(citation='@misc{x}')")
+  with pytest.raises(ValueError, match=r'max_episodes_per_file must be a '
+                     r'positive int, got 0\.'):
+    FileOptions(max_episodes_per_file=0)
+
+
+def test_card_reaches_the_dataset_info(tmp_path):
+  card = DatasetCard(description='toy robot', homepage='https://example.org',
+                     citation='@misc{toy}', metadata={'robot': 'arm'})
+  with EpisodeWriter(tmp_path, 'carded', vector_features(),
+                     card=card) as writer:
+    writer.add_episode(vector_episode(2))
+  info = tfds.builder_from_directory(writer.path).info
+  assert (info.description, info.homepage, info.citation) == (
+      'toy robot', 'https://example.org', '@misc{toy}')
+  assert info.metadata == {'robot': 'arm'}
+
+
+def test_options_and_keywords_together_are_an_error(tmp_path):
+  with pytest.raises(TypeError, match=r"EpisodeWriter: pass \['file_format'\] "
+                     r'in options=FileOptions\(\.\.\.\), not beside it\.'):
+    EpisodeWriter(tmp_path, 'both', vector_features(), options=FileOptions(),
+                  file_format='array_record')
+  with pytest.raises(TypeError, match=r'EpisodeWriter: card must be a '
+                     r'DatasetCard\(\.\.\.\), got dict\.'):
+    EpisodeWriter(tmp_path, 'both', vector_features(), card={'a': 1})
+  with pytest.raises(TypeError, match=r"EpisodeWriter\(\) got an unexpected "
+                     r"keyword argument 'max_episodes'"):
+    EpisodeWriter(tmp_path, 'both', vector_features(), max_episodes=3)
+
+
+def _deprecations(caught):
+  return [str(w.message) for w in caught
+          if issubclass(w.category, DeprecationWarning)]
+
+
+OLD_WRITER_KEYWORDS = {
+    'file_format': ('array_record', 'options=FileOptions'),
+    'max_episodes_per_file': (1, 'options=FileOptions'),
+    'max_bytes_per_file': (1 << 20, 'options=FileOptions'),
+    'use_images': (False, 'options=FileOptions'),
+    'image_encoding': ('jpeg', 'options=FileOptions'),
+    'jpeg_quality': (90, 'options=FileOptions'),
+    'tensor_encoding': ('bytes', 'options=FileOptions'),
+    'description': ('old style', 'card=DatasetCard'),
+    'homepage': ('https://example.org', 'card=DatasetCard'),
+    'citation': ('@misc{old}', 'card=DatasetCard'),
+    'metadata': ({'old': True}, 'card=DatasetCard'),
+}
+
+
+@pytest.mark.parametrize('key', list(OLD_WRITER_KEYWORDS))
+def test_old_writer_keywords_still_work_and_warn_once(tmp_path, monkeypatch,
+                                                      key):
+  monkeypatch.setattr(episode_writer, '_WARNED', set())
+  value, new = OLD_WRITER_KEYWORDS[key]
+  for call in range(2):
+    with warnings.catch_warnings(record=True) as caught:
+      warnings.simplefilter('always')
+      writer = EpisodeWriter(tmp_path, f'old{call}', vector_features(),
+                             **{key: value})
+    warned = _deprecations(caught)
+    with writer:
+      writer.add_episodes([vector_episode(2, 0), vector_episode(2, 1)])
+    if call == 0:
+      assert warned == [f'EpisodeWriter: {key}= is now {new}({key}=...); the '
+                        'old keyword will go in a later release.']
+    else:
+      assert warned == []  # Once.
+  # The old keyword did what the new spelling does.
+  field = new.split('=')[0]
+  if field == 'options':
+    assert getattr(writer._options, key) == value
+  else:
+    assert getattr(writer._card, key) == value
+  info = tfds.builder_from_directory(writer.path).info
+  if key == 'max_episodes_per_file':
+    assert info.splits['train'].shard_lengths == [1, 1]
+  if key == 'file_format':
+    assert info.file_format.value == 'array_record'
+  if key in ('description', 'homepage', 'citation'):
+    assert getattr(info, key) == value
+  if key == 'metadata':
+    assert info.metadata == value
+
+
+def test_old_write_dataset_keywords_still_work_and_warn_once(tmp_path,
+                                                             monkeypatch):
+  monkeypatch.setattr(episode_writer, '_WARNED', set())
+  episodes = tf.data.Dataset.from_tensors({'steps': {
+      'reward': [1.0, 2.0], 'is_first': [True, False],
+      'is_last': [False, True], 'is_terminal': [False, True]}})
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    path = write_dataset(episodes, tmp_path, 'old', description='said so',
+                         file_format='array_record')
+  assert _deprecations(caught) == [
+      'write_dataset: file_format= is now options=FileOptions(file_format=...)'
+      '; the old keyword will go in a later release.',
+      'write_dataset: description= is now card=DatasetCard(description=...); '
+      'the old keyword will go in a later release.']
+  info = tfds.builder_from_directory(path).info
+  assert (info.description, info.file_format.value) == ('said so',
+                                                        'array_record')
+  with pytest.raises(TypeError, match=r"write_dataset\(\) got an unexpected "
+                     r"keyword argument 'max_episodes_per_file'"):
+    write_dataset(episodes, tmp_path, 'new', max_episodes_per_file=2)

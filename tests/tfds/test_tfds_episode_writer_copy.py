@@ -1,4 +1,4 @@
-"""EpisodeWriter.add_serialized_episode and metadata= (used to copy episodes)."""
+"""EpisodeWriter.add_serialized_episode and DatasetCard.metadata (used to copy episodes)."""
 
 import json
 import os
@@ -9,6 +9,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 import rlds_lite
+from rlds_lite.tfds import DatasetCard
 from rlds_lite.tfds import EpisodeWriter
 
 FEATURES = {'steps': {'observation': np.float32, 'reward': np.float32},
@@ -46,7 +47,7 @@ def test_metadata_is_readable_with_tfds(tmp_path):
   metadata = {'rlds_lite': {'operation': 'filter', 'where': 'length > 2',
                             'runs': [[0, 1, 2]]}}
   with EpisodeWriter(str(tmp_path), 'toy', FEATURES,
-                     metadata=metadata) as writer:
+                     card=DatasetCard(metadata=metadata)) as writer:
     writer.add_episode(_episode(0))
   assert tfds.builder_from_directory(writer.path).info.metadata == metadata
   with open(os.path.join(writer.path, 'metadata.json')) as f:
@@ -61,10 +62,10 @@ def test_no_metadata_no_file(tmp_path):
 
 def test_metadata_is_refused_when_appending(tmp_path):
   with EpisodeWriter(str(tmp_path), 'toy', FEATURES,
-                     metadata={'a': 1}) as writer:
+                     card=DatasetCard(metadata={'a': 1})) as writer:
     writer.add_episode(_episode(0))
-  with pytest.raises(ValueError, match='metadata= is written with a new '
-                     'dataset, not when appending.'):
+  with pytest.raises(ValueError, match='DatasetCard.metadata is written with '
+                     'a new dataset, not when appending.'):
     EpisodeWriter(str(tmp_path), 'toy', None, if_exists='append',
-                  metadata={'a': 2})
+                  card=DatasetCard(metadata={'a': 2}))
   assert tfds.builder_from_directory(writer.path).info.metadata == {'a': 1}

@@ -18,6 +18,7 @@ from rlds_lite import synthetic
 from rlds_lite.convert import episodes as convert_episodes
 from rlds_lite.tfds import build_from_envlogger
 from rlds_lite.tfds import EpisodeWriter
+from rlds_lite.tfds import FileOptions
 from rlds_lite.tfds import write_dataset
 
 CAMERAS = {'image_primary': (16, 12), 'image_wrist': (8, 8)}
@@ -45,7 +46,7 @@ def expected_jpegs(frames, quality):
 def test_episode_writer_jpeg_quality_several_cameras(tmp_path, quality):
   episodes = list(synthetic.camera_episodes(2, 3, CAMERAS, seed=0))
   with EpisodeWriter(tmp_path, 'cams', synthetic.camera_features(CAMERAS),
-                     jpeg_quality=quality) as writer:
+                     options=FileOptions(jpeg_quality=quality)) as writer:
     writer.add_episodes(episodes)
   for camera in CAMERAS:
     stored = stored_frames(writer.path, ('observation', camera))
@@ -77,8 +78,9 @@ def test_write_dataset_detects_images_as_jpeg(tmp_path):
       'is_first': [True, False, False], 'is_last': [False, False, True],
       'is_terminal': [False, False, True]})
   path = write_dataset(tf.data.Dataset.from_tensors({'steps': steps}),
-                       tmp_path, 'detected', image_encoding='jpeg',
-                       jpeg_quality=70)
+                       tmp_path, 'detected',
+                       options=FileOptions(image_encoding='jpeg',
+                                           jpeg_quality=70))
   feature = tfds.builder_from_directory(path).info.features['steps'].feature
   assert feature['observation']['image'].encoding_format == 'jpeg'
   assert list(stored_frames(path, ('observation', 'image'))[0]) == (
@@ -102,7 +104,8 @@ def test_png_and_raw_bytes_cameras_beside_jpeg(tmp_path):
                        'is_first': [True, False, False],
                        'is_last': [False, False, True],
                        'is_terminal': [False, False, False]}}
-  with EpisodeWriter(tmp_path, 'mixed', features, jpeg_quality=80) as writer:
+  with EpisodeWriter(tmp_path, 'mixed', features,
+                     options=FileOptions(jpeg_quality=80)) as writer:
     writer.add_episode(episode)
   builder = tfds.builder_from_directory(writer.path)
   steps = list(next(iter(builder.as_dataset(split='train')))['steps'])
@@ -130,8 +133,9 @@ def test_build_from_envlogger_jpeg_quality(tmp_path, beam):
   raw = bt.record_script(str(tmp_path / 'raw'), [bt.Episode(3, bt.TERMINAL)],
                          kind='dict')
   path = build_from_envlogger(tmp_path / 'raw', name='cams',
-                              data_dir=tmp_path / 'tfds', image_encoding='jpeg',
-                              jpeg_quality=55, beam=beam)
+                              data_dir=tmp_path / 'tfds',
+                              options=FileOptions(image_encoding='jpeg',
+                                                  jpeg_quality=55), beam=beam)
   frames = [step.observation['camera_image'] for step in raw[0]]
   assert list(stored_frames(path, ('observation', 'camera_image'))[0]) == (
       expected_jpegs(frames, 55))
@@ -141,4 +145,4 @@ def test_build_from_envlogger_jpeg_quality(tmp_path, beam):
 def test_bad_quality_is_an_error(tmp_path, quality):
   with pytest.raises(ValueError, match='jpeg_quality must be None or an int'):
     EpisodeWriter(tmp_path, 'bad', synthetic.camera_features(CAMERAS),
-                  jpeg_quality=quality)
+                  options=FileOptions(jpeg_quality=quality))

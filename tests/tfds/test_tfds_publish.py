@@ -21,6 +21,7 @@ import tensorflow_datasets as tfds
 
 import rlds_lite
 from rlds_lite.tfds import EpisodeWriter
+from rlds_lite.tfds import FileOptions
 from rlds_lite.tfds import leftovers
 from rlds_lite.tfds import publish
 from rlds_lite.tfds import write_dataset
@@ -205,7 +206,7 @@ def test_a_new_dataset_is_on_disk_before_it_is_renamed_into_place(tmp_path,
                                                                   disk_log):
   data_dir = tmp_path / 'new_data_dir'
   with EpisodeWriter(data_dir, 'durable', vector_features(),
-                     max_episodes_per_file=1) as writer:
+                     options=FileOptions(max_episodes_per_file=1)) as writer:
     writer.add_episodes([vector_episode(2, 0), vector_episode(2, 1)])
   switch = next(i for i, e in enumerate(disk_log)
                 if e[0] == 'rename' and e[2] == writer.path)
@@ -252,7 +253,7 @@ def test_publish_steps_are_in_order_and_the_hook_kills_only_when_named(
 
 def test_leftovers_module_reads_what_the_writer_references(tmp_path):
   with EpisodeWriter(tmp_path, 'refs', vector_features(),
-                     max_episodes_per_file=1) as writer:
+                     options=FileOptions(max_episodes_per_file=1)) as writer:
     writer.add_episodes([vector_episode(1, 0), vector_episode(1, 1)])
   proto = leftovers.read_info_proto(writer.path)
   assert leftovers.referenced_files(writer.path, proto) == {
