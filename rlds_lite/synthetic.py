@@ -330,8 +330,9 @@ def camera_dataset(data_dir: Union[str, os.PathLike],
   """
   cameras = dict(CAMERAS if cameras is None else cameras)
   features = camera_features(cameras, image_encoding=image_encoding)
+  options = episode_writer.FileOptions(jpeg_quality=jpeg_quality)
   with episode_writer.EpisodeWriter(data_dir, name, features,
-                                    jpeg_quality=jpeg_quality) as writer:
+                                    options=options) as writer:
     for episode in camera_episodes(num_episodes, length, cameras, seed=seed):
       writer.add_episode(episode)
   return writer.path

@@ -496,13 +496,17 @@ def to_dataset(episodes: Iterable[Episode], *,
 
 def write_tfds(episodes: EpisodesLike, data_dir: Union[str, os.PathLike],
                name: str, *, split: str = 'train', if_exists: str = 'error',
-               **writer_kwargs: Any) -> str:
+               version: Optional[str] = None,
+               options: Optional[episode_writer.FileOptions] = None,
+               card: Optional[episode_writer.DatasetCard] = None,
+               **legacy: Any) -> str:
   """Writes Episodes (or an RLDS dataset) as a TFDS dataset; returns its dir.
 
   Features are inferred from the first episode with
   `rlds_lite.tfds.features_from_episode` (shapes kept as they are, float64
   exact, images detected, string fields as ``Text``); the dataset appears
-  atomically when all episodes are written.
+  atomically when all episodes are written. ``options`` and ``card`` are
+  `rlds_lite.tfds.EpisodeWriter`'s.
 
   Example:
     >>> import tempfile, rlds_lite
@@ -512,16 +516,17 @@ def write_tfds(episodes: EpisodesLike, data_dir: Union[str, os.PathLike],
     >>> [int(e['steps']['reward'].shape[0]) for e in rlds_lite.load(path, dense=True)]
     [2]
   """
+  options, card = episode_writer.options_and_card('write_tfds', options, card,
+                                                  legacy)
   iterator = iter(numpy_episodes(episodes))
   try:
     first = next(iterator)
   except StopIteration:
     raise ValueError(f'write_tfds: no episodes to write to {name!r}.') from None
-  features = features_lib.features_from_episode(
-      first, **{k: v for k, v in writer_kwargs.items()
-                if k in ('use_images', 'image_encoding', 'tensor_encoding')})
+  features = features_lib.features_from_episode(first,
+                                                **options.feature_options())
   with episode_writer.EpisodeWriter(data_dir, name, features, splits=(split,),
-                                    if_exists=if_exists,
-                                    **writer_kwargs) as writer:
+                                    options=options, version=version,
+                                    if_exists=if_exists, card=card) as writer:
     writer.add_episodes(itertools.chain([first], iterator), split=split)
   return writer.path

@@ -14,8 +14,8 @@ Recordings survive crashes: `record` flushes as each episode starts, so a
 crash (even SIGKILL) loses at most the episode in progress; every reader
 (`read_episodes`, `validate_recording`, `rlds_lite.tfds.build_from_envlogger`)
 reads what a killed writer left as EnvLogger's own reader does, dropping the
-unfinished episode with a `RecoveredRecordingWarning`; `record(append=True)`
-and `record(overwrite=True)` never destroy the recording that was there
+unfinished episode with a `RecoveredRecordingWarning`; `record(if_exists='append')`
+and `record(if_exists='overwrite')` never destroy the recording that was there
 before the new data is complete (see docs/guarantees.md).
 
 Example:

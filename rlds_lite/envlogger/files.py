@@ -34,7 +34,7 @@ SHARD_FILES = ('steps.riegeli', 'step_offsets.riegeli',
 def shard_dirs(data_dir: str) -> List[str]:
   """Sub-folders holding at least one shard file, in chronological order.
 
-  (The staging folder of ``record(overwrite=True)`` holds a recording, not
+  (The staging folder of ``record(if_exists='overwrite')`` holds a recording, not
   shard files: it is not one, for EnvLogger's reader either.)
   """
   shards = []
@@ -154,7 +154,8 @@ def _check_directory(data_dir: str) -> None:
       staging.overwrite_in_progress(data_dir)):
     raise FileNotFoundError(
         f'EnvLogger file {metadata_path} is missing: a record(..., '
-        'overwrite=True) was interrupted while it swapped the new recording '
+        "if_exists='overwrite') was interrupted while it swapped the new "
+        'recording '
         'in. Call rlds_lite.envlogger.finish_overwrite('
         f'{data_dir!r}) (or record into it again) to complete it.')
   if not [n for n in os.listdir(data_dir) if not n.startswith('.')]:

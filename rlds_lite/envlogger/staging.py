@@ -1,4 +1,4 @@
-"""One recorder at a time, and `record(overwrite=True)` that never loses both.
+"""One recorder at a time, and `record(if_exists='overwrite')` never losing both.
 
 `recorder_lock` holds an exclusive ``flock`` on ``data_dir/.rlds_lite.lock``
 while `record` writes, so a second recorder into the same directory (another
@@ -40,7 +40,7 @@ from rlds_lite.envlogger.compat import PathLike
 LOCK_FILE = '.rlds_lite.lock'
 """The lock file `record` holds in the recording directory."""
 STAGING_DIR = '.rlds_lite_overwrite'
-"""Where ``record(overwrite=True)`` records before swapping the result in."""
+"""Where ``record(if_exists='overwrite')`` records before swapping the result in."""
 REPLACED_DIR = '.rlds_lite_replaced'
 """Where the swap moves the old recording before deleting it."""
 _COMPLETE = 'COMPLETE.json'
@@ -100,7 +100,7 @@ def _writer_folders(path: str) -> List[str]:
 
 
 def staging_dir(data_dir: PathLike) -> str:
-  """The staging folder of ``record(overwrite=True)`` in ``data_dir``."""
+  """The staging folder of ``record(if_exists='overwrite')`` in ``data_dir``."""
   return os.path.join(os.fspath(data_dir), STAGING_DIR)
 
 
@@ -156,7 +156,7 @@ def _swap(data_dir: str) -> None:
 
 
 def finish_overwrite(data_dir: PathLike) -> bool:
-  """Completes a ``record(overwrite=True)`` that was killed while swapping.
+  """Completes a ``record(if_exists='overwrite')`` that was killed while swapping.
 
   Takes the recorder lock. A staged recording that was complete is swapped
   in (resuming where the swap stopped); one that was not (the overwrite was

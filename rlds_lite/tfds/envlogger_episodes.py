@@ -84,7 +84,7 @@ def find_recordings(envlogger_dirs: Union[PathLike, Sequence[PathLike]]
   Each path is a recording, or a directory whose sub-directories (at any
   depth) hold recordings; these are listed in sorted order. Hidden
   directories (``.name``, e.g. the staging folder of an unfinished
-  ``record(overwrite=True)``) are skipped.
+  ``record(if_exists='overwrite')``) are skipped.
 
   Args:
     envlogger_dirs: one path or a list of paths.

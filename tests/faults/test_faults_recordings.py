@@ -313,8 +313,9 @@ def test_overwrite_killed_while_swapping_in(tmp_path):
   with pytest.raises(FileNotFoundError) as error:
     rlds_envlogger.read_episodes(data_dir)
   assert str(error.value) == (
-      f'EnvLogger file {metadata} is missing: a record(..., overwrite=True) '
-      'was interrupted while it swapped the new recording in. Call '
+      f'EnvLogger file {metadata} is missing: a record(..., '
+      "if_exists='overwrite') was interrupted while it swapped the new "
+      'recording in. Call '
       f'rlds_lite.envlogger.finish_overwrite({str(data_dir)!r}) (or record '
       'into it again) to complete it.')
   with pytest.raises(RuntimeError, match='metadata.riegeli'):

@@ -120,8 +120,9 @@ def test_png_and_raw_bytes_cameras_beside_jpeg(tmp_path):
 def test_converters_pass_the_quality_on(tmp_path):
   episode = next(synthetic.camera_episodes(1, 3, {'image': (8, 8)}, seed=1))
   del episode['steps']['language_instruction']   # write_tfds infers no text.
-  path = convert_episodes.write_tfds([episode], tmp_path, 'converted',
-                                     image_encoding='jpeg', jpeg_quality=40)
+  path = convert_episodes.write_tfds(
+      [episode], tmp_path, 'converted', options=FileOptions(
+          image_encoding='jpeg', jpeg_quality=40))
   assert list(stored_frames(path, ('observation', 'image'))[0]) == (
       expected_jpegs(episode['steps']['observation']['image'], 40))
 
