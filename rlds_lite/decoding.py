@@ -1,12 +1,4 @@
-"""Decoding stored TFDS examples into steps: nested, dense ``[T, ...]``, or images left encoded.
-
-Example:
-  >>> from rlds_lite import synthetic
-  >>> builder = tfds.builder_from_directory(synthetic.dataset(2, seed=0))
-  >>> steps = next(iter(dense_episodes(builder, 'train')))['steps']
-  >>> steps['observation'].shape
-  TensorShape([5, 4])
-"""
+"""Decoding stored TFDS examples into steps: nested, dense ``[T, ...]``, or images left encoded."""
 
 import contextlib
 import logging

@@ -1,13 +1,4 @@
-"""Read errors named: TF's error while reading a split becomes one naming file, episode, field and step.
-
-Example:
-  >>> from rlds_lite import synthetic
-  >>> builder = tfds.builder_from_directory(synthetic.dataset(2, seed=0))
-  >>> with named_read_errors(builder, 'train'):
-  ...   n = sum(1 for _ in decoding.dense_episodes(builder, 'train'))
-  >>> n
-  2
-"""
+"""Read errors named: TF's error while reading a split becomes one naming file, episode, field and step."""
 
 import contextlib
 import os

@@ -1,14 +1,4 @@
-"""A package's public names imported on first use (PEP 562): importing the package loads only what is used.
-
-Example:
-  >>> import sys
-  >>> attribute('rlds_lite', {'STEPS': 'rlds_types'}, 'STEPS')
-  'steps'
-  >>> attribute('rlds_lite', {}, 'no_such_name')
-  Traceback (most recent call last):
-  ...
-  AttributeError: module 'rlds_lite' has no attribute 'no_such_name'
-"""
+"""A package's public names imported on first use (PEP 562): importing the package loads only what is used."""
 
 import importlib
 import importlib.util

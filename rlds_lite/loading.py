@@ -1,12 +1,4 @@
-"""Load an RLDS dataset stored in the TFDS format, nested or dense (``rlds_lite.load``).
-
-Example:
-  >>> import tempfile
-  >>> load(tempfile.mkdtemp() + '/missing')  # doctest: +ELLIPSIS
-  Traceback (most recent call last):
-  ...
-  FileNotFoundError: load: dataset directory '.../missing' does not exist.
-"""
+"""Load an RLDS dataset stored in the TFDS format, nested or dense (``rlds_lite.load``)."""
 
 import os
 from typing import Any, Optional, Sequence, Tuple, Union

@@ -1,12 +1,4 @@
-"""Name the leaves of nested step structures with readable paths, and back.
-
-Error messages and reports name fields as ``'observation/image'`` or
-``'action/0'``; this module produces those paths in ``tf.nest`` order.
-
-Example:
-  >>> flatten_with_paths({'observation': {'pos': 1, 'vel': 2}, 'action': (3, 4)})
-  [('action/0', 3), ('action/1', 4), ('observation/pos', 1), ('observation/vel', 2)]
-"""
+"""Name the leaves of nested step structures with readable paths (``'observation/image'``), and back."""
 
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 

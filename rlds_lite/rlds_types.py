@@ -1,18 +1,7 @@
 """Names and builders of the RLDS format: steps, episodes and their fields.
 
-An *episode* is a dict whose ``steps`` entry holds the steps (a
-``tf.data.Dataset`` of step dicts, or dense ``[T, ...]`` tensors) and whose
-other entries are episode metadata. A *step* is a dict with the mandatory
-``is_first`` / ``is_last`` flags and, usually, ``observation``, ``action``,
-``reward``, ``discount`` and ``is_terminal``.
-
-Example:
-  >>> import rlds_lite as rlds
-  >>> step = rlds.build_step(observation=[0.0], action=1, reward=0.5,
-  ...                        discount=1.0, is_terminal=False,
-  ...                        is_first=True, is_last=False)
-  >>> sorted(step)
-  ['action', 'discount', 'is_first', 'is_last', 'is_terminal', 'observation', 'reward']
+An *episode* is a dict whose ``steps`` holds the steps (a dataset of step
+dicts, or dense ``[T, ...]`` tensors); its other entries are metadata.
 """
 
 from typing import Any, Callable, Dict, List, Mapping, Optional, Union

@@ -1,16 +1,4 @@
-"""One split of an RLDS dataset, opened once: the value every reader takes.
-
-``open(name_or_dir, split)`` finds the TFDS builder (a prepared directory or a
-registered name), checks that it is RLDS and has the split, and returns a
-`Source`. Readers accept a `Source` or a path and convert once (`as_source`).
-
-Example:
-  >>> import rlds_lite
-  >>> from rlds_lite import synthetic
-  >>> source = rlds_lite.open(synthetic.dataset(3, seed=0))
-  >>> source.num_episodes, source.num_steps, source.file_format
-  (3, 97, 'tfrecord')
-"""
+"""One split of an RLDS dataset, opened once (`open`, `Source`): the value every reader takes."""
 
 import contextlib
 import os

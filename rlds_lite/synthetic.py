@@ -1,28 +1,8 @@
 """Small, deterministic RLDS datasets made in memory, for demos, docs and tests.
 
-The episodes come from a point-mass "reach the goal" task: the observation is
-``[x, y, goal_x, goal_y]``, the action a 2-D velocity, the reward the negative
-distance to the goal. An episode ends terminally when the point reaches the
-goal and is truncated at ``max_length`` otherwise, so a dataset mixes both
-endings. Values are drawn with NumPy from ``seed``, so the same arguments
-always give the same data.
-
-``camera_episodes`` / ``camera_dataset`` make robot-camera data instead:
-rendered frames of one or more cameras (a table, objects, a moving
-gripper, sensor noise: JPEGs of realistic size), a state vector, 7-d
-actions and a language instruction, as Open X-Embodiment datasets hold.
-``dataset`` writes ``episodes`` as a TFDS dataset in one call;
-``catch_recording`` records a tiny EnvLogger recording (Catch played by its
-expert) for the EnvLogger readers and builders.
-
-Example:
-  >>> from rlds_lite import synthetic
-  >>> episodes = synthetic.episodes(num_episodes=3, seed=0)
-  >>> [int(e['episode_id']) for e in episodes]
-  [0, 1, 2]
-  >>> steps = synthetic.episode_arrays(num_episodes=1, seed=0)[0]
-  >>> sorted(steps)
-  ['action', 'discount', 'is_first', 'is_last', 'is_terminal', 'observation', 'reward']
+`episodes` is a point-mass "reach the goal" task (terminal and truncated
+endings); `camera_episodes` robot-camera data; `catch_recording` a tiny
+EnvLogger recording. The same arguments always give the same data.
 """
 
 import os
