@@ -1,33 +1,7 @@
-"""ALF TimeSteps to RLDS and back (a dict of NumPy arrays; no ALF needed).
+"""ALF TimeSteps (a dict of concatenated ``[N, ...]`` arrays; no ALF needed) to RLDS and back.
 
-An ALF ``TimeStep`` is what the environment returned at one time step:
-``step_type`` (``FIRST`` = 0 after a reset, ``MID`` = 1, ``LAST`` = 2),
-``observation``, ``reward`` and ``prev_action`` (the reward for, and the
-action of, the *previous* step), ``discount`` (1, except 0 at a ``LAST``
-step that really ends the game; a ``LAST`` step cut by a time limit keeps
-1), ``env_id`` and ``env_info``. This module uses the concatenated form: a
-dict of ``[N, ...]`` arrays with episodes one after the other (a ``[B, T]``
-batch is read row after row, each row holding whole episodes).
-
-RLDS view: time steps and RLDS steps correspond one to one (``T`` of each),
-so ``observation`` and ``env_info`` (step fields other than the core ones)
-map straight across; RLDS ``action[t] = prev_action[t + 1]``,
-``reward[t] = reward[t + 1]`` and ``discount[t] = discount[t + 1]`` inside
-an episode, zero on the last step; ``is_terminal[-1]`` is ``discount == 0``
-at ``LAST``. Going back, ``prev_action``, ``reward`` of the ``FIRST`` step
-are zero and its ``discount`` 1. A one-step RLDS episode (a reset and
-nothing else) cannot be a ``FIRST ... LAST`` sequence and is not written.
-Episode metadata is not kept.
-
-Example:
-  >>> import numpy as np
-  >>> ts = {'step_type': np.array([0, 1, 2, 0, 2]),
-  ...       'observation': np.arange(5.), 'prev_action': np.array([0, 7, 8, 0, 9]),
-  ...       'reward': np.array([0., 1., 2., 0., 3.]),
-  ...       'discount': np.array([1., 1., 0., 1., 1.])}
-  >>> [(e['steps']['action'].tolist(), bool(e['steps']['is_terminal'][-1]))
-  ...  for e in from_alf(ts)]
-  [([7, 8, 0], True), ([9, 0], False)]
+How ``step_type``, ``prev_action`` and ``discount`` map to RLDS steps:
+docs/convert_formats.md.
 """
 
 import warnings

@@ -1,15 +1,4 @@
-"""A TFDS dataset directory as a convert format (``rlds``): read and written.
-
-Reading takes any split of a dataset `rlds_lite.load` opens; writing makes a
-new version ``<parent>/<name>/1.0.0`` (`write_tfds`).
-
-Example:
-  >>> import os, tempfile, rlds_lite
-  >>> episodes = rlds_lite.synthetic.episodes(num_episodes=2, seed=0)
-  >>> path = to_rlds(episodes, os.path.join(tempfile.mkdtemp(), 'toy'))
-  >>> os.path.basename(path), len(list(from_rlds(path)))
-  ('1.0.0', 2)
-"""
+"""A TFDS dataset directory as a convert format (``rlds``): read, and written as ``<parent>/<name>/1.0.0``."""
 
 import os
 from typing import Iterator, Optional, Union

@@ -1,29 +1,8 @@
 """String fields (a ``language_instruction`` per step) in every format.
 
-In an Episode, strings are object arrays of ``bytes`` (text as UTF-8): what
-TensorFlow gives for a ``tf.string`` or ``Text`` feature. Readers return them
-in that form whatever the file holds (`canonical`); writers store them as
-each format can:
-
-* ``.npz`` files (il-representations dicts, ALF): fixed-width ``S`` arrays,
-  which ``np.load(..., allow_pickle=False)`` reads (object arrays would need
-  pickle). NumPy drops trailing NUL bytes from ``S`` values, so a string
-  ending in ``b'\\x00'`` is refused (`for_npz`).
-* HDF5 (Minari, D4RL, TED): variable-length strings, tagged UTF-8 when every
-  value is UTF-8 (Minari decodes ``Text`` observations as UTF-8), else bytes.
-  HDF5 strings end at a NUL byte, so a string holding one is refused
-  (`for_hdf5`).
-* pickles (webdataset shards): ``bytes`` objects.
-
-Padding rows (the zero action/reward of a last step) are empty strings
-(`zero_rows`).
-
-Example:
-  >>> import numpy as np
-  >>> canonical(np.array(['pick', 'é']))
-  array([b'pick', b'\\xc3\\xa9'], dtype=object)
-  >>> for_npz(np.array([b'pick', b''], dtype=object), 'language_instruction')
-  array([b'pick', b''], dtype='|S4')
+In an Episode strings are object arrays of ``bytes``; readers return that
+form (`canonical`), writers store what each format can (`for_npz`,
+`for_hdf5`). Per format: docs/convert.md.
 """
 
 from typing import Any, Dict, Optional, Tuple, Union
