@@ -68,26 +68,16 @@ def _check_step_types(step_type: np.ndarray, ends: np.ndarray,
 def from_alf(time_steps: Any, *, repair: Optional[str] = None,
              last_step: transitions.LastStepLike = 'invalid'
              ) -> List[episodes_lib.Episode]:
-  """RLDS Episodes from ALF TimeSteps (see module docstring).
+  """RLDS Episodes from ALF TimeSteps (mapping: docs/convert_formats.md).
 
   Args:
     time_steps: dict (or ``TimeStep`` namedtuple) of ``[N, ...]`` (or
-      ``[B, T, ...]``) arrays: ``step_type``, ``observation`` (nest),
-      ``prev_action`` (nest), ``reward``, ``discount``; optionally
-      ``env_id`` (ignored) and ``env_info`` (a dict: step fields).
+      ``[B, T, ...]``) arrays: ``step_type``, ``observation``, ``prev_action``,
+      ``reward``, ``discount``; optionally ``env_id`` and ``env_info``.
     repair: time steps after the last ``LAST``: None raises, ``'truncate'``
       ends them as a truncated episode, ``'drop'`` drops them.
-    last_step: ``'invalid'`` (default, RLDS): the ``LAST`` time step is the
-      episode's final step, with zero action, reward and discount;
-      ``'valid'``: it only carries the last action's reward and discount,
-      its observation is dropped (what `to_alf` with ``last_step='valid'``
-      wrote).
-
-  Returns:
-    A list of Episodes (no episode metadata).
-
-  Raises:
-    ConversionError: naming the episode and the field.
+    last_step: ``'invalid'`` (default, RLDS) or ``'valid'`` (as `to_alf`
+      with ``'valid'`` wrote).
 
   Example:
     >>> from_alf({'step_type': np.array([1, 2]), 'observation': np.zeros(2),
@@ -188,29 +178,16 @@ def to_alf(episodes: episodes_lib.EpisodesLike, *,
            last_step: transitions.LastStepLike = 'invalid') -> Dict[str, Any]:
   """ALF TimeSteps (concatenated ``[N]`` dict of arrays) from RLDS Episodes.
 
-  Fields: ``step_type`` (int32), ``observation``, ``prev_action``,
-  ``reward`` (float32 zeros if the episodes have none), ``discount``
-  (float32; RLDS's own discount moved one step later, so 0 at the ``LAST``
-  of a terminated episode; an episode whose discount says the other ending
-  than ``is_terminal``, e.g. 1 up to a terminal step as Open X-Embodiment
-  data has, gets its ``LAST`` discount from ``is_terminal``, with one
-  warning), ``env_id`` (int32 zeros) and ``env_info`` (the
-  other step fields). `from_alf` gives the episodes back exactly, apart from
-  episode metadata and the last step's action, reward and discount (invalid
-  in RLDS; read back as zeros); episodes without a discount get the derived
-  one.
+  Fields ``step_type``, ``observation``, ``prev_action``, ``reward``,
+  ``discount``, ``env_id`` and ``env_info`` (the other step fields); the
+  mapping and what round-trips: docs/convert_formats.md.
 
   Args:
-    episodes: Episodes or an RLDS dataset with ``observation`` and
-      ``action``.
-    one_step: a one-step episode cannot be written: ``'error'`` or
-      ``'skip'``.
+    episodes: Episodes or an RLDS dataset with ``observation`` and ``action``.
+    one_step: a one-step episode cannot be written: ``'error'`` or ``'skip'``.
     last_step: ``'invalid'`` (default, RLDS): the last step's action,
-      reward and discount have no time step and are left out, with one
-      `rlds_lite.dense.LastStepValuesWarning` naming the fields of non-zero
-      ones; ``'valid'``: they are real (e.g. a success reward) and kept: a
-      ``LAST`` time step repeating the last observation carries them;
-      `from_alf` with ``'valid'`` reads the episodes back exactly.
+      reward and discount are left out, warning once if any is non-zero;
+      ``'valid'``: they are real and kept (docs/convert.md).
 
   Example:
     >>> e = {'steps': {'observation': np.arange(3.), 'action': np.array([4, 5, 0]),

@@ -75,20 +75,14 @@ class _DroppingAfterFailure(io.RawIOBase):
 
 
 class HDF5Output:
-  """``h5py.File(path, 'w')`` that, on a failed write, closes cleanly and
-  raises one ``OSError`` naming the file (see the module docstring).
+  """``h5py.File(path, 'w')`` that, on a failed write, closes cleanly and raises one ``OSError`` naming the file.
 
-  Use it as a context manager: ``file`` is the ``h5py.File``; call `check`
-  now and then (after each episode) to stop at a failure instead of writing
-  on into nothing. On leaving, the file is closed; a failed write not raised
-  yet is raised then, in place of what HDF5 made of it (an HDF5 error from
-  reading back metadata that never reached the disk), but never in place
-  of a ``KeyboardInterrupt``.
+  A context manager: ``file`` is the ``h5py.File``; call `check` after each
+  episode to stop at a failure.
 
   Args:
     path: the file to write.
-    label: how errors name the file (default ``path``; e.g. the final path
-      of a file written under a staging name).
+    label: how errors name the file (default ``path``).
 
   Example:
     >>> import os, tempfile, numpy as np

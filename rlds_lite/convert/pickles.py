@@ -325,17 +325,8 @@ def _total(estimate: _Estimate) -> int:
 def loads(data: bytes) -> Any:
   """Unpickles untrusted ``data``: NumPy arrays and builtin values, bounded.
 
-  Args:
-    data: the pickle.
-
-  Returns:
-    The value (NumPy arrays are plain ``np.ndarray``).
-
-  Raises:
-    RefusedPickle: if the pickle names a global outside `SAFE_GLOBALS`, or
-      would allocate (or expand to) more than ``MAX_EXPANSION`` times its
-      size (``MIN_BUDGET`` at least).
-    pickle.UnpicklingError, ValueError, ...: if it is not a valid pickle.
+  Anything else, or a pickle that would allocate more than ``MAX_EXPANSION``
+  times its size, is a `RefusedPickle`.
 
   Example:
     >>> import pickle

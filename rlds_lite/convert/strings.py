@@ -82,11 +82,7 @@ def _first_with(values: np.ndarray, test) -> Optional[Tuple[int, ...]]:
 
 def for_npz(value: np.ndarray, field: str, source: Optional[str] = None,
             episode: Optional[int] = None) -> np.ndarray:
-  """A string array as a fixed-width ``S`` array (loads without pickle).
-
-  Raises:
-    ConversionError: naming the field, for a value ending in a NUL byte
-      (``S`` arrays drop trailing NULs: it would not come back the same).
+  """A string array as a fixed-width ``S`` array; a value ending in NUL is a ConversionError.
 
   Example:
     >>> for_npz(np.array([b'a\\x00'], object), 'note')
@@ -108,11 +104,7 @@ def for_npz(value: np.ndarray, field: str, source: Optional[str] = None,
 
 def for_hdf5(value: np.ndarray, field: str, source: Optional[str] = None,
              episode: Optional[int] = None) -> Tuple[np.ndarray, Any]:
-  """``(data, dtype)`` to store a string array as HDF5 variable-length strings.
-
-  Raises:
-    ConversionError: naming the field, for a value holding a NUL byte (HDF5
-      strings end at the first NUL).
+  """``(data, dtype)`` to store a string array as HDF5 variable-length strings (no NUL bytes).
 
   Example:
     >>> data, dtype = for_hdf5(np.array(['pick']), 'language_instruction')
@@ -161,12 +153,7 @@ def create_hdf5_dataset(group: Any, key: str, value: Any, field: str,
 
 
 def text_space(value: np.ndarray) -> Dict[str, Any]:
-  """A gymnasium ``Text`` space (serialised as Minari does) for strings.
-
-  Minari decodes ``Text`` observations as UTF-8. The space's ``max_length``
-  is the longest string of ``value`` and its charset the characters in it:
-  both are inferred from the data seen; pass the space to the writer to
-  declare others.
+  """A gymnasium ``Text`` space (serialised as Minari does), ``max_length`` and charset from ``value``.
 
   Example:
     >>> text_space(np.array(['ab', 'ba', '']))
