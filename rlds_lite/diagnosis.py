@@ -35,11 +35,9 @@ def episode_reader(builder: tfds.core.DatasetBuilder
 @contextlib.contextmanager
 def named_read_errors(builder: tfds.core.DatasetBuilder, split: Any,
                       known: Collection[str] = ()) -> Iterator[None]:
-  """Inside this block a TF read error of ``split`` becomes a `CorruptDatasetError`.
+  """Inside this block a TF read error of ``split`` becomes a `CorruptDatasetError` naming file, episode and field.
 
-  The error names the damaged file, episode and field (and the step of a
-  frame that does not decode); an error the files do not explain is
-  re-raised unchanged. See docs/guarantees.md.
+  An error the files do not explain is re-raised unchanged.
 
   Args:
     builder: the dataset's builder.

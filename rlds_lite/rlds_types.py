@@ -45,25 +45,8 @@ def build_step(
     metadata: Optional[Mapping[str, Any]] = None) -> Step:
   """Returns a step dict; fields given as ``None`` are left out.
 
-  Values may be scalars or lists, so the same function builds a batch of
-  steps. On a step with ``is_last=True`` the action, reward and discount are
-  invalid (RLDS keeps them only so that all steps share one structure).
-
-  Args:
-    observation: the observation made at this step.
-    action: the action applied to ``observation``.
-    reward: the reward obtained by applying ``action``.
-    discount: the discount of ``reward``.
-    is_terminal: whether ``observation`` is a terminal state.
-    is_first: whether this is the first step of its episode.
-    is_last: whether this is the last step of its episode.
-    metadata: extra step fields; none may use a name of the step's own fields.
-
-  Returns:
-    The step dict.
-
-  Raises:
-    ValueError: if a metadata key collides with a step field.
+  Values may be scalars or lists (a batch of steps). ``metadata`` holds extra
+  step fields; one named like a step field is a ValueError.
 
   Example:
     >>> build_step(None, None, None, None, None, True, True, {'t': 0})
@@ -89,18 +72,7 @@ def build_step(
 
 def build_episode(steps: Union[List[Any], tf.data.Dataset, Mapping[str, Any]],
                   metadata: Optional[Mapping[str, Any]] = None) -> Episode:
-  """Returns an episode dict: ``{'steps': steps, **metadata}``.
-
-  Args:
-    steps: the steps, as a ``tf.data.Dataset`` of steps, a list, or (dense
-      episodes) a dict of ``[T, ...]`` tensors.
-    metadata: episode metadata; it may not contain the key ``'steps'``.
-
-  Returns:
-    The episode dict.
-
-  Raises:
-    ValueError: if ``metadata`` contains ``'steps'``.
+  """Returns an episode dict ``{'steps': steps, **metadata}`` (``metadata`` may not hold ``'steps'``).
 
   Example:
     >>> build_episode(steps=[], metadata={'episode_id': 7})

@@ -95,11 +95,7 @@ def episodes(num_episodes: int = 20,
              max_length: int = 50,
              seed: int = 0,
              dense: bool = False) -> tf.data.Dataset:
-  """The episodes as an RLDS ``tf.data.Dataset`` (nested, or dense steps).
-
-  Every episode has ``episode_id`` metadata. With ``dense=False`` (the RLDS
-  form) ``steps`` is a dataset of steps; with ``dense=True`` it is a dict of
-  ``[T, ...]`` tensors.
+  """The episodes as an RLDS ``tf.data.Dataset`` (nested, or dense steps), with ``episode_id``.
 
   Example:
     >>> ds = episodes(num_episodes=2, seed=1, dense=True)
@@ -138,10 +134,7 @@ def dataset(num_episodes: int = 20,
             *,
             data_dir: Optional[Union[str, os.PathLike]] = None,
             name: str = 'toy') -> str:
-  """Writes ``episodes(...)`` as a TFDS dataset; returns its directory.
-
-  Written with ``rlds_lite.tfds.write_dataset`` into ``data_dir`` (None: a
-  new temporary directory), for examples and tests that need files.
+  """Writes ``episodes(...)`` as a TFDS dataset in ``data_dir`` (None: a new temporary one); returns its directory.
 
   Example:
     >>> import rlds_lite
@@ -157,11 +150,7 @@ def dataset(num_episodes: int = 20,
 
 def camera_frames(rng: np.random.Generator, length: int,
                   size: Tuple[int, int]) -> np.ndarray:
-  """``[length, h, w, 3]`` uint8 frames of one camera: a rendered scene.
-
-  A textured table with four objects and a gripper moving over it, plus
-  sensor noise: JPEG files of these frames have the size of real robot
-  camera frames (~18 KB at 256x256, quality 95).
+  """``[length, h, w, 3]`` uint8 frames of one camera: a rendered table scene, JPEG-sized like real ones.
 
   Example:
     >>> camera_frames(np.random.default_rng(0), 2, (8, 6)).shape
@@ -198,13 +187,9 @@ def camera_episodes(num_episodes: int = 8,
                     seed: int = 0) -> Iterator[Dict[str, Any]]:
   """Robot-camera episodes as NumPy dicts (columnar steps), one at a time.
 
-  Each episode has ``length`` steps: ``observation`` ``{camera: [T, h, w,
-  3] uint8, 'state': [T, state_dim] float32}``, ``action`` ``[T,
-  action_dim]`` float32 (a real action on every step, the last included:
-  ``LastStep.VALID``), ``reward``, ``discount``, ``language_instruction``
-  (the episode's instruction on every step) and the RLDS flags; even
-  episodes end terminally, odd ones are truncated. Metadata:
-  ``episode_id``.
+  Steps hold ``observation`` (cameras and ``state``), ``action`` (real on
+  every step: ``LastStep.VALID``), ``reward``, ``discount``,
+  ``language_instruction`` and the flags; odd episodes are truncated.
 
   Args:
     num_episodes: how many episodes.
@@ -290,9 +275,6 @@ def camera_dataset(data_dir: Union[str, os.PathLike],
                    seed: int = 0) -> str:
   """Writes ``camera_episodes`` as a TFDS dataset (JPEG frames); returns its dir.
 
-  Written with ``rlds_lite.tfds.EpisodeWriter`` (TFDS reads it with
-  ``tfds.builder_from_directory``).
-
   Args:
     data_dir: the TFDS data directory.
     name: the dataset name.
@@ -320,10 +302,7 @@ def camera_dataset(data_dir: Union[str, os.PathLike],
 
 def catch_recording(directory: Optional[Union[str, os.PathLike]] = None,
                     num_episodes: int = 2, seed: int = 0) -> str:
-  """Records Catch played by its expert with EnvLogger; returns the directory.
-
-  A tiny EnvLogger recording (10 steps per episode) for examples and tests
-  of the EnvLogger readers and builders.
+  """Records Catch played by its expert with EnvLogger (10 steps an episode); returns the directory.
 
   Args:
     directory: where to record (None: a new temporary directory).
