@@ -170,7 +170,15 @@ def new_info(fps: int, features: Dict[str, Feature], *,
              data_files_size_in_mb: float = DEFAULT_DATA_FILES_SIZE_IN_MB,
              video_files_size_in_mb: float = DEFAULT_VIDEO_FILES_SIZE_IN_MB
              ) -> Dict[str, Any]:
-  """``meta/info.json`` of an empty dataset, as lerobot 0.4 creates it."""
+  """``meta/info.json`` of an empty dataset, as lerobot 0.4 creates it.
+
+  Example:
+    >>> info = new_info(10, {'action': Feature('action', 'value', 'float32', (2,))})
+    >>> info['codebase_version'], list(info['features'])
+    ('v3.0', ['action', 'timestamp', 'frame_index', 'episode_index', 'index', 'task_index'])
+    >>> data_path(info, chunk=0, file=3)
+    'data/chunk-000/file-003.parquet'
+  """
   entries = {name: feature.info() for name, feature in features.items()}
   entries.update({k: dict(v) for k, v in DEFAULT_FEATURES.items()})
   return {

@@ -112,6 +112,15 @@ class Aggregate:
   """Dataset statistics from episode statistics, added one episode at a time.
 
   Keeps count-weighted sums, so memory does not grow with the dataset.
+
+  Example:
+    >>> s = numeric_stats(np.array([1., 2., 3., 4.], np.float32))
+    >>> s['min'], s['mean'], s['count'], s['q50']
+    (array([1.], dtype=float32), array([2.5]), array([4]), array([2.5]))
+    >>> total = Aggregate()
+    >>> total.add({'x': s}); total.add({'x': numeric_stats(np.array([5.]))})
+    >>> float(total.result()['x']['mean'][0]), int(total.result()['x']['count'][0])
+    (3.0, 5)
   """
 
   def __init__(self):

@@ -65,6 +65,21 @@ class VideoWriter:
       size counts packets out of the encoder, which lag a few frames).
     chunks_size: files per chunk.
     name: the camera's feature name, for errors.
+
+  Example:
+    >>> import tempfile, os
+    >>> frames = np.zeros((3, 16, 16, 3), np.uint8) + 128
+    >>> work = tempfile.mkdtemp()
+    >>> writer = VideoWriter(lambda chunk, file: os.path.join(work, f'{file}.mp4'),
+    ...                      fps=10)
+    >>> writer.add(0, frames), writer.add(1, frames[:2])
+    ((0, 0, 0.0, 0.3), (0, 0, 0.3, 0.5))
+    >>> writer.close()
+    >>> reader = VideoReader(os.path.join(work, '0.mp4'))
+    >>> got = reader.frames(0.3, 0.5, np.array([0., 0.1], np.float32), {})
+    >>> got.shape, int(abs(got.astype(int) - 128).max()) <= 3
+    ((2, 16, 16, 3), True)
+    >>> reader.close()
   """
 
   def __init__(self, path_of: Callable[[int, int], str], fps: int, *,

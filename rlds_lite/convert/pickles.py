@@ -38,7 +38,17 @@ SAFE_GLOBALS = frozenset(
 
 
 class RefusedPickle(pickle.UnpicklingError):
-  """An untrusted pickle names a global not allowed, or would allocate too much."""
+  """An untrusted pickle names a global not allowed, or would allocate too much.
+
+  Example:
+    >>> class Bomb:  # Pickles as bytearray(2_000_000_000): 46 bytes.
+    ...   def __reduce__(self):
+    ...     return bytearray, (2_000_000_000,)
+    >>> loads(pickle.dumps(Bomb()))
+    Traceback (most recent call last):
+    ...
+    rlds_lite.convert.pickles.RefusedPickle: refuses to unpickle bytearray(2000000000): it would allocate 2000000000 bytes, more than the bound of 4096 bytes (16 times the 46-byte pickle, 4096 at least)
+  """
 
 
 class _Budget:

@@ -91,7 +91,16 @@ FORMATS: Dict[str, Format] = {fmt.name: fmt for fmt in (
 
 
 def get(name: str) -> Format:
-  """The format called ``name``, or a ValueError listing the known ones."""
+  """The format called ``name``, or a ValueError listing the known ones.
+
+  Example:
+    >>> get('ted').module, get('ted').reader, get('ted').writer
+    ('ted', 'from_ted', 'to_ted_h5')
+    >>> get('parquet')
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown format 'parquet'; known: rlds, minari, d4rl, il, webdataset, ted, alf, lerobot
+  """
   if name not in FORMATS:
     raise ValueError(f'unknown format {name!r}; known: {", ".join(FORMATS)}')
   return FORMATS[name]
