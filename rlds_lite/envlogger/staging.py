@@ -37,6 +37,13 @@ def recorder_lock(data_dir: PathLike) -> Iterator[None]:
   Raises:
     RecordingLockedError: another process (or another open of the lock in
       this one) holds it; the message names the holder's pid if known.
+
+  Example:
+    >>> import tempfile
+    >>> data_dir = tempfile.mkdtemp()
+    >>> with recorder_lock(data_dir):
+    ...   overwrite_in_progress(data_dir)
+    False
   """
   path = os.path.join(os.fspath(data_dir), LOCK_FILE)
   fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
