@@ -100,6 +100,14 @@ def main(argv: Optional[List[str]] = None) -> int:
 
   A file system error the command lets through is one line and exit
   status 2 (`rlds_lite.commands.io_errors`); any other error is a traceback.
+
+  Example:
+    >>> main(['version'])
+    rlds_lite 0.1.0
+    0
+    >>> main(['version', '--json'])
+    {"version": "0.1.0"}
+    0
   """
   args = _parse(argv)
   quiet.configure(verbose=args.verbose)

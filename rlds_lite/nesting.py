@@ -47,6 +47,14 @@ def loads(text: Union[str, bytes, bytearray]) -> Any:
   Raises:
     TooDeepError: arrays and objects nest deeper than `MAX_DEPTH`.
     json.JSONDecodeError, UnicodeDecodeError: as ``json.loads``.
+
+  Example:
+    >>> loads('{"a": [1, 2]}')
+    {'a': [1, 2]}
+    >>> loads('[' * 101 + ']' * 101)
+    Traceback (most recent call last):
+    ...
+    rlds_lite.nesting.TooDeepError: JSON nests deeper than 100 levels (refused)
   """
   try:
     value = json.loads(text)

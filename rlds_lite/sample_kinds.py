@@ -84,7 +84,14 @@ class Windows:
     return np.arange(self.size, dtype=np.int64) * self.stride
 
   def counts(self, lengths: np.ndarray, terminated: np.ndarray) -> np.ndarray:
-    """Samples of each episode (int64)."""
+    """Samples of each episode (int64).
+
+    Example:
+      >>> Windows(size=3).counts(np.array([5, 2, 3]), np.array([True, False, True])).tolist()
+      [3, 0, 1]
+      >>> Transitions(n=2).counts(np.array([5, 1]), np.array([True, False])).tolist()
+      [4, 0]
+    """
     del terminated
     lengths = np.asarray(lengths, np.int64)
     if self.drop_remainder:

@@ -451,7 +451,14 @@ class Source:
 
   @property
   def num_steps(self) -> int:
-    """Steps in the split: one pass without decoding, cached per process."""
+    """Steps in the split: one pass without decoding, cached per process.
+
+    Example:
+      >>> from rlds_lite import synthetic
+      >>> source = open(synthetic.dataset(3, seed=0))
+      >>> source.num_episodes, source.num_steps, source.file_format
+      (3, 97, 'tfrecord')
+    """
     return _counted_steps(self.builder, str(self.split))
 
   def episodes(self, *, dense: bool = False,
