@@ -1,4 +1,4 @@
-"""The ``rlds-lite`` command line: the parser and `main`; subcommands live in ``rlds_lite.commands``.
+"""The ``rlds-lite`` command line: the parser and `main` (subcommands: ``rlds_lite.commands``).
 
 Building the parser imports no TensorFlow, so ``--help`` and ``--version``
 answer at once; errors and exit codes are in ``docs/cli.md``.
@@ -23,11 +23,6 @@ def _command_module(name: str):
 
 class OneLineParser(argparse.ArgumentParser):
   """An ``ArgumentParser`` whose errors are one line, then exit status 2.
-
-  argparse prints its usage block before the error (2-7 lines); this prints
-  ``PROG: message (see PROG --help)``, as the commands report bad input.
-  Subcommand parsers are of this class too (argparse makes them so), so
-  their errors name the command.
 
   Example:
     >>> import contextlib, io

@@ -1,4 +1,4 @@
-"""A package's public names imported on first use (PEP 562): importing the package loads only what is used."""
+"""A package's public names imported on first use (PEP 562)."""
 
 import importlib
 import importlib.util

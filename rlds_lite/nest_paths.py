@@ -1,4 +1,4 @@
-"""Name the leaves of nested step structures with readable paths (``'observation/image'``), and back."""
+"""Name the leaves of nested step structures with paths (``'observation/image'``), and back."""
 
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 

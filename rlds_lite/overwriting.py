@@ -1,4 +1,4 @@
-"""What a writer may write: `check_replaceable`, `check_apart_from_sources`, `check_creatable`, `path_inside`.
+"""What a writer may write: `check_replaceable`, `check_apart_from_sources`, and the like.
 
 The rules (a wrong path never deletes data) are in ``docs/guarantees.md``
 ("Converters' overwrites replace only their own kind of dataset").

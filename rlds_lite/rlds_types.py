@@ -72,7 +72,7 @@ def build_step(
 
 def build_episode(steps: Union[List[Any], tf.data.Dataset, Mapping[str, Any]],
                   metadata: Optional[Mapping[str, Any]] = None) -> Episode:
-  """Returns an episode dict ``{'steps': steps, **metadata}`` (``metadata`` may not hold ``'steps'``).
+  """Returns an episode dict ``{'steps': steps, **metadata}``.
 
   Example:
     >>> build_episode(steps=[], metadata={'episode_id': 7})

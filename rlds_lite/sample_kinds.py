@@ -1,4 +1,4 @@
-"""What a sample is (`Windows`, `Transitions`, `RobotSamples`): one definition each, for every pipeline.
+"""What a sample is (`Windows`, `Transitions`, `RobotSamples`), for every pipeline.
 
 Each says which samples an episode has (``counts``, ``starts``), which steps
 a sample reads (``offsets``) and how a batch is made (``assemble``).

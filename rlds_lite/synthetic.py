@@ -134,7 +134,7 @@ def dataset(num_episodes: int = 20,
             *,
             data_dir: Optional[Union[str, os.PathLike]] = None,
             name: str = 'toy') -> str:
-  """Writes ``episodes(...)`` as a TFDS dataset in ``data_dir`` (None: a new temporary one); returns its directory.
+  """Writes ``episodes(...)`` as a TFDS dataset in ``data_dir`` (None: a temporary one); its dir.
 
   Example:
     >>> import rlds_lite
@@ -150,7 +150,7 @@ def dataset(num_episodes: int = 20,
 
 def camera_frames(rng: np.random.Generator, length: int,
                   size: Tuple[int, int]) -> np.ndarray:
-  """``[length, h, w, 3]`` uint8 frames of one camera: a rendered table scene, JPEG-sized like real ones.
+  """``[length, h, w, 3]`` uint8 frames of one camera: a rendered table scene.
 
   Example:
     >>> camera_frames(np.random.default_rng(0), 2, (8, 6)).shape

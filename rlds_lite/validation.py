@@ -173,7 +173,7 @@ def _check_episode(index: int, summary: Dict[str, np.ndarray],
 
 def validate_episodes(episodes: tf.data.Dataset,
                       num_episodes: Optional[int] = None) -> int:
-  """Checks the RLDS format and raises at the first violation.
+  """Checks the RLDS format; raises `RLDSFormatError` at the first violation.
 
   Args:
     episodes: a dataset of episodes (nested or dense steps).
@@ -181,9 +181,6 @@ def validate_episodes(episodes: tf.data.Dataset,
 
   Returns:
     The number of episodes checked.
-
-  Raises:
-    RLDSFormatError: naming the episode index and field of the first violation.
 
   Example:
     >>> import tensorflow as tf
@@ -210,13 +207,6 @@ def validate_episodes(episodes: tf.data.Dataset,
 def is_valid_rlds_dataset(episodes: tf.data.Dataset,
                           num_episodes: Optional[int] = None) -> bool:
   """Whether ``episodes`` follows the RLDS format (see ``validate_episodes``).
-
-  Args:
-    episodes: a dataset of episodes (nested or dense steps).
-    num_episodes: check only this many episodes (default: all).
-
-  Returns:
-    True if no violation was found.
 
   Example:
     >>> import tensorflow as tf
