@@ -1,4 +1,4 @@
-"""Know your data: `validate` (a `ValidationReport`), `repair_is_last` / `repair_is_first`, and `describe`.
+"""Know your data: `validate`, `repair_is_last` / `repair_is_first`, and `describe`.
 
 Example:
   >>> from rlds_lite import checks, synthetic

@@ -1,4 +1,4 @@
-"""`describe`: what an RLDS dataset on disk holds (features, splits, counts), without decoding images."""
+"""`describe`: what an RLDS dataset on disk holds (features, splits, counts)."""
 
 import dataclasses
 import json

@@ -1,4 +1,4 @@
-"""Repairs of the RLDS flags from the step index alone (``is_first``, ``is_last``), applied only when asked for."""
+"""Repairs of the RLDS flags ``is_first`` / ``is_last`` from the step index, only when asked."""
 
 from typing import Any, Dict, Iterable, List, Sequence, Union
 

@@ -1,4 +1,4 @@
-"""The RLDS format rules, checked on spec and episode summaries (NumPy); each returns a list of `Problem`."""
+"""The RLDS format rules, checked on spec and episode summaries; each returns `Problem` lists."""
 
 from typing import Any, Dict, List, Mapping, Tuple
 

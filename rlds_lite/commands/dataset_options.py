@@ -1,4 +1,4 @@
-"""Options and one-line error reporting shared by the commands that read a dataset (not a command)."""
+"""Options and one-line error reporting shared by the commands that read a dataset."""
 
 import argparse
 import contextlib
@@ -212,7 +212,7 @@ def cli_wording(message: str, flags: Mapping[str, str]) -> str:
 
 def error_message(command: str, error: BaseException,
                   flags: Optional[Mapping[str, str]] = None) -> str:
-  """``rlds-lite COMMAND: message`` on one line (``load:`` dropped), arguments as flags (`cli_wording`).
+  """``rlds-lite COMMAND: message`` on one line, arguments spelled as flags (`cli_wording`).
 
   Example:
     >>> error_message('validate', FileNotFoundError("load: no such 'x'."))
@@ -244,7 +244,7 @@ def add_last_step_argument(parser: argparse.ArgumentParser, what: str) -> None:
 @contextlib.contextmanager
 def last_step_warnings(command: str, also: Tuple[type, ...] = ()
                        ) -> Iterator[None]:
-  """Prints each `LastStepValuesWarning` (and ``also``'s categories) as one line on stderr, once the block succeeded.
+  """Prints each `LastStepValuesWarning` (and ``also``) as one stderr line once the block succeeded.
 
   Enter it after `quiet_logs` (it imports TensorFlow).
   """

@@ -1,4 +1,4 @@
-"""Options and reporting shared by ``rlds-lite filter`` and ``merge`` (``--out``, ``--val-fraction``, ``--seed``)."""
+"""Options and reporting shared by ``rlds-lite filter`` and ``merge`` (``--out``, ...)."""
 
 import argparse
 import json

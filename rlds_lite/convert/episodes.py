@@ -1,4 +1,4 @@
-"""Episodes as NumPy arrays (``{'steps': {field: [T, ...]}, **metadata}``): the form every converter speaks.
+"""Episodes as NumPy arrays: the form every format converter speaks.
 
 This module checks Episodes and turns them into RLDS ``tf.data`` datasets and
 TFDS directories, and back.

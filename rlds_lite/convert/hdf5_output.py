@@ -75,7 +75,7 @@ class _DroppingAfterFailure(io.RawIOBase):
 
 
 class HDF5Output:
-  """``h5py.File(path, 'w')`` that, on a failed write, closes cleanly and raises one ``OSError`` naming the file.
+  """``h5py.File(path, 'w')`` that closes cleanly on a failed write and raises one ``OSError``.
 
   A context manager: ``file`` is the ``h5py.File``; call `check` after each
   episode to stop at a failure.

@@ -1,4 +1,4 @@
-"""A TFDS dataset directory as a convert format (``rlds``): read, and written as ``<parent>/<name>/1.0.0``."""
+"""A TFDS dataset directory as a convert format (``rlds``): read and written."""
 
 import os
 from typing import Iterator, Optional, Union

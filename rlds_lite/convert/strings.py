@@ -153,7 +153,7 @@ def create_hdf5_dataset(group: Any, key: str, value: Any, field: str,
 
 
 def text_space(value: np.ndarray) -> Dict[str, Any]:
-  """A gymnasium ``Text`` space (serialised as Minari does), ``max_length`` and charset from ``value``.
+  """A gymnasium ``Text`` space (serialised as Minari does) fitting the strings of ``value``.
 
   Example:
     >>> text_space(np.array(['ab', 'ba', '']))

@@ -45,7 +45,7 @@ class RecoveredRecordingWarning(UserWarning):
 
 
 def patch_numpy_for_envlogger() -> Tuple[str, ...]:
-  """Defines `np.unicode_` and `np.string_` if missing (NumPy 2 removed them); returns the names added.
+  """Defines `np.unicode_` and `np.string_` if missing (NumPy 2); returns the names added.
 
   Example:
     >>> patch_numpy_for_envlogger() in ((), ('unicode_', 'string_'))
@@ -93,7 +93,7 @@ def _explain_import_error(error: ImportError) -> str:
 
 
 def import_envlogger() -> types.ModuleType:
-  """Imports EnvLogger after `patch_numpy_for_envlogger()`, or raises `EnvLoggerUnavailableError` naming why.
+  """Imports EnvLogger after `patch_numpy_for_envlogger()` (else `EnvLoggerUnavailableError`).
 
   Example:
     >>> envlogger = import_envlogger()
