@@ -1,72 +1,8 @@
 """Publish one output file or directory atomically, one writer at a time.
 
-The converters' and tools' writers (webdataset shards, Minari, LeRobot,
-chunk datasets, ``filter``/``merge`` outputs, ``.npz``/``.h5`` files) all
-publish what they write through `AtomicOutput`, the same protocol as the
-TFDS writers (`rlds_lite.tfds.publish`) for a whole file or directory:
-
-==================  =======================================================
-``output_locked``   the target's lock is held (`rlds_lite.tfds.locking`:
-                    ``flock`` on ``.<name>.lock`` beside the target; a
-                    second writer waits, or fails after ``lock_timeout``),
-                    a dead writer's leftovers removed (below), the target
-                    checked (the writer's ``check``: e.g. "exists")
-``output_staged``   everything written to the hidden staging path
-                    ``.<name>.incomplete-<pid>-<token>`` beside the target
-                    and flushed (``fsync``)
-``output_set_aside``  (replacing a non-empty directory only) the old target
-                    renamed to ``.<name>.replaced-<pid>-<token>``
-``output_published``  THE SWITCH: the target checked again, the staging
-                    path renamed to the target (a file or an empty
-                    directory is replaced atomically; a writer that only
-                    creates, ``replace=False``, never replaces a file or a
-                    non-empty directory), the parent directory flushed
-``output_cleaned``  the set-aside old directory renamed to a staging name
-                    (so a partly deleted one is never put back) and deleted
-==================  =======================================================
-
-What a kill (at any instruction) leaves: before ``output_set_aside``, the
-old target (or none) and a hidden staging path; between ``output_set_aside``
-and ``output_published`` (one rename), no target and the old one, whole,
-under ``.<name>.replaced-*``; after, the new target (and perhaps the old one,
-or part of it, under a staging name). Nothing is ever half-visible under the
-target's name. An error or ``KeyboardInterrupt`` (not a kill) between the two
-renames puts the old directory back before the writer lets go of the lock.
-The next writer of the target removes staging paths
-(``.<name>.incomplete-*``, and ``.<name>.tmp-XXXXXXXX`` mkdtemp directories
-of rlds_lite versions before this protocol) and a set-aside directory when
-the target exists, and renames a set-aside directory back when the target
-is missing (so the old dataset returns). A reader in that window finds no
-target; `missing_hint` says where the old one is (the "does not exist"
-errors of ``convert.files.read_episodes``, ``load`` and
-``random_access.ChunkStorage`` end with it).
-
-Everything a writer writes is under the lock, so whatever the lock holder
-finds with these names belongs to a dead writer. A process that writes the
-target without the lock is not excluded, but what it put there is never
-deleted by a writer that only creates (``replace=False``): that writer's
-output is discarded instead (a FileExistsError); a writer that replaces runs
-its ``check`` again just before setting the old directory aside. Outputs
-follow the umask as a file ``open`` creates would (no ``mkstemp`` 0600
-modes). The lock file ``.<name>.lock`` exists while a writer works; its
-holder deletes it as its last act (``remove_file`` in
-`rlds_lite.tfds.locking`), and a killed writer's one is deleted by the next
-writer. On a remote path (``gs://...``) nothing is locked or flushed and a
-directory rename is a copy: there it is not atomic.
-
-A target that is a symlink is followed (what it points to is replaced; the
-link stays); a mount point is refused (a ValueError, before anything is
-written), since no rename can replace it.
-
-Example:
-  >>> import os, tempfile
-  >>> parent = tempfile.mkdtemp()
-  >>> target = os.path.join(parent, 'shards')
-  >>> with AtomicOutput(target, directory=True) as output:
-  ...   open(os.path.join(output.path, 'a.tar'), 'wb').close()
-  ...   _ = output.publish()
-  >>> sorted(os.listdir(parent)), os.listdir(target)
-  (['shards'], ['a.tar'])
+The non-TFDS writers (webdataset, Minari, LeRobot, chunk datasets, ``.npz``
+/ ``.h5`` files, ``filter``/``merge``) publish through `AtomicOutput`; its
+steps and what a kill leaves are in ``docs/guarantees.md``.
 """
 
 import contextlib
@@ -150,11 +86,7 @@ def _hidden(target: str, mark: str) -> str:
 
 
 def _marked(target: str, patterns: Sequence[str]) -> List[str]:
-  """Paths beside ``target`` named exactly ``.<base><pattern>`` (sorted).
-
-  Exactly: ``.x.tmp-notes`` or the leftovers of a target named
-  ``x.replaced-1`` are not target ``x``'s.
-  """
+  """Paths beside ``target`` named exactly ``.<base><pattern>`` (sorted)."""
   parent, base = os.path.split(target)
   if not _isdir(parent):
     return []
@@ -166,12 +98,8 @@ def _marked(target: str, patterns: Sequence[str]) -> List[str]:
 def recover(target: PathLike) -> List[str]:
   """Removes a dead writer's leftovers beside ``target``; hold its lock.
 
-  A set-aside old directory (``.<name>.replaced-*``) is renamed back when
-  the target is missing (its writer died between its two renames), and
-  deleted when the target exists; staging paths are deleted.
-
-  Returns:
-    The leftover paths handled.
+  A set-aside old directory is renamed back if the target is missing, else
+  deleted; staging paths are deleted. Returns the leftover paths handled.
 
   Example (killed between setting the old dataset aside and renaming the
   new one in):
@@ -204,11 +132,7 @@ def recover(target: PathLike) -> List[str]:
 
 def existing_check(if_exists: str, op: str
                    ) -> Optional[Callable[[str], None]]:
-  """`AtomicOutput`'s ``check`` for a file writer's ``if_exists``.
-
-  ``'overwrite'``: none (an existing target is replaced); ``'error'``: an
-  existing target is a FileExistsError, checked under the lock, so of two
-  writers of one path the second fails instead of replacing the first's.
+  """`AtomicOutput`'s ``check`` for a file writer's ``if_exists`` (None or 'error').
 
   Example:
     >>> existing_check('error', 'to_d4rl')('/')
@@ -255,27 +179,17 @@ def missing_hint(target: PathLike) -> str:
 class AtomicOutput:
   """Writes one file or directory under a hidden name, then renames it in.
 
-  Use as a context manager: inside, write to `path` (a directory that
-  exists, or a file path to create), then call `publish`. Leaving the block
-  without publishing (an error, ``KeyboardInterrupt``) removes the staging
-  path (and puts back an old directory set aside): nothing is left. The
-  lock is held for the whole block. Missing directories above the target
-  are created (and flushed).
+  A context manager: write to `path`, then call `publish`; leaving the block
+  without publishing removes the staging path. The lock is held throughout.
 
   Args:
     target: the file or directory the writer publishes.
     directory: whether the output is a directory (`path` is created).
-    check: called with ``target`` once the lock is held and leftovers are
-      removed, before anything is written, and again just before the
-      switch: raises if the target may not be written (e.g. a
-      FileExistsError when it exists).
-    replace: whether `publish` may replace what is at the target (a file,
-      or a non-empty directory, set aside and deleted). False (a writer that
-      only creates): a file or a non-empty directory found at the target at
-      the switch is left as it is, and the output is discarded with a
-      FileExistsError; an empty directory is replaced.
-    lock_timeout: seconds to wait for another writer of ``target`` (None:
-      wait as long as it takes; 0: fail at once).
+    check: ``target -> None``, raising if the target may not be written; run
+      under the lock before writing and again just before the switch.
+    replace: whether `publish` may replace a file or non-empty directory at
+      the target (False: a FileExistsError, the output discarded).
+    lock_timeout: seconds to wait for another writer (None: forever; 0: none).
     label: how errors name the output (default: its path).
 
   Example (a file: replaced atomically; a failure leaves the old one):
@@ -361,12 +275,7 @@ class AtomicOutput:
     return self
 
   def publish(self) -> str:
-    """Flushes the staging path and renames it to the target; the target.
-
-    ``check`` runs again first. A file or an empty directory at the target
-    is replaced in one rename; a non-empty directory is set aside first and
-    deleted after (``replace=True``), or refused (``replace=False``: a
-    FileExistsError, the target left as it is).
+    """Flushes the staging path and renames it to the target; returns the target.
 
     Example:
       >>> import os, tempfile
@@ -430,12 +339,7 @@ class AtomicOutput:
 
 
 def _rename_no_replace(staging: str, target: str, directory: bool) -> None:
-  """Renames ``staging`` to ``target`` unless something is there.
-
-  An empty directory at ``target`` is replaced (POSIX ``rename``); a file,
-  or a non-empty directory, is a FileExistsError and stays as it is. A file
-  is linked to its name (``link`` fails where a name exists), then its
-  staging name removed.
+  """Renames ``staging`` to ``target`` unless a file or non-empty directory is there.
 
   Example:
     >>> import os, tempfile
@@ -472,11 +376,7 @@ def _rename_no_replace(staging: str, target: str, directory: bool) -> None:
 
 
 def _link_file(staging: str, target: str) -> None:
-  """Gives the file ``staging`` the name ``target`` if that name is free.
-
-  Where the file system has no hard links, a rename after a last look
-  (a process creating ``target`` in between is not seen).
-  """
+  """Gives the file ``staging`` the name ``target`` if that name is free (a hard link)."""
   try:
     os.link(staging, target)
   except OSError as error:

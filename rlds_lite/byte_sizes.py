@@ -1,9 +1,4 @@
-"""Byte counts: parsed from ``'512MB'`` / ``'1.5 GiB'``, and shown short (``'1.2 MB'``).
-
-Example:
-  >>> parse_bytes('512MB'), format_bytes(1234567)
-  (512000000, '1.2 MB')
-"""
+"""Byte counts: parsed from ``'512MB'`` / ``'1.5 GiB'``, and shown short (``'1.2 MB'``)."""
 
 import re
 from typing import Any

@@ -1,26 +1,7 @@
-"""The ``rlds-lite`` command line.
+"""The ``rlds-lite`` command line: the parser and `main` (subcommands: ``rlds_lite.commands``).
 
-Subcommands live in ``rlds_lite.commands`` (one module each). Building the
-parser imports no TensorFlow, so ``--help``, ``--version``, ``version`` and
-``COMMAND --help`` answer at once; a command imports TensorFlow when it runs
-(through `rlds_lite.commands.quiet`: without ``--verbose`` its C++ log lines
-are hidden).
-
-Global flags: ``--version``, ``--verbose`` (also accepted after the command).
-
-A command line argparse cannot use (a missing argument, a bad number, an
-unknown flag) is one line on stderr naming the command, and exit status 2
-(`OneLineParser`); ``--help`` is argparse's own. So is a file system failure
-a command lets through (a full disk, a read-only or missing directory:
-`rlds_lite.commands.io_errors`), naming what it writes.
-
-Example:
-  >>> main(['version'])
-  rlds_lite 0.1.0
-  0
-  >>> main(['version', '--json'])
-  {"version": "0.1.0"}
-  0
+Building the parser imports no TensorFlow, so ``--help`` and ``--version``
+answer at once; errors and exit codes are in ``docs/cli.md``.
 """
 
 import argparse
@@ -42,11 +23,6 @@ def _command_module(name: str):
 
 class OneLineParser(argparse.ArgumentParser):
   """An ``ArgumentParser`` whose errors are one line, then exit status 2.
-
-  argparse prints its usage block before the error (2-7 lines); this prints
-  ``PROG: message (see PROG --help)``, as the commands report bad input.
-  Subcommand parsers are of this class too (argparse makes them so), so
-  their errors name the command.
 
   Example:
     >>> import contextlib, io
@@ -119,6 +95,14 @@ def main(argv: Optional[List[str]] = None) -> int:
 
   A file system error the command lets through is one line and exit
   status 2 (`rlds_lite.commands.io_errors`); any other error is a traceback.
+
+  Example:
+    >>> main(['version'])
+    rlds_lite 0.1.0
+    0
+    >>> main(['version', '--json'])
+    {"version": "0.1.0"}
+    0
   """
   args = _parse(argv)
   quiet.configure(verbose=args.verbose)

@@ -1,41 +1,9 @@
 """The files of a prepared TFDS dataset: checked when opened, named when damaged.
 
-TensorFlow's readers report damaged data without naming it (``corrupted
-record at 417``, ``truncated record at 405``) and TFDS interleaves shard
-files, so a raw read error tells neither which file nor which episode is
-damaged. This module checks the files itself and raises `CorruptDatasetError`
-(a ``ValueError``): one line naming the file, and the episode of the split
-where it is known.
-
-* `open_builder`: ``tfds.builder_from_directory``, with a damaged
-  ``dataset_info.json`` named, or ``features.json`` when TFDS reads it (a
-  ``dataset_info.json`` without features); never a protobuf or JSON
-  traceback, nor TFDS's guess of an "old TFDS version".
-* `features_mismatch`: the ``features.json`` TFDS does not read (the
-  features are in ``dataset_info.json``) checked against those it does:
-  ``rlds_lite.validate`` reports it, readers do not need it.
-* `check_open`: what ``rlds_lite.load`` checks when it opens a split, with
-  one directory listing (no file is read): every shard exists, is not empty,
-  a TFRecord shard is large enough for the framing of its records, and the
-  split's TFRecord shards add up to the size ``dataset_info.json`` records;
-  only when they do not are record headers scanned, to name the file.
-* `find_damage`: the thorough check ``rlds_lite.validate`` runs: the record
-  headers of every shard (TFRecord: lengths and their checksums; ArrayRecord:
-  the file opens and every record reads), record counts against
-  ``dataset_info.json``, and on request every record's checksum and every
-  episode decoded with the dataset's features.
-* `diagnose`: after a ``tf.errors.OpError`` while reading a split, the
-  `CorruptDatasetError` that names the file and episode (None if the files
-  are fine and the error came from elsewhere).
-
-Example:
-  >>> from rlds_lite import synthetic
-  >>> path = synthetic.dataset(3, seed=0)
-  >>> shard = os.path.join(path, 'toy-train.tfrecord-00000')
-  >>> with open(shard, 'r+b') as f:
-  ...   _ = f.truncate(os.path.getsize(shard) - 100)
-  >>> find_damage(open_builder(path), 'train')  # doctest: +ELLIPSIS
-  [CorruptDatasetError(".../toy-train.tfrecord-00000: episode 2 of split 'train': is truncated: it ends inside record 2 (3954 bytes; the record needs 4054); the file holds episodes 0-2.")]
+`open_builder`, `check_open` (what ``rlds_lite.load`` checks), `find_damage`
+(what ``rlds_lite.validate`` checks) and `diagnose` (after a read error) raise
+or return a one-line `CorruptDatasetError` naming the file and episode; what
+is checked when is in ``docs/guarantees.md`` ("Corrupt files").
 """
 
 import json
@@ -76,19 +44,12 @@ class CorruptDatasetError(ValueError):
   Attributes:
     path: the file (a shard, ``dataset_info.json``, ``features.json``).
     detail: what is wrong, without the file and place.
-    kind: ``'corrupt_file'`` (missing, empty, truncated or damaged files,
-      unreadable metadata), ``'undecodable'`` (data that does not decode with
-      the declared features) or ``'features_mismatch'`` (``features.json`` is
-      missing, unreadable or disagrees with the features ``dataset_info.json``
-      holds, which TFDS decodes with: the data reads right, but tools that
-      read ``features.json`` do not).
+    kind: ``'corrupt_file'``, ``'undecodable'`` or ``'features_mismatch'``.
     episode: the episode's index in ``split`` where known, else None.
     split: the split the episode belongs to, where known.
     field: the step or episode field (``'observation'``), where known.
-    step: the step where known (a camera frame that does not decode; the
-      message says it), else None.
-    cause: TensorFlow's own message (one line), for data that does not
-      decode, else None.
+    step: the step where known, else None.
+    cause: TensorFlow's own message (one line) for undecodable data, else None.
 
   Example:
     >>> str(CorruptDatasetError('/d/x-train.tfrecord-00001', 'is empty.',
@@ -209,12 +170,7 @@ def _read_features_json(path: str, what: str) -> Any:
 
 def _features_problem(dataset_dir: str, proto: Any
                       ) -> Optional[CorruptDatasetError]:
-  """What keeps TFDS from restoring the features, naming the file; or None.
-
-  TFDS takes the features from ``dataset_info.json`` when it holds them (and
-  then does not read ``features.json``), else from ``features.json``: only
-  the file TFDS reads is checked here (`features_mismatch` checks the other).
-  """
+  """What keeps TFDS from restoring the features (from the file it reads), or None."""
   info_path = os.path.join(dataset_dir, INFO_FILE)
   if proto.HasField('features'):
     try:
@@ -264,19 +220,12 @@ def metadata_problem(dataset_dir: PathLike) -> Optional[CorruptDatasetError]:
 def open_builder(dataset_dir: PathLike) -> tfds.core.DatasetBuilder:
   """``tfds.builder_from_directory`` of one published version, damage named.
 
-  The builder comes from `rlds_lite.tfds.publish.read_builder` (never one
-  version's features with another's shards while a writer publishes).
-
   Args:
     dataset_dir: the prepared dataset directory (holding ``dataset_info.json``).
 
   Returns:
-    The TFDS builder.
-
-  Raises:
-    CorruptDatasetError: naming ``dataset_info.json``, or ``features.json``
-      when TFDS takes the features from it (`features_file`), if TFDS cannot
-      open the dataset from them.
+    The TFDS builder; raises `CorruptDatasetError` naming the metadata file
+    TFDS cannot open the dataset from.
 
   Example:
     >>> import tempfile
@@ -301,11 +250,7 @@ def open_builder(dataset_dir: PathLike) -> tfds.core.DatasetBuilder:
 
 
 def check_has_splits(builder: tfds.core.DatasetBuilder) -> None:
-  """Raises a `CorruptDatasetError` naming ``dataset_info.json`` if it lists no split.
-
-  A TFDS dataset always has a split (TFDS cannot describe one without
-  shards): none means ``dataset_info.json`` lost them.
-  """
+  """Raises a `CorruptDatasetError` naming ``dataset_info.json`` if it lists no split."""
   if not builder.info.splits.keys():
     raise CorruptDatasetError(
         os.path.join(os.fspath(builder.data_dir), INFO_FILE),
@@ -316,24 +261,15 @@ def check_has_splits(builder: tfds.core.DatasetBuilder) -> None:
 def features_mismatch(dataset_dir: PathLike) -> Optional[CorruptDatasetError]:
   """What is wrong with ``features.json`` beside features in ``dataset_info.json``.
 
-  TFDS then decodes with the features of ``dataset_info.json`` and does not
-  read ``features.json`` (every dataset rlds_lite writes is such a dataset),
-  so a damaged ``features.json`` is no reason for a reader to fail. It is
-  still a problem: it is the copy of the features other tools read (TFDS's
-  lookup of a prepared dataset by name, ``tfds.builder(name, data_dir=...)``,
-  wants the file to exist; tools that predate features inside
-  ``dataset_info.json`` decode with it).
+  TFDS then decodes with ``dataset_info.json``, so this is reported by
+  ``rlds_lite.validate``, not raised by readers.
 
   Args:
     dataset_dir: the prepared dataset directory.
 
   Returns:
     A `CorruptDatasetError` of kind ``'features_mismatch'`` naming
-    ``features.json``: missing, unreadable, not features, or disagreeing
-    (the first field that differs). None if it agrees, or if
-    ``dataset_info.json`` does not hold (readable) features: then
-    ``features.json`` is what TFDS decodes with, and its damage is an error
-    of every reader (`metadata_problem`).
+    ``features.json``, or None if it agrees (or TFDS decodes with it).
 
   Example:
     >>> from rlds_lite import synthetic
@@ -535,14 +471,8 @@ def _size_problem(shard: Shard, size: int) -> Optional[CorruptDatasetError]:
 def check_open(builder: tfds.core.DatasetBuilder, split: Any) -> None:
   """The cheap checks of ``rlds_lite.load``: the split's shards look whole.
 
-  One listing of the dataset directory, no file read: every shard the split
-  reads exists and is not empty; a TFRecord shard has room for the framing
-  of its records; the TFRecord shards of each split add up to the bytes
-  ``dataset_info.json`` records (its ``numBytes`` counts the records' data,
-  or the whole files). Only if they do not are the shards' record headers
-  scanned (`find_damage`), to name the file; a dataset whose files are fine
-  but whose ``numBytes`` follows another convention is accepted. Remote
-  (``gs://``) datasets are checked for missing files only.
+  One directory listing, no file read; which checks run is in
+  ``docs/guarantees.md`` ("When a dataset is opened").
 
   Args:
     builder: the dataset's builder.
@@ -624,18 +554,14 @@ def _open_binary(path: str):
 
 
 def scan_tfrecord(path: str) -> Tuple[int, Optional[str], Optional[int]]:
-  """Walks a TFRecord file's record headers (the data is not read).
-
-  Each record is ``uint64 length, uint32 masked CRC-32C of the length, data,
-  uint32 masked CRC-32C of the data``; the length checksums are verified.
+  """Walks a TFRecord file's record headers, verifying the length checksums.
 
   Args:
     path: the file.
 
   Returns:
-    ``(records, problem, bad_record)``: the whole records found before any
-    problem, what is wrong (None if the framing is whole) and the index of
-    the damaged record (None if none).
+    ``(records, problem, bad_record)``: the whole records before any problem,
+    what is wrong (None if whole) and the damaged record's index (or None).
 
   Example:
     >>> import tempfile
@@ -673,12 +599,7 @@ def scan_tfrecord(path: str) -> Tuple[int, Optional[str], Optional[int]]:
 
 
 def _corrupted_records(shards: List[Shard]) -> List[CorruptDatasetError]:
-  """TFRecord shards (whole framing) whose data checksums fail, one error each.
-
-  TF reads the files one after the other in one dataset (opening a dataset
-  per file costs tens of milliseconds); the index of the record that fails
-  tells the file, since their record counts are known.
-  """
+  """TFRecord shards (whole framing) whose data checksums fail, one error each."""
   found = []
   while shards:
     done = 0
@@ -788,10 +709,6 @@ def undecodable_error(shard: Shard, episode: int,
                       error: BaseException) -> CorruptDatasetError:
   """The error of an episode whose data does not decode with the declared features.
 
-  It names the file the features come from (`features_file`), the episode,
-  the field TF's message names, and the shard holding the data; ``cause``
-  is TF's message.
-
   Example:
     >>> shard = Shard('/d/toy-train.tfrecord-00000', 'train', 0, 3, 'tfrecord')
     >>> print(undecodable_error(shard, 2, ValueError(
@@ -850,12 +767,9 @@ def find_damage(builder: tfds.core.DatasetBuilder, split: Any = None, *,
   Args:
     builder: the dataset's builder.
     split: the split (as ``rlds_lite.load`` takes it), or None for all.
-    records: also read every record and check its data checksum
-      (TFRecord: TF reads each file alone; ArrayRecord: every record is read).
-    read: ``split -> episodes``; if given, the episodes of every shard whose
-      files are whole are read back (decoded) until one fails, which is
-      reported with its episode and field (for data that does not fit the
-      declared features).
+    records: also read every record and check its data checksum.
+    read: ``split -> episodes``; if given, the episodes of whole shards are
+      decoded until one fails.
 
   Returns:
     The problems, in split order (an empty list if the files are whole).
@@ -895,10 +809,6 @@ def check_all_read(builder: tfds.core.DatasetBuilder, split: str,
                    read: int, consequence: str = '') -> None:
   """Raises if a pass over ``split`` read fewer episodes than it lists.
 
-  The first damaged shard (`find_damage`) is raised if there is one, else a
-  `CorruptDatasetError` naming ``dataset_info.json``, with ``consequence``
-  (e.g. ``'nothing was converted.'``) after it.
-
   Example:
     >>> from rlds_lite import synthetic
     >>> path = synthetic.dataset(2, seed=0)
@@ -925,21 +835,16 @@ def diagnose(builder: tfds.core.DatasetBuilder, split: Any,
              known: Collection[str] = ()) -> Optional[CorruptDatasetError]:
   """The damaged file behind a read error of ``split``, or None.
 
-  Missing files and record framing are checked first (cheap); record
-  checksums when TF reported lost data (``DataLossError``); the episodes are
-  decoded again (``read``) when TF could not parse or decode them.
-
   Args:
     builder: the dataset's builder.
     split: the split that was being read.
     error: the ``tf.errors.OpError`` raised while reading.
     read: ``split -> episodes`` as the failed reader read them.
-    known: files already known to be damaged, which the read went around:
-      their problems are not the answer.
+    known: files already known to be damaged (not the answer).
 
   Returns:
     The `CorruptDatasetError` naming the file (and episode), or None if the
-    files and episodes read back whole (the error came from elsewhere).
+    files and episodes read back whole.
   """
   data_loss = isinstance(error, (tf.errors.DataLossError,
                                  tf.errors.UnknownError))

@@ -1,12 +1,4 @@
-"""Decoding stored TFDS examples into steps: nested, dense ``[T, ...]``, or images left encoded.
-
-Example:
-  >>> from rlds_lite import synthetic
-  >>> builder = tfds.builder_from_directory(synthetic.dataset(2, seed=0))
-  >>> steps = next(iter(dense_episodes(builder, 'train')))['steps']
-  >>> steps['observation'].shape
-  TensorShape([5, 4])
-"""
+"""Decoding stored TFDS examples into steps: nested, dense ``[T, ...]``, or images left encoded."""
 
 import contextlib
 import logging
@@ -55,15 +47,7 @@ class ImageSpec(NamedTuple):
 
 
 def image_specs(step_features: Any, prefix: str = '') -> Dict[str, ImageSpec]:
-  """Path -> ``ImageSpec`` of every image feature of static shape in a step.
-
-  Args:
-    step_features: a step ``FeaturesDict`` (``features['steps'].feature``).
-    prefix: a path prefix (for recursion).
-
-  Returns:
-    ``{'observation/image': ImageSpec(...), ...}`` in the features' order;
-    images of unknown height or width are left out.
+  """Path -> ``ImageSpec`` of every image feature of static shape in a step ``FeaturesDict``.
 
   Example:
     >>> import numpy as np
@@ -148,10 +132,7 @@ def dense_steps_spec(step_spec: Any) -> Any:
 
 def select_step_fields(steps_feature: tfds.features.Dataset,
                        step_fields: Sequence[str]) -> List[str]:
-  """The paths of the step fields ``step_fields`` names, in ``tf.nest`` order.
-
-  A path selects the field or everything below it (``'observation'``); a
-  path that names no field is a KeyError listing them.
+  """The paths of the step fields ``step_fields`` names (and all below them), in ``tf.nest`` order.
 
   Example:
     >>> import numpy as np
@@ -236,9 +217,6 @@ def _quiet_ordering_guard(read_config: Optional[tfds.ReadConfig]
 def as_dataset(builder: tfds.core.DatasetBuilder, **kwargs) -> tf.data.Dataset:
   """``builder.as_dataset(**kwargs)``; features TFDS cannot parse name their file.
 
-  A ``read_config`` that turns TFDS's ordering guard off (shuffling an
-  ordered dataset on purpose) also silences its warnings about it.
-
   Example:
     >>> from rlds_lite import synthetic
     >>> builder = tfds.builder_from_directory(synthetic.dataset(2, seed=0))
@@ -288,9 +266,6 @@ def decode_steps(episodes: tf.data.Dataset,
     fields: keep (and decode) only these step fields; None: all.
     encoded_images: leave image fields (`image_specs`) as ``[T]`` strings.
     label: names the dataset in errors.
-
-  Returns:
-    The episodes, every step field checked to have one entry per step.
 
   Example:
     >>> from rlds_lite import synthetic

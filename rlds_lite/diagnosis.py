@@ -1,13 +1,4 @@
-"""Read errors named: TF's error while reading a split becomes one naming file, episode, field and step.
-
-Example:
-  >>> from rlds_lite import synthetic
-  >>> builder = tfds.builder_from_directory(synthetic.dataset(2, seed=0))
-  >>> with named_read_errors(builder, 'train'):
-  ...   n = sum(1 for _ in decoding.dense_episodes(builder, 'train'))
-  >>> n
-  2
-"""
+"""Read errors named: TF's read error becomes one naming file, episode, field and step."""
 
 import contextlib
 import os
@@ -44,11 +35,9 @@ def episode_reader(builder: tfds.core.DatasetBuilder
 @contextlib.contextmanager
 def named_read_errors(builder: tfds.core.DatasetBuilder, split: Any,
                       known: Collection[str] = ()) -> Iterator[None]:
-  """Inside this block a TF read error of ``split`` becomes a `CorruptDatasetError`.
+  """Inside this block a TF read error of ``split`` becomes a `CorruptDatasetError` naming it.
 
-  The error names the damaged file, episode and field (and the step of a
-  frame that does not decode); an error the files do not explain is
-  re-raised unchanged. See docs/guarantees.md.
+  An error the files do not explain is re-raised unchanged.
 
   Args:
     builder: the dataset's builder.
@@ -101,10 +90,7 @@ class BadFrame(NamedTuple):
 
 def first_bad_frame(builder: tfds.core.DatasetBuilder, split: str,
                     episode: int) -> Optional[BadFrame]:
-  """The first frame of episode ``episode`` of ``split`` that does not decode, or None.
-
-  Each image field's frames are decoded one by one, fields in
-  ``decoding.image_specs`` order.
+  """The first frame of episode ``episode`` of ``split`` that does not decode alone, or None.
 
   Example:
     >>> import tempfile
@@ -134,16 +120,13 @@ def first_bad_frame(builder: tfds.core.DatasetBuilder, split: str,
 def frame_error(builder: tfds.core.DatasetBuilder, split: str, episode: int,
                 cause: Optional[str] = None
                 ) -> Optional[dataset_files.CorruptDatasetError]:
-  """The error naming the first camera frame of an episode that does not decode.
+  """The error naming the first camera frame of an episode that does not decode, or None.
 
   Args:
     builder: the dataset's builder.
-    split: a plain split name (``episode`` counts from its start).
+    split: a plain split name.
     episode: the episode's index in ``split``.
     cause: TF's message for the failed decode, quoted in the error.
-
-  Returns:
-    The error (kind ``'undecodable'``), or None if every frame decodes alone.
 
   Example:
     >>> import tempfile
@@ -173,20 +156,15 @@ def frame_error(builder: tfds.core.DatasetBuilder, split: str, episode: int,
 def episode_error(builder: tfds.core.DatasetBuilder, split: str,
                   episode: int, error: BaseException
                   ) -> Optional[dataset_files.CorruptDatasetError]:
-  """What kept one episode of a plain split from reading, named; or None.
+  """What kept one episode of a plain split from reading, as a `CorruptDatasetError`; or None.
 
-  For a reader of one episode (``rlds-lite video --episode N``), where
-  `named_read_errors` could name another episode of the split.
+  For a reader of one episode (``rlds-lite video --episode N``).
 
   Args:
     builder: the dataset's builder.
     split: a plain split name.
     episode: the episode's index in ``split``.
     error: the ``tf.errors.OpError`` its read raised.
-
-  Returns:
-    A `CorruptDatasetError` naming the file and episode, or None if the
-    episode reads back whole (the error came from elsewhere).
 
   Example:
     >>> from rlds_lite import synthetic

@@ -1,18 +1,7 @@
 """A pure-Python/NumPy animated GIF (GIF89a) writer; no encoder needed.
 
-Frames share one global palette: the exact colours when the whole clip has
-at most 256 of them (lossless: grayscale, rendered environments, ...), else
-a 6x6x6 colour cube (216 colours, nearest level per channel). Palette
-mapping is vectorised NumPy; the LZW coder is a tight Python loop (about a
-million pixels per second), with bit packing vectorised.
-
-Example:
-  >>> import numpy as np
-  >>> frames = np.zeros((2, 4, 6, 3), np.uint8)
-  >>> frames[1, :, :, 0] = 255
-  >>> data = encode_gif(frames, fps=5)
-  >>> data[:6], data[-1:]
-  (b'GIF89a', b';')
+One global palette: the clip's exact colours when it has at most 256, else a
+6x6x6 colour cube.
 """
 
 import struct

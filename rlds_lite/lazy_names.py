@@ -1,14 +1,4 @@
-"""A package's public names imported on first use (PEP 562): importing the package loads only what is used.
-
-Example:
-  >>> import sys
-  >>> attribute('rlds_lite', {'STEPS': 'rlds_types'}, 'STEPS')
-  'steps'
-  >>> attribute('rlds_lite', {}, 'no_such_name')
-  Traceback (most recent call last):
-  ...
-  AttributeError: module 'rlds_lite' has no attribute 'no_such_name'
-"""
+"""A package's public names imported on first use (PEP 562)."""
 
 import importlib
 import importlib.util
@@ -27,6 +17,15 @@ def attribute(package: str, names: Mapping[str, str], name: str) -> Any:
     package: the package's ``__name__``.
     names: public name -> the submodule (relative) that defines it.
     name: the attribute asked for.
+
+  Example:
+    >>> import sys
+    >>> attribute('rlds_lite', {'STEPS': 'rlds_types'}, 'STEPS')
+    'steps'
+    >>> attribute('rlds_lite', {}, 'no_such_name')
+    Traceback (most recent call last):
+    ...
+    AttributeError: module 'rlds_lite' has no attribute 'no_such_name'
   """
   if name in names:
     value = getattr(importlib.import_module(f'{package}.{names[name]}'), name)

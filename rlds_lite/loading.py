@@ -1,12 +1,4 @@
-"""Load an RLDS dataset stored in the TFDS format, nested or dense (``rlds_lite.load``).
-
-Example:
-  >>> import tempfile
-  >>> load(tempfile.mkdtemp() + '/missing')  # doctest: +ELLIPSIS
-  Traceback (most recent call last):
-  ...
-  FileNotFoundError: load: dataset directory '.../missing' does not exist.
-"""
+"""Load an RLDS dataset stored in the TFDS format, nested or dense (``rlds_lite.load``)."""
 
 import os
 from typing import Any, Optional, Sequence, Tuple, Union
@@ -37,41 +29,24 @@ def load(name_or_dir: Any,
          episodes: Any = None,
          last_step: str = 'invalid',
          step_fields: Optional[Sequence[str]] = None) -> tf.data.Dataset:
-  """The episodes of an RLDS dataset stored in the TFDS format.
+  """The episodes of an RLDS dataset stored in the TFDS format, as a ``tf.data.Dataset``.
 
   Args:
-    name_or_dir: a `rlds_lite.Source` (``rlds_lite.open``); a TFDS dataset
-      name (``'name'``, ``'name/config'``, ``'name:1.0.0'``), found among registered datasets or prepared in
-      ``data_dir``; or a dataset directory: a ``pathlib.Path``, an existing
-      path, a path starting with ``/``, ``./``, ``../`` or ``~``, or a URL.
-      The directory is the prepared one holding ``dataset_info.json``, or a
-      parent with exactly one such config/version directory below it.
+    name_or_dir: a `rlds_lite.Source`, a TFDS dataset name (``'name/config:1.0.0'``)
+      or a dataset directory (the one holding ``dataset_info.json``, or a
+      parent with exactly one version below it).
     split: the split to read (default: the Source's, or ``'train'``); TFDS
       slicing (``'train[:10%]'``) works.
     data_dir: where TFDS looks for prepared datasets (names only).
-    dense: if True, each episode's ``steps`` is a dict of ``[T, ...]``
-      tensors (the values nested steps would have, decoded), read much faster
-      than nested steps; if False, ``steps`` is a ``tf.data.Dataset`` of steps
-      as in RLDS. Episode metadata is kept either way.
+    dense: steps as dicts of ``[T, ...]`` tensors (much faster) instead of a
+      nested ``tf.data.Dataset`` of steps.
     shuffle_files: shuffle the order of the dataset's files.
-    read_config: a ``tfds.ReadConfig`` (seeds, interleaving, ...).
-    episodes: read only these episodes of ``split`` (a plain split name),
-      without reading or decoding the others: a list of indices (read in
-      that order), an EXPR over the episode catalog
-      (``'length > 20 and terminated'``), a function of a catalog row, or a
-      ``rlds_lite.catalog.Catalog`` (see `rlds_lite.catalog.selection`).
-      Not with ``shuffle_files`` or ``read_config``.
-    last_step: with ``episodes`` an EXPR or a function: what the catalog's
-      ``return`` sums: ``'invalid'`` (default, RLDS) every step but the
-      last, warning once (`rlds_lite.LastStepValuesWarning`) if an EXPR
-      naming ``return`` (or a function) leaves non-zero last rewards out;
-      ``'valid'`` every step. The episodes read are the same either way.
-    step_fields: with ``dense=True``: keep only these step fields (paths;
-      ``'observation'`` selects everything below it), and decode only them:
-      the others, their images, are dropped undecoded. Default: all.
-
-  Returns:
-    A ``tf.data.Dataset`` of episodes.
+    read_config: a ``tfds.ReadConfig``.
+    episodes: read only these episodes: indices, an EXPR, a function of a
+      catalog row or a ``Catalog`` (docs/episodes.md).
+    last_step: with ``episodes`` an EXPR or a function: ``'invalid'``
+      (default) or ``'valid'``, what the catalog's ``return`` sums.
+    step_fields: with ``dense=True``: keep and decode only these step fields.
 
   Example:
     >>> load('no_such_rlds_dataset')  # doctest: +ELLIPSIS

@@ -1,10 +1,4 @@
-"""Names of the optional episode-metadata fields RLDS proposes.
-
-Example:
-  >>> from rlds_lite import metadata
-  >>> metadata.EPISODE_ID
-  'episode_id'
-"""
+"""Names of the optional episode-metadata fields RLDS proposes."""
 
 EPISODE_ID = 'episode_id'
 """Unique identifier of the episode (ideally unique across datasets too)."""

@@ -1,12 +1,4 @@
-"""Name the leaves of nested step structures with readable paths, and back.
-
-Error messages and reports name fields as ``'observation/image'`` or
-``'action/0'``; this module produces those paths in ``tf.nest`` order.
-
-Example:
-  >>> flatten_with_paths({'observation': {'pos': 1, 'vel': 2}, 'action': (3, 4)})
-  [('action/0', 3), ('action/1', 4), ('observation/pos', 1), ('observation/vel', 2)]
-"""
+"""Name the leaves of nested step structures with paths (``'observation/image'``), and back."""
 
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
@@ -16,6 +8,10 @@ def flatten_with_paths(structure: Any, prefix: str = '') -> List[Tuple[str, Any]
 
   Dict keys are visited sorted, as ``tf.nest`` does; sequence items by index.
   A bare leaf gets the path ``prefix`` (``''`` by default).
+
+  Example:
+    >>> flatten_with_paths({'observation': {'pos': 1, 'vel': 2}, 'action': (3, 4)})
+    [('action/0', 3), ('action/1', 4), ('observation/pos', 1), ('observation/vel', 2)]
   """
   if isinstance(structure, Mapping):
     items = [(str(k), structure[k]) for k in sorted(structure)]

@@ -1,21 +1,7 @@
-"""One bound on how deep user input may nest, for every parser of it.
+"""One bound on how deep user input may nest (`MAX_DEPTH`), for every parser of it.
 
-Python's parsers recurse: a short hostile input (a JSON file of 100,000
-``[``, an EXPR of 10,000 ``(`` or ``not``) ends in a ``RecursionError``
-traceback, and a value just under the interpreter's limit breaks whatever
-walks it next. Every parser of user input (EXPR, JSON metadata such as a
-LeRobot ``meta/info.json`` or a TFDS ``dataset_info.json``, random-access
-state files, caches) refuses more than `MAX_DEPTH` levels with a
-`TooDeepError` (a ValueError) saying what was refused; the caller names the
-file. No TensorFlow here.
-
-Example:
-  >>> loads('{"a": [1, 2]}')
-  {'a': [1, 2]}
-  >>> loads('[' * 101 + ']' * 101)
-  Traceback (most recent call last):
-  ...
-  rlds_lite.nesting.TooDeepError: JSON nests deeper than 100 levels (refused)
+Deeper input is a `TooDeepError` (a ValueError), never a ``RecursionError``;
+see ``docs/guarantees.md`` ("Short hostile input").
 """
 
 import json
@@ -61,6 +47,14 @@ def loads(text: Union[str, bytes, bytearray]) -> Any:
   Raises:
     TooDeepError: arrays and objects nest deeper than `MAX_DEPTH`.
     json.JSONDecodeError, UnicodeDecodeError: as ``json.loads``.
+
+  Example:
+    >>> loads('{"a": [1, 2]}')
+    {'a': [1, 2]}
+    >>> loads('[' * 101 + ']' * 101)
+    Traceback (most recent call last):
+    ...
+    rlds_lite.nesting.TooDeepError: JSON nests deeper than 100 levels (refused)
   """
   try:
     value = json.loads(text)

@@ -1,29 +1,7 @@
-"""What a writer may write: `check_replaceable`, `check_apart_from_sources`,
-`check_creatable`, `path_inside`.
+"""What a writer may write: `check_replaceable`, `check_apart_from_sources`, and the like.
 
-Writers that replace an existing output (``random_access.convert(...,
-overwrite=True)``, ``rlds-lite chunk --overwrite``, ``to_lerobot(...,
-if_exists='overwrite')``, ``to_minari(...)``) delete the old directory once
-the new one is complete. A wrong path must never delete data: they replace
-only a directory that is already a dataset of the kind they write (or an
-empty one), never one that is, holds or lies inside the source they read.
-A writer that only creates (``rlds-lite convert``) may not write into its
-source either (`check_apart_from_sources`). Before any work, a writer can
-check that its output can be made at all (`check_creatable`: not inside a
-file, not on a read-only file system). A name a writer puts under its
-target (a dataset name or version, a Minari dataset id, a LeRobot repo id)
-goes through `path_inside`, which refuses one that leads outside it.
-
-Example:
-  >>> import os, tempfile
-  >>> root = tempfile.mkdtemp()
-  >>> open(os.path.join(root, 'notes.txt'), 'w').close()
-  >>> try:
-  ...   check_replaceable(root, kind='LeRobot dataset', marker='meta/info.json',
-  ...                     writer='to_lerobot')
-  ... except FileExistsError as e:
-  ...   print(str(e).split(';')[0].replace(root, 'ROOT'))
-  to_lerobot: ROOT is not a LeRobot dataset (it has no meta/info.json)
+The rules (a wrong path never deletes data) are in ``docs/guarantees.md``
+("Converters' overwrites replace only their own kind of dataset").
 """
 
 import os
@@ -71,12 +49,6 @@ def check_apart_from_sources(out: PathLike, sources: Sequence[PathLike], *,
                              kind: str, writer: str) -> None:
   """Raises a ValueError if ``out`` is a source or lies inside one.
 
-  Writing into the source dataset's directory changes the dataset being
-  read (its reader may list the new files as its own). An ``out`` that
-  holds a source is fine for a writer that only creates (the source stays
-  beside what it writes); `check_replaceable` refuses it. Symbolic links
-  are followed.
-
   Args:
     out: the file or directory a writer would write.
     sources: paths the writer reads.
@@ -117,14 +89,8 @@ def check_replaceable(out: PathLike, *, kind: str, marker: str,
     kind: what the writer writes, for the message (``'chunk dataset'``).
     marker: a file every ``kind`` holds, relative to ``out``.
     writer: the operation, for the message.
-    sources: paths the writer reads: ``out`` may not be, hold or lie inside
-      any of them (`check_apart_from_sources`).
+    sources: paths the writer reads (`check_apart_from_sources`).
     is_kind: a finer test of ``out`` (default: ``marker`` exists).
-
-  Raises:
-    ValueError: ``out`` is, holds or lies inside a source.
-    FileExistsError: ``out`` is a file, or a non-empty directory that is not
-      a ``kind``.
 
   Example:
     >>> import tempfile
@@ -164,15 +130,8 @@ def check_replaceable(out: PathLike, *, kind: str, marker: str,
 def check_creatable(out: PathLike, *, writer: str) -> None:
   """Raises unless ``out`` (a file or directory) can be made or written in.
 
-  Its nearest existing part must be a directory that may be written (an
-  existing ``out`` that is a file is left to the writer's own checks).
-  Cheap: a few ``stat`` calls, before a writer reads anything. A full disk
-  shows only when writing. Remote paths (``gs://...``) are not checked.
-
-  Raises:
-    NotADirectoryError: a part of ``out`` is a file.
-    PermissionError: the directory is on a read-only file system, or not
-      writable.
+  A few ``stat`` calls: a part of ``out`` that is a file is a
+  NotADirectoryError, a read-only directory a PermissionError.
 
   Example:
     >>> import tempfile
@@ -208,13 +167,9 @@ def path_inside(target: PathLike, name: Any, *, what: str,
                 writer: str) -> str:
   """``target/name``; a ValueError if ``name`` would lead outside ``target``.
 
-  ``name`` must be a relative path (``/`` or ``\\`` between its parts) whose
-  parts are neither empty, ``.`` nor ``..``: it names a place inside
-  ``target``, never ``target`` itself nor anything beside or above it.
-
   Args:
     target: the directory the writer writes into.
-    name: the name the writer puts under it.
+    name: a relative path without empty, ``.`` or ``..`` parts.
     what: the argument ``name`` came from, for the message (``'name'``).
     writer: the operation, for the message.
 

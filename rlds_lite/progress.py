@@ -1,20 +1,7 @@
-"""Progress bars that behave the same everywhere: on stderr, terminal only.
+"""Progress bars that behave the same everywhere: on stderr, on a terminal only.
 
-Every ``progress`` argument of rlds_lite (and ``--no-progress`` of every
-command) means the same: ``None`` shows a bar when stderr is a terminal and
-hides it in logs, pipes and CI; ``True`` always shows it; ``False`` never.
-
-A bar stays on screen when done, with its final count (``leave=True``): a
-bar whose last update came within tqdm's ``mininterval`` of the previous one
-is redrawn at ``close``, so it never ends on a stale count.
-
-Example:
-  >>> shown(False), shown(True)
-  (False, True)
-  >>> with bar(progress=False, total=3, desc='work', unit=' episodes') as b:
-  ...   b.update(3)  # Nothing is drawn: progress=False.
-  >>> b.disable
-  True
+``progress=None`` shows a bar when stderr is a terminal; ``True`` always;
+``False`` never.
 """
 
 import sys

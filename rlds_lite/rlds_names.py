@@ -1,9 +1,4 @@
-"""The field names of the RLDS format (``rlds_types`` re-exports them).
-
-Example:
-  >>> STEPS, IS_FIRST, sorted(MANDATORY_STEP_FIELDS)
-  ('steps', 'is_first', ['is_first', 'is_last'])
-"""
+"""The field names of the RLDS format (``rlds_types`` re-exports them)."""
 
 OBSERVATION = 'observation'
 ACTION = 'action'

@@ -1,18 +1,7 @@
 """Names and builders of the RLDS format: steps, episodes and their fields.
 
-An *episode* is a dict whose ``steps`` entry holds the steps (a
-``tf.data.Dataset`` of step dicts, or dense ``[T, ...]`` tensors) and whose
-other entries are episode metadata. A *step* is a dict with the mandatory
-``is_first`` / ``is_last`` flags and, usually, ``observation``, ``action``,
-``reward``, ``discount`` and ``is_terminal``.
-
-Example:
-  >>> import rlds_lite as rlds
-  >>> step = rlds.build_step(observation=[0.0], action=1, reward=0.5,
-  ...                        discount=1.0, is_terminal=False,
-  ...                        is_first=True, is_last=False)
-  >>> sorted(step)
-  ['action', 'discount', 'is_first', 'is_last', 'is_terminal', 'observation', 'reward']
+An *episode* is a dict whose ``steps`` holds the steps (a dataset of step
+dicts, or dense ``[T, ...]`` tensors); its other entries are metadata.
 """
 
 from typing import Any, Callable, Dict, List, Mapping, Optional, Union
@@ -56,25 +45,8 @@ def build_step(
     metadata: Optional[Mapping[str, Any]] = None) -> Step:
   """Returns a step dict; fields given as ``None`` are left out.
 
-  Values may be scalars or lists, so the same function builds a batch of
-  steps. On a step with ``is_last=True`` the action, reward and discount are
-  invalid (RLDS keeps them only so that all steps share one structure).
-
-  Args:
-    observation: the observation made at this step.
-    action: the action applied to ``observation``.
-    reward: the reward obtained by applying ``action``.
-    discount: the discount of ``reward``.
-    is_terminal: whether ``observation`` is a terminal state.
-    is_first: whether this is the first step of its episode.
-    is_last: whether this is the last step of its episode.
-    metadata: extra step fields; none may use a name of the step's own fields.
-
-  Returns:
-    The step dict.
-
-  Raises:
-    ValueError: if a metadata key collides with a step field.
+  Values may be scalars or lists (a batch of steps). ``metadata`` holds extra
+  step fields; one named like a step field is a ValueError.
 
   Example:
     >>> build_step(None, None, None, None, None, True, True, {'t': 0})
@@ -100,18 +72,7 @@ def build_step(
 
 def build_episode(steps: Union[List[Any], tf.data.Dataset, Mapping[str, Any]],
                   metadata: Optional[Mapping[str, Any]] = None) -> Episode:
-  """Returns an episode dict: ``{'steps': steps, **metadata}``.
-
-  Args:
-    steps: the steps, as a ``tf.data.Dataset`` of steps, a list, or (dense
-      episodes) a dict of ``[T, ...]`` tensors.
-    metadata: episode metadata; it may not contain the key ``'steps'``.
-
-  Returns:
-    The episode dict.
-
-  Raises:
-    ValueError: if ``metadata`` contains ``'steps'``.
+  """Returns an episode dict ``{'steps': steps, **metadata}``.
 
   Example:
     >>> build_episode(steps=[], metadata={'episode_id': 7})

@@ -1,16 +1,7 @@
-"""What a sample is (windows, n-step transitions, robot samples): one definition each, for every pipeline.
+"""What a sample is (`Windows`, `Transitions`, `RobotSamples`), for every pipeline.
 
-`Windows`, `Transitions` and `RobotSamples` say which samples an episode has
-(``counts``, ``starts``), which steps a sample reads (``offsets``) and how a
-batch is made of them (``assemble``); the samples are `rlds_lite.dense`'s
-(``reference``). `rlds_lite.dense`, `pipeline` and `random_access` take them.
-
-Example:
-  >>> import numpy as np
-  >>> Windows(size=3).counts(np.array([5, 2, 3]), np.array([True, False, True])).tolist()
-  [3, 0, 1]
-  >>> Transitions(n=2).counts(np.array([5, 1]), np.array([True, False])).tolist()
-  [4, 0]
+Each says which samples an episode has (``counts``, ``starts``), which steps
+a sample reads (``offsets``) and how a batch is made (``assemble``).
 """
 
 import dataclasses
@@ -93,7 +84,14 @@ class Windows:
     return np.arange(self.size, dtype=np.int64) * self.stride
 
   def counts(self, lengths: np.ndarray, terminated: np.ndarray) -> np.ndarray:
-    """Samples of each episode (int64)."""
+    """Samples of each episode (int64).
+
+    Example:
+      >>> Windows(size=3).counts(np.array([5, 2, 3]), np.array([True, False, True])).tolist()
+      [3, 0, 1]
+      >>> Transitions(n=2).counts(np.array([5, 1]), np.array([True, False])).tolist()
+      [4, 0]
+    """
     del terminated
     lengths = np.asarray(lengths, np.int64)
     if self.drop_remainder:

@@ -1,16 +1,4 @@
-"""One split of an RLDS dataset, opened once: the value every reader takes.
-
-``open(name_or_dir, split)`` finds the TFDS builder (a prepared directory or a
-registered name), checks that it is RLDS and has the split, and returns a
-`Source`. Readers accept a `Source` or a path and convert once (`as_source`).
-
-Example:
-  >>> import rlds_lite
-  >>> from rlds_lite import synthetic
-  >>> source = rlds_lite.open(synthetic.dataset(3, seed=0))
-  >>> source.num_episodes, source.num_steps, source.file_format
-  (3, 97, 'tfrecord')
-"""
+"""One split of an RLDS dataset, opened once (`open`, `Source`): the value every reader takes."""
 
 import contextlib
 import os
@@ -45,11 +33,7 @@ _COUNT_BATCH = 256
 
 
 def _looks_like_path(name_or_dir: PathLike) -> bool:
-  """Whether ``name_or_dir`` names a directory rather than a TFDS dataset.
-
-  TFDS names may contain ``/`` (``'name/config:1.0.0'``), so only path
-  objects, existing paths, absolute/relative/home paths and URLs count.
-  """
+  """Whether ``name_or_dir`` names a directory (not a TFDS name, which may hold ``/``)."""
   if isinstance(name_or_dir, os.PathLike):
     return True
   return (name_or_dir.startswith(_PATH_PREFIXES) or '://' in name_or_dir or
@@ -109,13 +93,7 @@ def _prepared_dirs(name: str, data_dir: Optional[PathLike]) -> List[str]:
 
 def _without_features_json(name: str, data_dir: Optional[PathLike]
                            ) -> Optional[str]:
-  """The prepared directory of ``name`` that TFDS's lookup skipped, if any.
-
-  TFDS finds a prepared dataset by name only if its ``features.json``
-  exists, even when ``dataset_info.json`` holds the features. This is the
-  highest version (or the one ``name`` asks for) of such a dataset; None if
-  there is none, or several configs to choose from.
-  """
+  """The prepared directory of ``name`` TFDS's lookup skipped (no ``features.json``), or None."""
   version = name.split(':', 1)[1] if ':' in name else None
   found = [d for d in _prepared_dirs(name, data_dir)
            if not tf.io.gfile.exists(
@@ -293,12 +271,7 @@ def open_builder(name_or_dir: PathLike,
 
 
 class RandomAccessEpisodes:
-  """The episodes of an array_record split, read in order with ``tfds.data_source``.
-
-  Python episodes whose ``steps`` are dense NumPy arrays, encoded features
-  left encoded; a damaged file raises a `CorruptDatasetError` naming it.
-  ``indices`` reads only those episodes.
-  """
+  """The episodes of an array_record split, read in order with ``tfds.data_source``."""
 
   def __init__(self, builder: tfds.core.DatasetBuilder, split: str,
                indices: Optional[Sequence[int]] = None):
@@ -463,7 +436,14 @@ class Source:
 
   @property
   def num_steps(self) -> int:
-    """Steps in the split: one pass without decoding, cached per process."""
+    """Steps in the split: one pass without decoding, cached per process.
+
+    Example:
+      >>> from rlds_lite import synthetic
+      >>> source = open(synthetic.dataset(3, seed=0))
+      >>> source.num_episodes, source.num_steps, source.file_format
+      (3, 97, 'tfrecord')
+    """
     return _counted_steps(self.builder, str(self.split))
 
   def episodes(self, *, dense: bool = False,
@@ -475,11 +455,9 @@ class Source:
     """The split's episodes, as ``rlds_lite.load`` reads them.
 
     Args:
-      dense: steps as dicts of ``[T, ...]`` tensors (else a nested
-        ``tf.data.Dataset`` of steps, as in RLDS).
+      dense: steps as dicts of ``[T, ...]`` tensors (else nested datasets).
       fields: with ``dense``: keep (and decode) only these step fields.
-      encoded_images: with ``dense``: leave image fields encoded (``[T]``
-        strings, `image_specs` says how).
+      encoded_images: with ``dense``: leave image fields encoded (`image_specs`).
       shuffle_files: shuffle the order of the files.
       read_config: a ``tfds.ReadConfig``.
 
@@ -558,16 +536,11 @@ def open(name_or_dir: PathLike, split: Any = None, *,  # pylint: disable=redefin
   """Opens one split of an RLDS dataset: a prepared directory or a TFDS name.
 
   Args:
-    name_or_dir: a dataset directory (the one holding ``dataset_info.json``,
-      or a parent with one such config/version below it) or a TFDS name
-      (``'name'``, ``'name/config:1.0.0'``).
-    split: the split (TFDS slicing allowed: ``'train[:10]'``); None:
-      ``'train'``, or the first split of a dataset without one.
+    name_or_dir: a dataset directory (holding ``dataset_info.json``, or a
+      parent with one version below it) or a TFDS name (``'name/config:1.0.0'``).
+    split: the split (TFDS slicing allowed); None: ``'train'``, or the first.
     data_dir: where TFDS looks for prepared datasets (names only).
     op: the function named at the start of error messages.
-
-  Returns:
-    The `Source`.
 
   Example:
     >>> open('/no/such/dir')

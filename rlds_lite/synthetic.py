@@ -1,28 +1,8 @@
 """Small, deterministic RLDS datasets made in memory, for demos, docs and tests.
 
-The episodes come from a point-mass "reach the goal" task: the observation is
-``[x, y, goal_x, goal_y]``, the action a 2-D velocity, the reward the negative
-distance to the goal. An episode ends terminally when the point reaches the
-goal and is truncated at ``max_length`` otherwise, so a dataset mixes both
-endings. Values are drawn with NumPy from ``seed``, so the same arguments
-always give the same data.
-
-``camera_episodes`` / ``camera_dataset`` make robot-camera data instead:
-rendered frames of one or more cameras (a table, objects, a moving
-gripper, sensor noise: JPEGs of realistic size), a state vector, 7-d
-actions and a language instruction, as Open X-Embodiment datasets hold.
-``dataset`` writes ``episodes`` as a TFDS dataset in one call;
-``catch_recording`` records a tiny EnvLogger recording (Catch played by its
-expert) for the EnvLogger readers and builders.
-
-Example:
-  >>> from rlds_lite import synthetic
-  >>> episodes = synthetic.episodes(num_episodes=3, seed=0)
-  >>> [int(e['episode_id']) for e in episodes]
-  [0, 1, 2]
-  >>> steps = synthetic.episode_arrays(num_episodes=1, seed=0)[0]
-  >>> sorted(steps)
-  ['action', 'discount', 'is_first', 'is_last', 'is_terminal', 'observation', 'reward']
+`episodes` is a point-mass "reach the goal" task (terminal and truncated
+endings); `camera_episodes` robot-camera data; `catch_recording` a tiny
+EnvLogger recording. The same arguments always give the same data.
 """
 
 import os
@@ -115,11 +95,7 @@ def episodes(num_episodes: int = 20,
              max_length: int = 50,
              seed: int = 0,
              dense: bool = False) -> tf.data.Dataset:
-  """The episodes as an RLDS ``tf.data.Dataset`` (nested, or dense steps).
-
-  Every episode has ``episode_id`` metadata. With ``dense=False`` (the RLDS
-  form) ``steps`` is a dataset of steps; with ``dense=True`` it is a dict of
-  ``[T, ...]`` tensors.
+  """The episodes as an RLDS ``tf.data.Dataset`` (nested, or dense steps), with ``episode_id``.
 
   Example:
     >>> ds = episodes(num_episodes=2, seed=1, dense=True)
@@ -158,10 +134,7 @@ def dataset(num_episodes: int = 20,
             *,
             data_dir: Optional[Union[str, os.PathLike]] = None,
             name: str = 'toy') -> str:
-  """Writes ``episodes(...)`` as a TFDS dataset; returns its directory.
-
-  Written with ``rlds_lite.tfds.write_dataset`` into ``data_dir`` (None: a
-  new temporary directory), for examples and tests that need files.
+  """Writes ``episodes(...)`` as a TFDS dataset in ``data_dir`` (None: a temporary one); its dir.
 
   Example:
     >>> import rlds_lite
@@ -177,11 +150,7 @@ def dataset(num_episodes: int = 20,
 
 def camera_frames(rng: np.random.Generator, length: int,
                   size: Tuple[int, int]) -> np.ndarray:
-  """``[length, h, w, 3]`` uint8 frames of one camera: a rendered scene.
-
-  A textured table with four objects and a gripper moving over it, plus
-  sensor noise: JPEG files of these frames have the size of real robot
-  camera frames (~18 KB at 256x256, quality 95).
+  """``[length, h, w, 3]`` uint8 frames of one camera: a rendered table scene.
 
   Example:
     >>> camera_frames(np.random.default_rng(0), 2, (8, 6)).shape
@@ -218,13 +187,9 @@ def camera_episodes(num_episodes: int = 8,
                     seed: int = 0) -> Iterator[Dict[str, Any]]:
   """Robot-camera episodes as NumPy dicts (columnar steps), one at a time.
 
-  Each episode has ``length`` steps: ``observation`` ``{camera: [T, h, w,
-  3] uint8, 'state': [T, state_dim] float32}``, ``action`` ``[T,
-  action_dim]`` float32 (a real action on every step, the last included:
-  ``LastStep.VALID``), ``reward``, ``discount``, ``language_instruction``
-  (the episode's instruction on every step) and the RLDS flags; even
-  episodes end terminally, odd ones are truncated. Metadata:
-  ``episode_id``.
+  Steps hold ``observation`` (cameras and ``state``), ``action`` (real on
+  every step: ``LastStep.VALID``), ``reward``, ``discount``,
+  ``language_instruction`` and the flags; odd episodes are truncated.
 
   Args:
     num_episodes: how many episodes.
@@ -310,9 +275,6 @@ def camera_dataset(data_dir: Union[str, os.PathLike],
                    seed: int = 0) -> str:
   """Writes ``camera_episodes`` as a TFDS dataset (JPEG frames); returns its dir.
 
-  Written with ``rlds_lite.tfds.EpisodeWriter`` (TFDS reads it with
-  ``tfds.builder_from_directory``).
-
   Args:
     data_dir: the TFDS data directory.
     name: the dataset name.
@@ -340,10 +302,7 @@ def camera_dataset(data_dir: Union[str, os.PathLike],
 
 def catch_recording(directory: Optional[Union[str, os.PathLike]] = None,
                     num_episodes: int = 2, seed: int = 0) -> str:
-  """Records Catch played by its expert with EnvLogger; returns the directory.
-
-  A tiny EnvLogger recording (10 steps per episode) for examples and tests
-  of the EnvLogger readers and builders.
+  """Records Catch played by its expert with EnvLogger (10 steps an episode); returns the directory.
 
   Args:
     directory: where to record (None: a new temporary directory).

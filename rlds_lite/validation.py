@@ -1,36 +1,7 @@
 """Check that a dataset follows the RLDS format, and say where it does not.
 
-The format requires (and this module checks exactly that, nothing more):
-
-* every element is an episode dict with a ``steps`` entry;
-* every step has the boolean flags ``is_first`` and ``is_last``;
-* an episode has at least one step; ``is_first`` is set on step 0 and only
-  there; ``is_last`` is set on the final step and only there;
-* ``is_terminal``, when present, is set on the final step at most;
-* all steps of the dataset share one structure (same fields, dtypes and,
-  where the spec leaves a dimension open, the same shapes);
-* dense steps have one entry per step in every field (the same length).
-
-Fields such as ``observation`` or ``reward`` are optional in RLDS; unlike
-upstream ``rlds.is_valid_rlds_dataset`` (which demanded all of
-``CORE_STEP_FIELDS`` and looked at the first episode only) a dataset without
-them is valid, and every episode is checked.
-
-Both episode forms are accepted: ``steps`` as a nested ``tf.data.Dataset`` of
-steps, or dense (a dict of ``[T, ...]`` tensors).
-
-Example:
-  >>> import tensorflow as tf
-  >>> import rlds_lite as rlds
-  >>> steps = {'is_first': [True, False], 'is_last': [False, False]}
-  >>> episodes = tf.data.Dataset.from_tensors(
-  ...     {'steps': tf.data.Dataset.from_tensor_slices(steps)})
-  >>> rlds.is_valid_rlds_dataset(episodes)
-  False
-  >>> rlds.validate_episodes(episodes)
-  Traceback (most recent call last):
-  ...
-  rlds_lite.validation.RLDSFormatError: episode 0, field 'is_last': the final step (index 1) must have is_last=True.
+What is checked is in ``docs/validate_and_video.md``; how it differs from
+upstream ``rlds.is_valid_rlds_dataset`` in ``docs/upstream.md``.
 """
 
 from typing import Any, Dict, Iterator, Optional, Tuple
@@ -202,7 +173,7 @@ def _check_episode(index: int, summary: Dict[str, np.ndarray],
 
 def validate_episodes(episodes: tf.data.Dataset,
                       num_episodes: Optional[int] = None) -> int:
-  """Checks the RLDS format and raises at the first violation.
+  """Checks the RLDS format; raises `RLDSFormatError` at the first violation.
 
   Args:
     episodes: a dataset of episodes (nested or dense steps).
@@ -210,9 +181,6 @@ def validate_episodes(episodes: tf.data.Dataset,
 
   Returns:
     The number of episodes checked.
-
-  Raises:
-    RLDSFormatError: naming the episode index and field of the first violation.
 
   Example:
     >>> import tensorflow as tf
@@ -239,13 +207,6 @@ def validate_episodes(episodes: tf.data.Dataset,
 def is_valid_rlds_dataset(episodes: tf.data.Dataset,
                           num_episodes: Optional[int] = None) -> bool:
   """Whether ``episodes`` follows the RLDS format (see ``validate_episodes``).
-
-  Args:
-    episodes: a dataset of episodes (nested or dense steps).
-    num_episodes: check only this many episodes (default: all).
-
-  Returns:
-    True if no violation was found.
 
   Example:
     >>> import tensorflow as tf

@@ -1,27 +1,7 @@
 """Watch an episode: write an image field of its steps as a GIF or MP4.
 
-GIFs need nothing beyond NumPy (`rlds_lite.gif`, lossless for clips of at
-most 256 colours). MP4 needs the optional ``imageio`` and ``imageio-ffmpeg``
-packages; without them a ``.mp4`` path raises an ImportError saying so (no
-silent switch to GIF: ask for a ``.gif`` path instead).
-
-Frames may be uint8 (or other integers in 0..255), bool, or floats in
-[0, 1] (scaled by 255); ``[H, W]`` and ``[H, W, 1]`` are grayscale,
-``[H, W, 3]`` RGB, ``[H, W, 4]`` RGBA (alpha dropped). Several cameras
-(``key`` a list) are put side by side (`side_by_side`); ``scale`` enlarges
-frames by an integer factor, nearest neighbour (`upscale`; ``None`` picks
-`auto_scale`: small frames, such as 16x12 Catch boards, become at least
-128 pixels high).
-
-Example:
-  >>> import os, tempfile
-  >>> import numpy as np
-  >>> steps = {'observation': {'image': np.zeros((3, 8, 8, 3), np.uint8)}}
-  >>> path = os.path.join(tempfile.mkdtemp(), 'episode.gif')
-  >>> episode_to_video({'steps': steps}, 'observation/image', path) == path
-  True
-  >>> episode_frames({'steps': steps}, 'observation/image').shape
-  (3, 8, 8, 3)
+GIF needs only NumPy; MP4 needs ``imageio`` and ``imageio-ffmpeg``. Frame
+types and scaling are in ``docs/validate_and_video.md``.
 """
 
 import math
@@ -175,16 +155,8 @@ def episode_frames(episode: Any, key: str) -> np.ndarray:
   """The frames of image field ``key`` of an episode, ``[T, H, W, 3]`` uint8.
 
   Args:
-    episode: a dict with ``steps`` (a ``tf.data.Dataset`` of steps, or a
-      dict of ``[T, ...]`` tensors/arrays), or the steps dict itself.
+    episode: a dict with ``steps`` (nested or dense), or the steps dict itself.
     key: the field's path, such as ``'observation/image'``.
-
-  Returns:
-    The frames.
-
-  Raises:
-    KeyError: if there is no such field (the message lists image fields).
-    ValueError: if the field is not an image or the episode has no steps.
 
   Example:
     >>> episode_frames({'obs': np.zeros((2, 4, 4), np.uint8)}, 'obs').shape
@@ -222,10 +194,8 @@ def auto_scale(height: int, min_height: int = MIN_HEIGHT) -> int:
 def side_by_side(cameras: Sequence[np.ndarray]) -> np.ndarray:
   """Frames of several cameras, ``[T, H_i, W_i, 3]``, as one ``[T, H, W, 3]``.
 
-  Each camera is enlarged by the largest whole factor that keeps it within
-  the tallest one's height (a 64-pixel wrist camera beside a 128-pixel main
-  camera is doubled), then padded with black at the bottom to that height;
-  cameras are separated by a 2-pixel grey line. All need the same ``T``.
+  Each is enlarged by whole factors up to the tallest one's height, padded
+  with black, and separated by a 2-pixel grey line.
 
   Example:
     >>> a, b = np.zeros((2, 4, 4, 3), np.uint8), np.zeros((2, 2, 3, 3), np.uint8)
@@ -289,26 +259,14 @@ def _write_mp4(frames: np.ndarray, path: str, fps: float) -> None:
 def episode_to_video(episode: Any, key: Union[str, Sequence[str]],
                      path: PathLike, fps: float = 10,
                      scale: Optional[int] = 1) -> str:
-  """Writes image field ``key`` of an episode as a GIF or MP4 video.
+  """Writes image field ``key`` of an episode as a GIF or MP4 video; returns ``path``.
 
   Args:
     episode: see `episode_frames` (nested or dense steps).
-    key: the image field's path, such as ``'observation/image'``, or a list
-      of them (cameras side by side, see `side_by_side`).
-    path: the output file; ``.gif`` (pure NumPy) or ``.mp4`` (needs
-      imageio and imageio-ffmpeg).
+    key: the image field's path, or a list of them (side by side).
+    path: the output file, ``.gif`` or ``.mp4`` (needs imageio-ffmpeg).
     fps: frames per second.
-    scale: enlarge frames this many times (nearest neighbour); ``None``
-      enlarges small frames to at least `MIN_HEIGHT` pixels (`auto_scale`).
-
-  Returns:
-    ``path`` (as a string).
-
-  Raises:
-    KeyError: for an unknown field.
-    ValueError: for a field that is not an image, an empty episode or an
-      unknown file extension.
-    ImportError: for ``.mp4`` without imageio-ffmpeg.
+    scale: enlarge frames this many times; ``None``: `auto_scale`.
 
   Example:
     >>> episode_to_video({'obs': np.zeros((1, 2, 2))}, 'obs', 'clip.avi')

@@ -1,11 +1,4 @@
-"""Know your data: validation reports, repairs, and dataset overviews.
-
-- `validate`: one pass over a dataset, a `ValidationReport` listing every
-  RLDS-format problem (episode, step, field) and notices (`Notice`: non-zero
-  last-step values, per field and number of episodes); repairs only when
-  asked.
-- `repair_is_last`, `repair_is_first`: rewrite a flag from the step index.
-- `describe`: features, splits, episode and step counts of a TFDS dataset.
+"""Know your data: `validate`, `repair_is_last` / `repair_is_first`, and `describe`.
 
 Example:
   >>> from rlds_lite import checks, synthetic

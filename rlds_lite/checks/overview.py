@@ -1,18 +1,4 @@
-"""`describe`: what an RLDS dataset on disk holds (features, splits, counts).
-
-Episode counts and sizes come from the dataset's metadata; step counts from
-one pass that reads the episodes without decoding them (only the length of
-each episode's steps is taken), so images are never decoded.
-
-Example:
-  >>> from rlds_lite import synthetic
-  >>> path = synthetic.dataset(num_episodes=3, seed=0)
-  >>> overview = describe(path)
-  >>> overview.splits
-  [SplitRow(name='train', episodes=3, steps=97, num_bytes=..., shards=1)]
-  >>> [(f.path, f.dtype, f.shape) for f in overview.step_features][:2]
-  [('action', 'float32', '(2,)'), ('discount', 'float32', '()')]
-"""
+"""`describe`: what an RLDS dataset on disk holds (features, splits, counts)."""
 
 import dataclasses
 import json
@@ -94,8 +80,7 @@ def feature_rows(feature: tfds.features.FeatureConnector,
 
 
 def _dtype_text(feature: tfds.features.FeatureConnector) -> str:
-  """``'string'`` for text and string tensors (NumPy says ``object``), else
-  the NumPy dtype's name.
+  """``'string'`` for text and string tensors, else the NumPy dtype's name.
 
   Example:
     >>> _dtype_text(tfds.features.Text()), _dtype_text(tfds.features.Scalar(tf.int32))
@@ -190,7 +175,7 @@ def describe(name_or_dir: sources.PathLike, *, split: Optional[str] = None,
              data_dir: Optional[sources.PathLike] = None,
              steps: bool = True,
              progress: Optional[bool] = False) -> DatasetOverview:
-  """Features, splits, episode and step counts of an RLDS TFDS dataset.
+  """Features, splits, episode and step counts of an RLDS TFDS dataset (a `DatasetOverview`).
 
   Args:
     name_or_dir: a prepared dataset directory or a registered TFDS name.
@@ -199,20 +184,13 @@ def describe(name_or_dir: sources.PathLike, *, split: Optional[str] = None,
     steps: count steps (one pass over the data, without decoding).
     progress: show a progress bar while counting (None: on a terminal only).
 
-  Returns:
-    The `DatasetOverview`.
-
-  Raises:
-    FileNotFoundError, ValueError: as ``rlds_lite.load`` (missing path, not
-      RLDS, unknown split).
-    rlds_lite.dataset_files.CorruptDatasetError: (a ValueError) naming the
-      file, for damaged metadata, or a damaged shard when steps are counted.
-
   Example:
-    >>> describe('/no/such/dir')  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    FileNotFoundError: load: dataset directory '/no/such/dir' does not exist.
+    >>> from rlds_lite import synthetic
+    >>> overview = describe(synthetic.dataset(num_episodes=3, seed=0))
+    >>> overview.splits
+    [SplitRow(name='train', episodes=3, steps=97, num_bytes=..., shards=1)]
+    >>> [(f.path, f.dtype, f.shape) for f in overview.step_features][:2]
+    [('action', 'float32', '(2,)'), ('discount', 'float32', '()')]
   """
   opened = source_lib.as_source(name_or_dir, split, data_dir=data_dir)
   builder, label = opened.builder, opened.label

@@ -1,21 +1,4 @@
-"""The problems a validation pass finds, and the report that lists them.
-
-Example:
-  >>> report = ValidationReport(
-  ...     problems=[Problem(2, 'is_last', 'is_last_missing',
-  ...                       'the final step (index 4) must have is_last=True.',
-  ...                       step=4)],
-  ...     num_episodes=3, num_steps=15, source='toy')
-  >>> report.ok
-  False
-  >>> report
-  ValidationReport(source='toy', ok=False, problems=1, episodes=3, steps=15)
-  >>> print(report.table())
-  toy: 1 problem in 3 episodes (15 steps)
-  episode  step  field    kind             message
-  -------  ----  -------  ---------------  ------------------------------------------------
-  2        4     is_last  is_last_missing  the final step (index 4) must have is_last=True.
-"""
+"""The problems a validation pass finds (`Problem`, `Notice`), and the report that lists them."""
 
 import dataclasses
 import json
@@ -90,15 +73,9 @@ class Problem:
 class Notice:
   """A finding that leaves the data valid RLDS but changes what tools do.
 
-  Non-zero action/reward/discount values on last steps (``kind``
-  ``'last_step_values'``): RLDS says they are invalid, so statistics,
-  transitions and converters leave them out by default (with a warning);
-  if they are real (a success reward on the final step), read the data
-  with ``last_step='valid'``.
-
   Attributes:
     field: the step field, as a path.
-    kind: a stable name of the finding.
+    kind: a stable name of the finding (``'last_step_values'``).
     episodes: how many episodes it concerns.
     message: what was found and what to do, for a person.
   """
@@ -162,17 +139,26 @@ class ValidationReport:
     num_episodes: episodes checked.
     num_steps: steps checked.
     source: what was checked (a path, a name or ``'<dataset>'``).
-    complete: False if the pass did not read every episode: it stopped
-      early (``max_problems`` reached, or a damaged file, then the last
-      problem), or damaged files kept `unread` episodes from it.
+    complete: False if the pass did not read every episode.
     repairs: the repairs asked for (``('is_last',)``), applied to `repaired`.
-    repaired: the repaired episodes (a ``tf.data.Dataset``) when repairs
-      were asked for, else None. Problems describe the data before repair.
-    notices: findings that leave the data valid (`Notice`): they do not
-      make `ok` False.
-    unread: episodes the damaged files kept from a pass that read every
-      other episode (0 when none, or when the pass stopped early).
+    repaired: the repaired episodes when repairs were asked for, else None.
+    notices: findings that leave the data valid (`Notice`).
+    unread: episodes damaged files kept from an otherwise whole pass.
     max_problems_reached: the pass stopped at ``max_problems``.
+
+  Example:
+    >>> report = ValidationReport(
+    ...     problems=[Problem(2, 'is_last', 'is_last_missing',
+    ...                       'the final step (index 4) must have is_last=True.',
+    ...                       step=4)],
+    ...     num_episodes=3, num_steps=15, source='toy')
+    >>> report
+    ValidationReport(source='toy', ok=False, problems=1, episodes=3, steps=15)
+    >>> print(report.table())
+    toy: 1 problem in 3 episodes (15 steps)
+    episode  step  field    kind             message
+    -------  ----  -------  ---------------  ------------------------------------------------
+    2        4     is_last  is_last_missing  the final step (index 4) must have is_last=True.
   """
   problems: List[Problem]
   num_episodes: int

@@ -1,18 +1,4 @@
-"""Repairs of the RLDS flags, applied only when asked for.
-
-Each repair rewrites a flag from the step index alone: ``is_first`` becomes
-True on step 0 only, ``is_last`` True on the final step only (OXE datasets
-exist whose final step lacks it). Nothing else changes. Nested steps are
-made dense, repaired and nested again.
-
-Example:
-  >>> import tensorflow as tf
-  >>> steps = {'is_first': [True, False], 'is_last': [False, False]}
-  >>> episodes = tf.data.Dataset.from_tensors({'steps': steps})
-  >>> fixed = repair_is_last(episodes)
-  >>> next(iter(fixed))['steps']['is_last'].numpy().tolist()
-  [False, True]
-"""
+"""Repairs of the RLDS flags ``is_first`` / ``is_last`` from the step index, only when asked."""
 
 from typing import Any, Dict, Iterable, List, Sequence, Union
 

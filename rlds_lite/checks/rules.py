@@ -1,14 +1,4 @@
-"""The RLDS format rules, checked on spec and episode summaries (NumPy).
-
-Each function returns a list of `Problem`; none raises on bad data.
-
-Example:
-  >>> import numpy as np
-  >>> summary = {'length': 3, 'is_first': np.array([True, False, True]),
-  ...            'is_last': np.array([False, False, True])}
-  >>> [str(p) for p in check_episode(4, summary, {})]
-  ["episode 4, step 2, field 'is_first': only step 0 may have is_first=True; step 2 has it."]
-"""
+"""The RLDS format rules, checked on spec and episode summaries; each returns `Problem` lists."""
 
 from typing import Any, Dict, List, Mapping, Tuple
 

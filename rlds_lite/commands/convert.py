@@ -1,10 +1,7 @@
 """``rlds-lite convert --from X --to Y SOURCE TARGET``: convert between formats.
 
-Formats are those of `rlds_lite.convert.registry` (``rlds`` is a TFDS
-dataset directory), which loads no TensorFlow: ``--help`` lists them at once.
-Bad input (a missing source, an existing target, a target inside the source,
-an option the format does not take, a file that breaks its format) is one line on stderr and exit status 2; it names the flags (`FLAGS`)
-where the library's message names its Python arguments.
+Formats are `rlds_lite.convert.registry`'s; errors are one line naming the
+flags (`FLAGS`) where the library names its Python arguments.
 """
 
 import argparse

@@ -1,20 +1,4 @@
-"""Options and error reporting shared by the commands that read a dataset.
-
-Not a command itself (it is not in ``COMMANDS``): ``inspect``, ``validate``
-and ``video`` add the same dataset arguments and turn bad input (a missing
-path, a dataset that is not RLDS, an unknown key or split) into a one-line
-message on stderr and exit status 2, never a traceback.
-
-Example:
-  >>> import argparse
-  >>> parser = argparse.ArgumentParser()
-  >>> add_dataset_arguments(parser)
-  >>> args = parser.parse_args(['/data/toy/1.0.0', '--json'])
-  >>> args.path, args.json, args.split
-  ('/data/toy/1.0.0', True, None)
-  >>> error_message('validate', FileNotFoundError("load: no such 'x'."))
-  "rlds-lite validate: no such 'x'."
-"""
+"""Options and one-line error reporting shared by the commands that read a dataset."""
 
 import argparse
 import contextlib
@@ -37,7 +21,16 @@ def add_dataset_arguments(
     parser: argparse.ArgumentParser, *,
     split_help: str = "the split (default: 'train', or the first split)",
     json_help: str = 'print JSON for machines instead of a table') -> None:
-  """PATH, --split, --data-dir, --json and --no-progress."""
+  """PATH, --split, --data-dir, --json and --no-progress.
+
+  Example:
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser()
+    >>> add_dataset_arguments(parser)
+    >>> args = parser.parse_args(['/data/toy/1.0.0', '--json'])
+    >>> args.path, args.json, args.split
+    ('/data/toy/1.0.0', True, None)
+  """
   parser.add_argument('path', metavar='PATH',
                       help='a prepared TFDS dataset directory, or a registered '
                       'TFDS dataset name')
@@ -58,11 +51,7 @@ MAX_SEED = 2**63 - 1
 
 
 def bounded_int(maximum: int = MAX_COUNT) -> Callable[[str], int]:
-  """An argparse ``type``: an int from ``-maximum`` to ``maximum``.
-
-  A bigger one is refused in one line (``--chunk-steps 1e20`` reached
-  TensorFlow, which said ``Maximum allowed size exceeded``); a non-number
-  is argparse's ``invalid int value``.
+  """An argparse ``type``: an int from ``-maximum`` to ``maximum``, refused in one line beyond.
 
   Example:
     >>> bounded_int(100)('-7')
@@ -137,12 +126,9 @@ def missing_hint(path: str) -> str:
 
 def missing_dataset(path: str, *,
                     as_given: bool = False) -> Optional[FileNotFoundError]:
-  """The error for a local dataset path that does not exist, or None.
+  """The error for a local dataset path that does not exist, or None (checked without TensorFlow).
 
-  Checked without TensorFlow, so a typo answers at once; the message is
-  ``rlds_lite.load``'s (the path with ``~`` expanded). ``as_given``: also a
-  relative path holding a separator counts, named as given (``stats`` and
-  ``view`` say so).
+  ``as_given``: also a relative path holding a separator counts, named as given.
 
   Example:
     >>> missing_dataset('/no/such/dataset')
@@ -198,22 +184,14 @@ or a backquote; never ``/``, ``-``, ``.``, ``=`` or a word character (so
 def cli_wording(message: str, flags: Mapping[str, str]) -> str:
   """``message`` with the Python arguments it names spelled as flags.
 
-  The library's errors name its own arguments (``repair='drop'``,
-  ``one_step='skip'``); a command that takes them as flags says those
-  instead. ``flags`` maps an exact spelling (``"one_step='skip'"``,
-  ``'allow_pickle=True'``, ``'from_d4rl()'``) to its flag, or an argument
-  name to the flag its value follows (``'repair': '--repair'``:
-  ``repair='drop'`` becomes ``--repair drop``, ``None`` values excepted).
-  Anything else is left as it is.
+  ``flags`` maps an exact spelling (``"one_step='skip'"``) to its flag, or an
+  argument name to the flag its value follows (``'repair': '--repair'``).
 
   Example:
     >>> flags = {"one_step='skip'": '--skip-one-step', 'repair': '--repair'}
     >>> cli_wording("pass one_step='skip' or repair='drop', not "
     ...             "repair=None (shape=(2,), name='x')", flags)
     "pass --skip-one-step or --repair drop, not repair=None (shape=(2,), name='x')"
-
-  A name inside a path or a longer name is not an argument:
-
     >>> cli_wording("no /data/repair=drop/raw.h5, no-repair='drop', "
     ...             "(repair='drop') `repair='drop'`", flags)
     "no /data/repair=drop/raw.h5, no-repair='drop', (--repair drop) `--repair drop`"
@@ -234,8 +212,12 @@ def cli_wording(message: str, flags: Mapping[str, str]) -> str:
 
 def error_message(command: str, error: BaseException,
                   flags: Optional[Mapping[str, str]] = None) -> str:
-  """``rlds-lite COMMAND: message`` on one line (``load:`` prefix dropped),
-  with the Python arguments it names spelled as ``flags`` (`cli_wording`)."""
+  """``rlds-lite COMMAND: message`` on one line, arguments spelled as flags (`cli_wording`).
+
+  Example:
+    >>> error_message('validate', FileNotFoundError("load: no such 'x'."))
+    "rlds-lite validate: no such 'x'."
+  """
   return f'rlds-lite {command}: {cli_wording(one_line(error), flags or {})}'
 
 
@@ -262,12 +244,9 @@ def add_last_step_argument(parser: argparse.ArgumentParser, what: str) -> None:
 @contextlib.contextmanager
 def last_step_warnings(command: str, also: Tuple[type, ...] = ()
                        ) -> Iterator[None]:
-  """Prints each `LastStepValuesWarning` as one line on stderr.
+  """Prints each `LastStepValuesWarning` (and ``also``) as one stderr line once the block succeeded.
 
-  ``rlds-lite COMMAND: warning: ...`` instead of Python's two-line warning,
-  once the block has succeeded (a failed command says only why); so are
-  warnings of the categories in ``also``; other warnings pass through to the
-  usual filters. Enter it after `quiet_logs` (it imports TensorFlow).
+  Enter it after `quiet_logs` (it imports TensorFlow).
   """
   from rlds_lite.dense import last_step  # pylint: disable=g-import-not-at-top
   caught = []

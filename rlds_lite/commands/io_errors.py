@@ -1,25 +1,7 @@
-"""One line for a file system failure (a full disk, a read-only target, ...).
+"""One line for a file system failure (a full disk, a read-only target, ...) a command lets through.
 
-Not a command itself (it is not in ``COMMANDS``): ``rlds_lite.cli.main``
-hands every error a command lets through to `describe`; an ``OSError`` or a
-TensorFlow file system error (``ResourceExhaustedError: PATH; No space left
-on device``, ``PermissionDeniedError: PATH; Read-only file system``,
-``FailedPreconditionError: PATH is not a directory``, ``OutOfRangeError:
-PATH; File too large``) becomes one line naming
-the path, anything else (a ``TypeError``, an out-of-memory
-``ResourceExhaustedError``) stays a traceback. A failure only a write can
-have (no space, a read-only file system, a quota) names what the command
-writes (``--out``, ``TARGET``), not the temporary file it was writing.
-
-Example:
-  >>> import errno
-  >>> describe(OSError(errno.ENOSPC, 'No space left on device',
-  ...                  '/data/out/.tmp-1/shard'), output='/data/out')
-  '/data/out: no space left on device (the disk is full)'
-  >>> describe(PermissionError(errno.EACCES, 'Permission denied', '/data/x'))
-  '/data/x: permission denied'
-  >>> describe(TypeError('a bug')) is None
-  True
+`describe` is what ``rlds_lite.cli.main`` calls; what it turns into one line:
+docs/cli.md ("Adding a command").
 """
 
 import errno
@@ -97,8 +79,16 @@ def describe(error: BaseException,
 
   Args:
     error: what a command raised.
-    output: what the command writes (``--out``, ``TARGET``), named instead
-      of the file a write-only failure names; None if unknown.
+    output: what the command writes (``--out``, ``TARGET``), named for a
+      failure only a write can have; None if unknown.
+
+  Example:
+    >>> import errno
+    >>> describe(OSError(errno.ENOSPC, 'No space left on device',
+    ...                  '/data/out/.tmp-1/shard'), output='/data/out')
+    '/data/out: no space left on device (the disk is full)'
+    >>> describe(TypeError('a bug')) is None
+    True
   """
   if isinstance(error, OSError):
     code, path = _os_error(error)

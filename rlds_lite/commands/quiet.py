@@ -1,24 +1,7 @@
-"""TensorFlow without its C++ log lines on the command line (unless --verbose).
+"""TensorFlow without its C++ log lines on the command line (unless --verbose); not a command.
 
-Not a command itself (it is not in ``COMMANDS``). TensorFlow 2.21 prints its
-start-up lines (``oneDNN custom operations are on``, ``Could not find cuda
-drivers``, ``All log messages before absl::InitializeLog() ...``) through
-abseil's C++ logging before any setting is read: neither
-``TF_CPP_MIN_LOG_LEVEL=3`` nor ``GLOG_minloglevel``, ``TF_CPP_MAX_VLOG_LEVEL``
-or ``CUDA_VISIBLE_DEVICES`` hides them. So `import_tensorflow` points file
-descriptor 2 at ``/dev/null`` while ``import tensorflow`` runs and restores it
-after; ``TF_CPP_MIN_LOG_LEVEL=3`` then hides the lines TensorFlow logs later
-(such as ``failed call to cuInit``). Nothing changes numerics (oneDNN stays
-on: its line is only a message).
-
-``rlds-lite`` calls `configure` once with ``--verbose``; commands call
-`import_tensorflow` before their first TensorFlow import.
-
-Example:
-  >>> configure(verbose=True)
-  >>> tf = import_tensorflow()
-  >>> tf.__name__
-  'tensorflow'
+`import_tensorflow` sends file descriptor 2 to ``/dev/null`` while
+``import tensorflow`` runs; why: docs/cli.md ("Quiet").
 """
 
 import contextlib
@@ -58,8 +41,13 @@ def _stderr_discarded() -> Iterator[None]:
 def import_tensorflow() -> Any:
   """``import tensorflow``, quietly unless `configure` got ``verbose``.
 
-  Also sets TensorFlow's and absl's Python loggers to ERROR when quiet (TFDS
-  logs its INFO and deprecation notes through absl).
+  Also sets TensorFlow's and absl's Python loggers to ERROR when quiet.
+
+  Example:
+    >>> configure(verbose=True)
+    >>> tf = import_tensorflow()
+    >>> tf.__name__
+    'tensorflow'
   """
   verbose = _state['verbose']
   if verbose or 'tensorflow' in sys.modules:

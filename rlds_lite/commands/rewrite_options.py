@@ -1,20 +1,4 @@
-"""Options and reporting shared by ``rlds-lite filter`` and ``merge``.
-
-Not a command itself (it is not in ``COMMANDS``): both write a new dataset to
-``--out`` (a new directory), optionally as train/validation splits
-(``--val-fraction``, ``--seed``), and print where it went and how many
-episodes each split holds.
-
-Example:
-  >>> import argparse
-  >>> parser = argparse.ArgumentParser()
-  >>> add_output_arguments(parser)
-  >>> args = parser.parse_args(['--out', '/tmp/x', '--val-fraction', '0.1'])
-  >>> args.out, args.val_fraction, args.seed
-  ('/tmp/x', 0.1, 0)
-  >>> summary_line('/d/toy/1.0.0', {'train': 9, 'validation': 1}, 20)
-  'wrote 10 of 20 episodes to /d/toy/1.0.0 (train: 9, validation: 1)'
-"""
+"""Options and reporting shared by ``rlds-lite filter`` and ``merge`` (``--out``, ...)."""
 
 import argparse
 import json
@@ -25,7 +9,16 @@ from rlds_lite.commands import dataset_options
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
-  """--out, --val-fraction, --seed, --name (see the module example)."""
+  """--out, --val-fraction, --seed, --name.
+
+  Example:
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser()
+    >>> add_output_arguments(parser)
+    >>> args = parser.parse_args(['--out', '/tmp/x', '--val-fraction', '0.1'])
+    >>> args.out, args.val_fraction, args.seed
+    ('/tmp/x', 0.1, 0)
+  """
   parser.add_argument('--out', required=True, metavar='DIR',
                       help='a new directory for the new dataset (its TFDS '
                       'data_dir: the dataset goes to DIR/NAME/VERSION)')
@@ -80,7 +73,12 @@ def written(path: str) -> Tuple[Dict[str, int], int]:
 
 
 def summary_line(path: str, sizes: Dict[str, int], total: int) -> str:
-  """``wrote N of M episodes to PATH (split: n, ...)``."""
+  """``wrote N of M episodes to PATH (split: n, ...)``.
+
+  Example:
+    >>> summary_line('/d/toy/1.0.0', {'train': 9, 'validation': 1}, 20)
+    'wrote 10 of 20 episodes to /d/toy/1.0.0 (train: 9, validation: 1)'
+  """
   count = sum(sizes.values())
   splits = ', '.join(f'{name}: {n}' for name, n in sizes.items())
   return f'wrote {count} of {total} episodes to {path} ({splits})'

@@ -1,11 +1,4 @@
-"""``rlds-lite validate PATH``: list every format problem; exit 1 if any.
-
-Notices (non-zero action/reward/discount values on last steps, which RLDS
-says are invalid) are listed too but do not fail: exit 0 when they are all
-there is. ``--last-step valid`` says those values are real (no notice);
-``--last-step-invalid`` makes non-zero last-step rewards and discounts
-problems (exit 1).
-"""
+"""``rlds-lite validate PATH``: list every format problem; exit 1 if any (notices alone: exit 0)."""
 
 import argparse
 from typing import Optional

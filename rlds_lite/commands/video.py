@@ -39,14 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
 
 
 def _episode(args: argparse.Namespace):
-  """The requested episode (dense steps); IndexError if out of range.
-
-  Only that episode is decoded: it is read as the slice ``name[i:i+1]`` of
-  its plain split (`_in_plain_split`; the records before it in its shard are
-  skipped, not decoded), so a damaged earlier episode does not stop it. A
-  read error names the file, episode, step and field
-  (`rlds_lite.diagnosis.episode_error`).
-  """
+  """The requested episode (dense steps), decoded alone; IndexError if out of range."""
   # pylint: disable=g-import-not-at-top
   import tensorflow as tf
   from rlds_lite import diagnosis

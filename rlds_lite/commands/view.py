@@ -1,11 +1,6 @@
-"""``rlds-lite view PATH [--port N]``: look at a dataset in the browser.
+"""``rlds-lite view PATH [--port N]``: look at a dataset in the browser (the ``view`` extra).
 
-Serves a local web app on 127.0.0.1 (see ``rlds_lite.view``) and prints
-``Serving <path> at http://127.0.0.1:N/`` until Ctrl-C; the global
-``--verbose`` also logs every request. Needs the ``view``
-extra (``pip install 'rlds_lite[view]'``). A dataset whose shards are
-missing, empty or truncated is refused before serving: one line naming the
-file, exit 2, as the other commands do.
+Behaviour and errors: docs/view.md.
 """
 
 import argparse

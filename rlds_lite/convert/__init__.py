@@ -1,19 +1,9 @@
 """Convert episodic datasets between RLDS and the field's other formats.
 
-Every converter reads into, or writes from, NumPy `Episode` dicts (see
-`rlds_lite.convert.episodes`); `to_dataset` and `write_tfds` turn those into
-an RLDS ``tf.data`` dataset or a TFDS directory. Format modules: `minari`
-(Minari HDF5), `d4rl` (D4RL dicts and HDF5), `il_representations` (the
-in-memory dict and webdataset shards), `ted` (TorchRL's TED layout, nested
-dicts and H5), `alf` (ALF TimeSteps) and `lerobot` (LeRobotDataset v3.0:
-Parquet and MP4; needs the ``lerobot`` extra). docs/convert.md tables how each
-format's end-of-episode fields map to ``is_last``/``is_terminal``/``discount``,
-how each stores string fields (`strings`) and what ``last_step='valid'``
-changes (`transitions`). `files` reads and writes each format on disk, by
-name (the formats of `registry`).
-
-Names are imported on first use (PEP 562): importing `registry` (what
-``rlds-lite convert --help`` lists) loads no TensorFlow.
+Every converter reads into, or writes from, NumPy `Episode` dicts;
+`to_dataset` and `write_tfds` make them RLDS ``tf.data`` or TFDS. Formats:
+`minari`, `d4rl`, `il_representations`, `ted`, `alf`, `lerobot`; `files`
+reads and writes them by name. How each maps: docs/convert.md.
 
 Example:
   >>> import numpy as np

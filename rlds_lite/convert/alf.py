@@ -1,33 +1,7 @@
-"""ALF TimeSteps to RLDS and back (a dict of NumPy arrays; no ALF needed).
+"""ALF TimeSteps (a dict of concatenated ``[N, ...]`` arrays; no ALF needed) to RLDS and back.
 
-An ALF ``TimeStep`` is what the environment returned at one time step:
-``step_type`` (``FIRST`` = 0 after a reset, ``MID`` = 1, ``LAST`` = 2),
-``observation``, ``reward`` and ``prev_action`` (the reward for, and the
-action of, the *previous* step), ``discount`` (1, except 0 at a ``LAST``
-step that really ends the game; a ``LAST`` step cut by a time limit keeps
-1), ``env_id`` and ``env_info``. This module uses the concatenated form: a
-dict of ``[N, ...]`` arrays with episodes one after the other (a ``[B, T]``
-batch is read row after row, each row holding whole episodes).
-
-RLDS view: time steps and RLDS steps correspond one to one (``T`` of each),
-so ``observation`` and ``env_info`` (step fields other than the core ones)
-map straight across; RLDS ``action[t] = prev_action[t + 1]``,
-``reward[t] = reward[t + 1]`` and ``discount[t] = discount[t + 1]`` inside
-an episode, zero on the last step; ``is_terminal[-1]`` is ``discount == 0``
-at ``LAST``. Going back, ``prev_action``, ``reward`` of the ``FIRST`` step
-are zero and its ``discount`` 1. A one-step RLDS episode (a reset and
-nothing else) cannot be a ``FIRST ... LAST`` sequence and is not written.
-Episode metadata is not kept.
-
-Example:
-  >>> import numpy as np
-  >>> ts = {'step_type': np.array([0, 1, 2, 0, 2]),
-  ...       'observation': np.arange(5.), 'prev_action': np.array([0, 7, 8, 0, 9]),
-  ...       'reward': np.array([0., 1., 2., 0., 3.]),
-  ...       'discount': np.array([1., 1., 0., 1., 1.])}
-  >>> [(e['steps']['action'].tolist(), bool(e['steps']['is_terminal'][-1]))
-  ...  for e in from_alf(ts)]
-  [([7, 8, 0], True), ([9, 0], False)]
+How ``step_type``, ``prev_action`` and ``discount`` map to RLDS steps:
+docs/convert_formats.md.
 """
 
 import warnings
@@ -94,26 +68,16 @@ def _check_step_types(step_type: np.ndarray, ends: np.ndarray,
 def from_alf(time_steps: Any, *, repair: Optional[str] = None,
              last_step: transitions.LastStepLike = 'invalid'
              ) -> List[episodes_lib.Episode]:
-  """RLDS Episodes from ALF TimeSteps (see module docstring).
+  """RLDS Episodes from ALF TimeSteps (mapping: docs/convert_formats.md).
 
   Args:
     time_steps: dict (or ``TimeStep`` namedtuple) of ``[N, ...]`` (or
-      ``[B, T, ...]``) arrays: ``step_type``, ``observation`` (nest),
-      ``prev_action`` (nest), ``reward``, ``discount``; optionally
-      ``env_id`` (ignored) and ``env_info`` (a dict: step fields).
+      ``[B, T, ...]``) arrays: ``step_type``, ``observation``, ``prev_action``,
+      ``reward``, ``discount``; optionally ``env_id`` and ``env_info``.
     repair: time steps after the last ``LAST``: None raises, ``'truncate'``
       ends them as a truncated episode, ``'drop'`` drops them.
-    last_step: ``'invalid'`` (default, RLDS): the ``LAST`` time step is the
-      episode's final step, with zero action, reward and discount;
-      ``'valid'``: it only carries the last action's reward and discount,
-      its observation is dropped (what `to_alf` with ``last_step='valid'``
-      wrote).
-
-  Returns:
-    A list of Episodes (no episode metadata).
-
-  Raises:
-    ConversionError: naming the episode and the field.
+    last_step: ``'invalid'`` (default, RLDS) or ``'valid'`` (as `to_alf`
+      with ``'valid'`` wrote).
 
   Example:
     >>> from_alf({'step_type': np.array([1, 2]), 'observation': np.zeros(2),
@@ -214,29 +178,16 @@ def to_alf(episodes: episodes_lib.EpisodesLike, *,
            last_step: transitions.LastStepLike = 'invalid') -> Dict[str, Any]:
   """ALF TimeSteps (concatenated ``[N]`` dict of arrays) from RLDS Episodes.
 
-  Fields: ``step_type`` (int32), ``observation``, ``prev_action``,
-  ``reward`` (float32 zeros if the episodes have none), ``discount``
-  (float32; RLDS's own discount moved one step later, so 0 at the ``LAST``
-  of a terminated episode; an episode whose discount says the other ending
-  than ``is_terminal``, e.g. 1 up to a terminal step as Open X-Embodiment
-  data has, gets its ``LAST`` discount from ``is_terminal``, with one
-  warning), ``env_id`` (int32 zeros) and ``env_info`` (the
-  other step fields). `from_alf` gives the episodes back exactly, apart from
-  episode metadata and the last step's action, reward and discount (invalid
-  in RLDS; read back as zeros); episodes without a discount get the derived
-  one.
+  Fields ``step_type``, ``observation``, ``prev_action``, ``reward``,
+  ``discount``, ``env_id`` and ``env_info`` (the other step fields); the
+  mapping and what round-trips: docs/convert_formats.md.
 
   Args:
-    episodes: Episodes or an RLDS dataset with ``observation`` and
-      ``action``.
-    one_step: a one-step episode cannot be written: ``'error'`` or
-      ``'skip'``.
+    episodes: Episodes or an RLDS dataset with ``observation`` and ``action``.
+    one_step: a one-step episode cannot be written: ``'error'`` or ``'skip'``.
     last_step: ``'invalid'`` (default, RLDS): the last step's action,
-      reward and discount have no time step and are left out, with one
-      `rlds_lite.dense.LastStepValuesWarning` naming the fields of non-zero
-      ones; ``'valid'``: they are real (e.g. a success reward) and kept: a
-      ``LAST`` time step repeating the last observation carries them;
-      `from_alf` with ``'valid'`` reads the episodes back exactly.
+      reward and discount are left out, warning once if any is non-zero;
+      ``'valid'``: they are real and kept (docs/convert.md).
 
   Example:
     >>> e = {'steps': {'observation': np.arange(3.), 'action': np.array([4, 5, 0]),

@@ -1,33 +1,7 @@
 """D4RL-style dicts (concatenated transitions) to RLDS Episodes and back.
 
-A D4RL dataset is a dict of row arrays, one row per transition ``(o_t, a_t,
-r_t)`` of every episode, concatenated: ``observations``, ``actions``,
-``rewards``, ``terminals`` (the transition ends in a terminal state),
-``timeouts`` (the episode was cut after it), optionally ``next_observations``
-(``o_{t+1}``) and ``infos/*``. Nested fields use ``/`` keys (as
-``d4rl.get_dataset`` returns them) or nested dicts / HDF5 groups.
-
-RLDS view (see ``rlds_lite.convert.transitions``): an episode's rows are the
-rows up to and including the next row with ``terminals | timeouts``; its
-``N`` rows become ``T = N + 1`` steps, the last holding the final observation
-``next_observations`` of the last row, with zero action and reward;
-``is_terminal[-1] = terminals`` of the last row (a terminal wins over a
-timeout on the same row), truncated otherwise; the discount is 1, except 0 on
-the terminating transition and on the last step (or the stored
-``discounts`` column). ``infos/*`` (and any other key with one entry per row)
-become step fields, zero on the last step. Episode metadata has no place in
-D4RL and is not kept.
-
-Example:
-  >>> import numpy as np
-  >>> data = {'observations': np.array([[0.], [1.], [5.]]),
-  ...         'next_observations': np.array([[1.], [2.], [6.]]),
-  ...         'actions': np.array([1, 2, 3]), 'rewards': np.ones(3),
-  ...         'terminals': np.array([0, 1, 0]), 'timeouts': np.array([0, 0, 1])}
-  >>> [e['steps']['observation'][:, 0].tolist() for e in from_d4rl(data)]
-  [[0.0, 1.0, 2.0], [5.0, 6.0]]
-  >>> sorted(to_d4rl(from_d4rl(data)))
-  ['actions', 'next_observations', 'observations', 'rewards', 'terminals', 'timeouts']
+How ``terminals``, ``timeouts`` and ``next_observations`` map to RLDS steps:
+docs/convert_minari_d4rl.md.
 """
 
 import os
@@ -134,30 +108,17 @@ def from_d4rl(data: D4RLLike, *, final_observation: Optional[str] = None,
               repair: Union[None, str, Iterable[str]] = None,
               last_step: transitions.LastStepLike = 'invalid'
               ) -> Iterator[episodes_lib.Episode]:
-  """RLDS Episodes from a D4RL-style dict or HDF5 file (see module docstring).
-
-  The input is checked when this is called; episodes are cut as iterated.
+  """RLDS Episodes from a D4RL-style dict or HDF5 file (checked now, cut as iterated).
 
   Args:
-    data: dict of row arrays (flat ``a/b`` keys or nested), an HDF5 file path
-      or an ``h5py`` group. ``metadata`` is ignored.
-    final_observation: without ``next_observations`` the final observation of
-      each episode is unknown: ``'repeat'`` uses the last row's observation
-      again, ``'zeros'`` zeros; None (default) raises. Unused when
-      ``next_observations`` is present.
-    repair: rows after the last end flag: ``'drop_unfinished'`` drops them,
-      ``'truncate_unfinished'`` ends them as a truncated episode; None raises.
-    last_step: ``'invalid'`` (default, RLDS): each episode ends with its
-      final observation, with zero action, reward and discount;
-      ``'valid'``: every row is a real step, the final observation is
-      dropped (what `to_d4rl` with ``last_step='valid'`` wrote).
-
-  Yields:
-    Episodes with ``observation``, ``action``, ``reward``, ``discount``,
-    the flags and any ``infos`` (no episode metadata).
-
-  Raises:
-    ConversionError: naming the source, episode (where one) and field.
+    data: dict of row arrays (``a/b`` keys or nested), an HDF5 file path or an
+      ``h5py`` group.
+    final_observation: without ``next_observations``: ``'repeat'`` the last
+      row's observation, ``'zeros'``, or None (raises).
+    repair: rows after the last end flag: ``'drop_unfinished'``,
+      ``'truncate_unfinished'``, or None (raises).
+    last_step: ``'invalid'`` (default, RLDS) or ``'valid'`` (every row a
+      real step, as `to_d4rl` with ``'valid'`` wrote).
 
   Example:
     >>> data = {'observations': np.zeros((2, 1)), 'actions': np.zeros(2),
@@ -326,27 +287,18 @@ def to_d4rl(episodes: episodes_lib.EpisodesLike,
             if_exists: str = 'overwrite') -> Dict[str, np.ndarray]:
   """D4RL-style row arrays (with ``next_observations``) from Episodes.
 
-  Each episode of ``T`` steps gives ``T - 1`` rows; ``next_observations``
-  keeps the final observation, so `from_d4rl` gives the episodes back
-  exactly (apart from episode metadata, and the last step's values of
-  fields other than the observation, which RLDS leaves invalid and D4RL has
-  no row for). A discount other than the derived one (see module docstring)
-  is kept as ``discounts``. Nested fields get ``a/b`` keys.
+  Each episode of ``T`` steps gives ``T - 1`` rows; nested fields get ``a/b``
+  keys. What round-trips: docs/convert_minari_d4rl.md.
 
   Args:
     episodes: Episodes or an RLDS dataset with ``observation``, ``action``
       and ``reward``.
     path: if given, also written there as an HDF5 file (atomically).
-    if_exists: ``'overwrite'`` (default) replaces an existing ``path``;
-      ``'error'`` refuses it (FileExistsError), checked under the path's
-      lock, so of two writers of one path the second fails.
-    one_step: a one-step episode (only a final observation) has no row:
-      ``'error'`` (default) or ``'skip'``.
+    if_exists: ``'overwrite'`` (default) or ``'error'`` for an existing ``path``.
+    one_step: a one-step episode has no row: ``'error'`` (default) or ``'skip'``.
     last_step: ``'invalid'`` (default, RLDS): the last step's action,
-      reward and discount (and the other non-observation fields) are left out, with one
-      `rlds_lite.dense.LastStepValuesWarning` naming the fields of
-      non-zero ones; ``'valid'``: they are real (e.g. a success reward) and
-      kept: the last step becomes a row too, its ``next_observations`` repeating the last observation (the one after the last action is unknown); `from_d4rl` with ``'valid'`` reads the episodes back exactly.
+      reward and discount are left out, warning once if any is non-zero;
+      ``'valid'``: they are real and kept (docs/convert.md).
 
   Returns:
     Flat dict of row arrays.

@@ -1,24 +1,7 @@
-"""Episodes as NumPy arrays: the common form every format converter speaks.
+"""Episodes as NumPy arrays: the form every format converter speaks.
 
-An ``Episode`` is a dict ``{'steps': {field: array [T, ...]}, **metadata}``
-whose ``steps`` hold the RLDS fields as dense NumPy arrays (nested dicts
-allowed, e.g. ``steps['observation']['pos']``), with the RLDS alignment:
-step ``t`` holds ``(o_t, a_t, r_t, d_t)``, the last step holds the final
-observation and zero action, reward and discount; the episode was terminated
-if ``is_terminal[-1]``, else truncated. Readers of other formats produce
-Episodes, writers consume them; this module turns Episodes into RLDS
-``tf.data`` datasets and TFDS directories and back.
-
-Example:
-  >>> import numpy as np
-  >>> steps = {'observation': np.arange(3.0), 'reward': np.array([1., 2., 0.]),
-  ...          **rlds_flags(3, terminated=True)}
-  >>> episode = check_episode({'steps': steps}, source='<memory>', index=0)
-  >>> ds = to_dataset([episode], dense=True)
-  >>> [e['steps']['reward'].numpy().tolist() for e in ds]
-  [[1.0, 2.0, 0.0]]
-  >>> next(numpy_episodes(ds))['steps']['is_terminal'].tolist()
-  [False, False, True]
+This module checks Episodes and turns them into RLDS ``tf.data`` datasets and
+TFDS directories, and back.
 """
 
 import itertools
@@ -107,14 +90,6 @@ def flags(value: Any, *, source: str, field: str,
           episode: Optional[Union[int, str]] = None) -> np.ndarray:
   """``value`` as a bool array: bools as they are, numbers only if 0 or 1.
 
-  Args:
-    value: the stored flags (any shape).
-    source, field, episode: for the error.
-
-  Raises:
-    ConversionError: naming the first value that is not 0 or 1 and its index,
-      or the dtype if it holds no numbers.
-
   Example:
     >>> flags([0, 1], source='x', field='dones').tolist()
     [False, True]
@@ -141,24 +116,12 @@ def flags(value: Any, *, source: str, field: str,
 
 def check_episode(episode: Episode, *, source: str = '<memory>',
                   index: Union[int, str] = 0) -> Episode:
-  """Checks an Episode and returns it with boolean flag arrays.
-
-  Every step field must have the same number of steps ``T >= 1``; the flags
-  must be set as RLDS requires (``is_first`` on step 0 only, ``is_last`` on
-  the last step only, ``is_terminal`` only on the last step). A missing
-  ``is_terminal`` is taken as all False (truncated). No key may hold a ``/``
-  (fields are named by ``/`` paths).
+  """Checks an Episode (one length ``T >= 1``, flags as RLDS requires); returns it with bool flags.
 
   Args:
-    episode: the Episode.
+    episode: the Episode (a missing ``is_terminal`` is all False).
     source: the file or object it came from (for error messages).
     index: the episode's index or name in the source.
-
-  Returns:
-    The Episode, with ``is_first``/``is_last``/``is_terminal`` as bool arrays.
-
-  Raises:
-    ConversionError: naming source, episode and field.
 
   Example:
     >>> check_episode({'steps': {'reward': np.zeros(2), 'is_first': [1, 0],
@@ -246,13 +209,7 @@ def checked_episodes(episodes: EpisodesLike, *,
                      numbers: Sequence[str] = ()) -> Iterator[Episode]:
   """Episodes as NumPy, each checked (`check_episode`) and shaped like the first.
 
-  Writers of concatenated formats need one structure: every episode must
-  have the first one's step fields, per-step shapes and dtypes. ``numbers``:
-  step fields the format stores as one number per step (D4RL's and Minari's
-  ``reward``), checked to be that.
-
-  Raises:
-    ConversionError: naming source, episode and field.
+  ``numbers``: step fields the format stores as one number per step.
 
   Example:
     >>> ep = lambda obs: {'steps': {'observation': obs, **rlds_flags(2, True)}}
@@ -320,19 +277,12 @@ def open_hdf5(path: Union[str, os.PathLike]) -> Any:
 
 def episode_slices(ends: Any, *, source: str = '<memory>',
                    field: str = 'dones') -> List[slice]:
-  """Slices of the episodes of a concatenated layout, from its end flags.
+  """One ``slice`` of rows per episode of a concatenated layout, from its end flags.
 
   Args:
     ends: bool ``[N]``: True on the last row of each episode.
     source: the file or object (for error messages).
     field: the name of the end flag in that format (for error messages).
-
-  Returns:
-    One ``slice`` of rows per episode, in order.
-
-  Raises:
-    ConversionError: if rows follow the last end flag (an unfinished
-      episode); the error names the episode index and the field.
 
   Example:
     >>> episode_slices([False, True, True, False, True])
@@ -420,18 +370,9 @@ def to_dataset(episodes: Iterable[Episode], *,
                dense: bool = False) -> tf.data.Dataset:
   """An RLDS episodes ``tf.data.Dataset`` from Episodes (all of one structure).
 
-  The element spec comes from the first episode (episode lengths vary). With
-  ``dense=False`` (the RLDS form) each episode's ``steps`` is a
-  ``tf.data.Dataset``; with ``dense=True`` a dict of ``[T, ...]`` tensors.
-  Episodes enter tf.data in chunks of about 65536 steps (one Python call
-  per chunk, then slices), not one by one. The iterable is iterated again at
-  each pass over the dataset, so pass a list (or a re-iterable) if the
-  dataset is iterated more than once.
-
-  Every episode must have the first one's step fields, per-step shapes and
-  dtypes: a sequence is checked here (a ``ConversionError`` naming the
-  episode and field), a one-shot iterator as it is read (the same message,
-  inside the ``tf.errors`` error that iteration raises).
+  The element spec comes from the first episode; ``dense=True`` gives steps as
+  dicts of ``[T, ...]`` tensors. The iterable is iterated again at each pass,
+  so pass a list to iterate more than once.
 
   Example:
     >>> ds = to_dataset([{'steps': {'reward': np.zeros(2), **rlds_flags(2, True)},
@@ -502,11 +443,8 @@ def write_tfds(episodes: EpisodesLike, data_dir: Union[str, os.PathLike],
                **legacy: Any) -> str:
   """Writes Episodes (or an RLDS dataset) as a TFDS dataset; returns its dir.
 
-  Features are inferred from the first episode with
-  `rlds_lite.tfds.features_from_episode` (shapes kept as they are, float64
-  exact, images detected, string fields as ``Text``); the dataset appears
-  atomically when all episodes are written. ``options`` and ``card`` are
-  `rlds_lite.tfds.EpisodeWriter`'s.
+  Features come from the first episode (`rlds_lite.tfds.features_from_episode`);
+  ``options`` and ``card`` are `rlds_lite.tfds.EpisodeWriter`'s.
 
   Example:
     >>> import tempfile, rlds_lite

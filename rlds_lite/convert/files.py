@@ -1,18 +1,7 @@
 """Read and write every supported format on disk, by name (``rlds-lite convert``).
 
-The formats are the entries of `rlds_lite.convert.registry` (``rlds``, a
-TFDS dataset directory; ``minari``, ``d4rl``, ``il``, ``webdataset``, ``ted``,
-``alf``, ``lerobot``); this module calls their readers and writers as each
-lies on disk and checks the options, the source and the target first.
-In ``.npz`` files nested dicts are stored under ``'a/b'`` keys.
-
-Example:
-  >>> import os, tempfile, rlds_lite
-  >>> work = tempfile.mkdtemp()
-  >>> episodes = rlds_lite.synthetic.episodes(num_episodes=3, seed=0)
-  >>> path = write_episodes('ted', episodes, os.path.join(work, 'buffer.h5'))
-  >>> [len(e['steps']['is_last']) for e in read_episodes('ted', path)]
-  [5, 46, 46]
+The formats are `rlds_lite.convert.registry`'s; options, source and target
+are checked first.
 """
 
 import os
@@ -40,10 +29,6 @@ FORMATS = registry.FORMATS
 
 def _file_target(path: PathLike) -> str:
   """``path`` as a string; a FileNotFoundError if its directory is missing.
-
-  ``convert`` writes a file only into a directory that exists (a typo in
-  the directory is an error, not a new directory tree; the library writers,
-  `rlds_lite.atomic_output`, create missing parents).
 
   Example:
     >>> _file_target('/no/such/dir/x.h5')
@@ -164,12 +149,15 @@ def read_episodes(fmt: str, path: PathLike,
   Args:
     fmt: a key of `FORMATS`.
     path: where the data is.
-    **options: format options (``repair``, ``allow_pickle``, ``split``,
-      ``final_observation``, ``check_continuity``).
+    **options: format options (``repair``, ``allow_pickle``, ``split``, ...).
 
-  Raises:
-    FileNotFoundError: if ``path`` does not exist.
-    ValueError: for an unknown format or an option it does not take.
+  Example:
+    >>> import os, tempfile, rlds_lite
+    >>> work = tempfile.mkdtemp()
+    >>> episodes = rlds_lite.synthetic.episodes(num_episodes=3, seed=0)
+    >>> path = write_episodes('ted', episodes, os.path.join(work, 'buffer.h5'))
+    >>> [len(e['steps']['is_last']) for e in read_episodes('ted', path)]
+    [5, 46, 46]
   """
   source_format = registry.get(fmt)
   chosen = _options(source_format, options, reading=True)
@@ -186,13 +174,11 @@ def write_episodes(fmt: str, episodes: episodes_lib.EpisodesLike,
   Args:
     fmt: a key of `FORMATS`.
     episodes: Episodes or an RLDS dataset.
-    path: the target file or directory (``rlds``: the dataset directory's
-      parent gets a dataset named after the last path part, or ``name``).
+    path: the target file or directory (``rlds``: a dataset named after the
+      last path part, or ``name``, in its parent); it must not exist.
     **options: format options (``dataset_id``, ``name``, ``one_step``).
 
-  Raises:
-    FileExistsError: if ``path`` exists.
-    ValueError: for an unknown format or an option it does not take.
+  Example: see `read_episodes`.
   """
   target_format = registry.get(fmt)
   chosen = _options(target_format, options, reading=False)
@@ -254,27 +240,9 @@ def convert(source: PathLike, target: PathLike, *, from_format: str,
             **options: Any) -> Counted:
   """Converts ``source`` (``from_format``) into ``target`` (``to_format``).
 
-  Options go to the reader or the writer that takes them (``repair``,
-  ``allow_pickle``, ``split``, ``final_observation`` (d4rl),
-  ``check_continuity`` (ted) and what the source format reads, e.g. a
-  lerobot ``task_key``, to the reader; ``dataset_id``, ``name``,
-  ``one_step``, ``fps`` and the rest to the writer; ``last_step``,
-  ``'invalid'`` or ``'valid'``, to each side whose format takes it (not
-  ``rlds``, which holds last steps as they are, nor ``lerobot``, which
-  writes every step's values): with
-  ``'valid'`` the episodes' last steps hold real actions and rewards, see
-  `rlds_lite.convert.transitions`). A writer that leaves out non-zero
-  last-step values warns once (`rlds_lite.dense.LastStepValuesWarning`).
-
-  Raises:
-    ValueError: what the target writes is or lies inside ``source``
-      (checked before anything is read or written; a target that holds a
-      source file is fine: convert only creates); an unknown format or an
-      option it does not take.
-    FileExistsError: the target exists.
-    NotADirectoryError, PermissionError: the target cannot be made (it would
-      be inside a file, or on a read-only file system; checked before
-      anything is read).
+  Each option goes to the reader or the writer that takes it (``last_step``
+  to each side that does); source and target are checked before anything is
+  read (docs/convert.md).
 
   Example:
     >>> import os, tempfile, rlds_lite

@@ -1,28 +1,4 @@
-"""Which HDF5 format a file holds, so a reader given another's names it.
-
-Minari, D4RL and TorchRL TED files are all HDF5; read with the wrong reader,
-one would look empty (no ``episode_<i>`` groups: zero episodes) or miss a
-field. `check_format` tells them apart by their top-level names:
-
-==========  =================================================
-format      top level
-==========  =================================================
-``minari``  ``episode_<i>`` groups
-``d4rl``    ``observations``, ``actions``, ``rewards``,
-            ``terminals`` rows
-``ted``     a ``next`` group and ``action`` rows
-==========  =================================================
-
-and `check_not_minari_directory` catches a Minari dataset directory given
-where an HDF5 file is expected.
-
-Example:
-  >>> check_format(['observations', 'actions', 'rewards', 'terminals'],
-  ...              'minari', 'd4rl.h5')
-  Traceback (most recent call last):
-  ...
-  rlds_lite.convert.episodes.ConversionError: d4rl.h5: looks like a D4RL file (observations, actions, rewards and terminals rows at the top), not a Minari dataset; read it with from_d4rl()
-"""
+"""Which HDF5 format a file holds (Minari, D4RL, TED), so a reader given another's names it."""
 
 import os
 from typing import Callable, Iterable, NamedTuple, Set, Union

@@ -1,25 +1,6 @@
 """An HDF5 file to write that fails cleanly when the disk does (`HDF5Output`).
 
-h5py over HDF5's default driver hands a failed write (a full disk) to
-HDF5 inside whatever call made it, often a group or dataset closed while its
-Python object is collected: ``Exception ignored in: 'h5py._objects.ObjectID.
-__dealloc__'`` (hundreds of lines), ids HDF5 can no longer close, and at exit
-HDF5's own clean-up crashes on them (SIGSEGV in ``H5D_top_term_package``).
-`HDF5Output` writes through a Python file that keeps the first failure and
-drops every later write, so HDF5 never sees one and closes cleanly; the
-failure is raised after, as one ``OSError`` naming the file.
-
-Example:
-  >>> import os, tempfile, numpy as np
-  >>> path = os.path.join(tempfile.mkdtemp(), 'out.h5')
-  >>> with HDF5Output(path) as output:
-  ...   output.file.create_dataset('x', data=np.arange(3))
-  ...   output.check()
-  <HDF5 dataset "x": shape (3,), type "<i8">
-  >>> import h5py
-  >>> with h5py.File(path, 'r') as f:
-  ...   f['x'][()].tolist()
-  [0, 1, 2]
+Why: docs/guarantees.md ("HDF5 writers on a full disk").
 """
 
 import errno
@@ -94,20 +75,14 @@ class _DroppingAfterFailure(io.RawIOBase):
 
 
 class HDF5Output:
-  """``h5py.File(path, 'w')`` that, on a failed write, closes cleanly and
-  raises one ``OSError`` naming the file (see the module docstring).
+  """``h5py.File(path, 'w')`` that closes cleanly on a failed write and raises one ``OSError``.
 
-  Use it as a context manager: ``file`` is the ``h5py.File``; call `check`
-  now and then (after each episode) to stop at a failure instead of writing
-  on into nothing. On leaving, the file is closed; a failed write not raised
-  yet is raised then, in place of what HDF5 made of it (an HDF5 error from
-  reading back metadata that never reached the disk), but never in place
-  of a ``KeyboardInterrupt``.
+  A context manager: ``file`` is the ``h5py.File``; call `check` after each
+  episode to stop at a failure.
 
   Args:
     path: the file to write.
-    label: how errors name the file (default ``path``; e.g. the final path
-      of a file written under a staging name).
+    label: how errors name the file (default ``path``).
 
   Example:
     >>> import os, tempfile, numpy as np

@@ -1,23 +1,7 @@
 """The checks every reader of a foreign format applies to what a file says.
 
-A file's flags, counts, numeric metadata and timestamps are checked against
-the file itself before they are trusted: each failure is one
-`ConversionError` naming the file, the episode (where one) and the field.
-
-* `flags`: a boolean column stored as numbers must hold exactly 0 or 1 (a
-  NaN or 0.5 is not a flag; ``astype(bool)`` would read it as True).
-* `count`: a count stated in metadata must equal what the file holds.
-* `number`: numeric metadata must be a finite number (positive, or an
-  integer, where it must be).
-* `finite`: timestamps (and other values that must be real numbers) hold no
-  NaN or infinity.
-
-Example:
-  >>> import numpy as np
-  >>> flags(np.array([0., 1., np.nan]), source='x.h5', field='terminals')
-  Traceback (most recent call last):
-  ...
-  rlds_lite.convert.episodes.ConversionError: x.h5: field 'terminals': holds nan at index 2; a flag stored as numbers must be 0 or 1
+`flags`, `count`, `number` and `finite` raise one `ConversionError` naming
+the file, episode and field.
 """
 
 import numbers

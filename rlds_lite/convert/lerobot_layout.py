@@ -1,29 +1,7 @@
 """The files of a LeRobotDataset (v3.0, and v2.x for reading) and their types.
 
-A LeRobotDataset v3.0 (lerobot >= 0.4) is a directory::
-
-  meta/info.json                      codebase_version, fps, features, paths
-  meta/stats.json                     statistics of every numeric feature
-  meta/tasks.parquet                  task string (pandas index) -> task_index
-  meta/episodes/chunk-000/file-000.parquet   one row per episode
-  data/chunk-000/file-000.parquet     one row per frame, many episodes a file
-  videos/<key>/chunk-000/file-000.mp4 one stream per camera, many episodes
-
-Files roll over at ``data_files_size_in_mb`` / ``video_files_size_in_mb``;
-``chunks_size`` files make a chunk. A frame row holds its features plus
-``timestamp`` (``frame_index / fps``, float32), ``frame_index``,
-``episode_index``, ``index`` (global) and ``task_index``. A feature of shape
-``(1,)`` is a plain Parquet column, a vector a fixed-size list, 2-D to 5-D
-arrays nested lists tagged as Hugging Face ``ArrayND``, ``image`` features
-``{bytes, path}`` structs holding PNG files; ``video`` features live only in
-the MP4 files. This module knows those paths and types; `lerobot` converts.
-
-Example:
-  >>> info = new_info(10, {'action': Feature('action', 'value', 'float32', (2,))})
-  >>> info['codebase_version'], list(info['features'])
-  ('v3.0', ['action', 'timestamp', 'frame_index', 'episode_index', 'index', 'task_index'])
-  >>> data_path(info, chunk=0, file=3)
-  'data/chunk-000/file-003.parquet'
+Paths, ``meta/info.json`` and Parquet column types; the layout is in
+docs/convert_lerobot.md, and `lerobot` converts.
 """
 
 import json
@@ -192,7 +170,15 @@ def new_info(fps: int, features: Dict[str, Feature], *,
              data_files_size_in_mb: float = DEFAULT_DATA_FILES_SIZE_IN_MB,
              video_files_size_in_mb: float = DEFAULT_VIDEO_FILES_SIZE_IN_MB
              ) -> Dict[str, Any]:
-  """``meta/info.json`` of an empty dataset, as lerobot 0.4 creates it."""
+  """``meta/info.json`` of an empty dataset, as lerobot 0.4 creates it.
+
+  Example:
+    >>> info = new_info(10, {'action': Feature('action', 'value', 'float32', (2,))})
+    >>> info['codebase_version'], list(info['features'])
+    ('v3.0', ['action', 'timestamp', 'frame_index', 'episode_index', 'index', 'task_index'])
+    >>> data_path(info, chunk=0, file=3)
+    'data/chunk-000/file-003.parquet'
+  """
   entries = {name: feature.info() for name, feature in features.items()}
   entries.update({k: dict(v) for k, v in DEFAULT_FEATURES.items()})
   return {

@@ -1,24 +1,6 @@
-"""Feature statistics of a LeRobotDataset, as lerobot 0.4 stores them.
+"""Feature statistics of a LeRobotDataset, per episode and aggregated, as lerobot 0.4 stores them.
 
-Per episode (``stats/<feature>/<stat>`` columns of ``meta/episodes``) and for
-the dataset (``meta/stats.json``), every numeric feature gets ``min``,
-``max``, ``mean``, ``std``, ``count`` and the quantiles ``q01 q10 q50 q90
-q99``. Numbers are reduced over all axes but the last (lerobot's layout:
-shape ``(1,)`` for scalars, ``(d,)`` for vectors); images and videos per
-channel over up to 100 sampled frames (downsampled when 300 pixels or more
-wide), scaled to [0, 1], shape ``(3, 1, 1)``. lerobot estimates quantiles
-from histograms; here they are exact (NumPy's linear interpolation). Dataset
-statistics combine the episodes' as lerobot's ``aggregate_stats`` does:
-count-weighted means, pooled variance, count-weighted quantiles.
-
-Example:
-  >>> s = numeric_stats(np.array([1., 2., 3., 4.], np.float32))
-  >>> s['min'], s['mean'], s['count'], s['q50']
-  (array([1.], dtype=float32), array([2.5]), array([4]), array([2.5]))
-  >>> total = Aggregate()
-  >>> total.add({'x': s}); total.add({'x': numeric_stats(np.array([5.]))})
-  >>> float(total.result()['x']['mean'][0]), int(total.result()['x']['count'][0])
-  (3.0, 5)
+Which statistics, and how they differ from lerobot's: docs/convert_lerobot.md.
 """
 
 from typing import Any, Dict
@@ -130,6 +112,15 @@ class Aggregate:
   """Dataset statistics from episode statistics, added one episode at a time.
 
   Keeps count-weighted sums, so memory does not grow with the dataset.
+
+  Example:
+    >>> s = numeric_stats(np.array([1., 2., 3., 4.], np.float32))
+    >>> s['min'], s['mean'], s['count'], s['q50']
+    (array([1.], dtype=float32), array([2.5]), array([4]), array([2.5]))
+    >>> total = Aggregate()
+    >>> total.add({'x': s}); total.add({'x': numeric_stats(np.array([5.]))})
+    >>> float(total.result()['x']['mean'][0]), int(total.result()['x']['count'][0])
+    (3.0, 5)
   """
 
   def __init__(self):

@@ -1,32 +1,6 @@
-"""LeRobot's camera streams with PyAV: MP4 files of many episodes, PNG frames.
+"""LeRobot's camera streams with PyAV: MP4 files of many episodes (`VideoWriter`, `VideoReader`).
 
-Encoding follows lerobot 0.4 (``encode_video_frames``): ``libsvtav1`` (AV1)
-by default, ``yuv420p``, GOP ``g=2``, ``crf=30``, SVT preset 12, stream time
-base ``1/fps``, one frame every ``1/fps`` seconds. lerobot encodes each
-episode to its own file and then concatenates episodes into
-``videos/<key>/chunk-XXX/file-XXX.mp4``; `VideoWriter` encodes the episodes
-of a file as one stream instead, forcing a key frame at each episode's first
-frame, which gives the same frames, timestamps (episode ``e`` spans
-``[from_timestamp, to_timestamp)`` of its file) and key frames. SVT-AV1
-encodes on every core by itself.
-
-`VideoReader` decodes a file once, in order, handing out each episode's
-frames by timestamp; it seeks only when asked for an earlier or distant time.
-
-Example:
-  >>> import tempfile, os
-  >>> frames = np.zeros((3, 16, 16, 3), np.uint8) + 128
-  >>> work = tempfile.mkdtemp()
-  >>> writer = VideoWriter(lambda chunk, file: os.path.join(work, f'{file}.mp4'),
-  ...                      fps=10)
-  >>> writer.add(0, frames), writer.add(1, frames[:2])
-  ((0, 0, 0.0, 0.3), (0, 0, 0.3, 0.5))
-  >>> writer.close()
-  >>> reader = VideoReader(os.path.join(work, '0.mp4'))
-  >>> got = reader.frames(0.3, 0.5, np.array([0., 0.1], np.float32), {})
-  >>> got.shape, int(abs(got.astype(int) - 128).max()) <= 3
-  ((2, 16, 16, 3), True)
-  >>> reader.close()
+The encoding follows lerobot 0.4; see docs/convert_lerobot.md.
 """
 
 from fractions import Fraction
@@ -91,6 +65,21 @@ class VideoWriter:
       size counts packets out of the encoder, which lag a few frames).
     chunks_size: files per chunk.
     name: the camera's feature name, for errors.
+
+  Example:
+    >>> import tempfile, os
+    >>> frames = np.zeros((3, 16, 16, 3), np.uint8) + 128
+    >>> work = tempfile.mkdtemp()
+    >>> writer = VideoWriter(lambda chunk, file: os.path.join(work, f'{file}.mp4'),
+    ...                      fps=10)
+    >>> writer.add(0, frames), writer.add(1, frames[:2])
+    ((0, 0, 0.0, 0.3), (0, 0, 0.3, 0.5))
+    >>> writer.close()
+    >>> reader = VideoReader(os.path.join(work, '0.mp4'))
+    >>> got = reader.frames(0.3, 0.5, np.array([0., 0.1], np.float32), {})
+    >>> got.shape, int(abs(got.astype(int) - 128).max()) <= 3
+    ((2, 16, 16, 3), True)
+    >>> reader.close()
   """
 
   def __init__(self, path_of: Callable[[int, int], str], fps: int, *,

@@ -1,38 +1,7 @@
 """Minari datasets (HDF5) to RLDS Episodes and back, read and written with h5py.
 
-A Minari dataset is a directory ``<root>/<dataset_id>/data/`` holding
-``main_data.hdf5`` (one group ``episode_<i>`` per episode) and
-``metadata.json`` (Minari >= 0.4; older files keep that metadata as
-attributes of the HDF5 root). Episode ``i`` holds ``N`` transitions:
-``observations`` with ``N + 1`` entries (the reset observation, then one per
-step), ``actions``, ``rewards``, ``terminations`` and ``truncations`` with
-``N``; Dict spaces are groups, Tuple spaces groups with ``_index_<k>`` keys
-(kept as dict keys here). ``infos`` and any other group or dataset of the
-episode become step fields of the same name.
-
-RLDS view (see ``rlds_lite.convert.transitions``): ``T = N + 1`` steps; step
-``t < N`` holds ``(o_t, a_t, r_t)``, the last step ``o_N`` with zero action
-and reward; ``is_terminal[-1] = terminations[N - 1]`` (termination wins if
-both flags are set), truncated otherwise; the discount is 1, except 0 on step
-``N - 1`` of a terminated episode and 0 on the last step. Episode attributes
-(``id``, ``seed``, ``options/...``) become episode metadata.
-
-The ``minari`` package is not needed: `to_minari` writes what
-``minari.load_dataset`` (0.5.4) loads.
-
-Example:
-  >>> import tempfile, numpy as np
-  >>> from rlds_lite.convert import episodes as episodes_lib
-  >>> steps = {'observation': np.arange(3, dtype=np.float32)[:, None],
-  ...          'action': np.array([1, 2, 0]),
-  ...          'reward': np.array([1, 1, 0], np.float32),
-  ...          **episodes_lib.rlds_flags(3, terminated=True)}
-  >>> path = to_minari([{'steps': steps}], tempfile.mkdtemp(), 'toy/demo-v0')
-  >>> episode = next(from_minari(path))
-  >>> episode['steps']['action'].tolist(), episode['steps']['discount'].tolist()
-  ([1, 2, 0], [1.0, 0.0, 0.0])
-  >>> episode['steps']['is_terminal'].tolist()
-  [False, False, True]
+No ``minari`` package needed; the layout and how it maps to RLDS steps:
+docs/convert_minari_d4rl.md.
 """
 
 import io
@@ -416,26 +385,12 @@ def from_minari(path: Union[str, os.PathLike], *,
   Args:
     path: the dataset root (``.../<dataset_id>``), its ``data`` directory or
       its ``main_data.hdf5``.
-    episodes: Minari episode indices to read (``episode_<i>`` groups), in
-      that order; all episodes in index order by default.
-    repair: None (errors on bad input) or one or more of:
-      ``'drop_last_transition'``: observations with N entries instead of N + 1
-      (Minari#199): drop the last transition, the episode ends truncated at
-      ``o_{N-1}``; ``'repeat_last_observation'``: same bug, keep every
-      transition and repeat ``o_{N-1}`` as the final observation (invented);
-      ``'mark_truncated'``: neither flag set on the last transition: read the
-      episode as truncated.
-    last_step: ``'invalid'`` (default, RLDS): the final observation ends
-      the episode as a step with zero action, reward and discount;
-      ``'valid'``: every transition is a real step and the final
-      observation is dropped (what `to_minari` with ``last_step='valid'``
-      wrote).
-
-  Yields:
-    Episodes (see the module docstring for the mapping).
-
-  Raises:
-    ConversionError: naming file, episode index and field.
+    episodes: Minari episode indices to read, in that order (default: all).
+    repair: None (errors on bad input) or one or more of
+      ``'drop_last_transition'``, ``'repeat_last_observation'``,
+      ``'mark_truncated'`` (docs/convert_minari_d4rl.md).
+    last_step: ``'invalid'`` (default, RLDS) or ``'valid'`` (every row a
+      real step, as `to_minari` with ``'valid'`` wrote).
 
   Example:
     >>> import tempfile, numpy as np
@@ -512,11 +467,6 @@ def minari_to_tfds(path: Union[str, os.PathLike],
 
 def infer_space(value: Any) -> Dict[str, Any]:
   """A serialised gymnasium space (as a dict) for a nest of ``[T, ...]`` arrays.
-
-  Dicts become ``Dict`` spaces (dicts keyed ``_index_0 .. _index_<k>`` become
-  ``Tuple`` spaces), arrays unbounded ``Box`` spaces of their dtype and
-  per-step shape, a string per step a ``Text`` space (see
-  `rlds_lite.convert.strings.text_space`).
 
   Example:
     >>> infer_space({'_index_0': np.zeros((5, 2), np.int8)})['type']
@@ -638,47 +588,24 @@ def to_minari(episodes: episodes_lib.EpisodesLike,
               metadata: Optional[Dict[str, Any]] = None,
               if_exists: str = 'error',
               last_step: transitions.LastStepLike = 'invalid') -> str:
-  """Writes Episodes as the Minari dataset ``out_dir/<dataset_id>``.
+  """Writes Episodes as the Minari dataset ``out_dir/<dataset_id>``, atomically.
 
-  Writes ``data/main_data.hdf5`` and ``data/metadata.json`` as Minari 0.5.4
-  does (``minari.load_dataset(dataset_id)`` with ``MINARI_DATASETS_PATH =
-  out_dir`` loads it), plus the global metadata as root attributes for older
-  readers. Images are stored raw (``jpeg_encoding: false``; lossless). The
-  dataset appears atomically (`rlds_lite.atomic_output`: written to a hidden
-  directory beside it, renamed in; an overwrite sets the old one aside and
-  deletes it after). A kill leaves the old dataset or the new one (killed
-  between the two renames of an overwrite: the old one, whole, as
-  ``.<name>.replaced-*``, which the next writer renames back). Writers of
-  one dataset run one at a time (lock file ``.<name>.lock`` beside it).
+  What ``minari.load_dataset`` (0.5.4) loads, with ``MINARI_DATASETS_PATH =
+  out_dir``; the layout is in docs/convert_minari_d4rl.md.
 
   Args:
-    episodes: Episodes or an RLDS dataset; they need ``observation``,
-      ``action`` and ``reward``. A one-step episode (only a final observation)
-      becomes a 0-transition episode; a one-step *terminal* episode cannot be
-      stored (error). Other step fields (e.g. ``infos``) are written as
-      episode datasets of ``T = N + 1`` entries; a discount other than the
-      derived one (see module docstring) as ``discounts`` (``N`` entries).
-      Episode metadata becomes episode attributes (nested dicts as
-      ``a/b`` keys); ``id`` and ``total_steps`` are set by the writer.
+    episodes: Episodes or an RLDS dataset with ``observation``, ``action``
+      and ``reward``.
     out_dir: the Minari root (``MINARI_DATASETS_PATH``).
-    dataset_id: ``(namespace/)name-v<version>``, as Minari parses it (a
-      namespace has 2 characters or more: ``'ab/walk-v0'``, not
-      ``'a/walk-v0'``).
-    observation_space, action_space: gymnasium spaces, their serialised JSON
-      (str or dict); inferred from the first episode by default (see
-      `infer_space`). Needed when there are no episodes.
-    metadata: more global metadata for ``metadata.json`` (``author``,
-      ``algorithm_name``, ``env_spec``, ...).
+    dataset_id: ``(namespace/)name-v<version>``, as Minari parses it.
+    observation_space, action_space: gymnasium spaces or their serialised
+      JSON; inferred from the first episode by default (`infer_space`).
+    metadata: more global metadata for ``metadata.json``.
     if_exists: ``'error'`` or ``'overwrite'`` (only a Minari dataset, or an
-      empty directory, is replaced: `rlds_lite.overwriting`).
+      empty directory, is replaced).
     last_step: ``'invalid'`` (default, RLDS): the last step's action,
-      reward and discount are left out, with one
-      `rlds_lite.dense.LastStepValuesWarning` naming the fields of
-      non-zero ones; ``'valid'``: they are real (e.g. a success reward) and
-      kept: the last step becomes a transition too, followed by the last
-      observation repeated (the one after the last action is unknown);
-      `from_minari` with ``last_step='valid'`` reads the episodes back
-      exactly.
+      reward and discount are left out, warning once if any is non-zero;
+      ``'valid'``: they are real and kept (docs/convert.md).
 
   Returns:
     The dataset directory ``out_dir/<dataset_id>``.

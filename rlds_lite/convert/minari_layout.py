@@ -1,15 +1,4 @@
-"""Where a Minari dataset's files are, and what a dataset id looks like.
-
-A Minari root holds datasets ``<root>/<dataset_id>/data/main_data.hdf5``;
-`locate` finds that file from a root, a dataset's directory or the file
-itself. No HDF5 here: `rlds_lite.convert.minari` reads and writes the files,
-`rlds_lite.convert.hdf5_formats` recognises a Minari directory given to
-another reader, and `rlds_lite.convert.files` names a Minari target.
-
-Example:
-  >>> is_dataset_id('D4RL/door/human-v2'), dataset_root('out/door-v0', None)
-  (True, ('out', 'door-v0'))
-"""
+"""Where a Minari dataset's files are (`locate`), and what a dataset id looks like; no HDF5 here."""
 
 import os
 import re

@@ -1,39 +1,7 @@
-"""Unpickle untrusted data: NumPy arrays and builtin values only, memory bounded.
+"""Unpickle untrusted data (`loads`): NumPy arrays and builtin values only, memory bounded.
 
-A pickle is a program: ``pickle.loads`` of an untrusted file runs whatever it
-names, and even an allowlist of harmless-looking constructors lets 39 bytes
-(``builtins.bytearray(2_000_000_000)``) allocate gigabytes. `loads` therefore
-
-* resolves only the globals NumPy arrays and builtin values need
-  (`SAFE_GLOBALS`); any other raises `RefusedPickle` naming it;
-* charges every allocation those globals make against a budget of
-  ``MAX_EXPANSION`` times the pickle's size (at least ``MIN_BUDGET`` bytes),
-  *before* making it: ``bytes``/``bytearray`` of a size, an array of a huge
-  shape (``_reconstruct``, its state, ``_frombuffer``), ``list(x)`` of a large
-  ``x``, a value rebuilt many times from one memoized part; and calling
-  ``numpy.ndarray`` itself is refused (NumPy's pickles never do);
-* bounds what the value expands to when turned into arrays
-  (``np.asarray``): a list holding the same 100 000-element list 100 000
-  times (a 400 KB pickle, 10^10 elements), or one long string among many
-  short ones (padded to the longest), is refused by the same budget.
-
-Memory while unpickling therefore stays within the budget (plus the pickle
-and the interpreter's own per-object overhead of what the pickle spells out
-itself). Time is not bounded: a pickle can still spell out slow work (a dict
-of keys with colliding hashes).
-
-Example:
-  >>> import pickle
-  >>> import numpy as np
-  >>> loads(pickle.dumps({'obs': np.arange(3.0)}))['obs'].tolist()
-  [0.0, 1.0, 2.0]
-  >>> class Bomb:  # Pickles as bytearray(2_000_000_000): 46 bytes.
-  ...   def __reduce__(self):
-  ...     return bytearray, (2_000_000_000,)
-  >>> loads(pickle.dumps(Bomb()))
-  Traceback (most recent call last):
-  ...
-  rlds_lite.convert.pickles.RefusedPickle: refuses to unpickle bytearray(2000000000): it would allocate 2000000000 bytes, more than the bound of 4096 bytes (16 times the 46-byte pickle, 4096 at least)
+What is refused and what is not bounded: docs/guarantees.md ("Untrusted
+pickles").
 """
 
 import contextvars
@@ -70,7 +38,17 @@ SAFE_GLOBALS = frozenset(
 
 
 class RefusedPickle(pickle.UnpicklingError):
-  """An untrusted pickle names a global not allowed, or would allocate too much."""
+  """An untrusted pickle names a global not allowed, or would allocate too much.
+
+  Example:
+    >>> class Bomb:  # Pickles as bytearray(2_000_000_000): 46 bytes.
+    ...   def __reduce__(self):
+    ...     return bytearray, (2_000_000_000,)
+    >>> loads(pickle.dumps(Bomb()))
+    Traceback (most recent call last):
+    ...
+    rlds_lite.convert.pickles.RefusedPickle: refuses to unpickle bytearray(2000000000): it would allocate 2000000000 bytes, more than the bound of 4096 bytes (16 times the 46-byte pickle, 4096 at least)
+  """
 
 
 class _Budget:
@@ -357,17 +335,8 @@ def _total(estimate: _Estimate) -> int:
 def loads(data: bytes) -> Any:
   """Unpickles untrusted ``data``: NumPy arrays and builtin values, bounded.
 
-  Args:
-    data: the pickle.
-
-  Returns:
-    The value (NumPy arrays are plain ``np.ndarray``).
-
-  Raises:
-    RefusedPickle: if the pickle names a global outside `SAFE_GLOBALS`, or
-      would allocate (or expand to) more than ``MAX_EXPANSION`` times its
-      size (``MIN_BUDGET`` at least).
-    pickle.UnpicklingError, ValueError, ...: if it is not a valid pickle.
+  Anything else, or a pickle that would allocate more than ``MAX_EXPANSION``
+  times its size, is a `RefusedPickle`.
 
   Example:
     >>> import pickle

@@ -1,18 +1,6 @@
-"""The formats ``rlds-lite convert`` and `rlds_lite.convert.files` know, by name.
+"""The formats ``rlds-lite convert`` and `rlds_lite.convert.files` know, by name (`Format`, `get`).
 
-One `Format` entry per format: the module that implements it, its reader and
-writer, the options each takes, how it lies on disk, the extra it needs and
-its ``--help`` line. The module is imported when the entry is used
-(`Format.functions`), so this module, and ``rlds-lite convert --help``, load
-no TensorFlow and no optional dependency. Adding a format is adding an entry.
-
-Example:
-  >>> get('ted').module, get('ted').reader, get('ted').writer
-  ('ted', 'from_ted', 'to_ted_h5')
-  >>> get('parquet')
-  Traceback (most recent call last):
-  ...
-  ValueError: unknown format 'parquet'; known: rlds, minari, d4rl, il, webdataset, ted, alf, lerobot
+Modules are imported when an entry is used, so this loads no TensorFlow.
 """
 
 import importlib
@@ -103,7 +91,16 @@ FORMATS: Dict[str, Format] = {fmt.name: fmt for fmt in (
 
 
 def get(name: str) -> Format:
-  """The format called ``name``, or a ValueError listing the known ones."""
+  """The format called ``name``, or a ValueError listing the known ones.
+
+  Example:
+    >>> get('ted').module, get('ted').reader, get('ted').writer
+    ('ted', 'from_ted', 'to_ted_h5')
+    >>> get('parquet')
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown format 'parquet'; known: rlds, minari, d4rl, il, webdataset, ted, alf, lerobot
+  """
   if name not in FORMATS:
     raise ValueError(f'unknown format {name!r}; known: {", ".join(FORMATS)}')
   return FORMATS[name]

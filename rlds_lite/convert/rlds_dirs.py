@@ -1,15 +1,4 @@
-"""A TFDS dataset directory as a convert format (``rlds``): read and written.
-
-Reading takes any split of a dataset `rlds_lite.load` opens; writing makes a
-new version ``<parent>/<name>/1.0.0`` (`write_tfds`).
-
-Example:
-  >>> import os, tempfile, rlds_lite
-  >>> episodes = rlds_lite.synthetic.episodes(num_episodes=2, seed=0)
-  >>> path = to_rlds(episodes, os.path.join(tempfile.mkdtemp(), 'toy'))
-  >>> os.path.basename(path), len(list(from_rlds(path)))
-  ('1.0.0', 2)
-"""
+"""A TFDS dataset directory as a convert format (``rlds``): read and written."""
 
 import os
 from typing import Iterator, Optional, Union
@@ -56,7 +45,15 @@ def dataset_dir(path: Union[str, os.PathLike], name: Optional[str]) -> str:
 def to_rlds(episodes: episodes_lib.EpisodesLike,
             path: Union[str, os.PathLike], name: Optional[str] = None,
             split: str = 'train') -> str:
-  """Writes a new dataset (`dataset_dir`) version; returns its directory."""
+  """Writes a new dataset (`dataset_dir`) version; returns its directory.
+
+  Example:
+    >>> import os, tempfile, rlds_lite
+    >>> episodes = rlds_lite.synthetic.episodes(num_episodes=2, seed=0)
+    >>> path = to_rlds(episodes, os.path.join(tempfile.mkdtemp(), 'toy'))
+    >>> os.path.basename(path), len(list(from_rlds(path)))
+    ('1.0.0', 2)
+  """
   if os.path.isfile(path):  # Before the name: 'x.txt' is not a bad name.
     raise FileExistsError(f'{path} exists (a file); choose a new target')
   target = dataset_dir(path, name)

@@ -1,29 +1,8 @@
 """String fields (a ``language_instruction`` per step) in every format.
 
-In an Episode, strings are object arrays of ``bytes`` (text as UTF-8): what
-TensorFlow gives for a ``tf.string`` or ``Text`` feature. Readers return them
-in that form whatever the file holds (`canonical`); writers store them as
-each format can:
-
-* ``.npz`` files (il-representations dicts, ALF): fixed-width ``S`` arrays,
-  which ``np.load(..., allow_pickle=False)`` reads (object arrays would need
-  pickle). NumPy drops trailing NUL bytes from ``S`` values, so a string
-  ending in ``b'\\x00'`` is refused (`for_npz`).
-* HDF5 (Minari, D4RL, TED): variable-length strings, tagged UTF-8 when every
-  value is UTF-8 (Minari decodes ``Text`` observations as UTF-8), else bytes.
-  HDF5 strings end at a NUL byte, so a string holding one is refused
-  (`for_hdf5`).
-* pickles (webdataset shards): ``bytes`` objects.
-
-Padding rows (the zero action/reward of a last step) are empty strings
-(`zero_rows`).
-
-Example:
-  >>> import numpy as np
-  >>> canonical(np.array(['pick', 'é']))
-  array([b'pick', b'\\xc3\\xa9'], dtype=object)
-  >>> for_npz(np.array([b'pick', b''], dtype=object), 'language_instruction')
-  array([b'pick', b''], dtype='|S4')
+In an Episode strings are object arrays of ``bytes``; readers return that
+form (`canonical`), writers store what each format can (`for_npz`,
+`for_hdf5`). Per format: docs/convert.md.
 """
 
 from typing import Any, Dict, Optional, Tuple, Union
@@ -103,11 +82,7 @@ def _first_with(values: np.ndarray, test) -> Optional[Tuple[int, ...]]:
 
 def for_npz(value: np.ndarray, field: str, source: Optional[str] = None,
             episode: Optional[int] = None) -> np.ndarray:
-  """A string array as a fixed-width ``S`` array (loads without pickle).
-
-  Raises:
-    ConversionError: naming the field, for a value ending in a NUL byte
-      (``S`` arrays drop trailing NULs: it would not come back the same).
+  """A string array as a fixed-width ``S`` array; a value ending in NUL is a ConversionError.
 
   Example:
     >>> for_npz(np.array([b'a\\x00'], object), 'note')
@@ -129,11 +104,7 @@ def for_npz(value: np.ndarray, field: str, source: Optional[str] = None,
 
 def for_hdf5(value: np.ndarray, field: str, source: Optional[str] = None,
              episode: Optional[int] = None) -> Tuple[np.ndarray, Any]:
-  """``(data, dtype)`` to store a string array as HDF5 variable-length strings.
-
-  Raises:
-    ConversionError: naming the field, for a value holding a NUL byte (HDF5
-      strings end at the first NUL).
+  """``(data, dtype)`` to store a string array as HDF5 variable-length strings (no NUL bytes).
 
   Example:
     >>> data, dtype = for_hdf5(np.array(['pick']), 'language_instruction')
@@ -182,12 +153,7 @@ def create_hdf5_dataset(group: Any, key: str, value: Any, field: str,
 
 
 def text_space(value: np.ndarray) -> Dict[str, Any]:
-  """A gymnasium ``Text`` space (serialised as Minari does) for strings.
-
-  Minari decodes ``Text`` observations as UTF-8. The space's ``max_length``
-  is the longest string of ``value`` and its charset the characters in it:
-  both are inferred from the data seen; pass the space to the writer to
-  declare others.
+  """A gymnasium ``Text`` space (serialised as Minari does) fitting the strings of ``value``.
 
   Example:
     >>> text_space(np.array(['ab', 'ba', '']))

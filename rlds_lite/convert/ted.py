@@ -1,41 +1,6 @@
-"""TorchRL Episode Data (TED) layout to RLDS and back, in NumPy (no torch).
+"""TorchRL Episode Data (TED) layout, in memory or H5, to RLDS and back, in NumPy (no torch).
 
-A TED batch has one row per transition, concatenated over episodes. The root
-holds what belongs to time ``t`` (``observation``, ``action``, and ``done``,
-``terminated``, ``truncated`` at ``t``, False after a reset); ``next``
-holds what the step returned at ``t + 1``: ``observation``, ``reward``,
-``done``, ``terminated`` and ``truncated``. TorchRL keeps a trailing
-dimension of 1 on the reward and done flags (``[N, 1]``); both ``[N]`` and
-``[N, 1]`` are read.
-
-RLDS view: an episode is the rows up to and including the next row with
-``next/done``; its ``N`` rows become ``T = N + 1`` steps, the last holding
-the final observation (``next/observation`` of the last row) with zero
-action and reward; ``is_terminal[-1] = next/terminated`` of the last row
-(truncated otherwise). ``next/done`` must equal ``terminated | truncated``.
-Without ``next/terminated``, a done is a termination unless
-``next/truncated`` says otherwise. The discount (TED has none) is 1, except
-0 on the terminating transition and on the last step; another one is kept as
-``next/discount``. Other root keys become step fields, zero on the last
-step. The observation is the root ``observation`` (a nested dict allowed),
-or else every root key also found in ``next`` (apart from ``done``,
-``terminated``, ``truncated`` and ``reward``). A one-step episode has no
-row. Episode metadata has no place in TED and is not kept.
-
-The H5 form (`to_ted_h5`, `from_ted` on a path) stores the same nest as HDF5
-groups and datasets, as ``TensorDict``'s H5 persistence does.
-
-Example:
-  >>> import numpy as np
-  >>> td = {'observation': np.array([0., 1., 5.]), 'action': np.array([1, 2, 3]),
-  ...       'next': {'observation': np.array([1., 2., 6.]),
-  ...                'reward': np.ones((3, 1)),
-  ...                'done': np.array([[0], [1], [1]], bool),
-  ...                'terminated': np.array([[0], [1], [0]], bool),
-  ...                'truncated': np.array([[0], [0], [1]], bool)}}
-  >>> [(e['steps']['observation'].tolist(), bool(e['steps']['is_terminal'][-1]))
-  ...  for e in from_ted(td)]
-  [([0.0, 1.0, 2.0], True), ([5.0, 6.0], False)]
+How ``next/done``, ``terminated`` and ``truncated`` map: docs/convert_formats.md.
 """
 
 import os
@@ -117,30 +82,17 @@ def _continuity(observations: Any, next_observations: Any, ends: np.ndarray,
 def from_ted(data: TEDLike, *, batch_dims: int = 1,
              repair: Optional[str] = None, check_continuity: bool = True,
              last_step: transitions.LastStepLike = 'invalid') -> list:
-  """RLDS Episodes from a TED nest or its H5 file (see module docstring).
+  """RLDS Episodes from a TED nest or its H5 file.
 
   Args:
-    data: nested dict of arrays (tuple keys such as ``('next', 'done')``
-      allowed), an object with ``to_dict()`` (a CPU ``TensorDict``), an H5
-      file path or an ``h5py`` group.
-    batch_dims: 2 for a ``[B, T]`` storage (``ndim=2``): rows are read one
-      after the other and each must hold whole episodes (or use ``repair``).
-    repair: rows after the last ``next/done`` (TorchRL leaves the last
-      trajectory of a buffer open): None raises, ``'truncate'`` ends them as
-      a truncated episode, ``'drop'`` drops them.
-    check_continuity: check ``next/observation[t] == observation[t + 1]``
-      inside episodes (False for multi-step data, where only the final
-      observation of each episode is read from ``next``).
-    last_step: ``'invalid'`` (default, RLDS): each episode ends with its
-      final observation as a step with zero action, reward and discount;
-      ``'valid'``: every row is a real step and the final observation is
-      dropped (what `to_ted` with ``last_step='valid'`` wrote).
-
-  Returns:
-    A list of Episodes (no episode metadata).
-
-  Raises:
-    ConversionError: naming the source, episode (where one) and field.
+    data: nested dict of arrays, a CPU ``TensorDict``, an H5 file path or an
+      ``h5py`` group.
+    batch_dims: 2 for a ``[B, T]`` storage (each row whole episodes).
+    repair: rows after the last ``next/done``: None raises, ``'truncate'``
+      ends them as a truncated episode, ``'drop'`` drops them.
+    check_continuity: check ``next/observation[t] == observation[t + 1]``.
+    last_step: ``'invalid'`` (default, RLDS) or ``'valid'`` (every row a
+      real step, as `to_ted` with ``'valid'`` wrote).
 
   Example:
     >>> from_ted({'observation': np.zeros(2), 'action': np.zeros(2),
@@ -240,28 +192,17 @@ def _squeeze(value: Any) -> np.ndarray:
 def to_ted(episodes: episodes_lib.EpisodesLike, *,
            one_step: str = 'error',
            last_step: transitions.LastStepLike = 'invalid') -> Dict[str, Any]:
-  """A TED nest of NumPy arrays (``[N]`` rows) from RLDS Episodes.
+  """A TED nest of NumPy ``[N]`` row arrays from RLDS Episodes.
 
-  Root: ``observation`` (nest), ``action``, ``done``/``terminated``/
-  ``truncated`` (False, ``[N, 1]``) and the other step fields; ``next``:
-  ``observation``, ``reward`` (``[N, 1]``, if the episodes have one),
-  ``done``, ``terminated``, ``truncated`` (``[N, 1]``) and ``discount`` if
-  it differs from the derived one. `from_ted` gives the episodes back
-  exactly, apart from episode metadata, the last step's non-observation
-  values (invalid in RLDS) and a ``[T, 1]`` reward (read back as ``[T]``).
-  ``tensordict.TensorDict(to_ted(e), batch_size=[N])`` makes it a TensorDict.
+  ``tensordict.TensorDict(to_ted(e), batch_size=[N])`` makes it a TensorDict;
+  what round-trips is in docs/convert_formats.md.
 
   Args:
     episodes: Episodes or an RLDS dataset.
     one_step: a one-step episode has no row: ``'error'`` or ``'skip'``.
     last_step: ``'invalid'`` (default, RLDS): the last step's action,
-      reward, discount and other non-observation fields have no row and are
-      left out, with one `rlds_lite.dense.LastStepValuesWarning` naming the
-      fields of non-zero ones; ``'valid'``: they are real (e.g. a success
-      reward) and kept: the last step becomes a row too, its
-      ``next/observation`` repeating the last one (the one after the last
-      action is unknown); `from_ted` with ``'valid'`` reads them back
-      exactly.
+      reward and discount are left out, warning once if any is non-zero;
+      ``'valid'``: they are real and kept (docs/convert.md).
 
   Example:
     >>> e = {'steps': {'observation': np.arange(3.), 'action': np.zeros(3),
@@ -313,11 +254,7 @@ def to_ted_h5(episodes: episodes_lib.EpisodesLike,
               path: Union[str, os.PathLike], *, one_step: str = 'error',
               last_step: transitions.LastStepLike = 'invalid',
               if_exists: str = 'overwrite') -> str:
-  """Writes `to_ted` as an H5 file (groups for nests), atomically.
-
-  Arguments as `to_ted`; ``if_exists``: ``'overwrite'`` (default) replaces
-  an existing ``path``, ``'error'`` refuses it (FileExistsError), checked
-  under the path's lock, so of two writers of one path the second fails.
+  """Writes `to_ted` as an H5 file, atomically; ``if_exists``: ``'overwrite'`` or ``'error'``.
 
   Example:
     >>> import tempfile

@@ -1,35 +1,7 @@
-"""Episodes as N transitions plus a final observation, and back to RLDS steps.
+"""Episodes as N transitions plus a final observation, and back to ``T = N + 1`` RLDS steps.
 
-Minari and D4RL store an episode as ``N`` transitions ``(o_t, a_t, r_t)``
-with their end flags, plus (Minari always, D4RL through
-``next_observations``) the final observation ``o_N``. RLDS stores the same
-episode as ``T = N + 1`` steps: step ``t < N`` holds ``(o_t, a_t, r_t)``, the
-last step holds ``o_N`` with zero action and reward. The discount is not
-stored by those formats; it is derived as RLDS (dm_env) defines it: ``d_t``
-is the discount of the transition ``t -> t+1``, so it is 1, except 0 on the
-transition that terminates (step ``N - 1`` of a terminated episode), and 0 on
-the last step (which has no transition).
-
-The last step (``last_step=``, the same argument as in ``stats``,
-``dense.transitions`` and the CLI's ``--last-step``): with ``'invalid'``
-(default, RLDS) a writer has no place for the last step's action, reward and
-discount (nor, in the row formats, its other non-observation fields) and
-leaves them out, warning once (`LastStepValues`) when any is not zero. With
-``'valid'`` (data whose last step holds a real action and reward, e.g. a
-success reward) every step becomes a transition: the writer appends a
-placeholder final step (`with_final_step`: the last observation repeated,
-zero action, reward and discount) whose observation stands for the unknown
-one after the last action, and the reader with ``'valid'`` drops it again
-(`without_final_step`), so the round trip is exact.
-
-Example:
-  >>> import numpy as np
-  >>> steps = steps_from_transitions(np.array([0., 1., 2.]), np.array([5, 6]),
-  ...                                np.array([1., 2.]), terminated=True)
-  >>> steps['action'].tolist(), steps['discount'].tolist()
-  ([5, 6, 0], [1.0, 0.0, 0.0])
-  >>> transitions_from_steps(steps)['terminated']
-  True
+How the discount is derived and what ``last_step='valid'`` changes:
+docs/convert.md.
 """
 
 from typing import Any, Dict, Iterable, Iterator, Optional, Union
@@ -130,15 +102,12 @@ def steps_from_transitions(observations: Any, actions: Any, rewards: Any,
 
 
 def transitions_from_steps(steps: Dict[str, Any]) -> Dict[str, Any]:
-  """The transition view of checked RLDS steps (see `steps_from_transitions`).
+  """The transition view of checked RLDS steps (the inverse of `steps_from_transitions`).
 
   Returns:
-    A dict with ``observations`` (nest, ``T`` entries: ``o_0 .. o_N``),
-    ``actions`` and ``rewards`` (``N = T - 1`` entries), ``terminated``
-    (bool), ``discounts`` (``[N]``, or None when the discount is absent or
-    the derived float32 one), ``extras`` (the other step fields, ``T``
-    entries each).
-    The last step's action, reward and discount are not kept (RLDS: invalid).
+    A dict with ``observations`` (``T`` entries), ``actions`` and ``rewards``
+    (``N = T - 1``), ``terminated``, ``discounts`` (``[N]``, or None when
+    derived) and ``extras`` (the other step fields).
 
   Example:
     >>> t = transitions_from_steps({'observation': np.arange(3),
@@ -244,11 +213,7 @@ def _with_row(leaf: Any, zero: bool) -> np.ndarray:
 
 
 def with_final_step(episode: episodes_lib.Episode) -> episodes_lib.Episode:
-  """A ``'valid'`` episode of ``T`` steps as ``T + 1`` RLDS steps.
-
-  Every step keeps its action, reward and discount; the placeholder final
-  step repeats the last observation (and the last values of other fields)
-  with zero action, reward and discount; ``is_terminal`` moves to it.
+  """A ``'valid'`` episode of ``T`` steps as ``T + 1`` RLDS steps (a placeholder final step).
 
   Example:
     >>> e = {'steps': {'observation': np.array([0., 1.]),

@@ -1,22 +1,8 @@
 """Record dm_env episodes with EnvLogger and read them back, on today's stack.
 
-EnvLogger 1.3's wheel needs glibc >= 2.38 and EnvLogger 1.2 uses `np.unicode_`
-/ `np.string_`, which NumPy 2 removed. rlds_lite pins `envlogger==1.2` and
-`import_envlogger()` defines those two aliases (only if missing) before
-loading it, or raises `EnvLoggerUnavailableError` naming the cause.
-
-A recording (EnvLogger's riegeli backend) is a directory with
-`metadata.riegeli` (dataset metadata and the environment specs) and one
-timestamped folder per writer holding `steps.riegeli`, `step_offsets.riegeli`,
-`episode_metadata.riegeli` and `episode_index.riegeli`.
-
-Recordings survive crashes: `record` flushes as each episode starts, so a
-crash (even SIGKILL) loses at most the episode in progress; every reader
-(`read_episodes`, `validate_recording`, `rlds_lite.tfds.build_from_envlogger`)
-reads what a killed writer left as EnvLogger's own reader does, dropping the
-unfinished episode with a `RecoveredRecordingWarning`; `record(if_exists='append')`
-and `record(if_exists='overwrite')` never destroy the recording that was there
-before the new data is complete (see docs/guarantees.md).
+`record` writes an EnvLogger (riegeli) recording, `read_episodes` and
+`validate_recording` read and check it; crashes, appends and overwrites:
+docs/guarantees.md ("Recordings"), the files: docs/recording.md.
 
 Example:
   >>> import tempfile

@@ -45,14 +45,7 @@ class RecoveredRecordingWarning(UserWarning):
 
 
 def patch_numpy_for_envlogger() -> Tuple[str, ...]:
-  """Defines `np.unicode_` and `np.string_` if missing (NumPy 2 removed them).
-
-  EnvLogger 1.2's codec uses these two aliases of `np.str_` and `np.bytes_`;
-  nothing else needs patching. Existing attributes are never replaced, so
-  this is a no-op on NumPy 1 and when called twice.
-
-  Returns:
-    The names that were added (empty if none were missing).
+  """Defines `np.unicode_` and `np.string_` if missing (NumPy 2); returns the names added.
 
   Example:
     >>> patch_numpy_for_envlogger() in ((), ('unicode_', 'string_'))
@@ -100,15 +93,7 @@ def _explain_import_error(error: ImportError) -> str:
 
 
 def import_envlogger() -> types.ModuleType:
-  """Imports EnvLogger after `patch_numpy_for_envlogger()`.
-
-  Returns:
-    The `envlogger` module.
-
-  Raises:
-    EnvLoggerUnavailableError: (an `ImportError`) EnvLogger is not installed,
-      needs a newer glibc than this system's (EnvLogger 1.3), or fails to
-      import for another reason; the message names the cause and the fix.
+  """Imports EnvLogger after `patch_numpy_for_envlogger()` (else `EnvLoggerUnavailableError`).
 
   Example:
     >>> envlogger = import_envlogger()

@@ -1,12 +1,7 @@
-"""The layout of an EnvLogger recording, checked before anything reads it.
+"""The layout of an EnvLogger recording, checked before anything reads it (`validate_recording`).
 
-A recording (EnvLogger's riegeli backend) is a directory with
-`metadata.riegeli` (dataset metadata and the environment specs) and one
-timestamped folder per writer holding `steps.riegeli`, `step_offsets.riegeli`,
-`episode_metadata.riegeli` and `episode_index.riegeli`. `validate_recording`
-checks the files (names, riegeli signatures, chunk headers) and names the
-damaged one; what a killed writer leaves (a truncated tail, a folder with
-nothing flushed yet) is read as EnvLogger's reader reads it, with a warning.
+The files are described in docs/recording.md; what a killed writer leaves
+is read as EnvLogger's reader reads it (docs/guarantees.md, "Recordings").
 """
 
 import contextlib
@@ -89,22 +84,9 @@ def _check_metadata_file(path: str) -> None:
 def folder_extents(shard: str) -> Optional[Dict[str, riegeli_files.Extent]]:
   """The `riegeli_files.Extent` of each file of a writer folder.
 
-  EnvLogger's writer flushes a folder's files in order (steps, step offsets,
-  episode metadata, episode index), each by appending whole chunks. A
-  truncated tail (a writer killed while appending a chunk) is not an error:
-  a `RecoveredRecordingWarning` names the file and the bytes after its last
-  whole chunk, which readers ignore (as EnvLogger's reader does).
-
   Returns:
-    ``{file name: extent}``, or None (after a warning) for a folder without
-    a whole step-offsets record: its writer was killed (or is still
-    recording) before it first flushed, and EnvLogger's reader finds no
-    episode there either.
-
-  Raises:
-    FileNotFoundError: a file is missing from a folder holding data.
-    CorruptRecordingError: a file is damaged (not a riegeli file, a damaged
-      chunk header), or the index lists episodes without step offsets.
+    ``{file name: extent}``, or None (after a `RecoveredRecordingWarning`) for
+    a folder whose writer never flushed.
   """
   extents = {}
   offsets, index = SHARD_FILES[1], SHARD_FILES[3]
@@ -188,29 +170,13 @@ def recording_folders(data_dir: PathLike, require_folders: bool = True
 
 
 def validate_recording(data_dir: PathLike) -> Tuple[str, ...]:
-  """Checks the files of an EnvLogger recording; returns its writer folders.
+  """Checks the files of an EnvLogger recording; returns its writer folders, oldest first.
 
-  Checks that `data_dir` exists, that `metadata.riegeli` is a whole riegeli
-  file, and that every writer folder holding data has all of `SHARD_FILES`,
-  each a riegeli file (it starts with the riegeli signature and its chunk
-  headers are sound). What a killed writer leaves is read as EnvLogger's
-  reader reads it, with one `RecoveredRecordingWarning` each: a file ending
-  inside its last chunk is read up to its last whole chunk, and a folder
-  whose writer was killed before its first flush is ignored. Damage inside
-  chunk data is found when reading (`read_episodes`).
+  Names, riegeli signatures and chunk headers are checked; a missing or
+  damaged file is a FileNotFoundError or `CorruptRecordingError` naming it.
 
   Args:
     data_dir: The recording directory.
-
-  Returns:
-    The paths of the writer folders holding data, oldest first.
-
-  Raises:
-    FileNotFoundError: `data_dir`, `metadata.riegeli`, every writer folder,
-      or one shard file is missing (the message names it).
-    NotADirectoryError: `data_dir` is a file.
-    CorruptRecordingError: A file is not a riegeli file or is damaged, or
-      `metadata.riegeli` is empty or truncated (the message names it).
 
   Example:
     >>> import tempfile

@@ -1,25 +1,7 @@
-"""The episodes of a writer folder: what every reader reads, after a kill too.
+"""The episodes of a writer folder (`folder_episodes`): what every reader reads, after a kill too.
 
-EnvLogger's writer lists an episode in ``episode_index.riegeli`` (with its
-metadata) only when it flushes after the next episode has started, or when it
-closes. A writer that never closed (killed, or still recording) leaves
-timesteps after its last listed episode: those of the episode it was
-recording and, if it was killed while flushing, of episodes it finished but
-had not listed yet. EnvLogger's own reader takes them all as part of the last
-listed episode, which then holds the next ``reset()`` (a FIRST timestep)
-inside it.
-
-`folder_episodes` gives every reader of rlds_lite the same answer: the
-listed episodes, the last one ending before the first FIRST timestep after
-its start, and the rest dropped with one `RecoveredRecordingWarning` naming
-the folder and the number of timesteps. An unlisted episode cannot be kept
-exactly: its metadata (e.g. ``record``'s ``episode_id``) is written with its
-index entry, and an unfinished one has no last timestep.
-
-Example (not run here: it needs a recording)::
-
-  with files.open_native(data_dir, folder) as native:
-    bounds = folder_episodes(native, folder)  # ((start, length), ...)
+Why the cut-off episode is dropped: docs/guarantees.md ("Recordings: the
+cut-off episode is dropped").
 """
 
 import os
@@ -89,21 +71,19 @@ def folder_episodes(native: Any, folder: str,
   """The episodes every reader reads from a writer folder.
 
   Args:
-    native: EnvLogger's ``RiegeliDatasetReader`` over the folder (see
-      `files.open_native`).
+    native: EnvLogger's ``RiegeliDatasetReader`` over the folder
+      (`files.open_native`).
     folder: the folder's path (for messages).
-    extents: its files' extents (see `files.recording_folders`).
+    extents: its files' extents (`files.recording_folders`).
 
   Returns:
-    ``((first timestep, number of timesteps), ...)`` of its episodes, in
-    order: the episodes its index lists, the last one cut before the first
-    FIRST timestep after its start. Timesteps after it (the episodes its
-    writer had not finished, or finished but not yet listed, when it was
-    killed) are dropped with one `RecoveredRecordingWarning`.
+    ``((first timestep, number of timesteps), ...)`` of the episodes its
+    index lists, the last one cut before the next FIRST timestep.
 
-  Raises:
-    CorruptRecordingError: the index and the step offsets disagree, a whole
-      chunk of them does not read, or a timestep cannot be read.
+  Example (not run here: it needs a recording)::
+
+    with files.open_native(data_dir, folder) as native:
+      bounds = folder_episodes(native, folder)  # ((start, length), ...)
   """
   bounds = _listed(native, folder, extents)
   num_steps = native.num_steps

@@ -24,12 +24,6 @@ from rlds_lite.envlogger.recording import RECORDER_KEY
 def reset_zeros(spec: Any, field: str, where: str) -> Any:
   """The zero value of ``spec``: what a reset timestep without ``field`` holds.
 
-  A reset (FIRST) timestep has no action, reward or discount; readers fill
-  them with zeros of the recorded spec.
-
-  Raises:
-    CorruptRecordingError: if the recording stores no spec for ``field``.
-
   Example:
     >>> from dm_env import specs
     >>> reset_zeros(specs.Array((2,), np.int32), 'action', 'Episode 0')
@@ -45,10 +39,6 @@ def reset_zeros(spec: Any, field: str, where: str) -> Any:
 
 def stack_timesteps(values: Sequence[Any], field: str, where: str) -> Any:
   """Per-timestep (nested) values of ``field`` stacked into ``[T, ...]`` arrays.
-
-  Raises:
-    ValueError: naming ``where`` and ``field``, if the values differ in
-      structure or shape.
 
   Example:
     >>> stack_timesteps([{'x': 1.0}, {'x': 2.0}], 'observation', 'Episode 0')
@@ -96,10 +86,6 @@ def as_metadata_dict(value: Any) -> Dict[str, Any]:
 
 def stack_step_metadata(custom: Sequence[Any], where: str) -> Dict[str, Any]:
   """Per-timestep step metadata (EnvLogger custom data) as ``{key: [T, ...]}``.
-
-  Raises:
-    ValueError: naming ``where``, if the timesteps have different keys, or
-      values of a key that differ in structure or shape.
 
   Example:
     >>> stack_step_metadata([{'t': 0}, {'t': 1}], 'Episode 0')
@@ -223,46 +209,19 @@ def _iterate_episodes(envlogger: types.ModuleType, data_dir: str,
 
 
 def read_episodes(data_dir: PathLike) -> Iterator[Dict[str, Any]]:
-  """Reads an EnvLogger recording as episodes of NumPy arrays.
+  """Reads an EnvLogger recording as episodes of NumPy arrays, in recording order.
 
-  Episodes come in recording order (writer folders oldest first). Each is a
-  dict in EnvLogger's alignment: row `t` is the t-th timestep of the episode
-  with the action that led to it.
-
-  - `observation`: nest of `[T, ...]` arrays.
-  - `action`, `reward`, `discount`: nests of `[T, ...]` arrays; row 0 (the
-    reset timestep, which has none) is zeros.
-  - `step_type`: uint8 `[T]` of `dm_env.StepType` (0 FIRST, 1 MID, 2 LAST).
-  - `step_metadata`: dict of `[T, ...]` arrays (`{}` without step metadata).
-  - `episode_metadata`: dict (e.g. `episode_id`).
-
-  An episode cut off by a `reset()` ends without a LAST timestep, and an
-  episode that is only a `reset()` has `T == 1`.
-
-  A recording whose writer was killed (or is still recording) is read as
-  EnvLogger's own reader reads it, every writer folder, with one
-  `RecoveredRecordingWarning` for each thing skipped: the truncated tail of
-  a file (read up to its last whole chunk), a writer folder with nothing
-  flushed, and the timesteps after the last episode a folder's index lists
-  (the unfinished episode: EnvLogger's reader would append them to that
-  last episode, with the next reset inside it). Every reader of rlds_lite
-  (`read_episodes`, `rlds_lite.tfds.read_rlds_episodes`,
-  `rlds_lite.tfds.build_from_envlogger`) gives the same episodes.
+  Each episode is in EnvLogger's alignment (row `t`: the t-th timestep and the
+  action that led to it): `observation`, `action`, `reward`, `discount`
+  (nests of `[T, ...]`; zeros on the reset row), `step_type` (uint8 `[T]`),
+  `step_metadata` and `episode_metadata`. A killed writer's recording is read
+  as docs/guarantees.md ("Recordings") says.
 
   Args:
     data_dir: An EnvLogger (riegeli) recording directory.
 
   Returns:
-    An iterator of episode dicts. The files are checked, and each writer
-    folder's episodes found (their index checked against the step offsets,
-    the last one's timesteps read), before it is returned; other damage is
-    reported when the damaged episode is reached.
-
-  Raises:
-    FileNotFoundError: `data_dir` or one of its files is missing, or it is
-      empty (the message names the path).
-    CorruptRecordingError: A file is damaged (the message names it).
-    EnvLoggerUnavailableError: EnvLogger cannot be imported.
+    An iterator of episode dicts (the files are checked first).
 
   Example:
     >>> import tempfile

@@ -1,27 +1,7 @@
-"""The structure of a riegeli file: where its whole chunks end, checked.
+"""The structure of a riegeli file: where its whole chunks end, checked (`scan`).
 
-EnvLogger stores everything in riegeli files (github.com/google/riegeli,
-``doc/riegeli_records_file_format.md``): a 64-byte signature, then chunks,
-each a 40-byte header (its own hash, the data size and hash, the chunk type
-and record count) and its data, with a 24-byte block header interrupting
-them every 64 KiB. A writer appends whole chunks; a writer killed while
-appending leaves a file that ends inside its last chunk (a truncated *tail*),
-never damage before it.
-
-`scan` walks the chunk headers (without reading the data) and says where the
-whole chunks end, how many records they hold, and whether the file ends
-inside a chunk. A header that does not hash to its stored hash is damage,
-not a truncation. The hash is riegeli's HighwayHash-64 (keyed with
-``'Riegeli/records\\n'``), computed here in Python for the 32 bytes of a
-header.
-
-Example:
-  >>> import tempfile, os
-  >>> path = os.path.join(tempfile.mkdtemp(), 'x.riegeli')
-  >>> with open(path, 'wb') as f:
-  ...   _ = f.write(SIGNATURE)
-  >>> scan(path)
-  Extent(size=64, whole_end=64, records=0, problem=None)
+The format (signature, chunk and block headers, HighwayHash-64) is in
+docs/recording.md and riegeli's ``doc/riegeli_records_file_format.md``.
 """
 
 import mmap
@@ -86,9 +66,7 @@ def _lanes(packet: bytes) -> List[int]:
 
 
 def highway_hash(data: bytes, key: Sequence[int] = _RIEGELI_KEY) -> int:
-  """HighwayHash-64 of ``data`` (riegeli's key by default).
-
-  Pure Python (tens of microseconds for a 32-byte chunk header).
+  """HighwayHash-64 of ``data`` (riegeli's key by default), in pure Python.
 
   Example:
     >>> hex(highway_hash(SIGNATURE[32:64]))  # The signature header's hash.
@@ -134,12 +112,13 @@ class Extent(NamedTuple):
 
   Attributes:
     size: the file's size in bytes.
-    whole_end: where its last whole chunk ends (``size`` for a whole file;
-      0 for an empty one).
-    records: the records its whole chunks hold (from their headers; None
-      when only the tail was walked).
-    problem: None for a whole file; otherwise why bytes after ``whole_end``
-      were not counted (the file ends inside a chunk: a truncated tail).
+    whole_end: where its last whole chunk ends (``size`` for a whole file).
+    records: the records its whole chunks hold (None if only the tail was walked).
+    problem: None for a whole file; else why bytes after ``whole_end`` were not counted.
+
+  Example:
+    >>> Extent(size=64, whole_end=64, records=0, problem=None).whole_end
+    64
   """
   size: int
   whole_end: int
@@ -224,29 +203,24 @@ def _verify_chunk(buf, pos: int) -> None:
 
 def scan(path: str, verify_last: bool = False,
          tail_only: bool = False) -> Extent:
-  """Walks the chunk headers of the riegeli file ``path``.
+  """Walks the chunk headers of the riegeli file ``path``; returns an `Extent`.
+
+  A file ending inside a chunk has a truncated tail (``problem``); a damaged
+  header or signature is a `DamagedFileError`.
 
   Args:
     path: a riegeli file.
-    tail_only: walk only the chunks from the last 64 KiB block on (the
-      file's end is checked, in time independent of its size); ``records``
-      is then None.
-    verify_last: also check the hashes of the last whole chunk (its data
-      only up to 256 KiB): its damage, unlike a truncation, cannot come
-      from a killed writer.
+    tail_only: walk only the chunks from the last 64 KiB block on
+      (``records`` is then None).
+    verify_last: also check the hashes of the last whole chunk.
 
-  Returns:
-    An `Extent`: where its whole chunks end and how many records they hold.
-    A file that ends inside a chunk (or its header) has a truncated tail:
-    ``problem`` says where, and ``whole_end`` is the end of the chunk before.
-    An empty file has ``whole_end == 0`` and no problem (a writer that never
-    flushed leaves it).
-
-  Raises:
-    DamagedFileError: the file does not start with the riegeli signature
-      (and is not a prefix of it), or a chunk header is damaged (unknown
-      type, or a header that overruns the file and does not match its hash),
-      or (``verify_last``) the last whole chunk does not match its hashes.
+  Example:
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), 'x.riegeli')
+    >>> with open(path, 'wb') as f:
+    ...   _ = f.write(SIGNATURE)
+    >>> scan(path)
+    Extent(size=64, whole_end=64, records=0, problem=None)
   """
   size = os.path.getsize(path)
   if size == 0:

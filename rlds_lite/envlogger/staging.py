@@ -1,31 +1,7 @@
-"""One recorder at a time, and `record(if_exists='overwrite')` never losing both.
+"""One recorder at a time (`recorder_lock`), and `record(if_exists='overwrite')` never losing both.
 
-`recorder_lock` holds an exclusive ``flock`` on ``data_dir/.rlds_lite.lock``
-while `record` writes, so a second recorder into the same directory (another
-process or thread) fails at once with `RecordingLockedError` instead of
-mixing its episodes in. The lock file stays (removing it would let two
-recorders lock two different files); the kernel releases the lock when its
-holder exits, killed or not.
-
-Overwriting records the new recording into the hidden folder
-``data_dir/.rlds_lite_overwrite`` (which no reader looks into, EnvLogger's
-included), marks it complete once EnvLogger closed it, and only then swaps
-it in: the old ``metadata.riegeli`` first (so that no reader can take the
-folders of two recordings for one), the old writer folders into
-``data_dir/.rlds_lite_replaced``, the new folders out of the staging folder,
-the new ``metadata.riegeli`` last; then the old files are deleted. Each step
-is a ``rename`` within ``data_dir``. Killed before the mark, the old
-recording is untouched (the next `record` deletes the staged one); killed
-during the swap (a few renames), no reader reads a mix, the error names
-`finish_overwrite`, which (as the next `record` into the directory) completes
-the swap from where it stopped.
-
-Example:
-  >>> import tempfile
-  >>> data_dir = tempfile.mkdtemp()
-  >>> with recorder_lock(data_dir):
-  ...   overwrite_in_progress(data_dir)
-  False
+The lock and the overwrite's staged swap are in docs/guarantees.md
+("Recordings: append and overwrite", "one recorder at a time").
 """
 
 import contextlib
@@ -61,6 +37,13 @@ def recorder_lock(data_dir: PathLike) -> Iterator[None]:
   Raises:
     RecordingLockedError: another process (or another open of the lock in
       this one) holds it; the message names the holder's pid if known.
+
+  Example:
+    >>> import tempfile
+    >>> data_dir = tempfile.mkdtemp()
+    >>> with recorder_lock(data_dir):
+    ...   overwrite_in_progress(data_dir)
+    False
   """
   path = os.path.join(os.fspath(data_dir), LOCK_FILE)
   fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -158,19 +141,14 @@ def _swap(data_dir: str) -> None:
 def finish_overwrite(data_dir: PathLike) -> bool:
   """Completes a ``record(if_exists='overwrite')`` that was killed while swapping.
 
-  Takes the recorder lock. A staged recording that was complete is swapped
-  in (resuming where the swap stopped); one that was not (the overwrite was
-  killed while recording) is deleted, leaving the old recording as it was;
-  what remains of a replaced recording is deleted.
+  Under the recorder lock, a complete staged recording is swapped in; an
+  incomplete one is deleted, leaving the old recording.
 
   Args:
     data_dir: the recording directory.
 
   Returns:
     Whether a staged recording was swapped in.
-
-  Raises:
-    RecordingLockedError: a recorder is writing into ``data_dir``.
 
   Example:
     >>> import tempfile
