@@ -250,8 +250,8 @@ def _linear_model(input_shape, units):
 
 def test_keras_fit_on_transitions_loss_falls():
   # Learn the next observation from (observation, action): a linear map.
-  transitions = rlds.pipeline.transitions_dataset(_episodes(), rlds.Transitions(),
-                                                 64, seed=0)
+  transitions = rlds.pipeline.transitions_dataset(
+      _episodes(), rlds.Transitions(), 64, seed=0)
   ds = as_keras_dataset(
       transitions,
       lambda b: tf.concat([b['observation'], b['action']], axis=-1),
