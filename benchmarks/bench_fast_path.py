@@ -177,14 +177,15 @@ def upstream_transitions(path: str, limit: Optional[int] = None):
 
 def ours_windows(path: str, epochs: int, limit: Optional[int] = None):
   from rlds_lite import pipeline  # pylint: disable=g-import-not-at-top
-  return pipeline.windows_dataset(ours_episodes(path, epochs, limit), WINDOW,
-                                  BATCH, seed=0)
+  return pipeline.windows_dataset(ours_episodes(path, epochs, limit),
+                                  pipeline.Windows(WINDOW), BATCH, seed=0)
 
 
 def ours_transitions(path: str, epochs: int, limit: Optional[int] = None):
   from rlds_lite import pipeline  # pylint: disable=g-import-not-at-top
-  return pipeline.transitions_dataset(ours_episodes(path, epochs, limit), BATCH,
-                                      n=N_STEP, gamma=GAMMA, seed=0)
+  return pipeline.transitions_dataset(
+      ours_episodes(path, epochs, limit),
+      pipeline.Transitions(n=N_STEP, gamma=GAMMA), BATCH, seed=0)
 
 
 ID_BATCHES = 400

@@ -142,7 +142,8 @@ def pooled(dataset: str, paths: Dict[str, str]):
   from rlds_lite import pipeline  # pylint: disable=g-import-not-at-top
   if dataset == 'vectors':
     episodes = rlds_lite.load(paths['source'], dense=True).repeat()
-    return pipeline.windows_dataset(episodes, VECTORS['window'],
+    return pipeline.windows_dataset(episodes,
+                                    rlds_lite.Windows(VECTORS['window']),
                                     VECTORS['batch'], seed=0,
                                     episode_fields='episode_id')
   kind = rlds_lite.RobotSamples(history=IMAGES['history'],
@@ -174,8 +175,9 @@ def shuffle_buffer(dataset: str, paths: Dict[str, str]):
   episodes, specs = images.load_encoded(paths['source'])
 
   def robot(episode):
-    out = dense.robot_samples(episode['steps'], IMAGES['history'],
-                              IMAGES['chunk'], last_step='valid')
+    out = dense.robot_samples(episode['steps'], rlds_lite.RobotSamples(
+        history=IMAGES['history'], action_chunk=IMAGES['chunk'],
+        last_step='valid'))
     n = tf.shape(out['action'])[0]
     out['episode_id'] = tf.fill([n], episode['episode_id'])
     return tf.data.Dataset.from_tensor_slices(out)
@@ -245,7 +247,8 @@ def random_pipeline(dataset: str, paths: Dict[str, str], order: str):
   from rlds_lite import random_access  # pylint: disable=g-import-not-at-top
   return random_access.sample_batches(
       paths['chunks'], kind_of(dataset), batch_size(dataset), seed=0,
-      order=order, sample_info=True)
+      epochs=random_access.Epochs(order=order),
+      outputs=random_access.Outputs(sample_info=True))
 
 
 # ------------------------------------------------------------------ running
@@ -293,7 +296,8 @@ def resume_check(name: str, dataset: str, paths: Dict[str, str]
     order = 'uniform' if name.endswith('uniform') else 'spread'
     make = lambda: random_access.SampleIterator(  # pylint: disable=g-long-lambda
         paths['chunks'], kind_of(dataset), batch_size(dataset), seed=0,
-        order=order, sample_info=True)
+        epochs=random_access.Epochs(order=order),
+        outputs=random_access.Outputs(sample_info=True))
     key = lambda b: np.asarray(b['sample_id'])  # pylint: disable=g-long-lambda
     it = make()
     next(it), next(it)

@@ -412,7 +412,7 @@ def _bc_batches(dense_episodes: tf.data.Dataset, batch_size: int,
   knows the epoch length, and the number of pairs.
   """
   transitions = pipeline.transitions_dataset(
-      dense_episodes, batch_size, n=1, seed=seed)
+      dense_episodes, pipeline.Transitions(n=1), batch_size, seed=seed)
   batches = transitions.map(
       lambda batch: (tf.cast(batch[rlds.OBSERVATION], tf.float32),
                      batch[rlds.ACTION]))

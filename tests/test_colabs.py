@@ -3,7 +3,8 @@
 The notebooks are executed afresh with nbclient, all at once (each in its
 own kernel ``python3``, which jupyter_client starts with this interpreter;
 a probe cell checks it), each in a temporary working directory; the printed figures are checked against NumPy on the same
-built-in data. The committed notebooks must carry their outputs.
+built-in data. A first cell makes rlds_lite's rename DeprecationWarnings errors, so a notebook
+that uses an old spelling fails. The committed notebooks must carry their outputs.
 """
 
 import asyncio
@@ -22,6 +23,9 @@ COLABS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
                       'colabs')
 NOTEBOOKS = ('tutorial', 'performance', 'training', 'envlogger_to_tfds')
 PROBE = 'import sys; print("PYTHON", sys.executable)'
+# An old spelling (a renamed keyword that still works) fails its cell.
+STRICT = ("import warnings; warnings.filterwarnings('error', message=r'.*(later release|"
+          "mask_last_step is deprecated)', category=DeprecationWarning)")
 
 
 def _read(name):
@@ -50,6 +54,7 @@ async def _execute_all(tmp_dir):
   runs = {}
   for name in NOTEBOOKS:
     nb = _read(name)
+    nb.cells.insert(0, nbformat.v4.new_code_cell(STRICT))
     nb.cells.append(nbformat.v4.new_code_cell(PROBE))
     path = os.path.join(tmp_dir, name)
     os.makedirs(path)

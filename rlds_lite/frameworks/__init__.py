@@ -8,7 +8,8 @@ Example:
   >>> import rlds_lite as rlds
   >>> from rlds_lite import frameworks
   >>> episodes = rlds.synthetic.episodes(num_episodes=4, seed=0, dense=True)
-  >>> batches = rlds.pipeline.transitions_dataset(episodes, 8, seed=0)
+  >>> batches = rlds.pipeline.transitions_dataset(
+  ...     episodes, rlds.Transitions(), 8, seed=0)
   >>> x, y = next(iter(frameworks.as_keras_dataset(batches, 'observation',
   ...                                                  'action')))
   >>> x.shape.as_list(), y.shape.as_list()

@@ -192,9 +192,9 @@ def as_keras_dataset(batches: tf.data.Dataset,
   tuple: ``'action/0'``), a callable ``batch -> tensor(s)``, or a tuple,
   list or dict of those (a dict suits a functional model with named
   inputs). ``sample_weight`` is cast to float32, so a padding mask works
-  as is: ``windows_dataset(..., drop_remainder=False)`` adds ``'mask'``
-  (``[B, size]`` bool), and ``sample_weight='mask'`` makes padded steps
-  count zero in a per-step loss.
+  as is: ``windows_dataset`` of ``Windows(..., drop_remainder=False)``
+  adds ``'mask'`` (``[B, size]`` bool), and ``sample_weight='mask'`` makes
+  padded steps count zero in a per-step loss.
 
   Args:
     batches: a dataset of (nested) dicts, e.g. from
@@ -239,7 +239,7 @@ def as_keras_dataset(batches: tf.data.Dataset,
     >>> import rlds_lite as rlds
     >>> episodes = rlds.synthetic.episodes(num_episodes=2, seed=0, dense=True)
     >>> windows = rlds.pipeline.windows_dataset(
-    ...     episodes, size=3, batch_size=4, drop_remainder=False,
+    ...     episodes, rlds.Windows(size=3, drop_remainder=False), 4,
     ...     shuffle=False)
     >>> ds = as_keras_dataset(windows, 'observation', 'action', 'mask')
     >>> x, y, w = next(iter(ds))

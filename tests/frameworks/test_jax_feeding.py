@@ -29,7 +29,8 @@ class CountingBatches:
 
 def _numpy_batches():
   episodes = rlds.synthetic.episodes(num_episodes=5, seed=0, dense=True)
-  return rlds.pipeline.transitions_dataset(episodes, 16, shuffle=False)
+  return rlds.pipeline.transitions_dataset(episodes, rlds.Transitions(), 16,
+                                          shuffle=False)
 
 
 def test_values_equal_numpy():
@@ -140,7 +141,8 @@ def test_jitted_sgd_reduces_loss():
   # Linear model: next observation from (observation, action).
   episodes = rlds.synthetic.episodes(num_episodes=40, max_length=30, seed=0,
                                      dense=True)
-  transitions = rlds.pipeline.transitions_dataset(episodes, 64, seed=0)
+  transitions = rlds.pipeline.transitions_dataset(episodes, rlds.Transitions(),
+                                                 64, seed=0)
 
   def loss_fn(params, batch):
     x = jnp.concatenate([batch['observation'], batch['action']], axis=-1)

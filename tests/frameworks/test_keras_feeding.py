@@ -250,7 +250,8 @@ def _linear_model(input_shape, units):
 
 def test_keras_fit_on_transitions_loss_falls():
   # Learn the next observation from (observation, action): a linear map.
-  transitions = rlds.pipeline.transitions_dataset(_episodes(), 64, seed=0)
+  transitions = rlds.pipeline.transitions_dataset(
+      _episodes(), rlds.Transitions(), 64, seed=0)
   ds = as_keras_dataset(
       transitions,
       lambda b: tf.concat([b['observation'], b['action']], axis=-1),
@@ -263,7 +264,7 @@ def test_keras_fit_on_transitions_loss_falls():
 def test_keras_fit_on_padded_windows_with_mask_weights():
   # Per-step regression on zero-padded windows; padding counts zero.
   windows = rlds.pipeline.windows_dataset(
-      _episodes(), size=4, batch_size=64, drop_remainder=False, seed=0)
+      _episodes(), rlds.Windows(size=4, drop_remainder=False), 64, seed=0)
   ds = as_keras_dataset(windows, 'observation', 'action', sample_weight='mask',
                         num_batches='count')
   x, y, w = next(iter(ds))

@@ -7,6 +7,7 @@ those samples (same pixels), each once per pass.
 """
 
 import collections
+import dataclasses
 import functools
 import logging
 import os
@@ -37,6 +38,10 @@ def camera_path(tmp_path_factory):
       episode['episode_id'] = np.int64(i)
       writer.add_episode(episode)
   return writer.path
+
+
+KIND_FIELDS = {f.name for f in dataclasses.fields(rlds_lite.RobotSamples)}
+FRAME_FIELDS = {f.name for f in dataclasses.fields(pipeline.FrameDecoding)}
 
 
 def reference(path, **kwargs):
@@ -112,8 +117,9 @@ def test_samples_equal_the_dense_op_on_decoded_episodes(camera_path, decode,
 
 def test_batch_layout(camera_path):
   ds = pipeline.robot_samples_dataset(
-      camera_path, batch_size=5, history=2, action_chunk=4, last_step='valid',
-      goal='future', seed=0, episode_fields='episode_id', drop_last_batch=True)
+      camera_path, rlds_lite.RobotSamples(history=2, action_chunk=4,
+                                          last_step='valid', goal='future'),
+      5, seed=0, episode_fields='episode_id', drop_last_batch=True)
   spec = ds.element_spec
   assert spec['observation']['image_primary'].shape.as_list() == [5, 2, 32, 32,
                                                                   3]
@@ -131,10 +137,11 @@ def test_batch_layout(camera_path):
 
 @pytest.mark.parametrize('decode', ['per_episode', 'after_sampling'])
 def test_image_size_decodes_at_the_dct_ratio(camera_path, decode):
-  kwargs = dict(history=2, action_chunk=1, last_step='valid')
+  kind = rlds_lite.RobotSamples(history=2, action_chunk=1, last_step='valid',
+                                index_key='t')
   ds = pipeline.robot_samples_dataset(
-      camera_path, batch_size=8, seed=0, image_size=(16, 16), decode=decode,
-      episode_fields='episode_id', index_key='t', **kwargs)
+      camera_path, kind, 8, seed=0, decode=decode, episode_fields='episode_id',
+      frames=pipeline.FrameDecoding(image_size=(16, 16)))
   actual, _ = collect(ds)
   encoded, specs = images.load_encoded(camera_path)
   for episode in encoded:
@@ -155,23 +162,26 @@ def test_image_size_decodes_at_the_dct_ratio(camera_path, decode):
 
 def test_image_size_per_camera_and_resize(camera_path):
   ds = pipeline.robot_samples_dataset(
-      camera_path, batch_size=4, history=1, seed=0,
-      image_size={'observation/image_primary': (24, 20)})
+      camera_path, rlds_lite.RobotSamples(history=1), 4, seed=0,
+      frames=pipeline.FrameDecoding(
+          image_size={'observation/image_primary': (24, 20)}))
   spec = ds.element_spec['observation']
   assert spec['image_primary'].shape.as_list()[2:] == [24, 20, 3]
   assert spec['image_wrist'].shape.as_list()[2:] == [16, 16, 3]
   next(iter(ds))
   with pytest.raises(ValueError, match="image_size names \\['image'\\]"):
-    pipeline.robot_samples_dataset(camera_path, batch_size=4,
-                                   image_size={'image': (8, 8)})
+    pipeline.robot_samples_dataset(
+        camera_path, rlds_lite.RobotSamples(), 4,
+        frames=pipeline.FrameDecoding(image_size={'image': (8, 8)}))
 
 
 @pytest.mark.parametrize('decode,pool', [('per_episode', 6), ('per_episode', 3),
                                          ('after_sampling', 4)])
 def test_batches_mix_min_batch_and_pool_episodes(camera_path, decode, pool):
   ds = pipeline.robot_samples_dataset(
-      camera_path, batch_size=3, history=1, last_step='valid', seed=2,
-      decode=decode, pool_episodes=pool, episode_fields='episode_id')
+      camera_path, rlds_lite.RobotSamples(history=1, last_step='valid'), 3,
+      seed=2, decode=decode, episode_fields='episode_id',
+      frames=pipeline.FrameDecoding(pool_episodes=pool))
   first = next(iter(ds))['episode_id'].numpy()
   assert len(set(first.tolist())) == 3   # Episodes 2..5 have >= 3 steps.
 
@@ -179,8 +189,9 @@ def test_batches_mix_min_batch_and_pool_episodes(camera_path, decode, pool):
 def test_seeded_and_reshuffled_every_epoch(camera_path):
   def order(seed, epochs=1):
     ds = pipeline.robot_samples_dataset(
-        camera_path, batch_size=4, history=2, seed=seed, last_step='valid',
-        episode_fields='episode_id', index_key='t')
+        camera_path,
+        rlds_lite.RobotSamples(history=2, last_step='valid', index_key='t'), 4,
+        seed=seed, episode_fields='episode_id')
     ds = ds.repeat(epochs) if epochs > 1 else ds
     return [(int(e), int(t)) for b in ds for e, t in zip(b['episode_id'],
                                                           b['t'])]
@@ -193,9 +204,10 @@ def test_seeded_and_reshuffled_every_epoch(camera_path):
 
 def test_unshuffled_is_in_episode_order(camera_path):
   ds = pipeline.robot_samples_dataset(
-      camera_path, batch_size=4, history=2, shuffle=False, last_step='valid',
-      episode_fields='episode_id', index_key='t', decode='per_episode',
-      segment_steps=2)
+      camera_path,
+      rlds_lite.RobotSamples(history=2, last_step='valid', index_key='t'), 4,
+      shuffle=False, episode_fields='episode_id', decode='per_episode',
+      frames=pipeline.FrameDecoding(segment_steps=2))
   keys = [(int(e), int(t)) for b in ds for e, t in zip(b['episode_id'], b['t'])]
   assert keys == sorted(keys)
 
@@ -220,15 +232,17 @@ def test_frames_no_sample_uses_are_not_decoded(decode):
   # Under LastStep.INVALID the last step is no anchor, and histories only
   # look back: its (broken) frame is never decoded.
   batches = pipeline.robot_samples_dataset(
-      ds, batch_size=4, history=2, image_specs=specs, decode=decode, seed=0)
+      ds, rlds_lite.RobotSamples(history=2), 4, decode=decode, seed=0,
+      frames=pipeline.FrameDecoding(image_specs=specs))
   assert sum(int(b['action'].shape[0]) for b in batches) == 6
   strided = pipeline.robot_samples_dataset(
-      ds, batch_size=4, history=1, shift=2, image_specs=specs, decode=decode,
-      keep_actionless=True, seed=0)   # anchors 0, 2
+      ds, rlds_lite.RobotSamples(history=1, shift=2, keep_actionless=True), 4,
+      decode=decode, seed=0,
+      frames=pipeline.FrameDecoding(image_specs=specs))   # anchors 0, 2
   assert sum(int(b['action'].shape[0]) for b in strided) == 4
   used = pipeline.robot_samples_dataset(
-      ds, batch_size=4, history=2, image_specs=specs, decode=decode,
-      keep_actionless=True, seed=0)
+      ds, rlds_lite.RobotSamples(history=2, keep_actionless=True), 4,
+      decode=decode, seed=0, frames=pipeline.FrameDecoding(image_specs=specs))
   with pytest.raises(tf.errors.InvalidArgumentError):
     list(used)
 
@@ -246,8 +260,9 @@ def test_dataset_source_with_raw_frames():
       gen, output_signature={'steps': spec,
                              'episode_id': tf.TensorSpec([], tf.int64)})
   batches = pipeline.robot_samples_dataset(
-      ds, batch_size=3, history=2, last_step='valid', seed=0,
-      episode_fields='episode_id', index_key='t', image_size=(4, 4))
+      ds, rlds_lite.RobotSamples(history=2, last_step='valid', index_key='t'),
+      3, seed=0, episode_fields='episode_id',
+      frames=pipeline.FrameDecoding(image_size=(4, 4)))
   samples, _ = collect(batches)
   assert sorted(samples) == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2),
                              (1, 3)]
@@ -263,10 +278,10 @@ def test_dataset_source_with_raw_frames():
 
 def test_plan_is_logged_and_matches_plan_robot_samples(camera_path, caplog):
   with caplog.at_level(logging.INFO, logger='rlds_lite'):
-    pipeline.robot_samples_dataset(camera_path, batch_size=4, history=2,
-                                   memory_budget='3MB')
-  plan = pipeline.plan_robot_samples(camera_path, batch_size=4, history=2,
-                                     memory_budget='3MB')
+    pipeline.robot_samples_dataset(
+        camera_path, rlds_lite.RobotSamples(history=2), 4, memory_budget='3MB')
+  plan = pipeline.plan_robot_samples(
+      camera_path, rlds_lite.RobotSamples(history=2), 4, memory_budget='3MB')
   assert f'robot_samples_dataset: {plan!r}' in caplog.text
   assert plan.decode in ('per_episode', 'after_sampling')
   assert plan.memory.total <= 3_000_000
@@ -274,9 +289,10 @@ def test_plan_is_logged_and_matches_plan_robot_samples(camera_path, caplog):
 
 def test_budget_picks_smaller_segments(camera_path):
   # (Decoding after sampling as the last resort: test_robot_memory.)
-  def plan(budget, **kwargs):
-    return pipeline.plan_robot_samples(camera_path, batch_size=4, history=2,
-                                       memory_budget=budget, **kwargs)
+  def plan(budget, image_size=None, **kwargs):
+    return pipeline.plan_robot_samples(
+        camera_path, rlds_lite.RobotSamples(history=2), 4, memory_budget=budget,
+        frames=pipeline.FrameDecoding(image_size=image_size), **kwargs)
   large = plan('1GB')
   assert large.decode == 'per_episode' and large.segment_steps is None
   # Long episodes: whole ones no longer fit, segments do.
@@ -291,8 +307,9 @@ def test_budget_picks_smaller_segments(camera_path):
 
 
 def test_plan_repr_names_the_choice(camera_path):
-  plan = pipeline.plan_robot_samples(camera_path, batch_size=4, history=2,
-                                     decode='per_episode', segment_steps=3)
+  plan = pipeline.plan_robot_samples(
+      camera_path, rlds_lite.RobotSamples(history=2), 4, decode='per_episode',
+      frames=pipeline.FrameDecoding(segment_steps=3))
   text = repr(plan)
   assert text.startswith("DecodePlan(decode='per_episode', segments of 3 "
                          'samples, 4 episodes pooled, 5 open; RobotMemory(')
@@ -324,8 +341,13 @@ def test_plan_repr_names_the_choice(camera_path):
         'string_seed', 'unknown_resize_method', 'image_specs_of_tfds',
         'one_number_image_size'])
 def test_bad_arguments(camera_path, kwargs, error, match):
+  kind = {k: v for k, v in kwargs.items() if k in KIND_FIELDS}
+  frames = {k: v for k, v in kwargs.items() if k in FRAME_FIELDS}
+  rest = {k: v for k, v in kwargs.items() if k not in kind and k not in frames}
   with pytest.raises(error, match=match):
-    pipeline.robot_samples_dataset(camera_path, batch_size=4, **kwargs)
+    pipeline.robot_samples_dataset(
+        camera_path, rlds_lite.RobotSamples(**kind), 4,
+        frames=pipeline.FrameDecoding(**frames), **rest)
 
 
 @pytest.mark.parametrize('op', ['robot_samples_dataset', 'plan_robot_samples'])
@@ -348,29 +370,33 @@ def test_a_batch_larger_than_the_split_with_drop_last_batch(camera_path):
       r"^robot_samples_dataset: drop_last_batch=True gives no batch: split "
       rf"'train' has {steps} steps, so fewer samples than batch_size "
       rf'{steps + 1}.')):
-    pipeline.robot_samples_dataset(camera_path, batch_size=steps + 1,
-                                   drop_last_batch=True)
-  ds = pipeline.robot_samples_dataset(camera_path, batch_size=steps + 1)
+    pipeline.robot_samples_dataset(
+        camera_path, rlds_lite.RobotSamples(), steps + 1, drop_last_batch=True)
+  ds = pipeline.robot_samples_dataset(
+      camera_path, rlds_lite.RobotSamples(), steps + 1)
   assert [len(b['action']) for b in ds] == [steps - len(LENGTHS)]
 
 
 def test_dataset_source_errors():
   ds, specs = corrupt_last_frame_episodes()
   with pytest.raises(ValueError, match='memory_budget needs a TFDS dataset'):
-    pipeline.robot_samples_dataset(ds, batch_size=2, image_specs=specs,
-                                   memory_budget='1GB')
+    pipeline.robot_samples_dataset(
+        ds, rlds_lite.RobotSamples(), 2, memory_budget='1GB',
+        frames=pipeline.FrameDecoding(image_specs=specs))
   with pytest.raises(ValueError, match="image_specs names 'observation/x'"):
-    pipeline.robot_samples_dataset(ds, batch_size=2,
-                                   image_specs={'observation/x': specs[
-                                       'observation/image']})
+    pipeline.robot_samples_dataset(
+        ds, rlds_lite.RobotSamples(), 2,
+        frames=pipeline.FrameDecoding(
+            image_specs={'observation/x': specs['observation/image']}))
   steps = {'image': np.zeros([2, 4, 4, 3], np.uint8),
            'observation': np.zeros([2, 1], np.float32),
            'action': np.zeros([2], np.float32)}
   odd = tf.data.Dataset.from_tensors({'steps': steps})
   with pytest.raises(ValueError, match="image field 'image' is not part of"):
     pipeline.robot_samples_dataset(
-        odd, batch_size=2,
-        image_specs={'image': images.ImageSpec((4, 4, 3), None)})
+        odd, rlds_lite.RobotSamples(), 2,
+        frames=pipeline.FrameDecoding(
+            image_specs={'image': images.ImageSpec((4, 4, 3), None)}))
 
 
 @pytest.mark.parametrize('decode', ['per_episode', 'after_sampling'])
@@ -378,8 +404,8 @@ def test_an_image_spec_of_another_size_is_named(decode):
   ds, _ = corrupt_last_frame_episodes()   # 16x16 JPEG frames.
   specs = {'observation/image': images.ImageSpec((32, 32, 3), 'jpeg')}
   batches = pipeline.robot_samples_dataset(
-      ds, batch_size=4, image_specs=specs, image_size=(16, 16),
-      decode=decode, seed=0)
+      ds, rlds_lite.RobotSamples(), 4, decode=decode, seed=0,
+      frames=pipeline.FrameDecoding(image_specs=specs, image_size=(16, 16)))
   with pytest.raises(tf.errors.InvalidArgumentError) as error:
     list(batches)
   # image_size (16, 16) decodes the 32x32 the spec says at 1/2 scale.
@@ -417,14 +443,15 @@ def test_image_specs_are_checked_against_the_frames_at_once(spec, error,
   ds = tf.data.Dataset.from_tensors({'steps': steps})
   with pytest.raises(error) as raised:
     pipeline.robot_samples_dataset(
-        ds, batch_size=2, image_specs={'observation/image': spec})
+        ds, rlds_lite.RobotSamples(), 2,
+        frames=pipeline.FrameDecoding(image_specs={'observation/image': spec}))
   assert str(raised.value) == f'robot_samples_dataset: {message}'
 
 
 def test_language_and_episode_fields_are_carried(camera_path):
-  ds = pipeline.robot_samples_dataset(camera_path, batch_size=32, history=2,
-                                      last_step='valid', seed=0,
-                                      episode_fields='episode_id')
+  ds = pipeline.robot_samples_dataset(
+      camera_path, rlds_lite.RobotSamples(history=2, last_step='valid'), 32,
+      seed=0, episode_fields='episode_id')
   counts = collections.Counter()
   for batch in ds:
     for e, text in zip(batch['episode_id'].numpy(),
@@ -438,8 +465,9 @@ def test_estimate_memory_covers_robot_samples(camera_path):
   kwargs = dict(history=2, action_chunk=3, image_size=(16, 16))
   memory = pipeline.estimate_memory(camera_path, batch_size=4,
                                     memory_budget='1MB', robot_samples=kwargs)
-  plan = pipeline.plan_robot_samples(camera_path, batch_size=4,
-                                     memory_budget='1MB', **kwargs)
+  plan = pipeline.plan_robot_samples(
+      camera_path, rlds_lite.RobotSamples(history=2, action_chunk=3), 4,
+      memory_budget='1MB', frames=pipeline.FrameDecoding(image_size=(16, 16)))
   assert memory == plan.memory
   assert memory.step_bytes == 16 * 16 * 3 * 2   # both cameras at 16x16
 
@@ -447,10 +475,10 @@ def test_estimate_memory_covers_robot_samples(camera_path):
 @pytest.mark.parametrize('decode', ['per_episode', 'after_sampling'])
 def test_episodes_without_images(decode):
   episodes = synthetic.episodes(num_episodes=5, seed=0, dense=True)
-  ds = pipeline.robot_samples_dataset(episodes, batch_size=8, history=3,
-                                      action_chunk=2, decode=decode,
-                                      episode_fields='episode_id',
-                                      index_key='t', seed=0)
+  ds = pipeline.robot_samples_dataset(
+      episodes,
+      rlds_lite.RobotSamples(history=3, action_chunk=2, index_key='t'), 8,
+      decode=decode, episode_fields='episode_id', seed=0)
   actual, _ = collect(ds)
   expected = {}
   for episode in episodes:
@@ -481,9 +509,10 @@ def test_segments_decode_a_shared_frame_about_once(camera_path, monkeypatch,
 
   monkeypatch.setattr(images.decode, 'decode_frames', counting)
   ds = pipeline.robot_samples_dataset(
-      camera_path, batch_size=4, history=2, last_step='valid', seed=1,
-      decode='per_episode', segment_steps=2, pool_episodes=pool,
-      episode_fields='episode_id', index_key='t')
+      camera_path,
+      rlds_lite.RobotSamples(history=2, last_step='valid', index_key='t'), 4,
+      seed=1, decode='per_episode', episode_fields='episode_id',
+      frames=pipeline.FrameDecoding(segment_steps=2, pool_episodes=pool))
   actual, _ = collect(ds)
   assert_same_samples(actual, reference(camera_path, history=2,
                                         last_step='valid'))
@@ -495,8 +524,8 @@ def test_segments_decode_a_shared_frame_about_once(camera_path, monkeypatch,
 def test_undecodable_frame_error_names_its_field(tmp_path, decode):
   _, bad = rlds_testing.camera_datasets_good_and_undecodable(
       tmp_path, only_at=(2, 3))
-  ds = pipeline.robot_samples_dataset(bad, batch_size=4, history=2,
-                                      decode=decode, seed=0)
+  ds = pipeline.robot_samples_dataset(
+      bad, rlds_lite.RobotSamples(history=2), 4, decode=decode, seed=0)
   with pytest.raises(tf.errors.InvalidArgumentError,
                      match=r'Unknown image file format[^\n]*\n[^\n]*'
                      r'\{\{node observation/camera/map/while/DecodePng\}\}'):
@@ -511,8 +540,8 @@ def test_named_read_errors_names_the_undecodable_frames_episode(tmp_path,
   _, bad = rlds_testing.camera_datasets_good_and_undecodable(
       tmp_path, only_at=(2, 3))
   source = rlds_lite.open(bad)
-  ds = pipeline.robot_samples_dataset(source, batch_size=4, history=2,
-                                      decode=decode, seed=0)
+  ds = pipeline.robot_samples_dataset(
+      source, rlds_lite.RobotSamples(history=2), 4, decode=decode, seed=0)
   shard = os.path.join(bad, 'cams-train.tfrecord-00000')
   with pytest.raises(rlds_lite.dataset_files.CorruptDatasetError) as raised:
     with source.read_errors():
@@ -526,18 +555,21 @@ def test_named_read_errors_names_the_undecodable_frames_episode(tmp_path,
   assert raised.value.__cause__ is None and raised.value.__suppress_context__
 
 
-@pytest.mark.parametrize('kwargs', [
-    dict(history=1),
-    dict(history=2, action_chunk=4, segment_steps=2),
-    dict(history=3, history_stride=2, segment_steps=3, goal='final',
-         last_step='valid'),
-    dict(history=2, shuffle=False),
+@pytest.mark.parametrize('kind, frames, kwargs', [
+    (rlds_lite.RobotSamples(history=1), None, {}),
+    (rlds_lite.RobotSamples(history=2, action_chunk=4),
+     pipeline.FrameDecoding(segment_steps=2), {}),
+    (rlds_lite.RobotSamples(history=3, history_stride=2, goal='final',
+                            last_step='valid'),
+     pipeline.FrameDecoding(segment_steps=3), {}),
+    (rlds_lite.RobotSamples(history=2), None, dict(shuffle=False)),
 ], ids=['history_1', 'carry', 'strided_carry_goal', 'unshuffled'])
-def test_segments_log_nothing(camera_path, capfd, kwargs):
+def test_segments_log_nothing(camera_path, capfd, kind, frames, kwargs):
   # Slices of rows reaching a rebatch made TF log "Tensor RefCount not
   # reliable if buf_ points to a SubBuffer" (ERROR) several times a segment.
-  ds = pipeline.robot_samples_dataset(camera_path, batch_size=4, seed=0,
-                                      decode='per_episode', **kwargs)
+  ds = pipeline.robot_samples_dataset(camera_path, kind, 4, seed=0,
+                                      decode='per_episode', frames=frames,
+                                      **kwargs)
   capfd.readouterr()
   assert sum(len(b['action']) for b in ds) > 0
   assert 'RefCount' not in capfd.readouterr().err
@@ -557,8 +589,8 @@ def test_a_path_is_opened_once(camera_path, monkeypatch, memory_budget):
 
     monkeypatch.setattr(tfds, name, counted)
   ds = pipeline.robot_samples_dataset(
-      camera_path, batch_size=4, history=2, seed=0, drop_last_batch=True,
-      memory_budget=memory_budget)
+      camera_path, rlds_lite.RobotSamples(history=2), 4, seed=0,
+      drop_last_batch=True, memory_budget=memory_budget)
   next(iter(ds))
   assert len(built) == 1
 
