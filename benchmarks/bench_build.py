@@ -109,7 +109,7 @@ def record(data_dir: str, label: str, env_name: str, kwargs: Dict[str, Any],
                       ''.join(c if c.isalnum() else '_' for c in label))
   env = envs.make(env_name, **kwargs)
   envlogger.record(env, _NoisyExpert(env, noise), path, num_episodes, seed=0,
-                   progress=False, overwrite=True)
+                   progress=False, if_exists='overwrite')
   print(f'  recorded {label}: {num_episodes} episodes -> {path}')
   return path
 

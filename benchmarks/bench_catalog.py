@@ -29,6 +29,7 @@ import tensorflow_datasets as tfds
 import rlds_lite
 from rlds_lite import catalog
 from rlds_lite.tfds import EpisodeWriter
+from rlds_lite.tfds import FileOptions
 
 
 def _write(data_dir: str, num_episodes: int) -> str:
@@ -50,7 +51,7 @@ def _write(data_dir: str, num_episodes: int) -> str:
   tasks = ['pick up the red block', 'open the drawer', 'close the drawer']
   rng = np.random.default_rng(0)
   with EpisodeWriter(data_dir, 'robot', features,
-                     max_episodes_per_file=500) as writer:
+                     options=FileOptions(max_episodes_per_file=500)) as writer:
     for i in range(num_episodes):
       t = int(rng.integers(10, 60))
       writer.add_episode({

@@ -97,7 +97,7 @@ def array_record_copy(path: str) -> str:
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
   from rlds_lite import loading  # pylint: disable=g-import-not-at-top
   from rlds_lite.catalog import records  # pylint: disable=g-import-not-at-top
-  from rlds_lite.tfds import EpisodeWriter  # pylint: disable=g-import-not-at-top
+  from rlds_lite.tfds import EpisodeWriter, FileOptions  # pylint: disable=g-import-not-at-top
   out_dir = os.path.dirname(os.path.dirname(path))
   name = os.path.basename(os.path.dirname(path)) + '_ar'
   target = os.path.join(out_dir, name, '1.0.0')
@@ -106,7 +106,7 @@ def array_record_copy(path: str) -> str:
   builder = tfds.builder_from_directory(path)
   files = records.split_files(rlds_lite.open(path).builder, 'train')
   with EpisodeWriter(out_dir, name, builder.info.features,
-                     file_format='array_record') as writer:
+                     options=FileOptions(file_format='array_record')) as writer:
     for record in records.iterate_records(files):
       writer.add_serialized_episode(record)
   return writer.path

@@ -60,7 +60,8 @@ def run_once(env_name: str, kwargs: Dict[str, Any], episodes: int,
   path = tempfile.mkdtemp(dir=base)
   wall, cpu = time.perf_counter(), time.process_time()
   summary = envlogger.record(env, env.expert_policy, path, episodes, seed=0,
-                             progress=False, flush_every_episodes=flush_every)
+                             progress=False, options=envlogger.RecordingOptions(
+                                 flush_every_episodes=flush_every))
   wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
   size = _size(path)
   sum(1 for _ in read_rlds_episodes(path))  # Warm (TF traces, file cache).

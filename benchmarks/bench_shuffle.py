@@ -95,7 +95,7 @@ def write_dataset(args: Any) -> str:
   """Writes (once) the synthetic dataset; returns its directory."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from rlds_lite.tfds import EpisodeWriter  # pylint: disable=g-import-not-at-top
+  from rlds_lite.tfds import EpisodeWriter, FileOptions  # pylint: disable=g-import-not-at-top
   name = (f'shuffle_bench_{args.episodes}_{args.min_length}_'
           f'{args.max_length}_{args.obs_dim}')
   path = os.path.join(args.data_dir, name, '1.0.0')
@@ -114,8 +114,8 @@ def write_dataset(args: Any) -> str:
       'episode_id': tf.TensorSpec([], tf.int64),
   }
   rng = np.random.default_rng(0)
-  with EpisodeWriter(args.data_dir, name, features,
-                     max_episodes_per_file=-(-args.episodes // 3)) as writer:
+  options = FileOptions(max_episodes_per_file=-(-args.episodes // 3))
+  with EpisodeWriter(args.data_dir, name, features, options=options) as writer:
     for i in range(args.episodes):
       length = int(rng.integers(args.min_length, args.max_length + 1))
       steps = _episode(rng, length, args.obs_dim, terminal=bool(i % 2))

@@ -474,7 +474,7 @@ def _record(job: _Run, env: dm_env.Environment) -> None:
                             int(env.action_spec().num_values), config.epsilon)
   recording = envlogger.record(
       env, behaviour, job.paths['recording'], config.num_episodes,
-      seed=config.seed, progress=job.progress, overwrite=True,
+      seed=config.seed, progress=job.progress, if_exists='overwrite',
       metadata={'policy': f'expert, epsilon {config.epsilon}',
                 'env': config.env_name})
   seconds = job.stage('record')
@@ -491,8 +491,9 @@ def _build(job: _Run) -> None:
   with contextlib.redirect_stdout(io.StringIO()):  # TFDS's own messages.
     paths['dataset'] = rlds_tfds.build_from_envlogger(
         paths['recording'], name=DATASET_NAME, data_dir=paths['data_dir'],
-        description=f'rlds_lite demo: {config.env_name}, expert with epsilon '
-                    f'{config.epsilon}, seed {config.seed}.')
+        card=rlds_tfds.DatasetCard(description=(
+            f'rlds_lite demo: {config.env_name}, expert with epsilon '
+            f'{config.epsilon}, seed {config.seed}.')))
   seconds = job.stage('build')
   job.say(f'[2/6] built TFDS dataset {DATASET_NAME!r} in {seconds:.1f}s -> '
            f'{paths["dataset"]}')
