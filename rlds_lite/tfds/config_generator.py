@@ -1,32 +1,10 @@
 """TFDS features and RLDS dataset configs inferred from data or specs.
 
-Upstream-compatible ``generate_config_from_spec`` and
-``extract_feature_from_data`` (same names, arguments and defaults as
-``rlds.tfds``), with these fixes:
-
-* RGB(A) images are detected (upstream only accepts 1-channel images), and so
-  is a top-level image observation (upstream needs a field name containing
-  ``image``). Field names containing ``image`` (any case) or ``pixels`` are
-  image hints.
-* ``float64`` values keep their exact value: TFDS stores float tensors as
-  float32 unless they are byte-encoded, so float64 scalars become
-  ``Tensor(shape=(), dtype=float64, encoding='bytes')`` and float64 tensors
-  keep a bytes/zlib encoding even with ``tensor_encoding='none'``.
-* Zero-size tensors (a ``0`` in the shape) are byte-encoded too: TFDS reads
-  plain zero-size step fields with a division by zero that kills the process.
-* ``tensor_encoding`` reaches nested dict fields (upstream drops it there).
-* Python scalars are accepted as data; dm_env specs, ``tf.TensorSpec``,
-  arrays and tensors all work (anything with ``shape`` and ``dtype``).
-
-A field squeezed from shape ``(1,)`` to a scalar feature also has its data
-squeezed when written with `rlds_lite.tfds.EpisodeWriter` (upstream infers
-the scalar feature but TFDS then refuses to write the ``(1,)`` data).
+Upstream ``rlds.tfds``'s ``generate_config_from_spec`` and
+``extract_feature_from_data``, with its defects fixed (``docs/upstream.md``).
 
 Example:
   >>> import numpy as np
-  >>> extract_feature_from_data(np.zeros((2,), np.float32), use_images=True,
-  ...                           image_encoding='png')
-  Tensor(shape=(2,), dtype=float32)
   >>> extract_feature_from_data(np.zeros((64, 64, 3), np.uint8), True, 'png')
   Image(shape=(64, 64, 3), dtype=uint8)
 """
