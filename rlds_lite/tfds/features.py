@@ -21,22 +21,11 @@ DatasetConfig = tfds.rlds.rlds_base.DatasetConfig
 def rlds_features(step_features: Mapping[str, Any],
                   episode_features: Optional[Mapping[str, Any]] = None
                   ) -> tfds.features.FeaturesDict:
-  """RLDS features ``{'steps': Dataset({flags, **step_features}), **episode}``.
+  """RLDS features ``{'steps': Dataset({flags, **step_features}), **episode_features}``.
 
-  Args:
-    step_features: TFDS features (or dtypes) of the step fields; the three
-      boolean flags are added when missing.
-    episode_features: TFDS features of the episode metadata.
-
-  Returns:
-    The dataset's ``FeaturesDict``.
-
-  Raises:
-    ValueError: if an episode field is called ``steps``.
-
-  Example:
-    >>> rlds_features({'reward': np.float32})['steps'].feature['is_last']
-    Tensor(shape=(), dtype=bool)
+    Example:
+      >>> rlds_features({'reward': np.float32})['steps'].feature['is_last']
+      Tensor(shape=(), dtype=bool)
   """
   episode_features = dict(episode_features or {})
   if rlds_types.STEPS in episode_features:
@@ -53,16 +42,10 @@ def rlds_features(step_features: Mapping[str, Any],
 def features_from_config(config: DatasetConfig) -> tfds.features.FeaturesDict:
   """The features of an RLDS ``DatasetConfig`` (as ``rlds_base.build_info``).
 
-  Args:
-    config: a ``tfds.rlds.rlds_base.DatasetConfig``.
-
-  Returns:
-    The dataset's ``FeaturesDict``.
-
-  Example:
-    >>> config = DatasetConfig(name='x', observation_info=np.float32)
-    >>> sorted(features_from_config(config)['steps'].feature.keys())
-    ['is_first', 'is_last', 'is_terminal', 'observation']
+    Example:
+      >>> config = DatasetConfig(name='x', observation_info=np.float32)
+      >>> sorted(features_from_config(config)['steps'].feature.keys())
+      ['is_first', 'is_last', 'is_terminal', 'observation']
   """
   steps = dict(config.step_metadata_info or {})
   for key, info in ((rlds_types.OBSERVATION, config.observation_info),
@@ -273,19 +256,16 @@ def _metadata_feature(value: Any, path: str, options: Dict[str, Any]) -> Any:
 def is_example_episode(value: Any) -> bool:
   """Whether ``value`` is an episode (data), not a description of features.
 
-  An example episode is a dict whose ``steps`` is a list of step dicts, or
-  a dict of ``[T, ...]`` columns holding at least one RLDS flag
-  (``is_first``, ``is_last``, ``is_terminal``) as a ``[T]`` column. A dict
-  of per-step values, dtypes, specs or features (no flag column) describes
-  one step: that is the `episode_features` form.
+    An episode's ``steps`` are a list of step dicts, or columns with a ``[T]``
+    flag column (``is_first``, ``is_last``, ``is_terminal``).
 
-  Example:
-    >>> is_example_episode({'steps': {'reward': np.zeros(3),
-    ...                               'is_last': [False, False, True]}})
-    True
-    >>> is_example_episode({'steps': {'reward': np.float32,
-    ...                               'is_last': np.bool_}})
-    False
+    Example:
+      >>> is_example_episode({'steps': {'reward': np.zeros(3),
+      ...                               'is_last': [False, False, True]}})
+      True
+      >>> is_example_episode({'steps': {'reward': np.float32,
+      ...                               'is_last': np.bool_}})
+      False
   """
   if not isinstance(value, Mapping) or rlds_types.STEPS not in value:
     return False

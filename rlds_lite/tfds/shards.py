@@ -78,20 +78,11 @@ _SUPPORTED_FORMATS = ('tfrecord', 'array_record')
 
 def file_format_of(file_format: Union[str, tfds.core.FileFormat]
                    ) -> tfds.core.FileFormat:
-  """The ``tfds.core.FileFormat`` named ``file_format`` (tfrecord/array_record).
+  """The ``tfds.core.FileFormat`` named ``file_format`` (tfrecord/array_record); else a ValueError.
 
-  Args:
-    file_format: ``'tfrecord'``, ``'array_record'`` or a ``FileFormat``.
-
-  Returns:
-    The file format.
-
-  Raises:
-    ValueError: for other formats.
-
-  Example:
-    >>> file_format_of('array_record').value
-    'array_record'
+    Example:
+      >>> file_format_of('array_record').value
+      'array_record'
   """
   value = getattr(file_format, 'value', file_format)
   if value not in _SUPPORTED_FORMATS:
