@@ -1,13 +1,4 @@
-"""Batched decoding of encoded camera frames, at the output size the user needs.
-
-Example:
-  >>> import numpy as np, tensorflow as tf
-  >>> frames = np.zeros([3, 64, 48, 3], np.uint8) + 120
-  >>> encoded = tf.stack([tf.io.encode_jpeg(f) for f in frames])
-  >>> spec = ImageSpec(shape=(64, 48, 3), encoding='jpeg')
-  >>> decode_frames(encoded, spec, size=(32, 24)).shape   # DCT scaling, 1/2
-  TensorShape([3, 32, 24, 3])
-"""
+"""Batched decoding of encoded camera frames, at the output size the user needs."""
 
 import re
 from typing import Any, Dict, Optional, Sequence, Tuple

@@ -2,11 +2,6 @@
 
 Upstream ``rlds.tfds``'s ``generate_config_from_spec`` and
 ``extract_feature_from_data``, with its defects fixed (``docs/upstream.md``).
-
-Example:
-  >>> import numpy as np
-  >>> extract_feature_from_data(np.zeros((64, 64, 3), np.uint8), True, 'png')
-  Image(shape=(64, 64, 3), dtype=uint8)
 """
 
 from typing import Any, Dict, List, Mapping, Optional, Union

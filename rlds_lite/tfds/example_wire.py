@@ -2,15 +2,6 @@
 
 The bytes are ``SerializeToString(deterministic=True)``'s; a message stays
 `Chunks` until `example` joins the record once.
-
-Example:
-  >>> import numpy as np
-  >>> record = example({'x': int64_feature(np.array([1, -2])),
-  ...                   'y': float_feature(np.array([0.5], np.float32)),
-  ...                   'z': bytes_feature([b'ab'])})
-  >>> record == tf.train.Example.FromString(record).SerializeToString(
-  ...     deterministic=True)
-  True
 """
 
 from typing import Iterable, List, Mapping, Optional, Sequence, Union

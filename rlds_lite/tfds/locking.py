@@ -1,16 +1,6 @@
 """An OS-level lock (``flock`` on ``data_dir/name/.<version>.lock``) serialising a dataset's writers.
 
 What it guarantees: ``docs/guarantees.md``, "Serialised writers".
-
-Example:
-  >>> import tempfile
-  >>> dataset_dir = tempfile.mkdtemp() + '/toy/1.0.0'
-  >>> with DatasetLock(dataset_dir, timeout=0) as lock:
-  ...   try:
-  ...     DatasetLock(dataset_dir, timeout=0).acquire()
-  ...   except DatasetLockedError as e:
-  ...     print(str(e).split(';')[0])
-  dataset '.../toy/1.0.0' is already being written in this process (pid ...)
 """
 
 import errno

@@ -2,14 +2,6 @@
 
 Same pixels as ``tf.image.encode_png`` in 2.5-5x less CPU; how:
 ``docs/recording.md``, "Why writing is fast".
-
-Example:
-  >>> import numpy as np
-  >>> import tensorflow as tf
-  >>> images = np.arange(2 * 3 * 5 * 3, dtype=np.uint8).reshape(2, 3, 5, 3)
-  >>> pngs = encode_png_batch(images)
-  >>> np.array_equal(tf.io.decode_png(pngs[1]).numpy(), images[1])
-  True
 """
 
 import concurrent.futures

@@ -2,22 +2,6 @@
 
 Upstream RLDS's ``pattern_map`` API without dm-reverb; how patterns, reference
 steps and conditions work: ``docs/patterns.md``.
-
-Example (SARS transitions):
-  >>> import tensorflow as tf
-  >>> from rlds_lite.transformations import pattern
-  >>> steps = {'observation': [0, 1, 2], 'action': [10, 11, 12],
-  ...          'is_first': [True, False, False],
-  ...          'is_last': [False, False, True]}
-  >>> episodes = tf.data.Dataset.from_tensor_slices(
-  ...     {'steps': [tf.data.Dataset.from_tensor_slices(steps)]})
-  >>> def sars(step):
-  ...   return {'obs': step['observation'][-2],
-  ...           'action': step['action'][-2],
-  ...           'next_obs': step['observation'][-1]}
-  >>> [(int(t['obs']), int(t['action']), int(t['next_obs']))
-  ...  for t in pattern.pattern_map_from_transform(episodes, sars)]
-  [(0, 10, 1), (1, 11, 2)]
 """
 
 import collections.abc
