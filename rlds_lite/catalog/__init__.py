@@ -1,16 +1,9 @@
 """The episode catalog: list, select, filter, merge and split episodes.
 
-- `episodes(path, split)`: a `Catalog` (one row per episode: index,
-  episode_id, length, return, terminated/truncated, language instructions,
-  scalar episode metadata, shard and record), built in one streaming pass and
-  cached next to the dataset.
-- `Catalog`: NumPy columns, rows as dicts, `select` (an EXPR such as
-  ``'length > 20 and terminated'``), `sort`, `to_records`.
-- `parse_expression` / `ExpressionError`: the EXPR grammar (docs/episodes.md).
-- ``rlds_lite.load(path, episodes=...)`` reads only the chosen episodes.
-- `filter_dataset`, `merge_datasets`, `split_dataset`: write new datasets of
-  chosen episodes (records copied as they are; train/validation splits by
-  episode), published atomically.
+`episodes` builds a cached `Catalog` (one row per episode), `Catalog.select`
+takes an EXPR (`parse_expression`), ``rlds_lite.load(path, episodes=...)``
+reads the chosen episodes, and `filter_dataset`, `merge_datasets`,
+`split_dataset` write new datasets; see ``docs/episodes.md``.
 
 Example:
   >>> from rlds_lite import catalog, synthetic

@@ -1,55 +1,6 @@
 """Build the episode catalog of a split in one streaming pass (cached).
 
-`episodes` reads every episode's serialized record once, parsing only the
-features the catalog needs (images and other step fields are neither parsed
-nor decoded), and returns a `Catalog` with one row per episode:
-
-======================  ======================================================
-column                  what
-======================  ======================================================
-``index``               position of the episode in the split (the order of
-                        ``'train[i:j]'`` slices and of `rlds_lite.load`)
-``episode_id``          the ``episode_id`` metadata field (top level or
-                        nested, e.g. ``episode_metadata/episode_id``), if any
-``length``              number of steps
-``return``              sum of ``reward`` over every step **but the last**
-                        (``last_step='invalid'``, the default: RLDS holds the
-                        last step's reward invalid, as ``sar_fields_mask``
-                        and `rlds_lite.stats` do), or over every step
-                        (``last_step='valid'``)
-``last_reward``         the last step's reward, kept so that a non-zero one
-                        is visible (NaN for an episode without steps)
-``terminated``          the last step ``is_terminal``
-``truncated``           the episode has steps and did not terminate
-language fields         string step fields named like an instruction
-                        (``language_instruction``, ``instruction``,
-                        ``natural_language_instruction``, ``task``,
-                        ``language``, ``prompt``...): each episode's distinct
-                        values in order of appearance, as a tuple of ``str``
-metadata fields         every scalar episode field (number, bool, string;
-                        nested ones by path, ``episode_metadata/success``),
-                        sorted by path
-``shard``, ``record``   the shard file holding the episode and its position
-                        in it (from ``dataset_info.json``)
-======================  ======================================================
-
-``return``/``last_reward`` need a ``reward`` step field, ``terminated`` /
-``truncated`` an ``is_terminal`` one; without them the columns are left out.
-A vector reward gives ``[N, k]`` columns. The catalog is cached next to the
-dataset (`rlds_lite.catalog.storage`, one file per ``last_step``) and rebuilt
-when the dataset changes. When ``last_step='invalid'`` leaves non-zero last
-rewards out of ``return``, `episodes` says so once per call with a
-`rlds_lite.LastStepValuesWarning` (``last_reward`` keeps them).
-
-Example:
-  >>> from rlds_lite import synthetic
-  >>> path = synthetic.dataset(num_episodes=4, seed=0)
-  >>> catalog = episodes(path, progress=False)
-  >>> catalog.columns  # doctest: +NORMALIZE_WHITESPACE
-  ('index', 'episode_id', 'length', 'return', 'last_reward', 'terminated',
-   'truncated', 'shard', 'record')
-  >>> catalog.select('terminated')['index'].tolist()
-  [0]
+The columns, and what ``last_step`` does to ``return``: ``docs/episodes.md``.
 """
 
 import dataclasses
@@ -302,14 +253,7 @@ def _pass(plan: _Plan, files: records_lib.SplitFiles,
 def _named_pass(builder: tfds.core.DatasetBuilder, split: str, plan: _Plan,
                 files: records_lib.SplitFiles, policy: last_step_lib.LastStep,
                 progress: Optional[bool]) -> Dict[str, Any]:
-  """`_pass`, with a damaged file named as the other readers name it.
-
-  A read error becomes the `rlds_lite.dataset_files.CorruptDatasetError` of
-  ``diagnosis.named_read_errors`` (file, episode); one the files do not
-  explain, a ValueError naming the dataset and split. Fewer records than
-  ``dataset_info.json`` says (a shard whose ``shardLengths`` were raised)
-  are named too (``dataset_files.check_all_read``).
-  """
+  """`_pass`, with a damaged file named as the other readers name it (docs/guarantees.md)."""
   try:
     with diagnosis.named_read_errors(builder, split):
       parts, done = _pass(plan, files, policy, progress)
@@ -368,18 +312,15 @@ def catalog_of_builder(builder: tfds.core.DatasetBuilder, split: str,
                        cache: bool = True,
                        progress: Optional[bool] = None
                        ) -> table.Catalog:
-  """`episodes` for a TFDS builder (a `rlds_lite.Source`'s ``builder``).
+  """`episodes` for a TFDS builder, without the left-out last rewards warning.
 
-  It does not warn about left-out last rewards: callers that use ``return``
-  call `warn_left_out`.
-
-  Example:
-    >>> import rlds_lite
-    >>> from rlds_lite import synthetic
-    >>> path = synthetic.dataset(num_episodes=3, seed=0)
-    >>> builder = rlds_lite.open(path).builder
-    >>> catalog_of_builder(builder, 'train', progress=False)['length'].tolist()
-    [5, 46, 46]
+    Example:
+      >>> import rlds_lite
+      >>> from rlds_lite import synthetic
+      >>> path = synthetic.dataset(num_episodes=3, seed=0)
+      >>> builder = rlds_lite.open(path).builder
+      >>> catalog_of_builder(builder, 'train', progress=False)['length'].tolist()
+      [5, 46, 46]
   """
   policy = last_step_lib.as_last_step(last_step, 'catalog')
   files = records_lib.split_files(builder, split)
@@ -435,20 +376,16 @@ def warn_left_out(catalog: table.Catalog, where: str,
                   stacklevel: int = 3) -> None:
   """One `rlds_lite.LastStepValuesWarning` if `left_out_last_rewards` > 0.
 
-  Args:
-    catalog: a catalog.
-    where: what used ``return`` (``'episodes'``, ``'load'``, ``'filter'``),
-      the warning's first word.
-    stacklevel: passed to ``warnings.warn`` (3: the caller's caller).
+    ``where`` (``'episodes'``, ``'load'``, ``'filter'``) starts the message.
 
-  Example:
-    >>> import warnings
-    >>> c = table.Catalog({'last_reward': [0.0, 1.0]}, {'last_step': 'invalid'})
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...   warnings.simplefilter('always')
-    ...   warn_left_out(c, 'episodes')
-    >>> print(caught[0].message)
-    episodes: left out non-zero last-step values of reward (1 of 2 episodes): RLDS says a last step's reward is invalid, so return leaves it out (last_reward keeps it); pass last_step='valid' (command line: --last-step valid) to keep them.
+    Example:
+      >>> import warnings
+      >>> c = table.Catalog({'last_reward': [0.0, 1.0]}, {'last_step': 'invalid'})
+      >>> with warnings.catch_warnings(record=True) as caught:
+      ...   warnings.simplefilter('always')
+      ...   warn_left_out(c, 'episodes')
+      >>> print(caught[0].message)
+      episodes: left out non-zero last-step values of reward (1 of 2 episodes): RLDS says a last step's reward is invalid, so return leaves it out (last_reward keeps it); pass last_step='valid' (command line: --last-step valid) to keep them.
   """
   last_step_lib.warn_last_step_values(
       where, {rlds_types.REWARD: left_out_last_rewards(catalog)}, len(catalog),
@@ -462,37 +399,26 @@ def episodes(name_or_dir: PathLike,
              last_step: Union[last_step_lib.LastStep, str] = 'invalid',
              cache: bool = True,
              progress: Optional[bool] = None) -> table.Catalog:
-  """The episode catalog of a split: one row per episode (see the module doc).
+  """The episode catalog of a split: one row per episode (docs/episodes.md).
 
-  Args:
-    name_or_dir: a `rlds_lite.Source`, a prepared TFDS dataset directory or
-      a registered name (as `rlds_lite.load` takes).
-    split: a plain split name (no slicing).
-    data_dir: where TFDS looks for prepared datasets (names only).
-    last_step: ``'invalid'`` (default, RLDS): ``return`` leaves out the last
-      step's reward, with one `rlds_lite.LastStepValuesWarning` per call if
-      any left out is not zero; ``'valid'``: ``return`` counts it.
-    cache: read/write the catalog next to the dataset.
-    progress: the progress bar (stderr): None shows it on a terminal only,
-      True always, False never (as `rlds_lite.progress`).
+    Args:
+      name_or_dir: a `rlds_lite.Source`, a dataset directory or a TFDS name.
+      split: a plain split name (no slicing).
+      data_dir: where TFDS looks for prepared datasets (names only).
+      last_step: ``'invalid'`` (default, RLDS: ``return`` leaves out the last
+        reward, warning if it is not zero) or ``'valid'``.
+      cache: read/write the catalog next to the dataset.
+      progress: the progress bar (None: on a terminal only).
 
-  Returns:
-    A `Catalog`.
-
-  Raises:
-    FileNotFoundError, ValueError: for a missing directory, an unknown name,
-      a dataset that is not RLDS, an unknown or sliced split, a bad
-      ``last_step``.
-    CorruptDatasetError: (a ValueError) naming the file and episode, for a
-      damaged file (a missing, empty, truncated or corrupted shard, a shard
-      holding fewer records than ``dataset_info.json`` says), as
-      `rlds_lite.load` and ``rlds-lite inspect`` name it.
-
-  Example:
-    >>> episodes('/no/such/dataset')
-    Traceback (most recent call last):
-    ...
-    FileNotFoundError: load: dataset directory '/no/such/dataset' does not exist.
+    Example:
+      >>> from rlds_lite import synthetic
+      >>> catalog = episodes(synthetic.dataset(num_episodes=4, seed=0),
+      ...                    progress=False)
+      >>> catalog.columns  # doctest: +NORMALIZE_WHITESPACE
+      ('index', 'episode_id', 'length', 'return', 'last_reward', 'terminated',
+       'truncated', 'shard', 'record')
+      >>> catalog.select('terminated')['index'].tolist()
+      [0]
   """
   policy = last_step_lib.as_last_step(last_step, 'catalog.episodes')
   builder = source_lib.as_source(name_or_dir, split, data_dir=data_dir).builder

@@ -1,40 +1,7 @@
 """EXPR: a small, safe boolean expression over the columns of an episode catalog.
 
-The text is tokenized and parsed here (a recursive-descent parser; nothing is
-handed to ``eval``/``compile``) into a tree, which is evaluated on whole NumPy
-columns at once. The grammar, loosest binding first::
-
-  expr       := and_expr ('or' and_expr)*
-  and_expr   := not_expr ('and' not_expr)*
-  not_expr   := 'not' not_expr | comparison
-  comparison := operand [ ('=='|'!='|'<'|'<='|'>'|'>=') operand
-                        | ['not'] 'in' '[' literal (',' literal)* ']'
-                        | 'contains' STRING ]
-  operand    := COLUMN | NUMBER | STRING | 'true' | 'false' | '(' expr ')'
-
-A column is a name (letters, digits, ``_``; ``/`` between parts, as in
-``episode_metadata/success``). Keywords are case-insensitive. Types are
-checked: numbers compare with numbers, strings with strings (all six
-operators, ``contains`` for substrings), booleans only with ``==``/``!=``; a
-boolean column alone is a condition (``terminated and not success``). A column
-holding several strings per episode (the language instructions) matches when
-*any* of its strings does (``==``, ``contains``, ``in``); ``!=`` and ``not in``
-are the negations of those.
-
-Example:
-  >>> import numpy as np
-  >>> columns = {'length': np.array([5, 30, 40]),
-  ...            'terminated': np.array([True, False, True]),
-  ...            'task': np.array(['open drawer', 'pick', 'open door'])}
-  >>> evaluate(parse('length > 20 and terminated'), columns).tolist()
-  [False, False, True]
-  >>> evaluate(parse("task contains 'open' or not (length >= 10)"),
-  ...          columns).tolist()
-  [True, False, True]
-  >>> parse('length >> 2')
-  Traceback (most recent call last):
-  ...
-  rlds_lite.catalog.expression.ExpressionError: EXPR 'length >> 2': unexpected '>' at position 9; expected a column, a number, a string, true/false or '('.
+Parsed here (no ``eval``) and evaluated on whole NumPy columns; the grammar
+and typing rules are in ``docs/episodes.md``.
 """
 
 import dataclasses
@@ -49,15 +16,13 @@ __all__ = ['ExpressionError', 'Expression', 'parse', 'evaluate', 'column_names']
 
 
 class ExpressionError(ValueError):
-  """A bad EXPR: a syntax error, an unknown column or mismatched types.
+  """A bad EXPR (a ValueError): a syntax error, an unknown column or mismatched types.
 
-  Example:
-    >>> import numpy as np
-    >>> try:
-    ...   evaluate("length == 'a'", {'length': np.array([3])})
-    ... except ValueError as error:  # ExpressionError is a ValueError.
-    ...   print(type(error).__name__, error)
-    ExpressionError EXPR "length == 'a'": cannot compare column 'length' (number) with 'a'.
+    Example:
+      >>> parse('length >> 2')
+      Traceback (most recent call last):
+      ...
+      rlds_lite.catalog.expression.ExpressionError: EXPR 'length >> 2': unexpected '>' at position 9; expected a column, a number, a string, true/false or '('.
   """
 
 
@@ -476,28 +441,17 @@ class _Evaluator:
 
 def evaluate(expression: Union[str, Expression],
              columns: Mapping[str, np.ndarray]) -> np.ndarray:
-  """The rows where ``expression`` holds, as a boolean array.
+  """The rows where ``expression`` (text or parsed) holds, as a boolean array.
 
-  Args:
-    expression: an EXPR (text or parsed).
-    columns: the columns by name: 1-D arrays of one length (object arrays of
-      string tuples for several strings per row).
+    ``columns`` maps names to 1-D arrays of one length (object arrays of
+    string tuples for several strings per row).
 
-  Returns:
-    A boolean array with one entry per row.
-
-  Raises:
-    ExpressionError: for a syntax error, an unknown column (the message lists
-      the columns) or operands of mismatched types.
-
-  Example:
-    >>> import numpy as np
-    >>> evaluate('success == true', {'success': np.array([True, False])})
-    array([ True, False])
-    >>> evaluate('lenght > 2', {'length': np.array([1, 3])})
-    Traceback (most recent call last):
-    ...
-    rlds_lite.catalog.expression.ExpressionError: EXPR 'lenght > 2': unknown column 'lenght' (columns: length).
+    Example:
+      >>> import numpy as np
+      >>> columns = {'length': np.array([5, 30, 40]),
+      ...            'task': np.array(['open drawer', 'pick', 'open door'])}
+      >>> evaluate("task contains 'open' and length > 20", columns).tolist()
+      [False, False, True]
   """
   expression = parse(expression)
 

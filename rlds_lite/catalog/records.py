@@ -1,33 +1,7 @@
-"""Where each episode of a split lives, and reading its serialized record.
+"""Where each episode of a split lives, and reading chosen episodes' serialized records.
 
-`split_files` lists a split's shard files in split order from
-``dataset_info.json`` (the split's shard lengths and file-name template, via
-``SplitInfo.file_instructions``), never from a directory listing: files that
-are not (or no longer) part of the published dataset are never read. Episode
-``i`` of the split is record ``i - first`` of the shard whose episodes
-``first..`` hold it.
-
-`read_records` reads the serialized ``tf.train.Example`` of chosen episodes
-(in the order given; repeats allowed) or of all, as a ``tf.data.Dataset`` of
-scalar strings:
-
-- tfrecord shards: a run of consecutive episodes is read from the byte
-  offset of its first record (the offsets come from a scan of the record
-  headers of the shards involved: one 12-byte read per record), so reading
-  a few episodes does not read the records before them. TensorFlow's own
-  TFRecord reader reads from that offset (``tf.raw_ops.TFRecordDatasetV2``'s
-  ``byte_offsets``) and checks every record's checksums.
-- array_record shards: random access with ArrayRecord's reader.
-
-Example:
-  >>> import rlds_lite
-  >>> from rlds_lite import synthetic
-  >>> path = synthetic.dataset(5, seed=0)
-  >>> files = split_files(rlds_lite.open(path).builder, 'train')
-  >>> files.num_episodes, files.shard_names
-  (5, ('toy-train.tfrecord-00000',))
-  >>> len(list(read_records(files, [1, 3])))
-  2
+Shards come from ``dataset_info.json``, never a directory listing; how runs of
+episodes are read from byte offsets: ``docs/episodes.md``.
 """
 
 import dataclasses
@@ -52,19 +26,19 @@ _ARRAY_RECORD_CHUNK = 64
 class SplitFiles:
   """The shard files of one split, in split order.
 
-  Attributes:
-    paths: the shard files (full paths).
-    lengths: the number of episodes in each shard.
-    file_format: ``'tfrecord'`` or ``'array_record'``.
-    label: names the dataset and split in error messages.
+    Attributes:
+      paths: the shard files (full paths).
+      lengths: the number of episodes in each shard.
+      file_format: ``'tfrecord'`` or ``'array_record'``.
+      label: names the dataset and split in error messages.
 
-  Example:
-    >>> files = SplitFiles(('/d/toy-train-0', '/d/toy-train-1'), (2, 3),
-    ...                    'tfrecord', label='toy train')
-    >>> files.num_episodes, files.starts.tolist()
-    (5, [0, 2])
-    >>> [a.tolist() for a in files.locate([1, 2])]  # (shard, record) of each.
-    [[0, 1], [1, 0]]
+    Example:
+      >>> files = SplitFiles(('/d/toy-train-0', '/d/toy-train-1'), (2, 3),
+      ...                    'tfrecord', label='toy train')
+      >>> files.num_episodes, files.starts.tolist()
+      (5, [0, 2])
+      >>> [a.tolist() for a in files.locate([1, 2])]  # (shard, record) of each.
+      [[0, 1], [1, 0]]
   """
   paths: Tuple[str, ...]
   lengths: Tuple[int, ...]
@@ -118,22 +92,17 @@ class SplitFiles:
 def split_files(builder: tfds.core.DatasetBuilder, split: str) -> SplitFiles:
   """The shard files of ``split`` (a plain split name), from the dataset info.
 
-  Raises:
-    ValueError: for an unknown split, a sliced split (``'train[:10]'``), or
-      a file format other than tfrecord and array_record.
-
-  Example:
-    >>> import tempfile
-    >>> import rlds_lite
-    >>> from rlds_lite import synthetic
-    >>> from rlds_lite.tfds import EpisodeWriter
-    >>> with EpisodeWriter(tempfile.mkdtemp(), 'toy', {'steps': {'x': np.int32}},
-    ...                    max_episodes_per_file=2) as writer:
-    ...   writer.add_episodes({'steps': {'x': [i], 'is_terminal': [True]}}
-    ...                       for i in range(3))
-    >>> files = split_files(rlds_lite.open(writer.path).builder, 'train')
-    >>> files.shard_names, files.lengths
-    (('toy-train.tfrecord-00000', 'toy-train.tfrecord-00001'), (2, 1))
+    Example:
+      >>> import tempfile
+      >>> import rlds_lite
+      >>> from rlds_lite.tfds import EpisodeWriter
+      >>> with EpisodeWriter(tempfile.mkdtemp(), 'toy', {'steps': {'x': np.int32}},
+      ...                    max_episodes_per_file=2) as writer:
+      ...   writer.add_episodes({'steps': {'x': [i], 'is_terminal': [True]}}
+      ...                       for i in range(3))
+      >>> files = split_files(rlds_lite.open(writer.path).builder, 'train')
+      >>> files.shard_names, files.lengths
+      (('toy-train.tfrecord-00000', 'toy-train.tfrecord-00001'), (2, 1))
   """
   splits = builder.info.splits
   if not isinstance(split, str) or split not in splits:
@@ -159,31 +128,20 @@ def split_files(builder: tfds.core.DatasetBuilder, split: str) -> SplitFiles:
 
 
 def record_offsets(path: str, expected: Optional[int] = None) -> np.ndarray:
-  """The byte offset of every record of a TFRecord file, then its end.
+  """The byte offsets of every record of a TFRecord file, then its end (``n + 1``).
 
-  Only the 12-byte record headers are read.
+    Reads only the 12-byte record headers; ``expected`` is the record count
+    the dataset info gives (another count, or a cut-off record, is a
+    ValueError naming the file).
 
-  Args:
-    path: an uncompressed TFRecord file.
-    expected: the number of records the dataset info gives it; a different
-      count is an error.
-
-  Returns:
-    An int64 array of ``n + 1`` offsets: where each of the ``n`` records
-    starts, then the end of the last one.
-
-  Raises:
-    ValueError: if the file ends inside a record or holds another number of
-      records than ``expected`` (the message names the file).
-
-  Example:
-    >>> import os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), 'x.tfrecord')
-    >>> with tf.io.TFRecordWriter(path) as writer:
-    ...   for record in [b'a', b'bbb', b'']:
-    ...     writer.write(record)
-    >>> record_offsets(path).tolist()
-    [0, 17, 36, 52]
+    Example:
+      >>> import os, tempfile
+      >>> path = os.path.join(tempfile.mkdtemp(), 'x.tfrecord')
+      >>> with tf.io.TFRecordWriter(path) as writer:
+      ...   for record in [b'a', b'bbb', b'']:
+      ...     writer.write(record)
+      >>> record_offsets(path).tolist()
+      [0, 17, 36, 52]
   """
   offsets: List[int] = []
   size = tf.io.gfile.stat(path).length
@@ -225,13 +183,9 @@ def _runs(shards: np.ndarray, records: np.ndarray
 def checked_indices(files: SplitFiles, indices: Sequence[int]) -> np.ndarray:
   """``indices`` as an int64 array; an error for non-ints or out of range.
 
-  Example:
-    >>> checked_indices(SplitFiles(('a',), (3,), 'tfrecord', 'toy'), [2, 0])
-    array([2, 0])
-    >>> checked_indices(SplitFiles(('a',), (3,), 'tfrecord', 'toy'), [3])
-    Traceback (most recent call last):
-    ...
-    IndexError: episode index 3 is out of range: toy has 3 episodes.
+    Example:
+      >>> checked_indices(SplitFiles(('a',), (3,), 'tfrecord', 'toy'), [2, 0])
+      array([2, 0])
   """
   array = np.asarray(indices)
   if array.ndim != 1 or not (array.dtype.kind in 'iu' or len(array) == 0):
@@ -299,31 +253,25 @@ def read_records(files: SplitFiles,
                  indices: Optional[Sequence[int]] = None) -> tf.data.Dataset:
   """The serialized episodes of a split, in the order of ``indices``.
 
-  Args:
-    files: the split's shards (`split_files`).
-    indices: split indices, in the order to read them (repeats are read
-      again); None reads every episode in split order.
+    Args:
+      files: the split's shards (`split_files`).
+      indices: split indices (repeats are read again); None: every episode.
 
-  Returns:
-    A ``tf.data.Dataset`` of scalar ``tf.string`` records.
+    Returns:
+      A ``tf.data.Dataset`` of scalar ``tf.string`` records.
 
-  Raises:
-    IndexError: for an index outside the split.
-    TypeError: for indices that are not integers.
-    ValueError: for a shard whose records do not match the dataset info.
-
-  Example:
-    >>> import tempfile
-    >>> import rlds_lite
-    >>> from rlds_lite.tfds import EpisodeWriter
-    >>> with EpisodeWriter(tempfile.mkdtemp(), 'toy', {'steps': {'x': np.int32}},
-    ...                    max_episodes_per_file=2) as writer:
-    ...   writer.add_episodes({'steps': {'x': [i], 'is_terminal': [True]}}
-    ...                       for i in range(3))
-    >>> files = split_files(rlds_lite.open(writer.path).builder, 'train')
-    >>> every = [r.numpy() for r in read_records(files)]
-    >>> [r.numpy() for r in read_records(files, [2, 0])] == [every[2], every[0]]
-    True
+    Example:
+      >>> import tempfile
+      >>> import rlds_lite
+      >>> from rlds_lite.tfds import EpisodeWriter
+      >>> with EpisodeWriter(tempfile.mkdtemp(), 'toy', {'steps': {'x': np.int32}},
+      ...                    max_episodes_per_file=2) as writer:
+      ...   writer.add_episodes({'steps': {'x': [i], 'is_terminal': [True]}}
+      ...                       for i in range(3))
+      >>> files = split_files(rlds_lite.open(writer.path).builder, 'train')
+      >>> every = [r.numpy() for r in read_records(files)]
+      >>> [r.numpy() for r in read_records(files, [2, 0])] == [every[2], every[0]]
+      True
   """
   if indices is not None:
     indices = checked_indices(files, indices)

@@ -1,30 +1,7 @@
 """Read only chosen episodes of a split: ``rlds_lite.load(..., episodes=...)``.
 
-``episodes`` is one of:
-
-- a list (or array) of episode indices: read in that order (repeats are
-  read again);
-- an EXPR over the catalog's columns (``'length > 20 and terminated'``) or a
-  function of a catalog row (a dict) returning a truth value: the matching
-  episodes in split order (the catalog is built once and cached; its
-  ``return`` follows ``last_step``, and an EXPR naming ``return`` or a
-  function warns once if ``'invalid'`` leaves non-zero last rewards out);
-- a `Catalog` (e.g. ``catalog.select(...).sort('return')``): its ``index``
-  column, in its row order.
-
-Only the chosen episodes' records are read and decoded (see
-`rlds_lite.catalog.records`); ``dense`` works as in `rlds_lite.load`.
-
-Example:
-  >>> import rlds_lite
-  >>> from rlds_lite import synthetic
-  >>> path = synthetic.dataset(num_episodes=6, seed=0)
-  >>> chosen = rlds_lite.load(path, dense=True, episodes=[4, 1])
-  >>> [int(e['episode_id']) for e in chosen]
-  [4, 1]
-  >>> chosen = rlds_lite.load(path, episodes='terminated')
-  >>> [int(e['episode_id']) for e in chosen]
-  [0, 4]
+``episodes`` is a list of indices, an EXPR, a function of a catalog row, or a
+`Catalog` (docs/episodes.md).
 """
 
 import logging
@@ -83,22 +60,13 @@ def episode_indices(episodes: Episodes, builder: tfds.core.DatasetBuilder,
                     progress: Optional[bool] = None) -> np.ndarray:
   """The split indices ``episodes`` chooses, in the order to read them.
 
-  ``last_step`` says what the catalog's ``return`` sums for an EXPR or a
-  function (see `rlds_lite.catalog.episodes`).
-
-  Raises:
-    ExpressionError: for a bad EXPR (unknown columns are listed).
-    IndexError: for an index outside the split.
-    TypeError: for something else than the forms above.
-    ValueError: for a catalog of another dataset or split.
-
-  Example:
-    >>> import rlds_lite
-    >>> from rlds_lite import synthetic
-    >>> path = synthetic.dataset(num_episodes=6, seed=0)
-    >>> builder = rlds_lite.open(path).builder
-    >>> episode_indices('length < 20', builder, 'train', progress=False)
-    array([0, 5])
+    Example:
+      >>> import rlds_lite
+      >>> from rlds_lite import synthetic
+      >>> path = synthetic.dataset(num_episodes=6, seed=0)
+      >>> builder = rlds_lite.open(path).builder
+      >>> episode_indices('length < 20', builder, 'train', progress=False)
+      array([0, 5])
   """
   files = records_lib.split_files(builder, split)
   if isinstance(episodes, table.Catalog):
@@ -136,30 +104,23 @@ def load_episodes(builder: tfds.core.DatasetBuilder, split: str,
                   progress: Optional[bool] = None) -> tf.data.Dataset:
   """The chosen episodes of ``split``, as `rlds_lite.load` gives episodes.
 
-  Args:
-    builder: the dataset's TFDS builder.
-    split: a plain split name.
-    episodes: which episodes (see the module docstring).
-    dense: steps as dicts of ``[T, ...]`` tensors instead of datasets.
-    last_step: what ``return`` sums in an EXPR or function (``'invalid'``:
-      every step but the last, RLDS; ``'valid'``: every step).
-    step_fields: with ``dense``, keep and decode only these step fields
-      (``rlds_lite.decoding.decode_steps``).
-    progress: the catalog's progress bar, if one is built (None: on a
-      terminal only).
+    Args:
+      builder: the dataset's TFDS builder.
+      split: a plain split name.
+      episodes: which episodes (indices, EXPR, function or `Catalog`).
+      dense: steps as dicts of ``[T, ...]`` tensors instead of datasets.
+      last_step: what ``return`` sums in an EXPR or function.
+      step_fields: with ``dense``, keep and decode only these step fields.
+      progress: the catalog's progress bar, if one is built.
 
-  Returns:
-    A ``tf.data.Dataset`` of episodes (possibly empty: then a warning is
-    logged, logger ``'rlds_lite'``).
-
-  Example:
-    >>> import rlds_lite
-    >>> from rlds_lite import synthetic
-    >>> path = synthetic.dataset(num_episodes=6, seed=0)
-    >>> builder = rlds_lite.open(path).builder
-    >>> episodes = load_episodes(builder, 'train', [5, 0], dense=True)
-    >>> [int(e['steps']['reward'].shape[0]) for e in episodes]
-    [10, 5]
+    Example:
+      >>> import rlds_lite
+      >>> from rlds_lite import synthetic
+      >>> path = synthetic.dataset(num_episodes=6, seed=0)
+      >>> builder = rlds_lite.open(path).builder
+      >>> episodes = load_episodes(builder, 'train', [5, 0], dense=True)
+      >>> [int(e['steps']['reward'].shape[0]) for e in episodes]
+      [10, 5]
   """
   indices = episode_indices(episodes, builder, split, last_step=last_step,
                             progress=progress)

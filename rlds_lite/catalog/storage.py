@@ -1,34 +1,4 @@
-"""Cache episode catalogs next to the dataset they describe.
-
-A catalog file is
-``<dataset_dir>/rlds_lite_catalog/<split>-<last_step>-<key>.npz`` (a
-`Catalog` in pickle-free ``.npz``), where ``dataset_dir`` holds
-``dataset_info.json`` and ``last_step`` is ``invalid`` or ``valid`` (what
-``return`` sums). The key is the statistics cache's key
-(`rlds_lite.stats.cache.cache_key`: the dataset's directory and the name,
-size and modification time of its files, with the split and ``last_step``),
-so rewriting or appending to the dataset changes it, exactly as it
-invalidates cached statistics. Files are published whole, one writer at a
-time (`rlds_lite.atomic_output`: locked, flushed, a killed writer's hidden
-file removed by the next writer), and older catalogs of the same split and
-``last_step`` in that folder are removed. When the dataset directory is
-read-only, catalogs go to ``$RLDS_LITE_CACHE_DIR/catalog`` or
-``~/.cache/rlds_lite/catalog``.
-
-Example:
-  >>> import tempfile
-  >>> import numpy as np
-  >>> from rlds_lite.catalog.table import Catalog
-  >>> d = tempfile.mkdtemp()
-  >>> key = catalog_key(d, 'train')
-  >>> read(d, 'train', key) is None
-  True
-  >>> path = write(d, 'train', key, Catalog({'index': np.arange(3)}))
-  >>> os.path.relpath(path, d) == f'rlds_lite_catalog/train-invalid-{key}.npz'
-  True
-  >>> len(read(d, 'train', key))
-  3
-"""
+"""Cache episode catalogs next to the dataset they describe (docs/episodes.md, "Cache")."""
 
 import hashlib
 import os
@@ -68,16 +38,14 @@ def catalog_key(dataset_dir: str, split: str,
                 last_step: str = 'invalid') -> str:
   """The key of a split's catalog: changes when the dataset's files change.
 
-  Example:
-    >>> import tempfile
-    >>> d = tempfile.mkdtemp()
-    >>> before = catalog_key(d, 'train')
-    >>> with open(os.path.join(d, 'new-shard'), 'w') as f:
-    ...   _ = f.write('x')
-    >>> catalog_key(d, 'train') != before, len(before)
-    (True, 16)
-    >>> catalog_key(d, 'train', 'valid') != catalog_key(d, 'train')
-    True
+    Example:
+      >>> import tempfile
+      >>> d = tempfile.mkdtemp()
+      >>> before = catalog_key(d, 'train')
+      >>> with open(os.path.join(d, 'new-shard'), 'w') as f:
+      ...   _ = f.write('x')
+      >>> catalog_key(d, 'train') != before, len(before)
+      (True, 16)
   """
   return stats_cache.cache_key(dataset_dir, {'catalog': FORMAT_VERSION,
                                              'split': split,
@@ -139,17 +107,14 @@ def _write_atomically(path: str, catalog: table.Catalog) -> None:
 
 def write(dataset_dir: str, split: str, key: str,
           catalog: table.Catalog, last_step: str = 'invalid') -> str:
-  """Writes the catalog (dataset dir first, else the fallback); its path.
+  """Writes the catalog (dataset dir first, else the fallback); returns its path.
 
-  Raises:
-    OSError: if neither place is writable.
-
-  Example:
-    >>> import tempfile
-    >>> d = tempfile.mkdtemp()
-    >>> path = write(d, 'test', 'k' * 16, table.Catalog({'index': [0]}))
-    >>> os.path.basename(path)
-    'test-invalid-kkkkkkkkkkkkkkkk.npz'
+    Example:
+      >>> import tempfile
+      >>> d = tempfile.mkdtemp()
+      >>> path = write(d, 'test', 'k' * 16, table.Catalog({'index': [0]}))
+      >>> os.path.basename(path), len(read(d, 'test', 'k' * 16))
+      ('test-invalid-kkkkkkkkkkkkkkkk.npz', 1)
   """
   errors = []
   for path in _candidates(dataset_dir, split, key, last_step):

@@ -1,27 +1,4 @@
-"""`Catalog`: a small table with one row per episode, as NumPy columns.
-
-A catalog is what `rlds_lite.catalog.episodes` builds for a split of a
-dataset (see `rlds_lite.catalog.build` for the columns). This module holds
-the table itself: columns (1-D NumPy arrays: numbers, booleans, ``str``; an
-object array of string tuples for a column with several strings per episode,
-like the language instructions), rows as dicts, `Catalog.select` (an EXPR, a
-predicate over rows or a boolean mask), `Catalog.sort`, JSON-ready records, a
-text table, and a pickle-free ``.npz`` form (`Catalog.save` /
-`Catalog.read`).
-
-A column is named by its full path (``episode_metadata/success``) or, when
-no other column ends the same way, by its last part (``success``).
-
-Example:
-  >>> import numpy as np
-  >>> catalog = Catalog({'index': np.arange(3), 'length': np.array([12, 40, 25]),
-  ...                    'episode_metadata/success': np.array([True, False, True])})
-  >>> picked = catalog.select('success and length > 20')
-  >>> picked['index'].tolist(), len(catalog)
-  ([2], 3)
-  >>> catalog.sort('length', descending=True).to_records()[0]
-  {'index': 1, 'length': 40, 'episode_metadata/success': False}
-"""
+"""`Catalog`: a small table with one row per episode, as NumPy columns."""
 
 import io
 import json
@@ -86,23 +63,22 @@ def _cell_text(value: Any) -> str:
 
 
 class Catalog:
-  """One row per episode; columns are NumPy arrays of equal length.
+  """One row per episode; columns are 1-D NumPy arrays of equal length.
 
-  Args:
-    columns: column name -> values (1-D; several strings per row as tuples).
-    info: what the catalog describes (dataset, split, which feature each
-      column comes from, ...); JSON-ready.
+    A column is named by its full path (``episode_metadata/success``) or a
+    unique last part (``success``).
 
-  Raises:
-    ValueError: if the columns differ in length.
+    Args:
+      columns: column name -> values (several strings per row as tuples).
+      info: what the catalog describes (dataset, split, ...); JSON-ready.
 
-  Example:
-    >>> Catalog({'index': [0, 1], 'length': [3, 12]}, {'split': 'train'})
-    Catalog(2 episodes; columns: index, length)
-    >>> Catalog({'index': [0, 1], 'length': [3]})
-    Traceback (most recent call last):
-    ...
-    ValueError: Catalog: columns differ in length: {'index': 2, 'length': 1}.
+    Example:
+      >>> catalog = Catalog({'index': np.arange(3), 'length': np.array([12, 40, 25]),
+      ...                    'episode_metadata/success': np.array([True, False, True])})
+      >>> catalog
+      Catalog(3 episodes; columns: index, length, episode_metadata/success)
+      >>> catalog.select('success and length > 20')['index'].tolist()
+      [2]
   """
 
   def __init__(self, columns: Mapping[str, Any],
@@ -137,15 +113,11 @@ class Catalog:
     return dict(self._info)
 
   def resolve(self, name: str) -> str:
-    """The full name of column ``name`` (exact, or a unique last part).
+    """The full name of column ``name`` (exact, or a unique last part); else a KeyError.
 
-    Raises:
-      KeyError: for an unknown or ambiguous name (the message lists the
-        columns).
-
-    Example:
-      >>> Catalog({'episode_metadata/success': [True]}).resolve('success')
-      'episode_metadata/success'
+        Example:
+          >>> Catalog({'episode_metadata/success': [True]}).resolve('success')
+          'episode_metadata/success'
     """
     if name in self._columns:
       return name
@@ -270,26 +242,14 @@ class Catalog:
     return mask
 
   def select(self, where: Where) -> 'Catalog':
-    """The rows matching ``where``, in order.
+    """The rows matching ``where`` (an EXPR, a function of a row, or a mask), in order.
 
-    Args:
-      where: an EXPR (``'length > 20 and terminated'``; see
-        `rlds_lite.catalog.expression`), a function of a row dict returning
-        a truth value, or a boolean mask with one entry per row.
-
-    Returns:
-      A new `Catalog`.
-
-    Raises:
-      ExpressionError: for a bad EXPR (a ValueError; unknown columns are
-        listed).
-
-    Example:
-      >>> c = Catalog({'index': [0, 1, 2], 'task': ['pick', 'place', 'pick']})
-      >>> c.select("task == 'pick'")['index'].tolist()
-      [0, 2]
-      >>> c.select(lambda row: row['index'] > 0)['index'].tolist()
-      [1, 2]
+        Example:
+          >>> c = Catalog({'index': [0, 1, 2], 'task': ['pick', 'place', 'pick']})
+          >>> c.select("task == 'pick'")['index'].tolist()
+          [0, 2]
+          >>> c.select(lambda row: row['index'] > 0)['index'].tolist()
+          [1, 2]
     """
     return self.take(np.flatnonzero(self.mask(where)))
 
@@ -370,17 +330,14 @@ class Catalog:
 
   # Storage (no pickle).
   def save(self, file: Union[str, os.PathLike, io.IOBase]) -> None:
-    """Writes the catalog as ``.npz`` (readable with ``allow_pickle=False``).
+    """Writes the catalog as pickle-free ``.npz``; `read` restores the columns exactly.
 
-    Strings are stored as UTF-8 bytes plus offsets, tuples of strings as their
-    strings plus per-row offsets; `read` restores the columns exactly.
-
-    Example:
-      >>> import os, tempfile
-      >>> path = os.path.join(tempfile.mkdtemp(), 'catalog.npz')
-      >>> Catalog({'index': [0, 1]}).save(path)
-      >>> Catalog.read(path)['index'].tolist()
-      [0, 1]
+        Example:
+          >>> import os, tempfile
+          >>> path = os.path.join(tempfile.mkdtemp(), 'catalog.npz')
+          >>> Catalog({'index': [0, 1]}).save(path)
+          >>> Catalog.read(path)['index'].tolist()
+          [0, 1]
     """
     arrays: Dict[str, np.ndarray] = {}
     layout = []

@@ -1,18 +1,9 @@
-"""Camera frames: decoding at the size needed, image fields, augmentation.
+"""Camera frames: batched decoding at the size needed, image fields, augmentation.
 
-Per-frame operations (as dlimp keeps them apart from whole-trajectory ops):
-
-* ``decode_frames`` / ``decode_images``: batched decoding of encoded frames
-  (JPEG with libjpeg's DCT scaling when the output size allows, PNG),
-  optionally resized, identical frames decoded once (``dedupe``);
-* ``image_specs`` / ``load_encoded``: the image fields of a TFDS RLDS
-  dataset, and its dense episodes with frames left encoded;
-  ``first_bad_frame`` finds the field and step of a frame that does not
-  decode (the readers' damage errors name them with it:
-  ``rlds_lite.diagnosis.named_read_errors``, behind ``rlds_lite.validate``);
-* ``augment_images`` / ``augment_batches``: random resized crops and
-  brightness / contrast / saturation / hue jitter of whole batches,
-  vectorised and seeded.
+``decode_frames`` / ``decode_images`` decode, ``image_specs`` /
+``load_encoded`` / ``first_bad_frame`` read a dataset's image fields, and
+``augment_images`` / ``augment_batches`` augment whole batches; see
+``docs/images.md``.
 
 Example:
   >>> import numpy as np, tensorflow as tf

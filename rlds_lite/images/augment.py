@@ -1,27 +1,4 @@
-"""Image augmentation of whole batches: vectorised, seeded, deterministic.
-
-``augment_images`` applies, to a batch of frames ``[B, ..., h, w, c]``, a
-random resized crop (``tf.image.crop_and_resize``, one box per sample),
-then brightness, contrast, saturation and hue jitter (``tf.image``'s
-definitions, with one random factor per sample broadcast over the batch):
-one op per transform for the whole batch, no per-image ``map``. The
-frames of a sample (its history, ``...``) get the same parameters. Random
-draws are stateless (``tf.random.stateless_*``): the same seed gives the
-same batch, eagerly or in a ``tf.data`` map. ``augment_batches`` augments
-the image fields of any batch pipeline with a new seed per batch (from
-``seed``, and new every epoch).
-
-Example:
-  >>> import numpy as np, tensorflow as tf
-  >>> frames = tf.constant(np.full([4, 2, 8, 8, 3], 100, np.uint8))
-  >>> out = augment_images(frames, seed=0, crop_scale=(0.5, 1.0),
-  ...                      brightness=0.1, contrast=0.2)
-  >>> out.shape, out.dtype
-  (TensorShape([4, 2, 8, 8, 3]), tf.uint8)
-  >>> bool(tf.reduce_all(out == augment_images(
-  ...     frames, seed=0, crop_scale=(0.5, 1.0), brightness=0.1, contrast=0.2)))
-  True
-"""
+"""Seeded, vectorised augmentation of whole image batches (crops and color jitter)."""
 
 import math
 from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple
@@ -37,19 +14,16 @@ __all__ = ['AugmentParams', 'augment_batches', 'augment_images',
 class AugmentParams(NamedTuple):
   """Per-sample parameters (leading axis ``B``) of ``augment_images``.
 
-  Attributes:
-    boxes: ``[B, 4]`` crop boxes ``(y1, x1, y2, x2)`` in ``[0, 1]``.
-    brightness: ``[B]`` deltas added (on the ``[0, 1]`` scale).
-    contrast: ``[B]`` contrast factors.
-    saturation: ``[B]`` saturation factors.
-    hue: ``[B]`` hue deltas (fractions of a turn).
+    Attributes:
+      boxes: ``[B, 4]`` crop boxes ``(y1, x1, y2, x2)`` in ``[0, 1]``.
+      brightness, contrast, saturation, hue: ``[B]`` deltas or factors.
 
-  Example:
-    >>> params = draw_params(2, seed=0, brightness=0.1)
-    >>> params._fields
-    ('boxes', 'brightness', 'contrast', 'saturation', 'hue')
-    >>> params.boxes.numpy().tolist(), params.contrast.numpy().tolist()
-    ([[0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 1.0]], [1.0, 1.0])
+    Example:
+      >>> params = draw_params(2, seed=0, brightness=0.1)
+      >>> params._fields
+      ('boxes', 'brightness', 'contrast', 'saturation', 'hue')
+      >>> params.boxes.numpy().tolist(), params.contrast.numpy().tolist()
+      ([[0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 1.0]], [1.0, 1.0])
   """
   boxes: tf.Tensor
   brightness: tf.Tensor
@@ -88,19 +62,16 @@ def draw_params(batch_size: Any, seed: Any, *,
                 crop_ratio: Tuple[float, float] = (3 / 4, 4 / 3),
                 brightness: float = 0.0, contrast: float = 0.0,
                 saturation: float = 0.0, hue: float = 0.0) -> AugmentParams:
-  """The random parameters of a batch (see ``augment_images``).
+  """The random parameters of a batch of ``batch_size`` samples (see ``augment_images``).
 
-  A crop keeps a fraction ``U(crop_scale)`` of the area with aspect ratio
-  ``exp(U(log crop_ratio))`` (both clipped to fit), at a uniform position
-  (no crop: the whole frame). Brightness deltas are ``U(-brightness,
-  brightness)``, contrast and saturation factors ``U(1 - x, 1 + x)``, hue
-  deltas ``U(-hue, hue)``.
+    Crops keep ``U(crop_scale)`` of the area at aspect ratio
+    ``exp(U(log crop_ratio))``; jitters are uniform in ``±`` their option.
 
-  Example:
-    >>> params = draw_params(3, seed=1, crop_scale=(0.25, 0.25),
-    ...                      crop_ratio=(1.0, 1.0))
-    >>> (params.boxes[:, 2:] - params.boxes[:, :2]).numpy().round(3).tolist()
-    [[0.5, 0.5], [0.5, 0.5], [0.5, 0.5]]
+    Example:
+      >>> params = draw_params(3, seed=1, crop_scale=(0.25, 0.25),
+      ...                      crop_ratio=(1.0, 1.0))
+      >>> (params.boxes[:, 2:] - params.boxes[:, :2]).numpy().round(3).tolist()
+      [[0.5, 0.5], [0.5, 0.5], [0.5, 0.5]]
   """
   seeds = tf.unstack(tf.random.experimental.stateless_split(_seed(seed), 8))
   uniform = lambda i, low, high: tf.random.stateless_uniform(  # pylint: disable=g-long-lambda
@@ -144,27 +115,18 @@ def _per_frame(values: tf.Tensor, frames_per_sample: tf.Tensor) -> tf.Tensor:
 
 def apply_params(images: tf.Tensor, params: AugmentParams,
                  size: Optional[Tuple[int, int]] = None) -> tf.Tensor:
-  """``images`` ``[B, ..., h, w, c]`` augmented with ``params``.
+  """``images`` ``[B, ..., h, w, c]`` augmented with ``params``, resized to ``size``.
 
-  Args:
-    images: uint8 (or float in ``[0, 1]``) frames; ``c`` is 3 for the color
-      jitters (saturation, hue), any for the others.
-    params: from ``draw_params`` (leading axis ``B``).
-    size: output ``(height, width)`` (default: the input's).
-
-  Returns:
-    The frames, same dtype, ``[B, ..., *size, c]``.
-
-  Example:
-    >>> import numpy as np
-    >>> params = AugmentParams(
-    ...     boxes=tf.constant([[0.0, 0.0, 1.0, 1.0]] * 2),
-    ...     brightness=tf.constant([0.2, 0.0]), contrast=tf.ones([2]),
-    ...     saturation=tf.ones([2]), hue=tf.zeros([2]))
-    >>> out = apply_params(np.full([2, 4, 4, 3], 100, np.uint8), params,
-    ...                    size=(2, 2))
-    >>> out.shape, out[:, 0, 0, 0].numpy().tolist()  # +0.2 * 255 on sample 0.
-    (TensorShape([2, 2, 2, 3]), [151, 100])
+    Example:
+      >>> import numpy as np
+      >>> params = AugmentParams(
+      ...     boxes=tf.constant([[0.0, 0.0, 1.0, 1.0]] * 2),
+      ...     brightness=tf.constant([0.2, 0.0]), contrast=tf.ones([2]),
+      ...     saturation=tf.ones([2]), hue=tf.zeros([2]))
+      >>> out = apply_params(np.full([2, 4, 4, 3], 100, np.uint8), params,
+      ...                    size=(2, 2))
+      >>> out.shape, out[:, 0, 0, 0].numpy().tolist()  # +0.2 * 255 on sample 0.
+      (TensorShape([2, 2, 2, 3]), [151, 100])
   """
   images = tf.convert_to_tensor(images)
   dtype = images.dtype
@@ -209,31 +171,22 @@ def augment_images(images: tf.Tensor, seed: Any, *,
                    saturation: float = 0.0, hue: float = 0.0) -> tf.Tensor:
   """A batch of frames ``[B, ..., h, w, c]``, randomly cropped and jittered.
 
-  One set of parameters per sample (``draw_params``), the same for all its
-  frames (the ``...`` axes, e.g. a history). With every argument at its
-  default the frames come back unchanged (a uint8 round trip is exact).
+    Args:
+      images: uint8 frames (or float in ``[0, 1]``).
+      seed: an int or a shape-``[2]`` int tensor.
+      size: output ``(height, width)`` (default: the input size).
+      crop_scale: ``(low, high)`` area fraction of a random resized crop
+        (None: no crop); crop_ratio: its aspect ratio range.
+      brightness, contrast, saturation, hue: maximal jitters.
 
-  Args:
-    images: uint8 frames (or float in ``[0, 1]``).
-    seed: an int or a shape-``[2]`` int tensor.
-    size: output ``(height, width)``: the crop is resized to it (default:
-      the input size; without a crop this is a plain resize).
-    crop_scale: ``(low, high)`` fraction of the area kept by a random
-      resized crop (None: no crop), e.g. ``(0.8, 1.0)`` as Octo.
-    crop_ratio: ``(low, high)`` aspect ratio (width / height) of the crop.
-    brightness: maximal brightness delta (``[0, 1]`` scale).
-    contrast: maximal relative contrast change (``[0, 1]``).
-    saturation: maximal relative saturation change (``[0, 1]``).
-    hue: maximal hue shift in turns (``[0, 0.5]``).
+    Returns:
+      The augmented frames, same dtype.
 
-  Returns:
-    The augmented frames, same dtype.
-
-  Example:
-    >>> import numpy as np
-    >>> frames = np.random.default_rng(0).integers(0, 255, (2, 6, 6, 3), np.uint8)
-    >>> bool(tf.reduce_all(augment_images(frames, seed=3) == frames))
-    True
+    Example:
+      >>> import numpy as np
+      >>> frames = np.random.default_rng(0).integers(0, 255, (2, 6, 6, 3), np.uint8)
+      >>> bool(tf.reduce_all(augment_images(frames, seed=3) == frames))
+      True
   """
   images = tf.convert_to_tensor(images)
   if images.shape.rank is not None and images.shape.rank < 4:
@@ -256,34 +209,23 @@ def augment_batches(batches: tf.data.Dataset,
                     seed: Optional[int] = None,
                     num_parallel_calls: Optional[int] = tf.data.AUTOTUNE,
                     **options: Any) -> tf.data.Dataset:
-  """``batches`` with their image fields augmented (``augment_images``).
+  """``batches`` with their image fields augmented (``augment_images``), a seed per batch.
 
-  Each batch gets its own seed, drawn from ``seed`` (reproducible) and new
-  every epoch. Fields of the same camera (same last path component, e.g.
-  ``observation/image_primary`` and ``goal/image_primary``) share their
-  parameters per sample; different cameras get different ones.
+    Args:
+      batches: a dataset of (nested) dicts of batched tensors.
+      keys: paths of the image fields (default: every uint8 image-like field).
+      seed: the seed (None: random).
+      num_parallel_calls: parallelism of the ``map``.
+      **options: ``augment_images``' options.
 
-  Args:
-    batches: a dataset of (nested) dicts of batched tensors.
-    keys: paths of the image fields (``'observation/image_primary'``);
-      default: every uint8 field of rank >= 4 with 1, 3 or 4 channels (a
-      ValueError if there is none: name float frames here).
-    seed: the seed (None: random).
-    num_parallel_calls: parallelism of the ``map``.
-    **options: ``augment_images``' options (``crop_scale``, ``brightness``,
-      ...).
-
-  Returns:
-    The augmented batches.
-
-  Example:
-    >>> import numpy as np
-    >>> batch = {'observation': {'image': np.zeros([2, 4, 4, 3], np.uint8)},
-    ...          'action': np.zeros([2, 1], np.float32)}
-    >>> ds = augment_batches(tf.data.Dataset.from_tensors(batch).repeat(2),
-    ...                      seed=0, brightness=0.5)
-    >>> [b['observation']['image'].shape.as_list() for b in ds]
-    [[2, 4, 4, 3], [2, 4, 4, 3]]
+    Example:
+      >>> import numpy as np
+      >>> batch = {'observation': {'image': np.zeros([2, 4, 4, 3], np.uint8)},
+      ...          'action': np.zeros([2, 1], np.float32)}
+      >>> ds = augment_batches(tf.data.Dataset.from_tensors(batch).repeat(2),
+      ...                      seed=0, brightness=0.5)
+      >>> [b['observation']['image'].shape.as_list() for b in ds]
+      [[2, 4, 4, 3], [2, 4, 4, 3]]
   """
   spec = batches.element_spec
   flat = dict(nest_paths.flatten_with_paths(spec))

@@ -1,40 +1,4 @@
-"""Decoding encoded camera frames: batched, at the size the user needs.
-
-The CPU cost of an image pipeline is decoding (a 256x256 JPEG costs a few
-hundred microseconds; everything else costs tens). This module decodes
-batches of encoded frames (``[N]`` strings, or any shape) in one graph call
-each, with:
-
-* the decoder of the format (``tf.io.decode_jpeg`` / ``decode_png``): the
-  same pixels as TFDS's ``tfds.features.Image`` decoding
-  (``tf.io.decode_image``), which dispatches to them;
-* an optional output size: a JPEG frame is decoded at ``1/2``, ``1/4`` or
-  ``1/8`` scale by libjpeg's DCT scaling when that gives the size exactly
-  (``dct_ratio``; far less work than decoding and resizing), else at the
-  largest such scale above the size and then resized; other formats are
-  resized (``tf.image.resize``, antialiased);
-* ``dedupe=True``: identical encoded frames of a batch (the same step in two
-  samples' histories) decoded once;
-* a frame of another size than its ``ImageSpec`` says fails one assertion
-  naming the field, the spec's size and the frame's (raw frames: a
-  ValueError at once).
-
-Parallelism comes from the pipeline: a ``tf.data`` ``map`` over batches of
-frames with ``num_parallel_calls`` (one frame per ``map`` element costs
-~40% more CPU per frame in ``tf.data`` overhead than a batch of 16 here).
-
-Example:
-  >>> import numpy as np, tensorflow as tf
-  >>> frames = np.zeros([3, 64, 48, 3], np.uint8) + 120
-  >>> encoded = tf.stack([tf.io.encode_jpeg(f) for f in frames])
-  >>> spec = ImageSpec(shape=(64, 48, 3), encoding='jpeg')
-  >>> decode_frames(encoded, spec).shape
-  TensorShape([3, 64, 48, 3])
-  >>> decode_frames(encoded, spec, size=(32, 24)).shape   # DCT scaling, 1/2
-  TensorShape([3, 32, 24, 3])
-  >>> dct_ratio((64, 48), (32, 24)), dct_ratio((64, 48), (30, 30))
-  (2, 1)
-"""
+"""Batched decoding of encoded camera frames, at the output size the user needs."""
 
 import re
 from typing import Any, Dict, Optional, Sequence, Tuple
@@ -57,15 +21,9 @@ Size = Optional[Tuple[int, int]]
 def check_size(size: Any, op: str, name: str = 'size') -> Size:
   """``(height, width)`` of positive ints, or None; else a ValueError.
 
-  ``op`` and ``name`` (the argument's name) start and name the error.
-
-  Example:
-    >>> check_size([64, 48], 'op')
-    (64, 48)
-    >>> check_size(128, 'op', 'image_size')
-    Traceback (most recent call last):
-    ...
-    ValueError: op: image_size must be None or (height, width) of positive ints, got 128.
+    Example:
+      >>> check_size([64, 48], 'op')
+      (64, 48)
   """
   if size is None:
     return None
@@ -93,16 +51,12 @@ def check_method(method: Any, op: str) -> str:
 def dct_ratio(source: Sequence[int], target: Sequence[int]) -> int:
   """The JPEG DCT scaling ratio (1, 2, 4, 8) to decode ``source`` for ``target``.
 
-  The largest ratio ``r`` whose scaled size ``ceil(source / r)`` (libjpeg's)
-  is still at least ``target`` in both dimensions: exactly ``target`` when
-  the ratio allows (no resize needed), else the smallest frame to resize
-  from. 1 when ``target`` is not smaller.
+    The largest ratio whose scaled size (``ceil(source / r)``) is still at
+    least ``target``.
 
-  Example:
-    >>> dct_ratio((256, 256), (128, 128)), dct_ratio((256, 256), (224, 224))
-    (2, 1)
-    >>> dct_ratio((480, 640), (60, 80)), dct_ratio((480, 640), (100, 100))
-    (8, 4)
+    Example:
+      >>> dct_ratio((256, 256), (128, 128)), dct_ratio((256, 256), (224, 224))
+      (2, 1)
   """
   for ratio in DCT_RATIOS:
     if all(-(-s // ratio) >= t for s, t in zip(source[:2], target[:2])):
@@ -134,11 +88,8 @@ def _size_check(spec: ImageSpec, field: Optional[str], image: tf.Tensor,
                 scaled: Tuple[int, int], ratio: int) -> tf.Operation:
   """An assertion that a decoded frame is as large as ``spec`` says.
 
-  TF's own ``EnsureShape`` error names neither the spec nor the DCT scale
-  a JPEG was decoded at. One comparison per frame, the message constant
-  (the frame's decoded shape follows it): about 1.5% more CPU per sample in
-  ``robot_samples_dataset`` (benchmarks/RESULTS.md; a ``tf.cond`` building
-  the message from the JPEG header cost 3-4%).
+    A constant message, one comparison per frame: ~1.5% CPU per sample
+    (benchmarks/RESULTS.md).
   """
   height, width, _ = spec.shape
   shape = tf.shape(image)
@@ -192,41 +143,23 @@ def decode_frames(encoded: tf.Tensor, spec: ImageSpec, size: Size = None, *,
                   field: Optional[str] = None) -> tf.Tensor:
   """Decodes ``[N]`` encoded frames (or resizes raw ``[N, h, w, c]`` ones).
 
-  Args:
-    encoded: ``[N]`` string tensor of encoded frames of ``spec``; or, for
-      ``spec.encoding`` None, the ``[N, h, w, c]`` frames themselves.
-    spec: how the frames are stored.
-    size: ``(height, width)`` of the output, or None for the stored size.
-      JPEG frames use DCT scaling when it gives the size (see
-      ``dct_ratio``); other sizes are resized with ``method``.
-    method: the ``tf.image.resize`` method (antialiased).
-    field: the frames' field path (e.g. ``'observation/image'``), given to
-      the decode ops' name scope: TF's error for a frame that does not
-      decode then names the field (``{{node observation/image/...}}``).
+    Args:
+      encoded: ``[N]`` string tensor of encoded frames of ``spec`` (raw frames
+        for ``spec.encoding`` None).
+      spec: how the frames are stored.
+      size: output ``(height, width)``, or None for the stored size.
+      method: the ``tf.image.resize`` method (antialiased).
+      field: the field path, used as the ops' name scope (errors name it).
 
-  Returns:
-    ``[N, *output_shape(spec, size)]`` frames of ``spec.dtype``.
+    Returns:
+      ``[N, *output_shape(spec, size)]`` frames of ``spec.dtype``.
 
-  Raises:
-    ValueError: for raw frames whose static shape is not ``spec.shape``.
-    tf.errors.InvalidArgumentError: when run, for an encoded frame whose
-      height and width are not ``spec.shape``'s; in a graph (``tf.data``
-      ``map``, ``tf.function``): ``assertion failed: [image field
-      observation/image: its ImageSpec says frames of 32x32 (height x
-      width); ... This frame decodes to (height, width, channels):]
-      [16 16 3]``; eagerly, TF words the same assertion ``Expected
-      'tf.Tensor(False, shape=(), dtype=bool)' to be true. Summarized data:
-      b'image field observation/image: its ImageSpec says ...'`` and the
-      shape (``16, 16, 3``) on the next line. A JPEG decoded DCT-scaled
-      says at which scale. Or from TF's decoder, for a frame that does not
-      decode.
-
-  Example:
-    >>> import numpy as np
-    >>> png = tf.io.encode_png(np.full([4, 4, 1], 7, np.uint8))
-    >>> decode_frames(tf.stack([png, png]), ImageSpec((4, 4, 1), 'png'),
-    ...               size=(2, 2))[:, :, :, 0].numpy().tolist()
-    [[[7, 7], [7, 7]], [[7, 7], [7, 7]]]
+    Example:
+      >>> import numpy as np
+      >>> png = tf.io.encode_png(np.full([4, 4, 1], 7, np.uint8))
+      >>> decode_frames(tf.stack([png, png]), ImageSpec((4, 4, 1), 'png'),
+      ...               size=(2, 2))[:, :, :, 0].numpy().tolist()
+      [[[7, 7], [7, 7]], [[7, 7], [7, 7]]]
   """
   op = 'decode_frames'
   size = check_size(size, op)
@@ -249,17 +182,15 @@ def decode_frames(encoded: tf.Tensor, spec: ImageSpec, size: Size = None, *,
 
 def check_raw_frames(shape: tf.TensorShape, spec: ImageSpec,
                      field: Optional[str], op: str) -> None:
-  """A ValueError if raw ``[N, h, w, c]`` frames are not of ``spec.shape``.
+  """A ValueError if raw frames' static shape ``[N, h, w, c]`` is not ``spec.shape``.
 
-  Only a shape known when the graph is built is checked.
-
-  Example:
-    >>> check_raw_frames(tf.TensorShape([5, 16, 16, 3]),
-    ...                  ImageSpec((32, 32, 3), None), 'observation/image',
-    ...                  'op')
-    Traceback (most recent call last):
-    ...
-    ValueError: op: image field 'observation/image': its ImageSpec says frames of shape (32, 32, 3) but they are (16, 16, 3).
+    Example:
+      >>> check_raw_frames(tf.TensorShape([5, 16, 16, 3]),
+      ...                  ImageSpec((32, 32, 3), None), 'observation/image',
+      ...                  'op')
+      Traceback (most recent call last):
+      ...
+      ValueError: op: image field 'observation/image': its ImageSpec says frames of shape (32, 32, 3) but they are (16, 16, 3).
   """
   frame = shape[1:] if shape.rank is not None else None
   if frame is None or not frame.is_fully_defined():
@@ -310,29 +241,22 @@ def decode_images(values: Dict[str, Any], specs: Dict[str, ImageSpec],
                   dedupe: bool = False) -> Dict[str, Any]:
   """``values`` with the image fields ``specs`` names decoded.
 
-  Args:
-    values: a nested dict; the leaf at each path of ``specs`` (``'a/b'``
-      for ``values['a']['b']``) is a string tensor of any shape (e.g. a
-      batch of histories ``[B, h]``), or raw frames for a spec without
-      encoding.
-    specs: image field path -> ``ImageSpec``.
-    size: output ``(height, width)`` for every field, a dict path ->
-      size (None entries, or missing paths: stored size), or None.
-    method: the resize method (when a resize is needed).
-    dedupe: decode identical encoded frames of a leaf once (e.g. the steps
-      two samples' histories share).
+    Args:
+      values: a nested dict; the leaf at each path of ``specs`` (``'a/b'``)
+        is a string tensor of any shape, or raw frames.
+      specs: image field path -> ``ImageSpec``.
+      size: output ``(height, width)``, a dict path -> size, or None.
+      method: the resize method.
+      dedupe: decode identical encoded frames of a leaf once.
 
-  Returns:
-    A copy of ``values`` whose image leaves are ``[..., h, w, c]`` frames.
-
-  Example:
-    >>> import numpy as np
-    >>> jpeg = tf.io.encode_jpeg(np.zeros([8, 8, 3], np.uint8))
-    >>> batch = {'observation': {'image': tf.stack([[jpeg, jpeg]] * 3)}}
-    >>> out = decode_images(batch, {'observation/image': ImageSpec((8, 8, 3))},
-    ...                     dedupe=True)
-    >>> out['observation']['image'].shape
-    TensorShape([3, 2, 8, 8, 3])
+    Example:
+      >>> import numpy as np
+      >>> jpeg = tf.io.encode_jpeg(np.zeros([8, 8, 3], np.uint8))
+      >>> batch = {'observation': {'image': tf.stack([[jpeg, jpeg]] * 3)}}
+      >>> out = decode_images(batch, {'observation/image': ImageSpec((8, 8, 3))},
+      ...                     dedupe=True)
+      >>> out['observation']['image'].shape
+      TensorShape([3, 2, 8, 8, 3])
   """
   out = _copy_dicts(values)
   for path, spec in specs.items():

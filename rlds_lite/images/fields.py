@@ -1,14 +1,4 @@
-"""The image fields of an RLDS dataset, and its episodes with frames still encoded.
-
-Example:
-  >>> import tempfile
-  >>> from rlds_lite import synthetic
-  >>> path = synthetic.camera_dataset(tempfile.mkdtemp(), num_episodes=2,
-  ...                                 length=3, cameras={'image': (32, 32)})
-  >>> episodes, specs = load_encoded(path)
-  >>> specs
-  {'observation/image': ImageSpec(shape=(32, 32, 3), encoding='jpeg', dtype=tf.uint8)}
-"""
+"""The image fields of an RLDS dataset, and its episodes with frames still encoded."""
 
 import os
 from typing import Any, Dict, Optional, Tuple, Union
@@ -38,26 +28,26 @@ def load_encoded(name_or_dir: Any,
                  ) -> Tuple[tf.data.Dataset, Dict[str, decode.ImageSpec]]:
   """Dense episodes of a TFDS RLDS dataset, image step fields still encoded.
 
-  Args:
-    name_or_dir: a `rlds_lite.Source`, a TFDS name or a dataset directory.
-    split: the split (default: the Source's, or ``'train'``).
-    data_dir: where TFDS finds prepared datasets (names only).
-    shuffle_files: shuffle the order of the dataset's files.
-    read_config: a ``tfds.ReadConfig``.
-    op: the function its errors name first.
+    Args:
+      name_or_dir: a `rlds_lite.Source`, a TFDS name or a dataset directory.
+      split: the split (default: the Source's, or ``'train'``).
+      data_dir: where TFDS finds prepared datasets (names only).
+      shuffle_files: shuffle the order of the files; read_config: a ``tfds.ReadConfig``.
+      op: the function its errors name first.
 
-  Returns:
-    ``(episodes, specs)``: each image field of ``specs`` is a ``[T]`` string
-    tensor of encoded frames in the episodes' dense steps.
+    Returns:
+      ``(episodes, specs)``; each image field is a ``[T]`` string tensor.
 
-  Example:
-    >>> import tempfile
-    >>> from rlds_lite import synthetic
-    >>> path = synthetic.camera_dataset(tempfile.mkdtemp(), num_episodes=2,
-    ...                                 length=3, cameras={'image': (32, 32)})
-    >>> episodes, specs = load_encoded(path)
-    >>> next(iter(episodes))['steps']['observation']['image'].shape
-    TensorShape([3])
+    Example:
+      >>> import tempfile
+      >>> from rlds_lite import synthetic
+      >>> path = synthetic.camera_dataset(tempfile.mkdtemp(), num_episodes=2,
+      ...                                 length=3, cameras={'image': (32, 32)})
+      >>> episodes, specs = load_encoded(path)
+      >>> specs
+      {'observation/image': ImageSpec(shape=(32, 32, 3), encoding='jpeg', dtype=tf.uint8)}
+      >>> next(iter(episodes))['steps']['observation']['image'].shape
+      TensorShape([3])
   """
   source = source_lib.as_source(name_or_dir, split, data_dir=data_dir, op=op)
   episodes = source.episodes(dense=True, encoded_images=True,
@@ -71,22 +61,16 @@ def first_bad_frame(name_or_dir: Any, split: str, episode: int, *,
                     ) -> Optional[diagnosis.BadFrame]:
   """The first frame of episode ``episode`` of ``split`` that does not decode.
 
-  Args:
-    name_or_dir: a `rlds_lite.Source`, a TFDS name or dataset directory.
-    split: a split name (not a slice: ``episode`` counts from its start).
-    episode: the episode's index in ``split``.
-    data_dir: where TFDS finds prepared datasets (names only).
+    Returns the `BadFrame` (field, step, first bytes), or None if every frame
+    decodes; ``split`` is a split name, not a slice.
 
-  Returns:
-    The `BadFrame` (field, step, first bytes), or None if every frame decodes.
-
-  Example:
-    >>> import tempfile
-    >>> from rlds_lite import synthetic
-    >>> path = synthetic.camera_dataset(tempfile.mkdtemp(), num_episodes=2,
-    ...                                 length=3)
-    >>> print(first_bad_frame(path, 'train', 1))
-    None
+    Example:
+      >>> import tempfile
+      >>> from rlds_lite import synthetic
+      >>> path = synthetic.camera_dataset(tempfile.mkdtemp(), num_episodes=2,
+      ...                                 length=3)
+      >>> print(first_bad_frame(path, 'train', 1))
+      None
   """
   source = source_lib.as_source(name_or_dir, split, data_dir=data_dir)
   return diagnosis.first_bad_frame(source.builder, split, episode)

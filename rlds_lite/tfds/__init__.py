@@ -1,21 +1,10 @@
 """Write RLDS datasets in the TFDS format: configs, writers, builders, EnvLogger.
 
-- `generate_config_from_spec`, `extract_feature_from_data`: upstream-compatible
-  feature inference (RGB/top-level images detected, float64 kept exact).
-- `EpisodeWriter`, `write_dataset`: write episodes (columnar dicts, RLDS
-  episodes or a whole episodes ``tf.data.Dataset``) as a TFDS dataset,
-  published atomically; several splits; appending. `FileOptions` (format,
-  shard sizes, encodings) and `DatasetCard` (description, metadata) are
-  their knobs.
-- `features_from_episode`: the features of a dataset from one example
-  episode (what `EpisodeWriter` does when given an episode as features).
-- `RLDSBuilder`, `RLDSConfig`: TFDS builders configured, not programmed;
-  ``tfds build`` works on them; Beam optional.
-- `build_from_envlogger`: EnvLogger recordings -> TFDS dataset, exact RLDS
-  alignment, with or without Beam.
-- `locking`, `publish`, `leftovers`: how every writer publishes (one lock per
-  dataset, everything flushed, one atomic switch, leftovers of dead writers
-  removed); ``docs/guarantees.md`` lists the promises and their tests.
+`EpisodeWriter` / `write_dataset` (with `FileOptions`, `DatasetCard`) write
+episodes, `features_from_episode` and `generate_config_from_spec` infer
+features, `RLDSBuilder` / `RLDSConfig` are configured TFDS builders and
+`build_from_envlogger` builds from recordings; see ``docs/recording.md`` and,
+for publishing and crashes, ``docs/guarantees.md``.
 
 Example:
   >>> import tempfile

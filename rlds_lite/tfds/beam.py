@@ -1,22 +1,7 @@
-"""Apache Beam sources of RLDS episodes for TFDS's Beam-based generation.
+"""Apache Beam sources of RLDS episodes for TFDS's Beam-based generation (``beam=True``).
 
-TFDS builds a split with Beam when its ``_generate_examples`` returns a
-``beam.PTransform``; `RLDSBuilder` with ``beam=True`` returns the transforms
-made here. Each EnvLogger recording is one element, converted (read,
-aligned, conformed to the features) on a worker, so recordings are
-processed in parallel; TFDS then encodes, shuffles by key and writes. The
-runner is TFDS's choice: ``tfds.download.DownloadConfig(beam_runner=...,
-beam_options=...)`` (DirectRunner by default; Dataflow, Flink and Spark the
-same way). Needs ``apache-beam`` (``pip install rlds_lite[beam]``).
-
-Everything shipped to workers is picklable: recording paths, dm_env specs
-and the features as JSON (rebuilt once per worker).
-
-Example (the functions' examples run tiny pipelines on Beam's
-DirectRunner)::
-
-  transform = envlogger_examples(['/data/run1', '/data/run2'], specs,
-                                 features.to_json())
+One EnvLogger recording per element, converted on a worker; everything shipped
+is picklable. Needs ``apache-beam`` (``pip install rlds_lite[beam]``).
 """
 
 import functools
@@ -100,27 +85,24 @@ def envlogger_examples(recordings: Sequence[str], specs: Mapping[str, Any],
                        features_json: Any, jpeg_quality: Optional[int] = None):
   """A ``beam.PTransform`` of the ``(key, episode)`` of EnvLogger recordings.
 
-  Args:
-    recordings: recording directories (one Beam element each).
-    specs: their shared dm_env specs.
-    features_json: ``features.to_json()`` of the dataset features.
-    jpeg_quality: the quality of JPEG images (None: TFDS's 95).
+    Args:
+      recordings: recording directories (one Beam element each).
+      specs: their shared dm_env specs.
+      features_json: ``features.to_json()`` of the dataset features.
+      jpeg_quality: the quality of JPEG images (None: TFDS's 95).
 
-  Returns:
-    The PTransform (TFDS applies it to its pipeline).
-
-  Example:
-    >>> from rlds_lite import synthetic
-    >>> recording = synthetic.catch_recording(num_episodes=2)
-    >>> import apache_beam as beam
-    >>> from rlds_lite.tfds import envlogger_episodes
-    >>> specs = envlogger_episodes.recording_specs(recording)
-    >>> features = envlogger_episodes.features_from_recordings([recording])
-    >>> with beam.Pipeline() as pipeline:  # Prints each (key, RLDS steps).
-    ...   _ = (pipeline | envlogger_examples([recording], specs, features.to_json())
-    ...        | beam.Map(lambda kv: print(kv[0], len(kv[1]['steps']['action']))))
-    0 10
-    1 10
+    Example:
+      >>> from rlds_lite import synthetic
+      >>> recording = synthetic.catch_recording(num_episodes=2)
+      >>> import apache_beam as beam
+      >>> from rlds_lite.tfds import envlogger_episodes
+      >>> specs = envlogger_episodes.recording_specs(recording)
+      >>> features = envlogger_episodes.features_from_recordings([recording])
+      >>> with beam.Pipeline() as pipeline:  # Prints each (key, RLDS steps).
+      ...   _ = (pipeline | envlogger_examples([recording], specs, features.to_json())
+      ...        | beam.Map(lambda kv: print(kv[0], len(kv[1]['steps']['action']))))
+      0 10
+      1 10
   """
   beam = _beam()
   return (beam.Create(list(enumerate(recordings))) |
@@ -131,33 +113,22 @@ def envlogger_examples(recordings: Sequence[str], specs: Mapping[str, Any],
 
 def generated_examples(episodes_fn: Callable[[str], Iterable[Any]], split: str,
                        features_json: Any, jpeg_quality: Optional[int] = None):
-  """A ``beam.PTransform`` yielding ``episodes_fn(split)`` as ``(key, episode)``.
+  """A ``beam.PTransform`` yielding ``episodes_fn(split)`` (picklable) as ``(key, episode)``.
 
-  ``episodes_fn`` runs on one worker (it must be picklable).
-
-  Args:
-    episodes_fn: yields the split's columnar episodes.
-    split: the split name.
-    features_json: ``features.to_json()`` of the dataset features.
-    jpeg_quality: the quality of JPEG images (None: TFDS's 95).
-
-  Returns:
-    The PTransform.
-
-  Example:
-    >>> import apache_beam as beam
-    >>> import numpy as np
-    >>> from rlds_lite.tfds.features import rlds_features
-    >>> def episodes(split):
-    ...   return [{'steps': {'reward': np.ones(n, np.float32),
-    ...                      'is_terminal': [False] * (n - 1) + [True]}}
-    ...           for n in (2, 3)]
-    >>> json = rlds_features({'reward': np.float32}).to_json()
-    >>> with beam.Pipeline() as pipeline:  # Flags are derived by the encoder.
-    ...   _ = (pipeline | generated_examples(episodes, 'train', json)
-    ...        | beam.Map(lambda kv: print(kv[0], kv[1]['steps']['is_first'])))
-    0 [ True False]
-    1 [ True False False]
+    Example:
+      >>> import apache_beam as beam
+      >>> import numpy as np
+      >>> from rlds_lite.tfds.features import rlds_features
+      >>> def episodes(split):
+      ...   return [{'steps': {'reward': np.ones(n, np.float32),
+      ...                      'is_terminal': [False] * (n - 1) + [True]}}
+      ...           for n in (2, 3)]
+      >>> json = rlds_features({'reward': np.float32}).to_json()
+      >>> with beam.Pipeline() as pipeline:  # Flags are derived by the encoder.
+      ...   _ = (pipeline | generated_examples(episodes, 'train', json)
+      ...        | beam.Map(lambda kv: print(kv[0], kv[1]['steps']['is_first'])))
+      0 [ True False]
+      1 [ True False False]
   """
   beam = _beam()
   return (beam.Create([split]) |

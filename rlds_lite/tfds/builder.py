@@ -1,58 +1,7 @@
-"""`RLDSBuilder`: a TFDS dataset builder configured, not programmed.
+"""`RLDSBuilder`: a TFDS dataset builder configured (by an `RLDSConfig`), not programmed.
 
-A dataset author subclasses `RLDSBuilder` and sets ``RLDS_CONFIG`` (or
-``BUILDER_CONFIGS`` of `RLDSConfig`): where the episodes come from
-(EnvLogger recordings, or a function yielding columnar episodes), their
-features (explicit, dm_env specs, or inferred from the recordings), a
-description and the splits. ``tfds build``, ``builder.download_and_prepare()``
-and ``tfds.load`` then work as for any TFDS dataset::
-
-  class CatchExpert(rlds_lite.tfds.RLDSBuilder):
-    \"\"\"Catch played by the scripted expert.\"\"\"
-    VERSION = tfds.core.Version('1.0.0')
-    RLDS_CONFIG = rlds_lite.tfds.RLDSConfig(
-        description='Catch, expert policy, recorded with EnvLogger.',
-        envlogger_dirs={'train': '~/recordings/catch'})
-
-``download_and_prepare`` holds the dataset's lock
-(`rlds_lite.tfds.locking`, as every rlds_lite writer does; ``lock_timeout=``
-seconds to wait), so a build never races an `EpisodeWriter` or another build
-of the same dataset; shards are flushed to disk before TFDS renames its
-``incomplete.*`` directory into place, and the metadata and directories
-right after (TFDS's rename cannot be hooked: a power cut in those
-milliseconds could leave unflushed metadata; `build_from_envlogger` has no
-such window). The features are put into ``dataset_info.json`` too, so that
-file alone describes the dataset. TFDS's ``incomplete.*`` directories left
-by a killed build are removed by the next build; readers ignore them.
-
-Without Beam, episodes are encoded column-wise (recorded ones several at a
-time, `EpisodeEncoder.serialize_many`: the image columns of consecutive
-episodes in one PNG call), much faster than TFDS's per-step encoding, and
-written by rlds_lite's shard writer (shards are named
-``name-split.tfrecord-00000``, by index, so `EpisodeWriter` can append to
-the dataset later). With ``beam=True`` the split generators return Apache
-Beam PTransforms (one element per EnvLogger recording) and TFDS runs them on
-the runner of ``tfds.download.DownloadConfig(beam_runner=...)`` (DirectRunner
-by default; Dataflow, Flink or Spark the same way).
-
-Example:
-  >>> import tempfile
-  >>> import numpy as np
-  >>> def episodes(split):
-  ...   for i in range(2):
-  ...     yield {'steps': {'observation': np.arange(3, dtype=np.float32),
-  ...                      'is_terminal': [False, False, True]},
-  ...            'episode_id': i}
-  >>> class ToyCounting(RLDSBuilder, skip_registration=True):
-  ...   RLDS_CONFIG = RLDSConfig(
-  ...       step_features={'observation': np.float32},
-  ...       episode_features={'episode_id': np.int64},
-  ...       episodes_fn=episodes)
-  >>> builder = ToyCounting(data_dir=tempfile.mkdtemp())
-  >>> builder.download_and_prepare()  # doctest: +ELLIPSIS
-  Downloading and preparing dataset ... Subsequent calls will reuse this data.
-  >>> builder.info.splits['train'].num_examples
-  2
+``tfds build``, ``download_and_prepare`` and ``tfds.load`` work as for any TFDS
+dataset; see ``docs/recording.md`` (and ``docs/guarantees.md`` for the lock).
 """
 
 import dataclasses
@@ -88,44 +37,27 @@ EnvLoggerDirs = Union[None, PathLike, Sequence[PathLike],
 class RLDSConfig(tfds.core.BuilderConfig):
   """What an `RLDSBuilder` builds.
 
-  Attributes:
-    name: the config name (only matters in ``BUILDER_CONFIGS``).
-    description: the dataset description.
-    homepage: the dataset homepage.
-    citation: the dataset citation (BibTeX).
-    features: the full dataset features: a ``FeaturesDict``, a
-      ``tfds.rlds.rlds_base.DatasetConfig`` or a dict
-      ``{'steps': {...}, **episode_metadata}`` of features or specs (see
-      `rlds_lite.tfds.features.episode_features`).
-    step_features: alternatively, the step fields' features or specs
-      (dm_env specs, ``tf.TensorSpec``...; flags are added).
-    episode_features: with ``step_features``, the episode metadata features.
-    envlogger_dirs: EnvLogger recordings: a path, a list of paths, or a dict
-      ``{split: path or paths}``. A path may be a recording or a directory of
-      recordings. Without any features given, they are inferred from the
-      recordings' dm_env specs and first episode's metadata.
-    episodes_fn: alternatively, ``episodes_fn(split)`` yields the episodes of
-      a split: ``{'steps': {field: [T, ...] array}, **metadata}`` (or steps
-      as a list of step dicts). Must be picklable (a module-level function)
-      for Beam.
-    splits: the splits (for ``episodes_fn``, or a single split receiving
-      all of ``envlogger_dirs`` when it is not a dict).
-    beam: build with Apache Beam through TFDS (``pip install
-      rlds_lite[beam]``).
-    use_images: detect images when inferring features.
-    image_encoding: the encoding of detected images.
-    jpeg_quality: the quality (0-100) of JPEG images written (None: TFDS's
-      95).
-    tensor_encoding: the encoding of tensors inferred from specs
-      (``'none'``, ``'bytes'``, ``'zlib'``; float64 is always exact).
-    max_episodes_per_file: episodes per shard file at most (without Beam).
+    Attributes:
+      name, description, homepage, citation: the dataset's card.
+      features: the full dataset features (see
+        `rlds_lite.tfds.features.episode_features`); or ``step_features``
+        (flags added) and ``episode_features``; or none: inferred from the
+        recordings.
+      envlogger_dirs: EnvLogger recordings: a path, paths, or ``{split: ...}``.
+      episodes_fn: alternatively, ``episodes_fn(split)`` yields columnar
+        episodes (module-level, picklable, for Beam).
+      splits: the splits (for ``episodes_fn``, or one split for all recordings).
+      beam: build with Apache Beam through TFDS.
+      use_images, image_encoding, jpeg_quality, tensor_encoding: how features
+        are inferred and images written.
+      max_episodes_per_file: episodes per shard file at most (without Beam).
 
-  Example:
-    >>> import numpy as np
-    >>> config = RLDSConfig(step_features={'action': np.int64},
-    ...                     envlogger_dirs={'train': '/data/catch'})
-    >>> config.name, config.splits, config.beam, config.max_episodes_per_file
-    ('default', ('train',), False, 1000)
+    Example:
+      >>> import numpy as np
+      >>> config = RLDSConfig(step_features={'action': np.int64},
+      ...                     envlogger_dirs={'train': '/data/catch'})
+      >>> config.name, config.splits, config.beam, config.max_episodes_per_file
+      ('default', ('train',), False, 1000)
   """
   name: str = 'default'
   homepage: str = ''
@@ -222,24 +154,22 @@ def _fast_formats() -> Tuple[tfds.core.FileFormat, ...]:
 class RLDSBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
   """Base class of RLDS dataset builders defined by an `RLDSConfig`.
 
-  Set ``RLDS_CONFIG`` (one config) or ``BUILDER_CONFIGS`` (several
-  `RLDSConfig`, each in its own sub-directory) and ``VERSION``. Override
-  `envlogger_paths` or `generate_episodes` to compute the sources in code
-  (e.g. from ``dl_manager.manual_dir``).
+    Set ``RLDS_CONFIG`` (or ``BUILDER_CONFIGS``) and ``VERSION``; override
+    `envlogger_paths` or `generate_episodes` to compute the sources in code.
 
-  Example (features inferred from an EnvLogger recording):
-    >>> import tempfile
-    >>> from rlds_lite import synthetic
-    >>> recording = synthetic.catch_recording(num_episodes=2)
-    >>> class CatchExpert(RLDSBuilder, skip_registration=True):
-    ...   RLDS_CONFIG = RLDSConfig(envlogger_dirs=recording)
-    >>> builder = CatchExpert(data_dir=tempfile.mkdtemp())
-    >>> builder.info.features['steps']['observation']
-    Tensor(shape=(10, 5), dtype=float32)
-    >>> builder.download_and_prepare()  # doctest: +ELLIPSIS
-    Downloading and preparing dataset ... Subsequent calls will reuse this data.
-    >>> [int(e['episode_id']) for e in builder.as_dataset(split='train')]
-    [0, 1]
+    Example (features inferred from an EnvLogger recording):
+      >>> import tempfile
+      >>> from rlds_lite import synthetic
+      >>> recording = synthetic.catch_recording(num_episodes=2)
+      >>> class CatchExpert(RLDSBuilder, skip_registration=True):
+      ...   RLDS_CONFIG = RLDSConfig(envlogger_dirs=recording)
+      >>> builder = CatchExpert(data_dir=tempfile.mkdtemp())
+      >>> builder.info.features['steps']['observation']
+      Tensor(shape=(10, 5), dtype=float32)
+      >>> builder.download_and_prepare()  # doctest: +ELLIPSIS
+      Downloading and preparing dataset ... Subsequent calls will reuse this data.
+      >>> [int(e['episode_id']) for e in builder.as_dataset(split='train')]
+      [0, 1]
   """
 
   VERSION = tfds.core.Version('1.0.0')
@@ -390,15 +320,8 @@ class RLDSBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
                            **kwargs: Any) -> None:
     """TFDS's ``download_and_prepare``, holding the dataset's lock.
 
-    Args:
-      *args: TFDS's arguments (``download_config=...``, ...).
-      lock_timeout: seconds to wait for another writer of the dataset (None:
-        as long as it takes; 0: fail at once).
-      **kwargs: TFDS's keyword arguments.
-
-    Raises:
-      rlds_lite.tfds.locking.DatasetLockedError: if another writer holds the
-        dataset after ``lock_timeout`` seconds.
+        ``lock_timeout``: seconds to wait for another writer (None: as long as
+        it takes; 0: fail at once); other arguments are TFDS's.
     """
     path = os.fspath(self.data_path)
     if not locking.is_local(path):  # No lock, no fsync: features embedded.

@@ -1,34 +1,7 @@
 """TFDS features and RLDS dataset configs inferred from data or specs.
 
-Upstream-compatible ``generate_config_from_spec`` and
-``extract_feature_from_data`` (same names, arguments and defaults as
-``rlds.tfds``), with these fixes:
-
-* RGB(A) images are detected (upstream only accepts 1-channel images), and so
-  is a top-level image observation (upstream needs a field name containing
-  ``image``). Field names containing ``image`` (any case) or ``pixels`` are
-  image hints.
-* ``float64`` values keep their exact value: TFDS stores float tensors as
-  float32 unless they are byte-encoded, so float64 scalars become
-  ``Tensor(shape=(), dtype=float64, encoding='bytes')`` and float64 tensors
-  keep a bytes/zlib encoding even with ``tensor_encoding='none'``.
-* Zero-size tensors (a ``0`` in the shape) are byte-encoded too: TFDS reads
-  plain zero-size step fields with a division by zero that kills the process.
-* ``tensor_encoding`` reaches nested dict fields (upstream drops it there).
-* Python scalars are accepted as data; dm_env specs, ``tf.TensorSpec``,
-  arrays and tensors all work (anything with ``shape`` and ``dtype``).
-
-A field squeezed from shape ``(1,)`` to a scalar feature also has its data
-squeezed when written with `rlds_lite.tfds.EpisodeWriter` (upstream infers
-the scalar feature but TFDS then refuses to write the ``(1,)`` data).
-
-Example:
-  >>> import numpy as np
-  >>> extract_feature_from_data(np.zeros((2,), np.float32), use_images=True,
-  ...                           image_encoding='png')
-  Tensor(shape=(2,), dtype=float32)
-  >>> extract_feature_from_data(np.zeros((64, 64, 3), np.uint8), True, 'png')
-  Image(shape=(64, 64, 3), dtype=uint8)
+Upstream ``rlds.tfds``'s ``generate_config_from_spec`` and
+``extract_feature_from_data``, with its defects fixed (``docs/upstream.md``).
 """
 
 from typing import Any, Dict, List, Mapping, Optional, Union
@@ -151,37 +124,24 @@ def extract_feature_from_data(
     convert_tuple_to_list: bool = False,
     tensor_encoding=tfds.features.Encoding.ZLIB,
 ) -> Union[tfds.features.FeatureConnector, tf.DType]:
-  """The TFDS feature describing ``data`` (a nested structure of values/specs).
+  """The TFDS feature describing ``data`` (a nested structure of values or specs).
 
-  Args:
-    data: nested dicts/lists/tuples of arrays, tensors, Python scalars, dm_env
-      specs or ``tf.TensorSpec`` (anything with ``shape`` and ``dtype``).
-      List (and converted tuple) elements must all look like the first one.
-    use_images: if True, detect images: fields whose name contains ``image``
-      or ``pixels`` holding ``(h, w, c)`` arrays or encoded string scalars,
-      and an unnamed (top-level) uint8 ``(h, w, c)`` array with 1, 3 or 4
-      channels.
-    image_encoding: the encoding of detected images (``'png'``, ``'jpeg'``).
-    field_name: the name of ``data`` in its parent dict, if any.
-    squeeze_scalars: if True, shape ``(1,)`` becomes a scalar feature (and
-      `EpisodeWriter` squeezes the data it writes accordingly).
-    convert_tuple_to_list: if True, a tuple becomes a ``Sequence`` like a
-      list; otherwise tuples are an error (TFDS has no tuple feature).
-    tensor_encoding: the ``tfds.features.Encoding`` of non-scalar tensors.
+    Args:
+      data: nested dicts/lists of arrays, tensors, scalars or specs (anything
+        with ``shape`` and ``dtype``).
+      use_images: detect images (fields named like ``image``/``pixels``, a
+        top-level uint8 ``(h, w, c)`` array).
+      image_encoding: the encoding of detected images (``'png'``, ``'jpeg'``).
+      field_name: the name of ``data`` in its parent dict, if any.
+      squeeze_scalars: shape ``(1,)`` becomes a scalar feature.
+      convert_tuple_to_list: tuples become ``Sequence`` s (else an error).
+      tensor_encoding: the ``tfds.features.Encoding`` of non-scalar tensors.
 
-  Returns:
-    The same nesting with TFDS features (a ``tf.DType`` for plain scalars,
-    as upstream RLDS).
-
-  Raises:
-    ValueError: for tuples (unless converted), empty lists, unknown ranks and
-      values TFDS cannot store; the message names the field.
-
-  Example:
-    >>> feature = extract_feature_from_data({'pos': np.zeros(2), 'r': 1.5},
-    ...                                     use_images=False, image_encoding=None)
-    >>> feature['pos'].dtype, feature['r'].dtype, feature['r'].shape
-    (tf.float64, tf.float64, ())
+    Example:
+      >>> feature = extract_feature_from_data({'pos': np.zeros(2), 'r': 1.5},
+      ...                                     use_images=False, image_encoding=None)
+      >>> feature['pos'].dtype, feature['r'].dtype, feature['r'].shape
+      (tf.float64, tf.float64, ())
   """
   recurse = lambda value, name: extract_feature_from_data(  # pylint: disable=g-long-lambda
       value, use_images, image_encoding, name, squeeze_scalars,
@@ -233,38 +193,25 @@ def generate_config_from_spec(
     name: str = 'default_config',
     use_images: bool = True,
     image_encoding: str = 'png') -> tfds.rlds.rlds_base.DatasetConfig:
-  """An RLDS dataset config (``tfds.rlds.rlds_base.DatasetConfig``) from specs.
+  """An RLDS ``tfds.rlds.rlds_base.DatasetConfig`` from an episode spec.
 
-  Args:
-    episode_spec: the episode spec: a dict whose ``steps`` is a
-      ``tf.data.DatasetSpec`` (as in ``episodes.element_spec``) or a dict of
-      per-step specs (``tf.TensorSpec``, dm_env specs, arrays), and whose other
-      entries are episode metadata.
-    name: the name of the config.
-    use_images: if True, detect images (see `extract_feature_from_data`);
-      a top-level image observation is detected too.
-    image_encoding: the encoding of detected images.
+    ``episode_spec['steps']`` is a ``tf.data.DatasetSpec`` or a dict of
+    per-step specs; other entries are episode metadata. ``use_images`` and
+    ``image_encoding`` as in `extract_feature_from_data`.
 
-  Returns:
-    The config; step fields other than the RLDS ones are step metadata.
-    ``discount_info`` is None when the steps have no discount.
-
-  Raises:
-    ValueError: if ``episode_spec`` has no steps, or a field cannot be stored.
-
-  Example:
-    >>> import tensorflow as tf
-    >>> spec = {'steps': {'observation': tf.TensorSpec([84, 84, 3], tf.uint8),
-    ...                   'action': tf.TensorSpec([], tf.int64),
-    ...                   'reward': tf.TensorSpec([], tf.float64),
-    ...                   'is_first': tf.TensorSpec([], tf.bool),
-    ...                   'is_last': tf.TensorSpec([], tf.bool)},
-    ...         'episode_id': tf.TensorSpec([], tf.int64)}
-    >>> config = generate_config_from_spec(spec)
-    >>> config.observation_info
-    Image(shape=(84, 84, 3), dtype=uint8)
-    >>> config.reward_info.to_json_content().encoding, config.discount_info
-    ('bytes', None)
+    Example:
+      >>> import tensorflow as tf
+      >>> spec = {'steps': {'observation': tf.TensorSpec([84, 84, 3], tf.uint8),
+      ...                   'action': tf.TensorSpec([], tf.int64),
+      ...                   'reward': tf.TensorSpec([], tf.float64),
+      ...                   'is_first': tf.TensorSpec([], tf.bool),
+      ...                   'is_last': tf.TensorSpec([], tf.bool)},
+      ...         'episode_id': tf.TensorSpec([], tf.int64)}
+      >>> config = generate_config_from_spec(spec)
+      >>> config.observation_info
+      Image(shape=(84, 84, 3), dtype=uint8)
+      >>> config.reward_info.to_json_content().encoding, config.discount_info
+      ('bytes', None)
   """
   extract = lambda value, key: extract_feature_from_data(  # pylint: disable=g-long-lambda
       value, use_images, image_encoding, key)

@@ -1,37 +1,6 @@
-"""Encode and serialize whole RLDS episodes column by column.
+"""Encode and serialize whole RLDS episodes column by column (TFDS's bytes, faster).
 
-TFDS encodes and serializes an episode one step at a time
-(``transpose_dict_list``, then a Python call per step and field, then
-``np.stack`` per field). `EpisodeEncoder` works on whole ``[T, ...]``
-columns instead: plain tensors need no per-step work at all, byte/zlib
-encoded tensors one ``tobytes`` (and ``zlib.compress``) per step, PNG images
-one `rlds_lite.tfds.png.encode_png_batch` call per episode, or per run of
-episodes decoded together (`EpisodeEncoder.serialize_many`) (NumPy filters,
-zlib on a thread pool; several times faster than ``tf.image.encode_png``,
-the op TFDS runs per image), JPEG images one graph call per episode
-(``tf.map_fn`` over ``tf.image.encode_jpeg``), and each serialized field is
-built from its whole column. Other features (text, class labels, images of
-unknown shape, ...) fall back to TFDS's per-step ``encode_example``. The
-serialized bytes are the ones TFDS's own encoder and serializer produce, in
-protobuf's canonical form (feature keys sorted; tests check this), so TFDS
-reads them unchanged; except PNG files, whose bytes are rlds_lite's encoder's:
-they decode to exactly the same pixels (PNG is lossless).
-
-Values are checked on the way in: every step column must have the same
-length, dtypes may only change when no value changes (``int64`` actions into
-an ``int32`` feature, Python floats into ``float32``; not ``float64`` data
-into a ``float32`` feature, which TFDS would round), and a ``(1,)`` value is
-squeezed into a scalar feature.
-
-Example:
-  >>> import numpy as np
-  >>> from rlds_lite.tfds.features import rlds_features
-  >>> encoder = EpisodeEncoder(rlds_features({'reward': np.float32}))
-  >>> episode = {'steps': {'reward': [1.0, 2.0], 'is_terminal': [False, True]}}
-  >>> encoder.encode(episode)['steps']['reward'].tolist()
-  [1.0, 2.0]
-  >>> len(encoder.serialize(episode)) > 0
-  True
+How and what is checked: ``docs/recording.md``, "Why writing is fast".
 """
 
 import functools
@@ -69,18 +38,11 @@ RecordTooLargeError = example_wire.RecordTooLargeError
 def check_record_size(nbytes: int) -> None:
   """Raises `RecordTooLargeError` if a record of ``nbytes`` cannot be read.
 
-  Args:
-    nbytes: the size of a serialized episode.
-
-  Raises:
-    RecordTooLargeError: (a ValueError) if ``nbytes > MAX_RECORD_BYTES``,
-      saying what to do.
-
-  Example:
-    >>> check_record_size(2_200_000_000)
-    Traceback (most recent call last):
-    ...
-    rlds_lite.tfds.example_wire.RecordTooLargeError: its serialized tf.train.Example is 2.2 GB, over the 2 GiB a record can hold; store images encoded (image_encoding='png' or 'jpeg') or split the episode into shorter ones.
+    Example:
+      >>> check_record_size(2_200_000_000)
+      Traceback (most recent call last):
+      ...
+      rlds_lite.tfds.example_wire.RecordTooLargeError: its serialized tf.train.Example is 2.2 GB, over the 2 GiB a record can hold; store images encoded (image_encoding='png' or 'jpeg') or split the episode into shorter ones.
   """
   if nbytes > MAX_RECORD_BYTES:
     raise RecordTooLargeError(
@@ -94,14 +56,9 @@ def check_record_size(nbytes: int) -> None:
 def size_bound(value: Any) -> int:
   """An upper bound of the serialized size of a conformed episode, in bytes.
 
-  For writers that leave serializing to TFDS (Beam): only an episode whose
-  bound exceeds `MAX_RECORD_BYTES` needs serializing to be checked. Numbers
-  take at most 10 bytes each (a varint), byte strings their length, plus
-  framing.
-
-  Example:
-    >>> size_bound({'steps': {'x': np.zeros(3, np.float32)}, 'id': b'ab'})
-    272
+    Example:
+      >>> size_bound({'steps': {'x': np.zeros(3, np.float32)}, 'id': b'ab'})
+      272
   """
   if isinstance(value, Mapping):
     return sum(size_bound(v) + 2 * len(str(k)) + 32 for k, v in value.items())
@@ -168,21 +125,11 @@ def _stack_steps(steps: Sequence[Mapping[str, Any]], path: str) -> Any:
 
 
 def columnar_steps(steps: Any) -> Dict[str, Any]:
-  """The steps of one episode as a (nested) dict of ``[T, ...]`` columns.
+  """The steps of one episode (columns, a dataset or a list of steps) as ``[T, ...]`` columns.
 
-  Args:
-    steps: a dict of columns (arrays, lists or tensors), a
-      ``tf.data.Dataset`` of step dicts, or a list of step dicts.
-
-  Returns:
-    A dict of columns (NumPy arrays or lists); ``{}`` for an empty list.
-
-  Raises:
-    TypeError: for anything else.
-
-  Example:
-    >>> columnar_steps([{'a': 1}, {'a': 2}])
-    {'a': [1, 2]}
+    Example:
+      >>> columnar_steps([{'a': 1}, {'a': 2}])
+      {'a': [1, 2]}
   """
   if isinstance(steps, tf.data.Dataset):
     dense = conversion.dense_episode(steps)
@@ -280,23 +227,13 @@ def _leaf_array(feature: tfds.features.Tensor, value: Any, path: str,
 
 
 def exact_cast(array: np.ndarray, dtype: Any) -> Optional[np.ndarray]:
-  """``array`` as ``dtype`` if no value changes (integer/bool sources), else None.
+  """``array`` as ``dtype`` if no value changes, else None (floats never narrow).
 
-  Integers (and bools) may narrow when every value fits, or become floats
-  that hold them exactly; floats never narrow (that is rounding).
-
-  Args:
-    array: the values.
-    dtype: the target dtype.
-
-  Returns:
-    The cast array, or None if a value would change.
-
-  Example:
-    >>> exact_cast(np.array([1, 2], np.int64), np.int32).dtype
-    dtype('int32')
-    >>> exact_cast(np.array([2**40]), np.int32) is None
-    True
+    Example:
+      >>> exact_cast(np.array([1, 2], np.int64), np.int32).dtype
+      dtype('int32')
+      >>> exact_cast(np.array([2**40]), np.int32) is None
+      True
   """
   src, dst = array.dtype, np.dtype(dtype)
   if np.can_cast(src, dst, casting='safe'):
@@ -494,22 +431,15 @@ def _lookup(episode: Any, path: Tuple[str, ...]) -> Any:
 
 def adjacent_runs(columns: Sequence[np.ndarray]
                   ) -> List[Tuple[int, int, np.ndarray]]:
-  """Runs of columns that are consecutive rows of one array, joined uncopied.
+  """Runs ``(start, stop, rows)`` of columns that are consecutive rows of one array.
 
-  Returns ``(start, stop, rows)`` for each maximal run ``columns[start:stop]``
-  of C-contiguous views of the same array, each beginning where the one
-  before ends: ``rows`` is their concatenation, viewing the same memory (no
-  copy). Any other column is a run of its own (``rows`` is the column).
-  Episodes read by `read_rlds_episodes` are such views of the chunk they
-  were decoded in.
+    ``rows`` views the same memory (no copy); any other column is a run of its own.
 
-  Example:
-    >>> chunk = np.arange(12).reshape(6, 2)
-    >>> columns = [chunk[0:2], chunk[2:5], np.zeros((1, 2), int), chunk[5:6]]
-    >>> [(a, b, rows.shape) for a, b, rows in adjacent_runs(columns)]
-    [(0, 2, (5, 2)), (2, 3, (1, 2)), (3, 4, (1, 2))]
-    >>> np.shares_memory(adjacent_runs(columns)[0][2], chunk)
-    True
+    Example:
+      >>> chunk = np.arange(12).reshape(6, 2)
+      >>> columns = [chunk[0:2], chunk[2:5], np.zeros((1, 2), int), chunk[5:6]]
+      >>> [(a, b, rows.shape) for a, b, rows in adjacent_runs(columns)]
+      [(0, 2, (5, 2)), (2, 3, (1, 2)), (3, 4, (1, 2))]
   """
   runs = []
   start = 0
@@ -549,13 +479,7 @@ def _joined(run: Sequence[np.ndarray]) -> np.ndarray:
 
 
 def _png_column(feature: Any, column: Any) -> Optional[List[bytes]]:
-  """PNG files of a column of ``feature`` images, or None.
-
-  Only when `_writes_png` and the column is already a ``[T, h, w, c]`` array
-  of the feature's shape and dtype (anything else is left to TFDS, which
-  converts or names the problem). The files decode to exactly the pixels
-  TFDS's per-image ``tf.image.encode_png`` stores; their bytes differ.
-  """
+  """PNG files of a column of ``feature`` images (see `_writes_png`), or None."""
   if not _writes_png(feature):
     return None
   column = _to_numpy(column)
@@ -589,11 +513,8 @@ def _batch_encodable_images(feature: Any, column: Any, encoding_format: str,
                             ) -> Optional[List[bytes]]:
   """PNG/JPEG bytes of a column of images, one call per column, or None.
 
-  Only for a plain ``tfds.features.Image`` of static shape and integer dtype
-  whose column is already an array of that shape and dtype. PNG: see
-  `_png_column` (the same pixels as TFDS's files, other bytes); JPEG: the
-  bytes of TFDS's per-image ``tf.image.encode_jpeg`` (at ``jpeg_quality``,
-  default TFDS's 95), in one graph call.
+    Only for a plain static-shape integer ``tfds.features.Image`` whose column
+    is already an array of its shape and dtype.
   """
   if type(feature) is not tfds.features.Image:  # pylint: disable=unidiomatic-typecheck
     return None
@@ -659,12 +580,8 @@ class EpisodeEncoder:
   def _plain_leaves(self) -> Optional[Tuple[_PlainLeaf, ...]]:
     """The leaves `_serialize_exact` writes, or None if a feature is not plain.
 
-    Plain: ``Tensor``/``Scalar`` (and ``Text``) features of static shape,
-    stored as numbers, strings (object arrays of ``bytes``) or as each
-    value's bytes (``encoding='bytes'``), and PNG images of static
-    shape (`_writes_png`: written by `png.encode_png_batch`); the dict of
-    every level is remembered (``_dict_keys``) so that extra or missing
-    fields are left to the checked path and its errors.
+        Plain: static-shape ``Tensor``/``Scalar``/``Text`` features and PNG
+        images (`_writes_png`); other dicts go to the checked path.
     """
     leaves = []
 
@@ -705,14 +622,9 @@ class EpisodeEncoder:
                        pngs: Optional[Mapping[str, List[bytes]]] = None,
                        allow_bytearray: bool = False
                        ) -> Optional[Union[bytes, bytearray]]:
-    """`serialize` for an episode already of the features' exact types.
+    """`serialize` for an episode already of the features' exact types, else None.
 
-    Every field present (flags too), each a NumPy array of the feature's
-    dtype and shape (steps: ``[T, ...]``, ``T > 0``, the same ``T`` for all):
-    no conversion, cast or check is left to do, and the bytes are written
-    straight from the arrays. Anything else returns None for the checked
-    path (which converts, derives flags, or names the problem). ``pngs``:
-    the PNG files of image step columns already encoded, by flat key.
+        ``pngs``: the PNG files of image step columns already encoded, by flat key.
     """
     if self._plain is None or type(episode) is not dict:  # pylint: disable=unidiomatic-typecheck
       return None
@@ -761,20 +673,9 @@ class EpisodeEncoder:
   def encode(self, episode: Mapping[str, Any]) -> Dict[str, Any]:
     """The encoded episode, as ``features.encode_example`` returns it.
 
-    PNG images are rlds_lite's files (`png.encode_png_batch`): the pixels
-    of TFDS's, other bytes.
-
-    Args:
-      episode: ``{'steps': steps, **metadata}``; ``steps`` as accepted by
-        `columnar_steps`. Missing ``is_first``/``is_last`` columns are
-        derived from the step positions; other missing fields are an error.
-
-    Returns:
-      The encoded example (nested dict of arrays/bytes).
-
-    Raises:
-      ValueError: naming the field, for missing or unknown fields, columns
-        of different lengths, and values of the wrong shape or dtype.
+        ``episode`` is ``{'steps': steps, **metadata}`` (steps as
+        `columnar_steps` takes them); missing ``is_first``/``is_last`` are
+        derived, other problems are a ValueError naming the field.
     """
     return self._encode(episode, byte_rows=False)
 
@@ -796,18 +697,9 @@ class EpisodeEncoder:
   def conform(self, episode: Mapping[str, Any]) -> Dict[str, Any]:
     """``episode`` with values TFDS's own ``encode_example`` accepts as is.
 
-    Steps become columns; plain tensor values get the feature's dtype and
-    shape (same checks as `encode`), missing ``is_first``/``is_last`` are
-    derived; PNG image columns (and images) already of the feature's shape
-    and dtype become PNG files (`_png_column`; TFDS stores encoded images as
-    given), and JPEG ones JPEG files when a ``jpeg_quality`` is set; other
-    values (other images, text, ...) are left to TFDS.
-
-    Args:
-      episode: as for `encode`.
-
-    Returns:
-      The conformed episode.
+        Steps become columns of the features' dtypes and shapes (checked as in
+        `encode`), flags are derived, and image columns TFDS would encode per
+        frame become PNG (or JPEG) files; other values are left to TFDS.
     """
     if not isinstance(episode, Mapping) or rlds_types.STEPS not in episode:
       raise ValueError(f'An episode must be a dict with a {rlds_types.STEPS!r} '
@@ -846,28 +738,11 @@ class EpisodeEncoder:
                 allow_bytearray: bool = False) -> Union[bytes, bytearray]:
     """The serialized ``tf.train.Example`` of ``episode`` (see `encode`).
 
-    The example TFDS's ``ExampleSerializer`` builds, written from whole
-    columns straight into the wire format (`rlds_lite.tfds.example_wire`;
-    TFDS converts each step of a steps feature separately): the same bytes
-    as TFDS's in canonical form (``SerializeToString(deterministic=True)``,
-    feature keys sorted), except that PNG files are rlds_lite's (the same
-    pixels, other bytes; see `png.encode_png_batch`). An episode already of
-    the features' exact dtypes and shapes (what `build_from_envlogger` and
-    columnar writers produce) is written straight from its arrays; any other
-    goes through `encode` (which converts, derives missing flags and names
-    what is wrong). Step lists are stacked into columns first.
-
-    ``allow_bytearray=True``: a record with large integer columns comes back
-    as the ``bytearray`` it was built in (no copy; ``tf.io.TFRecordWriter``
-    takes it), so writing it costs the record plus one chunk of temporaries
-    (`example_wire.example`).
-
-    Raises:
-      ValueError: naming the field, for values that do not match the
-        features (`encode`).
-      RecordTooLargeError: (a ValueError) if the record would be larger
-        than `MAX_RECORD_BYTES` (readers could not parse it); for tensor
-        and image columns this is known before the record is built.
+        TFDS's bytes in canonical form (PNG files excepted), written from whole
+        columns. An episode already of the exact dtypes and shapes is written
+        straight from its arrays. ``allow_bytearray=True`` may return the
+        ``bytearray`` the record was built in (no copy). A record over
+        `MAX_RECORD_BYTES` is a `RecordTooLargeError`.
     """
     steps = (episode.get(rlds_types.STEPS) if isinstance(episode, Mapping)
              else None)
@@ -881,39 +756,21 @@ class EpisodeEncoder:
 
   def serialize_many(self, episodes: Sequence[Mapping[str, Any]]
                      ) -> List[bytes]:
-    """`serialize` of each episode, image columns encoded together.
+    """`serialize` of each episode, image columns of adjacent episodes encoded together.
 
-    The PNG image columns of episodes that are consecutive rows of one array
-    (`adjacent_runs`: the episodes `read_rlds_episodes` decodes from one
-    chunk) are encoded in one `png.encode_png_batch` call per run instead of
-    one per episode; such large batches use the PNG thread pool. Building a
-    recording of 10-step episodes of 64x64x3 frames took ~73 instead of ~85
-    us per step of wall time (the same CPU time) on 2 CPUs. The files decode
-    to the same pixels either way; their bytes can differ, as the
-    compression is chosen once per call.
-
-    Args:
-      episodes: episodes as for `serialize`.
-
-    Returns:
-      Their serialized ``tf.train.Example`` s, in order.
-
-    Raises:
-      ValueError: as `serialize`, for the first episode that has a problem.
-
-    Example:
-      >>> from rlds_lite.tfds.features import rlds_features
-      >>> encoder = EpisodeEncoder(rlds_features(
-      ...     {'image': tfds.features.Image(shape=(2, 2, 1))}))
-      >>> frames = np.zeros((5, 2, 2, 1), np.uint8)
-      >>> flags = np.zeros(5, bool)
-      >>> episodes = [{'steps': {'image': frames[a:b], 'is_first': flags[a:b],
-      ...                        'is_last': flags[a:b],
-      ...                        'is_terminal': flags[a:b]}}
-      ...             for a, b in [(0, 2), (2, 5)]]
-      >>> [len(r) for r in encoder.serialize_many(episodes)] == [
-      ...     len(encoder.serialize(e)) for e in episodes]
-      True
+        Example:
+          >>> from rlds_lite.tfds.features import rlds_features
+          >>> encoder = EpisodeEncoder(rlds_features(
+          ...     {'image': tfds.features.Image(shape=(2, 2, 1))}))
+          >>> frames = np.zeros((5, 2, 2, 1), np.uint8)
+          >>> flags = np.zeros(5, bool)
+          >>> episodes = [{'steps': {'image': frames[a:b], 'is_first': flags[a:b],
+          ...                        'is_last': flags[a:b],
+          ...                        'is_terminal': flags[a:b]}}
+          ...             for a, b in [(0, 2), (2, 5)]]
+          >>> [len(r) for r in encoder.serialize_many(episodes)] == [
+          ...     len(encoder.serialize(e)) for e in episodes]
+          True
     """
     episodes = list(episodes)
     pngs = self._png_runs(episodes)
@@ -930,13 +787,7 @@ class EpisodeEncoder:
 
   def _png_runs(self, episodes: List[Any]
                 ) -> Dict[str, List[Optional[List[bytes]]]]:
-    """``{flat key: each episode's PNG files or None}`` of image step columns.
-
-    Files only for columns in a run of several episodes (`adjacent_runs`)
-    whose columns are arrays of the feature's dtype and shape (what
-    `_serialize_exact` writes); None for the others (encoded by `serialize`,
-    episode by episode).
-    """
+    """``{flat key: each episode's PNG files or None}`` of image step columns in a run."""
     if self._plain is None or len(episodes) < 2:
       return {}
     encoded = {}

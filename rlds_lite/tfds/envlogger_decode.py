@@ -1,38 +1,7 @@
-"""Fast, column-wise decoding of EnvLogger (riegeli) recordings.
+"""Fast, column-wise decoding of EnvLogger (riegeli) recordings, a chunk of episodes at a time.
 
-EnvLogger's reader decodes every timestep separately with a recursive Python
-codec (``envlogger.converters.codec.decode``), which dominates conversion
-time. This module reads the serialized timesteps of chunks of consecutive
-episodes (~4096 timesteps) with EnvLogger's native reader and decodes each
-chunk at once, in up to three tiers:
-
-1. batched protobuf decoding in TF (`rlds_lite.tfds.envlogger_protos`): one
-   ``tf.io.decode_proto`` per level of the timestep tree for the whole chunk,
-   array payloads as one ``tf.io.decode_raw`` per field. Each level copies
-   the messages below it, so this tier is skipped for chunks of large
-   timesteps (over ``TF_DECODE_MAX_STEP_BYTES``, e.g. image frames);
-2. if the chunk has something that path does not cover, or large timesteps,
-   protobuf parsing in Python and column-wise decoding: fixed-size arrays
-   stored as byte buffers
-   become one ``np.frombuffer`` per field, numeric repeated fields one
-   ``np.fromiter``, Python ints one ``int.from_bytes`` per value;
-3. anything else (strings, lists, fields whose shape changes between
-   timesteps) falls back to EnvLogger's own codec.
-
-A chunk that fails as a whole is decoded episode by episode, so errors name
-the episode. The result is always what ``rlds_lite.envlogger.read_episodes``
-gives (tests check this), only faster.
-
-Episodes come in the layout of ``rlds_lite.envlogger.read_episodes``
-(EnvLogger alignment, zeros for the reset timestep's missing action, reward
-and discount), and they are the same episodes: each writer folder is read as
-`rlds_lite.envlogger.folders` plans it (what a killed writer left unfinished
-is dropped with a ``RecoveredRecordingWarning``).
-
-Example (not run here: it needs a recording)::
-
-  for index, logged in read_logged_episodes('/tmp/logs', specs):
-    print(index, logged['step_type'])
+The episodes are those of ``rlds_lite.envlogger.read_episodes``; how:
+``docs/recording.md``, "Why writing is fast".
 """
 
 import contextlib
@@ -520,29 +489,18 @@ def read_logged_chunks(recording: str, specs: Mapping[str, Any],
                        ) -> Iterator[LoggedChunk]:
   """Chunks of consecutive episodes of a recording, each decoded at once.
 
-  A chunk whose episodes cannot be decoded together (e.g. observation
-  shapes that differ between episodes, or a damaged episode) is decoded
-  episode by episode, so errors name the episode as in `read_logged_episodes`.
+    A chunk that cannot be decoded together is decoded episode by episode.
+    ``max_steps``: timesteps per chunk (about; whole episodes).
 
-  Args:
-    recording: an EnvLogger recording directory.
-    specs: the recording's dm_env specs.
-    max_steps: timesteps per chunk (about; whole episodes); default
-      ``_CHUNK_STEPS``. A chunk also ends once its timesteps hold
-      ``_CHUNK_BYTES`` serialized bytes (large frames).
-
-  Yields:
-    `LoggedChunk` s in recording order.
-
-  Example:
-    >>> from rlds_lite import synthetic
-    >>> recording = synthetic.catch_recording(num_episodes=2)
-    >>> from rlds_lite.tfds.envlogger_episodes import recording_specs
-    >>> specs = recording_specs(recording)
-    >>> [c.indices for c in read_logged_chunks(recording, specs)]
-    [[0, 1]]
-    >>> [c.indices for c in read_logged_chunks(recording, specs, max_steps=1)]
-    [[0], [1]]
+    Example:
+      >>> from rlds_lite import synthetic
+      >>> recording = synthetic.catch_recording(num_episodes=2)
+      >>> from rlds_lite.tfds.envlogger_episodes import recording_specs
+      >>> specs = recording_specs(recording)
+      >>> [c.indices for c in read_logged_chunks(recording, specs)]
+      [[0, 1]]
+      >>> [c.indices for c in read_logged_chunks(recording, specs, max_steps=1)]
+      [[0], [1]]
   """
   recording = os.fspath(recording)
   envlogger_compat.import_envlogger()
@@ -585,28 +543,14 @@ def read_logged_episodes(recording: str, specs: Mapping[str, Any]
                          ) -> Iterator[Tuple[int, Dict[str, Any]]]:
   """``(index, episode)`` of a recording, as ``read_episodes`` lays them out.
 
-  Args:
-    recording: an EnvLogger recording directory (checked with
-      ``rlds_lite.envlogger.validate_recording`` first).
-    specs: the recording's dm_env specs (to fill the reset timestep of a
-      reset-only episode).
-
-  Yields:
-    ``(episode index, episode dict)`` in recording order.
-
-  Raises:
-    FileNotFoundError, CorruptRecordingError: for missing or damaged files
-      (the message names the recording, episode and timestep).
-
-  Example (EnvLogger alignment: the reset timestep has zero action and
-  reward, the last timestep holds the final reward):
-    >>> from rlds_lite import synthetic
-    >>> recording = synthetic.catch_recording(num_episodes=2)
-    >>> from rlds_lite.tfds.envlogger_episodes import recording_specs
-    >>> index, logged = next(read_logged_episodes(recording,
-    ...                                           recording_specs(recording)))
-    >>> index, logged['action'].tolist(), logged['reward'].tolist()
-    (0, [0, 2, 2, 1, 1, 1, 1, 1, 1, 1], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
+    Example (EnvLogger alignment):
+      >>> from rlds_lite import synthetic
+      >>> recording = synthetic.catch_recording(num_episodes=2)
+      >>> from rlds_lite.tfds.envlogger_episodes import recording_specs
+      >>> index, logged = next(read_logged_episodes(recording,
+      ...                                           recording_specs(recording)))
+      >>> index, logged['action'].tolist()[:3]
+      (0, [0, 2, 2])
   """
   for chunk in read_logged_chunks(recording, specs):
     yield from split_chunk(chunk)

@@ -1,47 +1,6 @@
-"""EnvLogger recordings as RLDS episodes (columnar NumPy), with exact alignment.
+"""EnvLogger recordings as RLDS episodes (columnar NumPy), with exact RLDS alignment.
 
-EnvLogger stores timesteps ``e_0 .. e_T`` of an episode, ``e_i`` holding the
-observation and the action that led to it (``e_0`` is the ``reset()``). RLDS
-pairs an observation with the action taken from it, so for RLDS step ``i``:
-
-* ``i < T``: ``observation = e_i.observation``; ``action``, ``reward``,
-  ``discount`` from ``e_{i+1}``; step metadata (EnvLogger custom data) from
-  ``e_i``; ``is_first = (i == 0)``, ``is_last = is_terminal = False``.
-* ``i == T`` (the last step): ``observation = e_T.observation``, ``action``,
-  ``reward`` and ``discount`` are zeros (invalid in RLDS), step metadata from
-  ``e_T``, ``is_last = True`` and ``is_terminal = (e_T is LAST and its
-  discount == 0)``.
-
-An episode that is only a ``reset()`` becomes one RLDS step (``is_first`` and
-``is_last``, not terminal, zero action/reward/discount of the spec's
-dtypes). An episode cut off by ``reset()`` (no LAST timestep) ends with a
-non-terminal last step: it is truncated. So is an episode ending with a LAST
-timestep of non-zero discount (a time limit). Unlike upstream (TFDS's
-``envlogger_reader``), the reset-only episode works, flags come from step
-positions, and values are cast to the dtypes of the recorded dm_env specs
-(integer values are checked to fit).
-
-Episode metadata (EnvLogger's ``episode_fn`` values) becomes episode fields;
-step metadata (``step_fn`` values) becomes step fields. A non-dict value is
-stored under ``custom_data``.
-
-Example:
-  >>> import numpy as np
-  >>> from dm_env import specs
-  >>> logged = {'observation': np.array([0., 1., 2.]),
-  ...           'action': np.array([0, 1, 1]), 'reward': np.array([0., .5, 1.]),
-  ...           'discount': np.array([0., 1., 0.]),
-  ...           'step_type': np.array([0, 1, 2], np.uint8),
-  ...           'step_metadata': {}, 'episode_metadata': {'episode_id': 3}}
-  >>> env_specs = {'observation': specs.Array((), np.float64),
-  ...              'action': specs.DiscreteArray(2),
-  ...              'reward': specs.Array((), np.float64),
-  ...              'discount': specs.Array((), np.float64)}
-  >>> episode = rlds_episode(logged, env_specs)
-  >>> episode['steps']['action'].tolist(), episode['steps']['reward'].tolist()
-  ([1, 1, 0], [0.5, 1.0, 0.0])
-  >>> episode['steps']['is_terminal'].tolist(), episode['episode_id']
-  ([False, False, True], 3)
+The alignment and its edge episodes: ``docs/recording.md``.
 """
 
 import os
@@ -79,31 +38,17 @@ _EPISODE_KEY_BITS = 32
 
 def find_recordings(envlogger_dirs: Union[PathLike, Sequence[PathLike]]
                     ) -> List[str]:
-  """The EnvLogger recordings (directories with ``metadata.riegeli``) given.
+  """The EnvLogger recordings (directories with ``metadata.riegeli``) under the given paths.
 
-  Each path is a recording, or a directory whose sub-directories (at any
-  depth) hold recordings; these are listed in sorted order. Hidden
-  directories (``.name``, e.g. the staging folder of an unfinished
-  ``record(if_exists='overwrite')``) are skipped.
+    Each path is a recording or a directory of them (any depth, sorted;
+    hidden directories skipped).
 
-  Args:
-    envlogger_dirs: one path or a list of paths.
-
-  Returns:
-    The recording directories, absolute, in order.
-
-  Raises:
-    FileNotFoundError: if a path does not exist, or holds no recording (an
-      empty directory, a recording without ``metadata.riegeli``...); the
-      message names it.
-    ValueError: if no path is given.
-
-  Example:
-    >>> import tempfile
-    >>> find_recordings(tempfile.mkdtemp())  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    FileNotFoundError: ... is empty: no EnvLogger recording ...
+    Example:
+      >>> import tempfile
+      >>> find_recordings(tempfile.mkdtemp())  # doctest: +ELLIPSIS
+      Traceback (most recent call last):
+      ...
+      FileNotFoundError: ... is empty: no EnvLogger recording ...
   """
   if isinstance(envlogger_dirs, (str, os.PathLike)):
     envlogger_dirs = [envlogger_dirs]
@@ -128,26 +73,14 @@ def find_recordings(envlogger_dirs: Union[PathLike, Sequence[PathLike]]
 
 
 def recording_specs(recording: PathLike) -> Dict[str, Any]:
-  """The dm_env specs a recording stores: observation, action, reward, discount.
+  """The dm_env specs a recording stores: ``observation``, ``action``, ``reward``, ``discount``.
 
-  Args:
-    recording: an EnvLogger recording directory.
-
-  Returns:
-    ``{'observation': spec, 'action': spec, 'reward': spec, 'discount': spec}``.
-
-  Raises:
-    FileNotFoundError, CorruptRecordingError: for missing or damaged files
-      (see ``rlds_lite.envlogger.validate_recording``).
-
-  Example:
-    >>> from rlds_lite import synthetic
-    >>> recording = synthetic.catch_recording(num_episodes=2)
-    >>> specs = recording_specs(recording)
-    >>> specs['observation'].shape, specs['action'].num_values
-    ((10, 5), 3)
-    >>> specs['reward'].dtype, specs['discount'].dtype
-    (dtype('float64'), dtype('float64'))
+    Example:
+      >>> from rlds_lite import synthetic
+      >>> recording = synthetic.catch_recording(num_episodes=2)
+      >>> specs = recording_specs(recording)
+      >>> specs['observation'].shape, specs['action'].num_values
+      ((10, 5), 3)
   """
   recording = os.fspath(recording)
   envlogger_compat.validate_recording(recording)
@@ -170,33 +103,13 @@ def _spec_leaves(spec: Any) -> List[Tuple[str, Any]]:
 
 
 def same_specs(recordings: Sequence[str]) -> Dict[str, Any]:
-  """The specs shared by all ``recordings``; a ValueError naming a difference.
+  """The specs shared by all ``recordings`` (structure, shapes, dtypes); else a ValueError.
 
-  Specs are the same when they have the same structure, shapes and dtypes
-  (names and bounds may differ).
-
-  Args:
-    recordings: recording directories.
-
-  Returns:
-    The specs of the first recording.
-
-  Raises:
-    ValueError: naming both recordings and the field that differs.
-
-  Example:
-    >>> import tempfile
-    >>> from rlds_lite import envs, envlogger
-    >>> catch, pixels = tempfile.mkdtemp(), tempfile.mkdtemp()
-    >>> for name, path in (('catch', catch), ('catch_pixels', pixels)):
-    ...   env = envs.make(name, seed=0)
-    ...   _ = envlogger.record(env, env.expert_policy, path, 1, progress=False)
-    >>> same_specs([catch, catch])['observation'].shape
-    (10, 5)
-    >>> same_specs([catch, pixels])  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    ValueError: EnvLogger recordings have different specs for 'observation': ... has shape (10, 5) dtype float32, ... has shape (32, 32, 3) dtype uint8; convert them separately.
+    Example:
+      >>> from rlds_lite import synthetic
+      >>> recording = synthetic.catch_recording(num_episodes=1)
+      >>> same_specs([recording, recording])['observation'].shape
+      (10, 5)
   """
   first = recording_specs(recordings[0])
   for other_path in recordings[1:]:
@@ -322,40 +235,24 @@ def rlds_episode(logged: Mapping[str, Any],
                  where: str = 'episode') -> Dict[str, Any]:
   """One EnvLogger-aligned episode as a columnar RLDS episode.
 
-  Args:
-    logged: an episode as ``rlds_lite.envlogger.read_episodes`` yields it
-      (``observation``/``action``/``reward``/``discount`` ``[T+1, ...]``
-      nests, ``step_type``, ``step_metadata``, ``episode_metadata``).
-    specs: the recording's dm_env specs (see `recording_specs`); values are
-      cast to their dtypes.
-    where: names the episode in error messages.
+    Args:
+      logged: an episode as ``rlds_lite.envlogger.read_episodes`` yields it.
+      specs: the recording's dm_env specs; values are cast to their dtypes.
+      where: names the episode in error messages.
 
-  Returns:
-    ``{'steps': {field: [T+1, ...] arrays}, **episode_metadata}`` in RLDS
-    alignment (see the module docstring).
-
-  Raises:
-    ValueError: naming the episode and field, for values that do not match
-      their spec or metadata that collides with RLDS fields.
-
-  Example (a reset-only episode becomes one step; values take the specs'
-  dtypes):
-    >>> import numpy as np
-    >>> from dm_env import specs
-    >>> logged = {'observation': np.array([7]), 'action': np.array([0]),
-    ...           'reward': np.array([0.]), 'discount': np.array([0.]),
-    ...           'step_type': np.array([0], np.uint8)}
-    >>> env_specs = {'observation': specs.Array((), np.int8),
-    ...              'action': specs.DiscreteArray(2),
-    ...              'reward': specs.Array((), np.float32),
-    ...              'discount': specs.Array((), np.float32)}
-    >>> steps = rlds_episode(logged, env_specs)['steps']
-    >>> steps['observation'], steps['is_first'], steps['is_last'], steps['is_terminal']
-    (array([7], dtype=int8), array([ True]), array([ True]), array([False]))
-    >>> rlds_episode({**logged, 'observation': np.array([300])}, env_specs)
-    Traceback (most recent call last):
-    ...
-    ValueError: episode: 'observation' has values of dtype int64 that do not fit its spec dtype int8.
+    Example (a reset-only episode becomes one step):
+      >>> import numpy as np
+      >>> from dm_env import specs
+      >>> logged = {'observation': np.array([7]), 'action': np.array([0]),
+      ...           'reward': np.array([0.]), 'discount': np.array([0.]),
+      ...           'step_type': np.array([0], np.uint8)}
+      >>> env_specs = {'observation': specs.Array((), np.int8),
+      ...              'action': specs.DiscreteArray(2),
+      ...              'reward': specs.Array((), np.float32),
+      ...              'discount': specs.Array((), np.float32)}
+      >>> steps = rlds_episode(logged, env_specs)['steps']
+      >>> steps['observation'], steps['is_first'], steps['is_last'], steps['is_terminal']
+      (array([7], dtype=int8), array([ True]), array([ True]), array([False]))
   """
   length = len(np.asarray(logged['step_type']))
   if not length:
@@ -406,35 +303,20 @@ def read_rlds_episodes(recording: PathLike,
                        ) -> Iterator[Tuple[int, Dict[str, Any]]]:
   """``(key, episode)`` pairs of a recording, episodes in RLDS alignment.
 
-  Args:
-    recording: an EnvLogger recording directory.
-    specs: its specs (read from it when None).
-    recording_index: the recording's position among those converted together
-      (for the keys, see `episode_key`).
-    chunk_steps: timesteps decoded together (whole episodes; default 4096;
-      1 decodes episode by episode, e.g. to read only the first one).
+    Args:
+      recording: an EnvLogger recording directory.
+      specs: its specs (read from it when None).
+      recording_index: its position among those converted together (keys).
+      chunk_steps: timesteps decoded together (default 4096; 1: per episode).
 
-  Yields:
-    ``(key, columnar RLDS episode)``, in recording order. Episodes are
-    decoded column-wise, whole chunks of episodes at once
-    (`rlds_lite.tfds.envlogger_decode`), giving the same values as
-    ``rlds_lite.envlogger.read_episodes``, several times faster. A chunk that
-    cannot be converted at once is converted episode by episode, so errors
-    name the episode.
-
-  Raises:
-    FileNotFoundError, CorruptRecordingError: for missing or damaged files.
-    ValueError: naming the episode and field, for bad values.
-
-  Example (RLDS alignment: the action taken from each observation; the last
-  step's action is zero and it is terminal):
-    >>> from rlds_lite import synthetic
-    >>> recording = synthetic.catch_recording(num_episodes=2)
-    >>> key, episode = next(read_rlds_episodes(recording, recording_index=1))
-    >>> key == episode_key(1, 0), episode['episode_id']
-    (True, np.int64(0))
-    >>> episode['steps']['action'].tolist(), episode['steps']['is_terminal'][-1]
-    ([2, 2, 1, 1, 1, 1, 1, 1, 1, 0], np.True_)
+    Example:
+      >>> from rlds_lite import synthetic
+      >>> recording = synthetic.catch_recording(num_episodes=2)
+      >>> key, episode = next(read_rlds_episodes(recording, recording_index=1))
+      >>> key == episode_key(1, 0), episode['episode_id']
+      (True, np.int64(0))
+      >>> episode['steps']['action'].tolist(), episode['steps']['is_terminal'][-1]
+      ([2, 2, 1, 1, 1, 1, 1, 1, 1, 0], np.True_)
   """
   recording = os.fspath(recording)
   if specs is None:
@@ -459,30 +341,12 @@ def features_from_recordings(recordings: Sequence[str],
                              ) -> tfds.features.FeaturesDict:
   """RLDS features of recordings: from their specs and first episode's metadata.
 
-  Step and episode metadata have no recorded spec, so their features come
-  from the values of the first episode (images detected by field name,
-  float64 kept exact).
-
-  Args:
-    recordings: recording directories (their specs must be the same).
-    use_images: detect images.
-    image_encoding: the encoding of detected images.
-    tensor_encoding: the encoding of non-scalar tensors.
-
-  Returns:
-    The dataset's ``FeaturesDict``.
-
-  Raises:
-    ValueError: if specs differ (see `same_specs`).
-
-  Example:
-    >>> from rlds_lite import synthetic
-    >>> recording = synthetic.catch_recording(num_episodes=2)
-    >>> features = features_from_recordings([recording])
-    >>> sorted(features), features['episode_id']
-    (['episode_id', 'steps'], Tensor(shape=(), dtype=int64))
-    >>> features['steps']['observation'], features['steps']['reward']
-    (Tensor(shape=(10, 5), dtype=float32), Tensor(shape=(), dtype=float64))
+    Example:
+      >>> from rlds_lite import synthetic
+      >>> recording = synthetic.catch_recording(num_episodes=2)
+      >>> features = features_from_recordings([recording])
+      >>> features['steps']['observation'], features['steps']['reward']
+      (Tensor(shape=(10, 5), dtype=float32), Tensor(shape=(), dtype=float64))
   """
   specs = same_specs(recordings)
   first = None

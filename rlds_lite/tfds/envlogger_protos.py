@@ -1,23 +1,6 @@
-"""Decode EnvLogger timesteps in batches with ``tf.io.decode_proto``.
+"""Decode EnvLogger timesteps in batches with ``tf.io.decode_proto``, one tree level at a time.
 
-EnvLogger stores each timestep as a ``envlogger.Data`` protocol buffer (a
-tree of tuples, dicts and ``Datum`` arrays). Walking thousands of them in
-Python costs ~20 us a timestep; here a whole chunk of serialized timesteps is
-decoded one tree level at a time by ``tf.io.decode_proto`` (public TF API,
-C++), and array payloads become one ``tf.io.decode_raw`` (or one numeric
-field) per column: a few microseconds a timestep.
-
-The tree's shape comes from the first timestep; anything the batched path
-does not cover (a value missing outside a reset, shapes or dict keys that
-change between timesteps, string or big integer arrays, ``Data.Array``
-values, non-string dict keys) raises `Unsupported`, and the caller falls
-back to its per-timestep Python decoding, which handles everything and
-names the episode in its errors.
-
-Example (not run here: it needs a recording)::
-
-  columns = decode_timesteps(serialized_timesteps)
-  columns['observation']  # [N, ...] NumPy array (or nest of them)
+What it cannot decode raises `Unsupported`; the caller then decodes in Python.
 """
 
 import functools

@@ -1,40 +1,7 @@
 """``tf.train.Example`` bytes written straight from NumPy columns.
 
-Building a ``tf.train.Example`` through the protobuf API costs a Python list
-(``tolist()``) and a message object per field, then a serialization pass;
-for RLDS episodes of a few steps that is most of the cost of writing a
-dataset. This module writes the protobuf wire format directly: packed
-``float`` lists are the float32 array itself, packed ``int64`` lists a
-vectorised varint encoding (in chunks of `_CHUNK` values, in the values' own
-width: a ``uint8`` column is never widened to ``int64``; ``uint8`` values
-below 128 are their own varints, used uncopied), byte lists a join.
-
-Each serialized message is kept as `Chunks` (the buffers it is made of and
-their total size) until `example` joins the whole record once: a large
-column is copied once into the record, not once per level of nesting, and
-`example` can refuse a record over its size limit before building it. Large
-``int64`` lists (chunks of `_DEFER` values or more) stay unencoded until the
-join (their encoded size is counted up front) and are encoded a chunk at a time straight into the record, so
-writing a record costs the record plus one chunk's temporaries
-(``example(..., allow_bytearray=True)`` hands the record over without a
-copy).
-
-The bytes are those of ``tf.train.Example(...).SerializeToString(
-deterministic=True)``: the same fields, with the feature map in sorted key
-order (protobuf leaves the order of map entries unspecified; parsers accept
-any).
-
-Example:
-  >>> import numpy as np
-  >>> record = example({'x': int64_feature(np.array([1, -2])),
-  ...                   'y': float_feature(np.array([0.5], np.float32)),
-  ...                   'z': bytes_feature([b'ab'])})
-  >>> parsed = tf.train.Example.FromString(record).features.feature
-  >>> list(parsed['x'].int64_list.value), list(parsed['y'].float_list.value)
-  ([1, -2], [0.5])
-  >>> record == tf.train.Example.FromString(record).SerializeToString(
-  ...     deterministic=True)
-  True
+The bytes are ``SerializeToString(deterministic=True)``'s; a message stays
+`Chunks` until `example` joins the record once.
 """
 
 from typing import Iterable, List, Mapping, Optional, Sequence, Union

@@ -1,17 +1,4 @@
-"""The TFDS features of an RLDS dataset, from features, configs or specs.
-
-An RLDS dataset's features are a ``FeaturesDict`` whose ``steps`` entry is a
-``tfds.features.Dataset`` of step features (with the ``is_first``,
-``is_last`` and ``is_terminal`` flags) and whose other entries are episode
-metadata: the layout ``tfds.rlds.rlds_base`` builds.
-
-Example:
-  >>> import numpy as np
-  >>> features = rlds_features({'observation': np.float32},
-  ...                          {'episode_id': np.int64})
-  >>> sorted(features['steps'].feature.keys())
-  ['is_first', 'is_last', 'is_terminal', 'observation']
-"""
+"""The TFDS features of an RLDS dataset, from features, configs, specs or an example episode."""
 
 from typing import Any, Dict, Mapping, Optional, Tuple
 
@@ -34,22 +21,11 @@ DatasetConfig = tfds.rlds.rlds_base.DatasetConfig
 def rlds_features(step_features: Mapping[str, Any],
                   episode_features: Optional[Mapping[str, Any]] = None
                   ) -> tfds.features.FeaturesDict:
-  """RLDS features ``{'steps': Dataset({flags, **step_features}), **episode}``.
+  """RLDS features ``{'steps': Dataset({flags, **step_features}), **episode_features}``.
 
-  Args:
-    step_features: TFDS features (or dtypes) of the step fields; the three
-      boolean flags are added when missing.
-    episode_features: TFDS features of the episode metadata.
-
-  Returns:
-    The dataset's ``FeaturesDict``.
-
-  Raises:
-    ValueError: if an episode field is called ``steps``.
-
-  Example:
-    >>> rlds_features({'reward': np.float32})['steps'].feature['is_last']
-    Tensor(shape=(), dtype=bool)
+    Example:
+      >>> rlds_features({'reward': np.float32})['steps'].feature['is_last']
+      Tensor(shape=(), dtype=bool)
   """
   episode_features = dict(episode_features or {})
   if rlds_types.STEPS in episode_features:
@@ -66,16 +42,10 @@ def rlds_features(step_features: Mapping[str, Any],
 def features_from_config(config: DatasetConfig) -> tfds.features.FeaturesDict:
   """The features of an RLDS ``DatasetConfig`` (as ``rlds_base.build_info``).
 
-  Args:
-    config: a ``tfds.rlds.rlds_base.DatasetConfig``.
-
-  Returns:
-    The dataset's ``FeaturesDict``.
-
-  Example:
-    >>> config = DatasetConfig(name='x', observation_info=np.float32)
-    >>> sorted(features_from_config(config)['steps'].feature.keys())
-    ['is_first', 'is_last', 'is_terminal', 'observation']
+    Example:
+      >>> config = DatasetConfig(name='x', observation_info=np.float32)
+      >>> sorted(features_from_config(config)['steps'].feature.keys())
+      ['is_first', 'is_last', 'is_terminal', 'observation']
   """
   steps = dict(config.step_metadata_info or {})
   for key, info in ((rlds_types.OBSERVATION, config.observation_info),
@@ -286,19 +256,16 @@ def _metadata_feature(value: Any, path: str, options: Dict[str, Any]) -> Any:
 def is_example_episode(value: Any) -> bool:
   """Whether ``value`` is an episode (data), not a description of features.
 
-  An example episode is a dict whose ``steps`` is a list of step dicts, or
-  a dict of ``[T, ...]`` columns holding at least one RLDS flag
-  (``is_first``, ``is_last``, ``is_terminal``) as a ``[T]`` column. A dict
-  of per-step values, dtypes, specs or features (no flag column) describes
-  one step: that is the `episode_features` form.
+    An episode's ``steps`` are a list of step dicts, or columns with a ``[T]``
+    flag column (``is_first``, ``is_last``, ``is_terminal``).
 
-  Example:
-    >>> is_example_episode({'steps': {'reward': np.zeros(3),
-    ...                               'is_last': [False, False, True]}})
-    True
-    >>> is_example_episode({'steps': {'reward': np.float32,
-    ...                               'is_last': np.bool_}})
-    False
+    Example:
+      >>> is_example_episode({'steps': {'reward': np.zeros(3),
+      ...                               'is_last': [False, False, True]}})
+      True
+      >>> is_example_episode({'steps': {'reward': np.float32,
+      ...                               'is_last': np.bool_}})
+      False
   """
   if not isinstance(value, Mapping) or rlds_types.STEPS not in value:
     return False
@@ -323,45 +290,25 @@ def features_from_episode(episode: Mapping[str, Any],
                           ) -> tfds.features.FeaturesDict:
   """The RLDS features of a dataset whose episodes look like ``episode``.
 
-  Each step field's feature has the dtype and per-step shape of its column
-  (no squeezing: a ``[T, 1]`` column keeps shape ``(1,)``); float64 is
-  stored exactly; images are detected as `episode_features` does (fields
-  named ``image``/``pixels``, a top-level uint8 ``observation``) and so is
-  any uint8 ``[H, W, C]`` value with C = 1, 3 or 4; strings
-  (``str``, ``bytes``, NumPy ``S``/``U`` arrays, object arrays of them)
-  become ``tfds.features.Text()`` (a scalar per step, as Open
-  X-Embodiment's ``language_instruction``) or ``tf.string`` tensors.
-  The flags are always boolean. Episode metadata (every key but ``steps``)
-  gets the features of its values the same way.
+    Dtypes and per-step shapes as they are (float64 exact), images and
+    strings detected, flags boolean; episode metadata likewise
+    (``docs/recording.md``).
 
-  Args:
-    episode: ``{'steps': steps, **metadata}``; ``steps`` a dict of
-      ``[T, ...]`` columns (arrays, lists, tensors; nested dicts allowed), a
-      list of step dicts or a ``tf.data.Dataset`` of steps, with ``T >= 1``.
-    use_images: detect images.
-    image_encoding: the encoding of detected images.
-    tensor_encoding: the encoding of non-scalar tensors (see
-      `episode_features`).
+    Args:
+      episode: ``{'steps': steps, **metadata}``; steps as columns, a list of
+        step dicts or a dataset, ``T >= 1``.
+      use_images: detect images; image_encoding: their encoding.
+      tensor_encoding: the encoding of non-scalar tensors.
 
-  Returns:
-    The dataset's ``FeaturesDict``.
-
-  Raises:
-    ValueError: naming the field, for an episode without steps, a scalar
-      where a column is expected, or values TFDS cannot store (e.g. an
-      object column of non-strings).
-
-  Example:
-    >>> episode = {'steps': {'observation': np.zeros((3, 2), np.float32),
-    ...                      'language_instruction': ['pick', 'pick', 'pick'],
-    ...                      'is_terminal': [False, False, True]},
-    ...            'episode_id': 7}
-    >>> features = features_from_episode(episode)
-    >>> step = features['steps'].feature
-    >>> step['observation'], step['language_instruction']
-    (Tensor(shape=(2,), dtype=float32), Text(shape=(), dtype=string))
-    >>> features['episode_id']
-    Tensor(shape=(), dtype=int64)
+    Example:
+      >>> episode = {'steps': {'observation': np.zeros((3, 2), np.float32),
+      ...                      'language_instruction': ['pick', 'pick', 'pick'],
+      ...                      'is_terminal': [False, False, True]},
+      ...            'episode_id': 7}
+      >>> features = features_from_episode(episode)
+      >>> step = features['steps'].feature
+      >>> step['observation'], step['language_instruction']
+      (Tensor(shape=(2,), dtype=float32), Text(shape=(), dtype=string))
   """
   if not isinstance(episode, Mapping) or rlds_types.STEPS not in episode:
     raise ValueError(f'features_from_episode: an episode is a dict with a '
@@ -385,48 +332,25 @@ def episode_features(features_or_spec: Any,
                      image_encoding: str = 'png',
                      tensor_encoding: str = 'none'
                      ) -> tfds.features.FeaturesDict:
-  """The RLDS ``FeaturesDict`` described by features, a config or specs.
+  """The RLDS ``FeaturesDict`` described by features, a config, specs or an example episode.
 
-  Args:
-    features_or_spec: one of
+    Args:
+      features_or_spec: a ``FeaturesDict`` with ``steps`` (kept), a
+        ``DatasetConfig``, an example episode (`features_from_episode`), or
+        ``{'steps': step_description, **episode_metadata}`` of features,
+        dtypes or specs (inferred with `extract_feature_from_data`; flags
+        added).
+      use_images, image_encoding: image detection when inferring.
+      tensor_encoding: inferred non-scalar tensors' encoding (default
+        ``'none'``; float64 always exact).
 
-      * a ``tfds.features.FeaturesDict`` with a ``steps`` Dataset feature
-        (used as is);
-      * a ``tfds.rlds.rlds_base.DatasetConfig`` (e.g. from
-        `generate_config_from_spec`);
-      * an example episode (see `is_example_episode`): ``{'steps': steps,
-        **metadata}`` whose steps are a list of step dicts or a dict of
-        ``[T, ...]`` columns with a flag column (``is_last``, ...); the
-        features are inferred from its values (`features_from_episode`);
-      * a dict ``{'steps': step_description, **episode_metadata}`` where the
-        step description is a ``tf.data.DatasetSpec`` (an episodes dataset's
-        ``element_spec``), a ``tfds.features.Dataset`` or a dict; every leaf
-        is a TFDS feature or dtype (kept), or a spec/array (``tf.TensorSpec``,
-        dm_env spec, ``np.ndarray``) whose feature is inferred with
-        `extract_feature_from_data` (top-level images detected for the core
-        step fields). Missing flags are added.
-    use_images: detect images when inferring features from specs.
-    image_encoding: the encoding of detected images.
-    tensor_encoding: the encoding of inferred non-scalar tensors. Unlike
-      upstream's ``generate_config_from_spec`` (always zlib), the default is
-      ``'none'``: tensors are stored as plain values, read without
-      decompression; float64 tensors are byte-encoded all the same (exact),
-      and tensors with several unknown dimensions zlib-encoded.
-
-  Returns:
-    The dataset's ``FeaturesDict``.
-
-  Raises:
-    ValueError: if there is no ``steps`` entry or a field cannot be stored.
-    TypeError: if ``features_or_spec`` is none of the above.
-
-  Example:
-    >>> spec = {'steps': {'observation': tf.TensorSpec([2], tf.float64),
-    ...                   'is_first': tf.TensorSpec([], tf.bool),
-    ...                   'is_last': tf.TensorSpec([], tf.bool)}}
-    >>> observation = episode_features(spec)['steps'].feature['observation']
-    >>> observation.shape, observation.to_json_content().encoding
-    ((2,), 'bytes')
+    Example:
+      >>> spec = {'steps': {'observation': tf.TensorSpec([2], tf.float64),
+      ...                   'is_first': tf.TensorSpec([], tf.bool),
+      ...                   'is_last': tf.TensorSpec([], tf.bool)}}
+      >>> observation = episode_features(spec)['steps'].feature['observation']
+      >>> observation.shape, observation.to_json_content().encoding
+      ((2,), 'bytes')
   """
   if isinstance(features_or_spec, tfds.features.FeaturesDict):
     _check_steps_feature(features_or_spec)
@@ -481,31 +405,16 @@ def features_from_env_specs(observation_spec: Any,
                             ) -> tfds.features.FeaturesDict:
   """RLDS features from dm_env specs (``env.observation_spec()``, ...).
 
-  dm_env's default reward and discount specs are float64 scalars: they are
-  stored byte-encoded, so their values round-trip exactly.
+    Reward and discount default to dm_env's float64 scalars (stored exactly);
+    ``step_metadata`` / ``episode_metadata`` add fields.
 
-  Args:
-    observation_spec: the (nested) observation spec.
-    action_spec: the (nested) action spec.
-    reward_spec: the reward spec (dm_env's default float64 scalar if None).
-    discount_spec: the discount spec (dm_env's default float64 scalar if None).
-    step_metadata: specs, arrays or features of extra step fields.
-    episode_metadata: specs, arrays or features of episode metadata.
-    use_images: detect images.
-    image_encoding: the encoding of detected images.
-    tensor_encoding: the encoding of non-scalar tensors (see
-      `episode_features`).
-
-  Returns:
-    The dataset's ``FeaturesDict``.
-
-  Example:
-    >>> from dm_env import specs
-    >>> features = features_from_env_specs(specs.Array((2,), np.float32),
-    ...                                    specs.DiscreteArray(3))
-    >>> step = features['steps'].feature
-    >>> step['action'].dtype, step['reward'].dtype
-    (tf.int32, tf.float64)
+    Example:
+      >>> from dm_env import specs
+      >>> features = features_from_env_specs(specs.Array((2,), np.float32),
+      ...                                    specs.DiscreteArray(3))
+      >>> step = features['steps'].feature
+      >>> step['action'].dtype, step['reward'].dtype
+      (tf.int32, tf.float64)
   """
   default = tf.TensorSpec([], tf.float64)
   steps = {

@@ -1,36 +1,6 @@
 """What a killed writer leaves behind, and how the next writer removes it.
 
-A writer killed before it published leaves only files no reader opens: a
-hidden staging directory ``data_dir/name/.<version>.incomplete-<pid>-<token>``
-(new dataset), hidden temporary shards ``.shard-<pid>-...`` and metadata
-``.dataset_info.json.tmp-<pid>-...`` in the dataset directory, and shards
-under final names that the published ``dataset_info.json`` does not
-reference (killed between the ``shards_named`` and ``published`` steps of
-`rlds_lite.tfds.publish`). Readers ignore all of them.
-
-The next writer of the dataset removes them while it holds the dataset's
-lock (`rlds_lite.tfds.locking`): every writer holds the lock for as long as
-its files exist, so any such file found by the lock holder belongs to a
-writer that died (whatever its pid says; a pid may be reused by now). It
-removes only names rlds_lite writers give (the patterns above, the shard
-names of the dataset, and the ``.replaced-*`` / ``.info-*`` leftovers of
-rlds_lite versions before the lock), never other files.
-
-Shard generations (`rlds_lite.tfds.shards.generation_template`): an
-overwrite publishes a new generation and leaves the one it replaced on disk,
-so a reader that opened the dataset before the overwrite can finish its
-pass. A writer removes every other generation that the published
-``dataset_info.json`` does not reference: at most one replaced generation is
-kept, so the disk holds at most the dataset twice (old + new) after an
-overwrite, until the next overwrite.
-
-Example:
-  >>> import os, tempfile
-  >>> name_dir = tempfile.mkdtemp()
-  >>> os.mkdir(os.path.join(name_dir, '.1.0.0.incomplete-1-abc'))
-  >>> removed = remove_staging(os.path.join(name_dir, '1.0.0'))
-  >>> [os.path.basename(p) for p in removed], os.listdir(name_dir)
-  (['.1.0.0.incomplete-1-abc'], [])
+What is left and what is removed: ``docs/guarantees.md``, "Leftovers of dead writers".
 """
 
 import json
@@ -159,24 +129,15 @@ def _remove(path: str, removed: List[str]) -> None:
 
 
 def remove_staging(dataset_dir: str) -> List[str]:
-  """Removes the staging directories of a dataset's dead writers.
+  """Removes the staging directories of a dataset's dead writers (hold the lock).
 
-  Call only while holding the dataset's lock. A ``.replaced-*`` directory
-  left by rlds_lite before the lock (killed between its two renames) is the
-  last published dataset if none is published: it is renamed back.
-
-  Returns:
-    The paths removed (or restored).
-
-  Example (only this version's staging directories go):
-    >>> import os, tempfile
-    >>> name_dir = tempfile.mkdtemp()
-    >>> for name in ('.1.0.0.incomplete-7-abc', '.2.0.0.incomplete-7-abc', 'notes'):
-    ...   os.mkdir(os.path.join(name_dir, name))
-    >>> [os.path.basename(p) for p in remove_staging(os.path.join(name_dir, '1.0.0'))]
-    ['.1.0.0.incomplete-7-abc']
-    >>> sorted(os.listdir(name_dir))
-    ['.2.0.0.incomplete-7-abc', 'notes']
+    Example:
+      >>> import os, tempfile
+      >>> name_dir = tempfile.mkdtemp()
+      >>> for name in ('.1.0.0.incomplete-7-abc', '.2.0.0.incomplete-7-abc', 'notes'):
+      ...   os.mkdir(os.path.join(name_dir, name))
+      >>> [os.path.basename(p) for p in remove_staging(os.path.join(name_dir, '1.0.0'))]
+      ['.1.0.0.incomplete-7-abc']
   """
   dataset_dir = os.path.normpath(dataset_dir)
   parent, base = os.path.split(dataset_dir)
@@ -225,33 +186,21 @@ def _repair_features_json(dataset_dir: str,
 def remove_leftovers(dataset_dir: str, dataset_name: str,
                      proto: Optional[dataset_info_pb2.DatasetInfo]
                      ) -> List[str]:
-  """Removes what dead writers left in a dataset directory, and old shards.
+  """Removes dead writers' files and unreferenced shards of a dataset (hold the lock).
 
-  Call only while holding the dataset's lock. Removes hidden temporary
-  files of writers and every shard file of the dataset that ``proto`` (the
-  published ``dataset_info.json``) does not reference, except those of the
-  newest older generation (the one the last overwrite replaced, which
-  readers may still be reading). Also rewrites a stale ``features.json``.
+    Args:
+      dataset_dir: the dataset directory.
+      dataset_name: the dataset name (shard files are ``<name>-<split>...``).
+      proto: its published info (None: nothing published there).
 
-  Args:
-    dataset_dir: the dataset directory.
-    dataset_name: the dataset name (shard files are ``<name>-<split>...``).
-    proto: its published info (None: no dataset is published there).
-
-  Returns:
-    The paths removed.
-
-  Example (a dead writer's temporary shard and an unreferenced shard go;
-  files rlds_lite does not name stay):
-    >>> import os
-    >>> from rlds_lite import synthetic
-    >>> path = synthetic.dataset(3, seed=0)
-    >>> for name in ('.shard-123-abc-00000', 'toy-train.tfrecord-00007', 'notes.txt'):
-    ...   open(os.path.join(path, name), 'wb').close()
-    >>> [os.path.basename(p) for p in remove_leftovers(path, 'toy', read_info_proto(path))]
-    ['.shard-123-abc-00000', 'toy-train.tfrecord-00007']
-    >>> sorted(os.listdir(path))
-    ['dataset_info.json', 'features.json', 'notes.txt', 'toy-train.tfrecord-00000']
+    Example:
+      >>> import os
+      >>> from rlds_lite import synthetic
+      >>> path = synthetic.dataset(3, seed=0)
+      >>> for name in ('.shard-123-abc-00000', 'toy-train.tfrecord-00007', 'notes.txt'):
+      ...   open(os.path.join(path, name), 'wb').close()
+      >>> [os.path.basename(p) for p in remove_leftovers(path, 'toy', read_info_proto(path))]
+      ['.shard-123-abc-00000', 'toy-train.tfrecord-00007']
   """
   removed: List[str] = []
   if not tf.io.gfile.isdir(dataset_dir):

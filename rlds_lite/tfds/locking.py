@@ -1,40 +1,6 @@
-"""An OS-level lock that serialises the writers of one dataset.
+"""An OS-level lock (``flock`` on ``data_dir/name/.<version>.lock``) serialising a dataset's writers.
 
-Every writer of ``data_dir/name/version`` (`EpisodeWriter`, `write_dataset`,
-converters writing TFDS, `build_from_envlogger`, `RLDSBuilder`) holds
-`DatasetLock` from the moment it reads the dataset's state (does it exist?
-which shards does it have?) until it has published or given up. Two
-writers of the same dataset, in two processes, therefore run one after the
-other: the second waits (up to its ``timeout``) or fails up front, and no
-episode is lost.
-
-The lock is ``fcntl.flock`` (exclusive) on the file ``.<version>.lock`` beside
-the dataset directory (``data_dir/name/.1.0.0.lock``), created when missing.
-A dataset's lock file is never deleted. Writers of other outputs
-(`rlds_lite.atomic_output`) pass ``remove_file=True``: the holder deletes
-the file as its last act before unlocking, and a writer that got the lock
-checks that the file it locked is still the one at the path (same inode),
-or tries again, so two writers never hold "the" lock on two files. The kernel releases it when its
-holder dies, however it dies, so a killed writer never leaves a stale lock.
-The holder writes its pid and host into the file; the error of a writer
-that timed out names them.
-
-Within one process a second writer of a dataset fails at once (a second
-``flock`` on another descriptor of the same file would wait for the first
-forever).
-
-Locks need a local (POSIX) file system that supports ``flock``; on a remote
-path (``gs://...``) nothing is locked.
-
-Example:
-  >>> import tempfile
-  >>> dataset_dir = tempfile.mkdtemp() + '/toy/1.0.0'
-  >>> with DatasetLock(dataset_dir, timeout=0) as lock:
-  ...   try:
-  ...     DatasetLock(dataset_dir, timeout=0).acquire()
-  ...   except DatasetLockedError as e:
-  ...     print(str(e).split(';')[0])
-  dataset '.../toy/1.0.0' is already being written in this process (pid ...)
+What it guarantees: ``docs/guarantees.md``, "Serialised writers".
 """
 
 import errno
@@ -108,32 +74,22 @@ def _holder(fd: int) -> str:
 
 
 class DatasetLock:
-  """The exclusive lock of one dataset directory (see the module docstring).
+  """The exclusive lock of one dataset directory.
 
-  Args:
-    dataset_dir: the dataset directory (``data_dir/name/version``); it need
-      not exist. Its parent is created for the lock file.
-    timeout: seconds to wait for another holder: None waits as long as it
-      takes, 0 fails at once.
-    label: how errors name the dataset (default: ``dataset '<dir>'``).
-    remove_file: delete the lock file on release (see the module docstring;
-      a killed holder's file stays until the next holder releases).
+    Args:
+      dataset_dir: ``data_dir/name/version`` (it need not exist).
+      timeout: seconds to wait (None: as long as it takes; 0: fail at once).
+      label: how errors name the dataset.
+      remove_file: delete the lock file on release (for other outputs).
 
-  Raises (from `acquire`):
-    DatasetLockedError: (a TimeoutError) if another process still holds the
-      lock after ``timeout`` seconds (naming the holder's pid and host), or
-      another writer of this process holds it.
-
-  Example:
-    >>> import os, tempfile
-    >>> dataset_dir = tempfile.mkdtemp() + '/toy/1.0.0'
-    >>> with DatasetLock(dataset_dir, timeout=0) as lock:
-    ...   print(lock.held, open(lock.path).read().split(' on ')[0] == f'pid {os.getpid()}')
-    True True
-    >>> lock  # doctest: +ELLIPSIS
-    DatasetLock('.../toy/.1.0.0.lock', not held)
-    >>> os.path.exists(lock.path), os.path.exists(dataset_dir)
-    (True, False)
+    Example:
+      >>> import os, tempfile
+      >>> dataset_dir = tempfile.mkdtemp() + '/toy/1.0.0'
+      >>> with DatasetLock(dataset_dir, timeout=0) as lock:
+      ...   print(lock.held)
+      True
+      >>> lock  # doctest: +ELLIPSIS
+      DatasetLock('.../toy/.1.0.0.lock', not held)
   """
 
   def __init__(self, dataset_dir: PathLike, *,

@@ -1,39 +1,7 @@
 """PNG files of whole image batches, filtered in NumPy and compressed by zlib.
 
-``tf.image.encode_png`` (what TFDS's ``Image`` feature runs per image) costs
-~300-1600 us of CPU per 64x64 or 84x84 RGB frame, mostly in libpng's
-adaptive row filtering and zlib at level 6 with ``Z_FILTERED``.
-`encode_png_batch` writes the same pixels in 2.5-5x less CPU time, in files
-of about the same size (``benchmarks/bench_png.py`` measures both):
-
-- Row filters (PNG filter types 0-4: None, Sub, Up, Average, Paeth) depend
-  only on the original bytes, so each candidate is computed for every row of
-  every frame at once in NumPy; each row takes the candidate with the
-  smallest sum of absolute (signed byte) values, libpng's heuristic.
-  The default candidates are None, Sub and Up: Average and Paeth cost ~5x
-  more to compute and shrank the files by < 1% on the frames measured.
-- zlib with ``Z_RLE`` (runs of equal bytes only) on filtered rows is ~1.5x
-  faster than its level-1 string matching and as small as libpng's level 6
-  on rendered and natural-ish frames, but many times larger on repeated
-  textures (tiles); so by default (``strategy='auto'``) the first frame of
-  a batch is compressed both ways, and the batch takes RLE unless level-1
-  matching makes that frame more than 10% smaller.
-- Frames are compressed on a small thread pool (zlib and most NumPy
-  operations release the GIL) when the batch is large enough to pay.
-
-The files are standard PNGs (IHDR, one IDAT, IEND; 8 or 16 bits per sample,
-16-bit samples big-endian as PNG requires): every decoder reads the input's
-exact pixels, though the bytes differ from libpng's.
-
-Example:
-  >>> import numpy as np
-  >>> import tensorflow as tf
-  >>> images = np.arange(2 * 3 * 5 * 3, dtype=np.uint8).reshape(2, 3, 5, 3)
-  >>> pngs = encode_png_batch(images)
-  >>> [png[:8] for png in pngs] == [b'\\x89PNG\\r\\n\\x1a\\n'] * 2
-  True
-  >>> np.array_equal(tf.io.decode_png(pngs[1]).numpy(), images[1])
-  True
+Same pixels as ``tf.image.encode_png`` in 2.5-5x less CPU; how:
+``docs/recording.md``, "Why writing is fast".
 """
 
 import concurrent.futures
@@ -256,39 +224,21 @@ def encode_png_batch(images: np.ndarray,
                      threads: Optional[int] = None) -> List[bytes]:
   """One PNG file per frame of ``images``, decoding to exactly its pixels.
 
-  Args:
-    images: ``[T, height, width, channels]`` uint8 or uint16 frames
-      (channels 1: gray, 2: gray+alpha, 3: RGB, 4: RGBA), as
-      ``tfds.features.Image`` stores them (its shape is always
-      ``(h, w, c)``). ``T`` may be 0.
-    level: the zlib level of ``'lz77'``, 1 (fastest) to 9 (smallest); 0
-      stores the rows uncompressed (whatever the strategy).
-    filters: the candidate row filters (names from `FILTERS`); each row takes
-      the one with the smallest sum of absolute filtered bytes. One name
-      filters every row the same way.
-    strategy: ``'rle'``: zlib's ``Z_RLE``, runs of a repeated byte only
-      (fastest; poor on repeated textures); ``'lz77'``: zlib's string
-      matching at ``level`` (``Z_FILTERED`` from level 4 on filtered rows,
-      as libpng); ``'auto'``: the first frame is compressed both ways and
-      the batch takes ``'rle'`` unless ``'lz77'`` makes that frame more than
-      10% smaller. The choice never depends on ``threads``: the files do
-      not either.
-    threads: the most threads to compress on; None: up to 4 (the CPUs this
-      process may use), when the batch is large enough for threads to pay.
-      1: in the calling thread.
+    Args:
+      images: ``[T, h, w, c]`` uint8 or uint16 frames, ``c`` in 1-4.
+      level: zlib level of ``'lz77'`` (0: uncompressed).
+      filters: candidate row filters (`FILTERS` names); each row takes the
+        one with the smallest sum of absolute filtered bytes.
+      strategy: ``'rle'``, ``'lz77'`` or ``'auto'`` (rle unless lz77 makes the
+        first frame >10% smaller).
+      threads: most threads to compress on (None: up to 4; the files do not
+        depend on it).
 
-  Returns:
-    The PNG files, one per frame.
-
-  Raises:
-    ValueError: for another dtype, rank or number of channels, an empty
-      frame, an unknown filter, strategy or level (the message names them).
-
-  Example:
-    >>> gray16 = np.array([[[[0], [300]], [[65535], [1]]]], np.uint16)
-    >>> pngs = encode_png_batch(gray16, filters=['paeth'], threads=1)
-    >>> len(pngs), pngs[0][12:16], pngs[0][24:26]  # IHDR: 16-bit gray.
-    (1, b'IHDR', b'\\x10\\x00')
+    Example:
+      >>> gray16 = np.array([[[[0], [300]], [[65535], [1]]]], np.uint16)
+      >>> pngs = encode_png_batch(gray16, filters=['paeth'], threads=1)
+      >>> len(pngs), pngs[0][12:16], pngs[0][24:26]  # IHDR: 16-bit gray.
+      (1, b'IHDR', b'\\x10\\x00')
   """
   images = _checked_images(images)
   kinds = _filter_numbers(filters)

@@ -1,44 +1,7 @@
-"""The publish protocol of rlds_lite's TFDS writers: steps, durable renames.
+"""The publish protocol of rlds_lite's TFDS writers: `PUBLISH_STEPS`, durable renames.
 
-A dataset becomes visible, or changes, in exactly one atomic rename; every
-byte it references is on disk (``fsync``) before that rename, and the
-rename itself is made durable by syncing its directory after it. The steps
-every writer takes, in order (`PUBLISH_STEPS`):
-
-==============  ============================================================
-``locked``      the dataset's lock is held (`rlds_lite.tfds.locking`),
-                leftovers of dead writers removed, the dataset's state read
-``shards_synced``  every new shard closed and flushed (hidden temp names)
-``shards_named``   shards renamed to their final names, which the published
-                ``dataset_info.json`` does not reference yet; directory synced
-``info_written``   the new ``dataset_info.json`` (features included) written
-                to a temporary file and flushed
-``published``   THE SWITCH: ``dataset_info.json`` replaced by one
-                ``os.replace`` (existing dataset), or the staging directory
-                renamed to ``data_dir/name/version`` (new dataset)
-``synced``      the directories holding the switch flushed
-``features_json``  ``features.json`` (for other tools; readers need only
-                ``dataset_info.json``) replaced
-``cleaned``     shard generations no reader may still use deleted
-==============  ============================================================
-
-A writer killed before ``published`` leaves the old dataset (or none) as
-readers saw it; killed at or after it, the new one. `step` is called at each
-step: when the environment variable `FAULT_KILL_ENV` names that step, it
-kills the process there (``SIGKILL``), which is how ``tests/faults`` kills a
-real writer at every step.
-
-Durability costs little next to encoding: on this machine's virtual disk,
-writing 10 small episodes took 32 ms instead of 15 ms, and 200 MB of episodes
-0.57 s instead of 0.40 s (``docs/guarantees.md``).
-
-Example:
-  >>> import os, tempfile
-  >>> directory = tempfile.mkdtemp()
-  >>> temp = write_temp(os.path.join(directory, 'info.json'), b'{}')
-  >>> replace(temp, os.path.join(directory, 'info.json'))
-  >>> os.listdir(directory)
-  ['info.json']
+The steps and what a crash at each leaves: ``docs/guarantees.md``, "Atomic
+publish" and "Durability".
 """
 
 import os
@@ -217,27 +180,13 @@ def _info_bytes(dataset_dir: str) -> bytes:
 
 def read_builder(dataset_dir: PathLike,
                  attempts: int = 10) -> tfds.core.DatasetBuilder:
-  """``tfds.builder_from_directory``, of one published version only.
+  """``tfds.builder_from_directory`` of one published version (rebuilt if it changed meanwhile).
 
-  TFDS reads ``dataset_info.json`` twice while it builds a builder (the
-  features first, the splits later): a switch in between would pair one
-  version's features with the other's shards. This reads the file before
-  and after; if it changed, it builds again. Every publish changes the
-  file (more shards, or a new shard generation), so equal bytes mean TFDS
-  read one version.
-
-  Args:
-    dataset_dir: a prepared dataset directory.
-    attempts: builds to try while writers keep publishing.
-
-  Returns:
-    The builder.
-
-  Example:
-    >>> import rlds_lite
-    >>> path = rlds_lite.synthetic.dataset(2)
-    >>> read_builder(path).info.splits['train'].num_examples
-    2
+    Example:
+      >>> import rlds_lite
+      >>> path = rlds_lite.synthetic.dataset(2)
+      >>> read_builder(path).info.splits['train'].num_examples
+      2
   """
   dataset_dir = os.fspath(dataset_dir)
   for _ in range(attempts - 1):
@@ -293,27 +242,17 @@ def fsync_tree(directory: PathLike) -> None:
 
 
 def embed_features(dataset_dir: PathLike) -> bool:
-  """Puts the features into ``dataset_info.json`` if it lacks them.
+  """Puts the features into ``dataset_info.json`` if it lacks them (atomically); whether it did.
 
-  TFDS writes them to ``features.json`` only, so a reader needs two files;
-  with them inside, ``dataset_info.json`` alone describes the dataset (and
-  replacing it is one atomic switch). The file is replaced atomically by an
-  equivalent one, so this is safe on a published dataset.
-
-  Returns:
-    Whether the file was rewritten.
-
-  Example (a ``dataset_info.json`` without features, as TFDS writes it):
-    >>> import json, os, rlds_lite
-    >>> path = rlds_lite.synthetic.dataset(2, seed=0)
-    >>> info_file = os.path.join(path, 'dataset_info.json')
-    >>> info = json.load(open(info_file))
-    >>> del info['features']
-    >>> json.dump(info, open(info_file, 'w'))
-    >>> embed_features(path), embed_features(path)
-    (True, False)
-    >>> 'features' in json.load(open(info_file))
-    True
+    Example:
+      >>> import json, os, rlds_lite
+      >>> path = rlds_lite.synthetic.dataset(2, seed=0)
+      >>> info_file = os.path.join(path, 'dataset_info.json')
+      >>> info = json.load(open(info_file))
+      >>> del info['features']
+      >>> json.dump(info, open(info_file, 'w'))
+      >>> embed_features(path), embed_features(path)
+      (True, False)
   """
   dataset_dir = os.fspath(dataset_dir)
   path = os.path.join(dataset_dir, 'dataset_info.json')

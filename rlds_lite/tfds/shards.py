@@ -1,21 +1,7 @@
-"""Write serialized examples of one split into TFDS shard files.
+"""Write serialized examples of one split into TFDS shard files, hidden until finalized.
 
-`ShardWriter` appends records to a shard until it holds
-``max_examples_per_shard`` examples or ``max_bytes_per_shard`` bytes, then
-starts the next one. Shards are written under hidden temporary names
-(``.shard-<pid>-<token>-00000``, the pid of the writing process), flushed to
-disk (``fsync``) when closed, and get their final names (from a
-``tfds.core.ShardedFileTemplate``) only in `ShardWriter.finalize`, so an
-unfinished split never has a shard a reader would open. `SHARD_TEMPLATE`
-names shards by index only (``name-train.tfrecord-00003``), so more shards
-can be appended later without renaming the existing ones.
-
-Shard sets are immutable: a dataset overwritten in place gets a new
-*generation* of shards whose names no earlier generation used
-(`generation_template`: ``name-train-g0002.tfrecord-00000``), so a reader
-that still holds the old ``dataset_info.json`` reads only old files.
-
-Example: see `ShardWriter`.
+Shards are named by index (`SHARD_TEMPLATE`) so more can be appended; an
+overwrite writes a new generation (`generation_template`).
 """
 
 import os
@@ -92,20 +78,11 @@ _SUPPORTED_FORMATS = ('tfrecord', 'array_record')
 
 def file_format_of(file_format: Union[str, tfds.core.FileFormat]
                    ) -> tfds.core.FileFormat:
-  """The ``tfds.core.FileFormat`` named ``file_format`` (tfrecord/array_record).
+  """The ``tfds.core.FileFormat`` named ``file_format`` (tfrecord/array_record); else a ValueError.
 
-  Args:
-    file_format: ``'tfrecord'``, ``'array_record'`` or a ``FileFormat``.
-
-  Returns:
-    The file format.
-
-  Raises:
-    ValueError: for other formats.
-
-  Example:
-    >>> file_format_of('array_record').value
-    'array_record'
+    Example:
+      >>> file_format_of('array_record').value
+      'array_record'
   """
   value = getattr(file_format, 'value', file_format)
   if value not in _SUPPORTED_FORMATS:
@@ -138,39 +115,26 @@ class _RecordFile:
 class ShardWriter:
   """Writes the records of one split to shards named by ``template``.
 
-  Args:
-    template: names the final shard files (its ``data_dir`` is where they go).
-    file_format: ``'tfrecord'`` or ``'array_record'``.
-    max_examples_per_shard: start a new shard after this many examples.
-    max_bytes_per_shard: start a new shard once a shard holds this many bytes.
-    first_shard: the index of the first shard (to append after existing ones;
-      only with a template without the shard count, like `SHARD_TEMPLATE`).
+    Args:
+      template: names the final shard files (its ``data_dir`` is where they go).
+      file_format: ``'tfrecord'`` or ``'array_record'``.
+      max_examples_per_shard, max_bytes_per_shard: when to start a new shard.
+      first_shard: the index of the first shard (to append after existing ones).
 
-  Example (shards of at most 2 examples; then a shard appended after them,
-  hidden until finalized):
-    >>> import os, tempfile
-    >>> import tensorflow_datasets as tfds
-    >>> directory = tempfile.mkdtemp()
-    >>> template = tfds.core.ShardedFileTemplate(
-    ...     data_dir=directory, template=SHARD_TEMPLATE, dataset_name='toy',
-    ...     split='train', filetype_suffix='tfrecord')
-    >>> writer = ShardWriter(template, 'tfrecord', max_examples_per_shard=2)
-    >>> for record in [b'a', b'bb', b'ccc']:
-    ...   writer.write(record)
-    >>> writer.finalize()
-    ([2, 1], 6)
-    >>> sorted(os.listdir(directory))
-    ['toy-train.tfrecord-00000', 'toy-train.tfrecord-00001']
-    >>> writer = ShardWriter(template, 'tfrecord', first_shard=2)
-    >>> writer.write(b'episode')
-    >>> sorted(os.listdir(directory))  # doctest: +ELLIPSIS
-    ['.shard-...-00000', 'toy-train.tfrecord-00000', 'toy-train.tfrecord-00001']
-    >>> writer.finalize(), sorted(os.listdir(directory))
-    ... # doctest: +NORMALIZE_WHITESPACE
-    (([1], 7), ['toy-train.tfrecord-00000', 'toy-train.tfrecord-00001',
-                'toy-train.tfrecord-00002'])
-    >>> [r.numpy() for r in tf.data.TFRecordDataset(writer.final_paths())]
-    [b'episode']
+    Example:
+      >>> import os, tempfile
+      >>> import tensorflow_datasets as tfds
+      >>> directory = tempfile.mkdtemp()
+      >>> template = tfds.core.ShardedFileTemplate(
+      ...     data_dir=directory, template=SHARD_TEMPLATE, dataset_name='toy',
+      ...     split='train', filetype_suffix='tfrecord')
+      >>> writer = ShardWriter(template, 'tfrecord', max_examples_per_shard=2)
+      >>> for record in [b'a', b'bb', b'ccc']:
+      ...   writer.write(record)
+      >>> writer.finalize()
+      ([2, 1], 6)
+      >>> sorted(os.listdir(directory))
+      ['toy-train.tfrecord-00000', 'toy-train.tfrecord-00001']
   """
 
   def __init__(self,

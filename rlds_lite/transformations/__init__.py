@@ -1,8 +1,7 @@
 """Dataset -> Dataset transformations of RLDS episodes and steps.
 
-Same public names and semantics as ``rlds.transformations`` of upstream RLDS,
-implemented with public tf.data APIs only (no reverb), with upstream defects
-fixed (see each function's docstring).
+The public names and semantics of upstream ``rlds.transformations``, on public
+tf.data APIs only (no reverb); where they differ: ``docs/upstream.md``.
 
 Example:
   >>> import tensorflow as tf

@@ -1,13 +1,4 @@
-"""Re-alignment of step fields: shift some keys forwards or backwards in time.
-
-Example:
-  >>> import tensorflow as tf
-  >>> steps = tf.data.Dataset.from_tensor_slices(
-  ...     {'obs': [0, 1, 2], 'action': [10, 11, 12]})
-  >>> [(s['obs'].tolist(), s['action'].tolist()) for s in
-  ...  shift_keys(steps, ['action'], 1).as_numpy_iterator()]
-  [(0, 11), (1, 12)]
-"""
+"""Re-alignment of step fields: shift some keys forwards or backwards in time."""
 
 import enum
 from typing import Any, Dict, Sequence, Union
@@ -113,46 +104,27 @@ def shift_keys(steps: tf.data.Dataset,
                batch_size: int = BATCH_AUTO_TUNE) -> tf.data.Dataset:
   """Shifts the fields ``keys`` by ``shift`` steps relative to the others.
 
-  Output step ``i`` holds ``keys`` from input step ``i + shift`` and the
-  other fields from input step ``i`` when ``shift >= 0``; for a negative
-  shift it holds the other fields from step ``i + |shift|`` and ``keys``
-  from step ``i``. Either way, in every output step the ``keys`` come from
-  ``shift`` steps after the other fields (as in upstream RLDS), and the
-  ``|shift|`` steps without a partner are dropped: the output has
-  ``max(n - |shift|, 0)`` steps. E.g. ``shift=-1`` on ``action`` and
-  ``reward`` pairs each observation with the action and reward that led to
-  it (EnvLogger alignment), and ``shift=1`` undoes it (RLDS alignment).
+    In every output step the ``keys`` come from ``shift`` steps after the
+    other fields, and the ``|shift|`` steps without a partner are dropped
+    (``max(n - |shift|, 0)`` steps). ``shift=-1`` on action and reward gives
+    EnvLogger alignment, ``shift=1`` undoes it.
 
-  Unlike upstream RLDS: ``shift=0`` returns ``steps`` unchanged, any shift
-  works whatever the batch size, no step is duplicated or lost at batch
-  boundaries, ``cardinality()`` is exact whenever the input's is known, the
-  input is read once (so shuffled inputs stay consistent), and unknown keys
-  raise a clear error. ``keys`` may also be a single field name.
+    Args:
+      steps: dataset of step dicts.
+      keys: the top-level step fields to shift (or one field name).
+      shift: how many steps later (earlier if negative) ``keys`` are taken.
+      batch_size: steps per vectorised batch (``BATCH_AUTO_TUNE``: from the
+        step size); it does not change the result.
 
-  Args:
-    steps: dataset of step dicts.
-    keys: names of the top-level step fields to shift.
-    shift: how many steps later (earlier if negative) ``keys`` are taken.
-    batch_size: steps processed per vectorised batch; ``BATCH_AUTO_TUNE``
-      picks it from the step size. It does not change the result.
-
-  Returns:
-    The dataset of re-aligned steps.
-
-  Raises:
-    TypeError: if the steps are not dicts, or ``shift`` or a key has the
-      wrong type.
-    ValueError: if a key is not a step field or ``batch_size`` is invalid.
-
-  Example:
-    >>> steps = tf.data.Dataset.from_tensor_slices(
-    ...     {'obs': [0, 1, 2], 'action': [10, 11, 12]})
-    >>> shifted = shift_keys(steps, ['action'], -1)
-    >>> [(s['obs'].tolist(), s['action'].tolist())
-    ...  for s in shifted.as_numpy_iterator()]
-    [(1, 10), (2, 11)]
-    >>> int(shifted.cardinality())
-    2
+    Example:
+      >>> steps = tf.data.Dataset.from_tensor_slices(
+      ...     {'obs': [0, 1, 2], 'action': [10, 11, 12]})
+      >>> shifted = shift_keys(steps, ['action'], -1)
+      >>> [(s['obs'].tolist(), s['action'].tolist())
+      ...  for s in shifted.as_numpy_iterator()]
+      [(1, 10), (2, 11)]
+      >>> int(shifted.cardinality())
+      2
   """
   spec = steps.element_spec
   keys = _validated_keys(spec, keys)
@@ -172,16 +144,13 @@ def shift_keys(steps: tf.data.Dataset,
 class AlignmentType(enum.Enum):
   """How a dataset pairs observations, actions and rewards in a step.
 
-  ``SAR``: a step holds an observation, the action taken from it and the
-  reward that action got (RLDS). ``ARS``: the action and reward that led to
-  the observation (EnvLogger). ``RSA``: the reward that led to the
-  observation, then the action taken from it.
+    ``SAR``: observation, the action taken from it, its reward (RLDS).
+    ``ARS``: the action and reward that led to the observation (EnvLogger).
+    ``RSA``: the reward that led to the observation, then the action.
 
-  Example (the value is what a step's ``alignment`` field stores):
-    >>> [(alignment.name, alignment.value) for alignment in AlignmentType]
-    [('UNKNOWN', 1), ('SAR', 2), ('ARS', 3), ('RSA', 4)]
-    >>> AlignmentType(3), AlignmentType['SAR']
-    (<AlignmentType.ARS: 3>, <AlignmentType.SAR: 2>)
+    Example:
+      >>> AlignmentType(3), AlignmentType['SAR']
+      (<AlignmentType.ARS: 3>, <AlignmentType.SAR: 2>)
   """
   UNKNOWN = enum.auto()
   SAR = enum.auto()
@@ -193,21 +162,9 @@ def add_alignment_to_step(step: rlds_types.Step,
                           alignment: AlignmentType) -> rlds_types.Step:
   """A copy of ``step`` with ``ALIGNMENT`` set to ``alignment.value``.
 
-  Unlike upstream RLDS the input step is not modified.
-
-  Args:
-    step: a step dict.
-    alignment: the alignment of the dataset the step belongs to.
-
-  Returns:
-    A new step dict with the extra ``alignment`` field.
-
-  Raises:
-    TypeError: if ``alignment`` is not an ``AlignmentType``.
-
-  Example:
-    >>> add_alignment_to_step({'reward': 1.0}, AlignmentType.SAR)
-    {'reward': 1.0, 'alignment': 2}
+    Example:
+      >>> add_alignment_to_step({'reward': 1.0}, AlignmentType.SAR)
+      {'reward': 1.0, 'alignment': 2}
   """
   if not isinstance(alignment, AlignmentType):
     raise TypeError(

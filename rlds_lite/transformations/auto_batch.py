@@ -1,13 +1,4 @@
-"""How many steps to process at once when the caller says BATCH_AUTO_TUNE.
-
-Example:
-  >>> import tensorflow as tf
-  >>> steps = tf.data.Dataset.from_tensor_slices({'obs': tf.zeros([4, 10])})
-  >>> get_batch_size(steps)  # 200_000 bytes / 40 bytes per step
-  5000
-  >>> get_batch_size(steps, 16)
-  16
-"""
+"""How many steps to process at once when the caller says BATCH_AUTO_TUNE."""
 
 from typing import Any
 
@@ -36,14 +27,14 @@ def get_batch_size(dataset: tf.data.Dataset,
                    optimization_batch_size: int = BATCH_AUTO_TUNE) -> int:
   """The batch size to use for ``dataset`` (steps or episodes).
 
-  Returns ``optimization_batch_size`` unless it is ``BATCH_AUTO_TUNE``; then
-  ``DEFAULT_BATCH_SIZE_IN_BYTES`` divided by the estimated step size, at least
-  1. Unlike upstream RLDS this works for tuple and non-dict steps and for
-  string-only steps.
+    ``optimization_batch_size``, or for ``BATCH_AUTO_TUNE``
+    ``DEFAULT_BATCH_SIZE_IN_BYTES`` divided by the estimated step size (at
+    least 1).
 
-  Raises:
-    TypeError: if the size is not an int.
-    ValueError: if the size is neither positive nor ``BATCH_AUTO_TUNE``.
+    Example:
+      >>> steps = tf.data.Dataset.from_tensor_slices({'obs': tf.zeros([4, 10])})
+      >>> get_batch_size(steps), get_batch_size(steps, 16)  # 200_000 / 40 bytes
+      (5000, 16)
   """
   return batch_size_for_steps(step_element_spec(dataset),
                               optimization_batch_size)

@@ -1,14 +1,4 @@
-"""Concatenate datasets of steps, e.g. to add absorbing steps after a terminal.
-
-Example:
-  >>> import tensorflow as tf
-  >>> from rlds_lite.transformations import dataset_concat
-  >>> a = tf.data.Dataset.from_tensor_slices({'obs': [1, 2]})
-  >>> b = tf.data.Dataset.from_tensor_slices({'obs': [3], 'absorbing': [True]})
-  >>> [(s['obs'].tolist(), s['absorbing'].tolist())
-  ...  for s in dataset_concat.concatenate(a, b).as_numpy_iterator()]
-  [(1, False), (2, False), (3, True)]
-"""
+"""Concatenate datasets of steps, e.g. to add absorbing steps after a terminal."""
 
 from typing import Any, Callable, Mapping
 
@@ -58,31 +48,16 @@ def concatenate(steps1: tf.data.Dataset,
                 steps2: tf.data.Dataset) -> tf.data.Dataset:
   """The steps of ``steps1`` followed by those of ``steps2``.
 
-  A field present in only one dataset is added to the steps of the other as
-  zeros (``False`` for booleans, ``b''`` for strings; unknown dimensions
-  taken as 1). A field present in both must have the same dtype, nested
-  structure and compatible shapes (e.g. ``[None]`` and ``[3]``); unlike
-  upstream RLDS, a mismatch is a ``ValueError`` naming the field. Datasets
-  whose elements are not dicts are concatenated only if their structures
-  match.
+    A field present in only one dataset is added to the other's steps as
+    zeros (``False``, ``b''``); a shared field must match in dtype, structure
+    and shape (else a ValueError naming it).
 
-  Args:
-    steps1: first dataset of steps.
-    steps2: second dataset of steps.
-
-  Returns:
-    The concatenated dataset of steps.
-
-  Raises:
-    TypeError: if an argument is not a dataset, or only one holds dicts.
-    ValueError: if a shared field differs in dtype, structure or shape.
-
-  Example:
-    >>> a = tf.data.Dataset.from_tensor_slices({'x': [1]})
-    >>> b = tf.data.Dataset.from_tensor_slices({'y': [2.5]})
-    >>> [{k: v.tolist() for k, v in s.items()}
-    ...  for s in concatenate(a, b).as_numpy_iterator()]
-    [{'x': 1, 'y': 0.0}, {'x': 0, 'y': 2.5}]
+    Example:
+      >>> a = tf.data.Dataset.from_tensor_slices({'x': [1]})
+      >>> b = tf.data.Dataset.from_tensor_slices({'y': [2.5]})
+      >>> [{k: v.tolist() for k, v in s.items()}
+      ...  for s in concatenate(a, b).as_numpy_iterator()]
+      [{'x': 1, 'y': 0.0}, {'x': 0, 'y': 2.5}]
   """
   _check_steps(steps1, 'steps1')
   _check_steps(steps2, 'steps2')
@@ -109,39 +84,21 @@ def concat_if_terminal(
 ) -> tf.data.Dataset:
   """Appends ``make_extra_steps(last_step)`` if the last step is terminal.
 
-  The skeleton to add absorbing states to an episode. The extra steps are
-  joined with ``concatenate`` (fields missing on either side become zeros).
+    The skeleton for absorbing states; lazy, and ``make_extra_steps`` runs in
+    the tf.data graph (it must be graph-compatible).
 
-  Unlike upstream RLDS, this is lazy: nothing is read until the result is
-  iterated, and ``make_extra_steps`` is then called inside the tf.data graph
-  (it must be graph-compatible, as in upstream, where it runs in a
-  ``tf.function``). An empty ``steps`` gives an empty result (with the
-  combined element structure) instead of failing. Finding the last step reads
-  only that step when the cardinality is known, else all the steps.
+    Args:
+      steps: a finite dataset of step dicts with ``is_terminal``.
+      make_extra_steps: function from the final step to a dataset of steps.
 
-  Args:
-    steps: a finite dataset of step dicts with ``is_terminal``.
-    make_extra_steps: function from the final step to a dataset of steps.
-
-  Returns:
-    ``steps`` followed by the extra steps when it ends in a terminal step,
-    else just ``steps``.
-
-  Raises:
-    TypeError: if ``steps`` is not a dataset of dicts, ``make_extra_steps``
-      is not callable or does not return a dataset.
-    ValueError: if the steps have no ``is_terminal`` field, ``steps`` is
-      infinite (checked when its cardinality is known), or the extra steps
-      share a field with ``steps`` but with another dtype or shape.
-
-  Example:
-    >>> steps = tf.data.Dataset.from_tensor_slices(
-    ...     {'obs': [1, 2], 'is_terminal': [False, True]})
-    >>> absorbing = lambda last: tf.data.Dataset.from_tensors(
-    ...     {'obs': last['obs'] * 0, 'is_terminal': True})
-    >>> [s['obs'].tolist() for s in
-    ...  concat_if_terminal(steps, absorbing).as_numpy_iterator()]
-    [1, 2, 0]
+    Example:
+      >>> steps = tf.data.Dataset.from_tensor_slices(
+      ...     {'obs': [1, 2], 'is_terminal': [False, True]})
+      >>> absorbing = lambda last: tf.data.Dataset.from_tensors(
+      ...     {'obs': last['obs'] * 0, 'is_terminal': True})
+      >>> [s['obs'].tolist() for s in
+      ...  concat_if_terminal(steps, absorbing).as_numpy_iterator()]
+      [1, 2, 0]
   """
   _check_steps(steps, 'steps')
   if not callable(make_extra_steps):

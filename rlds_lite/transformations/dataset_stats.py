@@ -1,17 +1,4 @@
-"""Mean and standard deviation of step fields over a dataset of episodes.
-
-Example:
-  >>> import tensorflow as tf
-  >>> from rlds_lite.transformations import dataset_stats
-  >>> steps = tf.data.Dataset.from_tensor_slices({
-  ...     'observation': [1.0, 2.0, 3.0], 'action': [1, 3, 0],
-  ...     'reward': [0.0, 1.0, 0.0], 'is_last': [False, False, True]})
-  >>> episodes = tf.data.Dataset.from_tensors({'steps': steps})
-  >>> mean, std = dataset_stats.mean_and_std(
-  ...     episodes, dataset_stats.sar_fields_mask)
-  >>> mean['observation'].numpy().tolist(), mean['action'].numpy().tolist()
-  (2.0, 2.0)
-"""
+"""Mean and standard deviation of step fields over a dataset of episodes."""
 
 from typing import Any, Callable, Dict, List, Mapping, Tuple
 
@@ -47,33 +34,20 @@ def sar_fields_mask(
     step: rlds_types.Step) -> Tuple[Dict[str, Any], Dict[str, tf.Tensor]]:
   """The observation, action and reward of a step, and where they are valid.
 
-  For steps in SAR alignment (the RLDS default): the action and reward of the
-  last step (``is_last``) are invalid. Pass it as ``get_step_fields`` to
-  ``mean_and_std``. Works on one step and on a batch of steps (then the masks
-  have the batch shape), eagerly and in graphs.
+    For SAR-aligned steps the action and reward of the ``is_last`` step are
+    invalid; pass it as ``get_step_fields`` to ``mean_and_std``. Works on one
+    step or a batch; only the SAR fields present are returned.
 
-  Unlike upstream RLDS the masks are boolean tensors shaped like ``is_last``
-  (upstream gives a Python ``True`` for the observation), and a step without
-  an action or a reward is accepted: only the SAR fields present are returned.
+    Returns:
+      ``(fields, mask)``, each keyed by the fields present; masks are booleans
+      shaped like ``is_last``.
 
-  Args:
-    step: an RLDS step (or batch of steps) with ``is_last``.
-
-  Returns:
-    ``(fields, mask)``: ``fields`` maps each of observation/action/reward
-    present in the step to its value, ``mask`` maps the same keys to whether
-    the value is valid.
-
-  Raises:
-    ValueError: if the step has no ``is_last`` or none of observation,
-      action and reward.
-
-  Example:
-    >>> step = {'observation': [0.5], 'action': 1, 'reward': 0.0,
-    ...         'is_last': tf.constant(True)}
-    >>> fields, mask = sar_fields_mask(step)
-    >>> {k: bool(v) for k, v in sorted(mask.items())}
-    {'action': False, 'observation': True, 'reward': False}
+    Example:
+      >>> step = {'observation': [0.5], 'action': 1, 'reward': 0.0,
+      ...         'is_last': tf.constant(True)}
+      >>> fields, mask = sar_fields_mask(step)
+      >>> {k: bool(v) for k, v in sorted(mask.items())}
+      {'action': False, 'observation': True, 'reward': False}
   """
   if rlds_types.IS_LAST not in step:
     raise ValueError(
@@ -280,65 +254,28 @@ def mean_and_std(
                                                        Mapping[str, Any]]],
     optimization_batch_size: int = auto_batch.BATCH_AUTO_TUNE
 ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-  """Mean and standard deviation of step fields over all steps of a dataset.
+  """Mean and sample standard deviation (``ddof=1``) of step fields over all steps.
 
-  ``get_step_fields(step)`` returns ``(fields, mask)``: ``fields`` is a dict
-  of numeric tensors (any nesting inside each entry) and ``mask`` has the same
-  keys, each a boolean saying whether that entry is valid at this step (e.g.
-  ``sar_fields_mask``). Statistics are per element, over the valid steps only:
-  the mean, and the sample standard deviation (``ddof=1``: divided by
-  ``count - 1``), as upstream RLDS.
+    Statistics are per element, over the steps where the mask is True; the
+    data is read once (float64, Chan et al.'s merge of batch moments). Dense
+    episodes (``steps`` as ``[T, ...]`` tensors) are the fast way.
 
-  The data is read once: each batch gives a count, mean and sum of squared
-  deviations in float64, merged across batches with Chan et al.'s parallel
-  formula (numerically stable; upstream RLDS reads the data twice).
+    Args:
+      episodes_dataset: dataset of episodes, nested or dense steps.
+      get_step_fields: function of one step returning ``(fields, mask)``
+        (e.g. ``sar_fields_mask``).
+      optimization_batch_size: steps processed at once (``BATCH_AUTO_TUNE``).
 
-  Dense episodes (``steps`` a dict of ``[T, ...]`` tensors, from
-  ``rlds_lite.load(..., dense=True)`` or ``rlds_lite.dense.to_dense``) are
-  the fast way: their steps are cut into batches with ``rebatch``, with no
-  per-step ``tf.data`` element, and give the same batches, hence the same
-  results, as nested steps. ``get_step_fields`` runs vectorised on each
-  batch (``tf.vectorized_map``; ``sar_fields_mask``, which works on batches,
-  is called on the batch directly), or step by step if it cannot be
-  vectorised.
+    Returns:
+      ``(mean, std)`` with the structure of ``fields``, as float64 tensors.
 
-  Unlike upstream RLDS (mean as tensors, std as NumPy arrays), both results
-  are ``tf.Tensor`` of dtype float64. A field valid at exactly one step has a
-  NaN std, as ``np.std(ddof=1)``. Upstream RLDS only takes nested steps.
-
-  Args:
-    episodes_dataset: dataset of episodes, with nested datasets of steps or
-      dense (``steps`` a dict of ``[T, ...]`` tensors, faster).
-    get_step_fields: function of one step returning ``(fields, mask)``. It
-      may use Python ``if`` on tensors.
-    optimization_batch_size: how many steps to process at once;
-      ``BATCH_AUTO_TUNE`` chooses from the step size.
-
-  Returns:
-    ``(mean, std)``, each with the structure of ``fields``, as float64
-    ``tf.Tensor``.
-
-  Raises:
-    ValueError: if a field is never valid (or there are no steps), naming the
-      fields, when run eagerly; inside a ``tf.function`` this is a
-      ``tf.errors.InvalidArgumentError`` with the same message when run.
-      Also if the mask keys differ from the field keys, a mask is not one
-      boolean per step, or ``optimization_batch_size`` is invalid.
-    TypeError: if ``episodes_dataset`` does not hold episodes (with nested
-      or dense steps), or a field is not numeric.
-
-  Example:
-    >>> steps = tf.data.Dataset.from_tensor_slices({'x': [1.0, 2.0, 6.0]})
-    >>> episodes = tf.data.Dataset.from_tensors({'steps': steps})
-    >>> mean, std = mean_and_std(
-    ...     episodes, lambda s: ({'x': s['x']}, {'x': True}))
-    >>> mean['x'].numpy().tolist(), std['x'].numpy().tolist()
-    (3.0, 2.6457513110645907)
-    >>> dense = tf.data.Dataset.from_tensors({'steps': {'x': [1.0, 2.0, 6.0]}})
-    >>> mean, std = mean_and_std(
-    ...     dense, lambda s: ({'x': s['x']}, {'x': True}))
-    >>> mean['x'].numpy().tolist(), std['x'].numpy().tolist()
-    (3.0, 2.6457513110645907)
+    Example:
+      >>> steps = tf.data.Dataset.from_tensor_slices({'x': [1.0, 2.0, 6.0]})
+      >>> episodes = tf.data.Dataset.from_tensors({'steps': steps})
+      >>> mean, std = mean_and_std(
+      ...     episodes, lambda s: ({'x': s['x']}, {'x': True}))
+      >>> mean['x'].numpy().tolist(), std['x'].numpy().tolist()
+      (3.0, 2.6457513110645907)
   """
   if not isinstance(episodes_dataset, tf.data.Dataset):
     raise TypeError(

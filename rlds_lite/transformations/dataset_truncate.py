@@ -1,13 +1,4 @@
-"""Truncate a dataset of steps after the first step meeting a condition.
-
-Example:
-  >>> import tensorflow as tf
-  >>> from rlds_lite.transformations import dataset_truncate
-  >>> steps = tf.data.Dataset.range(10)
-  >>> list(dataset_truncate.truncate_after_condition(
-  ...     steps, lambda step: step == 2).as_numpy_iterator())
-  [np.int64(0), np.int64(1), np.int64(2)]
-"""
+"""Truncate a dataset of steps after the first step meeting a condition."""
 
 from typing import Any, Callable
 
@@ -33,28 +24,18 @@ def truncate_after_condition(
     truncate_condition: Callable[[rlds_types.Step], Any]) -> tf.data.Dataset:
   """Keeps the steps up to and including the first one meeting a condition.
 
-  If no step meets the condition, all steps are kept. Lazy (``scan`` then
-  ``take_while``): steps after the first match are never read.
+    All steps if none does; lazy (steps after the match are never read).
 
-  Args:
-    steps_dataset: dataset of steps (any structure).
-    truncate_condition: function of one step (passed as a single argument,
-      tuple steps included) returning a scalar boolean. It may use Python
-      ``if`` on tensors.
+    Args:
+      steps_dataset: dataset of steps (any structure).
+      truncate_condition: function of one step returning a scalar boolean.
 
-  Returns:
-    The truncated dataset of steps.
-
-  Raises:
-    TypeError: if ``steps_dataset`` is not a dataset, ``truncate_condition``
-      is not callable or does not return a scalar boolean.
-
-  Example:
-    >>> steps = tf.data.Dataset.from_tensor_slices(
-    ...     {'r': [1, 5, 2, 7], 'is_terminal': [False, True, False, True]})
-    >>> [s['r'].tolist() for s in truncate_after_condition(
-    ...     steps, lambda s: s['is_terminal']).as_numpy_iterator()]
-    [1, 5]
+    Example:
+      >>> steps = tf.data.Dataset.from_tensor_slices(
+      ...     {'r': [1, 5, 2, 7], 'is_terminal': [False, True, False, True]})
+      >>> [s['r'].tolist() for s in truncate_after_condition(
+      ...     steps, lambda s: s['is_terminal']).as_numpy_iterator()]
+      [1, 5]
   """
   if not isinstance(steps_dataset, tf.data.Dataset):
     raise TypeError('steps_dataset must be a tf.data.Dataset, got '

@@ -1,15 +1,6 @@
-"""Sliding-window batching of datasets (``tf.data.Dataset.window``, flattened).
+"""Sliding-window batching: ``tf.data.Dataset.window``'s windows as stacked tensors.
 
-``batch`` yields each window as one element of stacked tensors instead of a
-structure of nested datasets. Windows are cut from large chunks of the input
-with one ``tf.gather`` per chunk, so a window costs about as much as an
-element of ``Dataset.unbatch`` rather than a nested dataset.
-
-Example:
-  >>> import tensorflow as tf
-  >>> ds = tf.data.Dataset.range(1, 5)
-  >>> [w.numpy().tolist() for w in batch(ds, size=2, shift=1, stride=2)]
-  [[1, 3], [2, 4], [3], [4]]
+Windows are cut from large chunks of the input with one ``tf.gather`` each.
 """
 
 import sys
@@ -45,24 +36,11 @@ def num_windows(n: Any, size: int, shift: int, stride: int,
                 drop_remainder: bool) -> Any:
   """How many windows ``batch`` makes from ``n`` elements (ints or tensors).
 
-  Windows start at ``0, shift, 2 * shift, ...`` while the start is below
-  ``n``; with ``drop_remainder`` only those holding ``size`` elements count.
-
-  Args:
-    n: number of input elements (a non-negative int or int64 tensor).
-    size: elements per window.
-    shift: distance between the starts of consecutive windows.
-    stride: distance between consecutive elements of a window.
-    drop_remainder: whether windows with fewer than ``size`` elements count.
-
-  Returns:
-    The number of windows, of the type of ``n``.
-
-  Example:
-    >>> num_windows(4, size=2, shift=1, stride=1, drop_remainder=False)
-    4
-    >>> num_windows(4, size=2, shift=1, stride=1, drop_remainder=True)
-    3
+    Example:
+      >>> num_windows(4, size=2, shift=1, stride=1, drop_remainder=False)
+      4
+      >>> num_windows(4, size=2, shift=1, stride=1, drop_remainder=True)
+      3
   """
   if not drop_remainder:
     return (n + shift - 1) // shift
@@ -212,53 +190,26 @@ def batch(dataset: tf.data.Dataset,
           shift: Optional[int] = None,
           stride: int = 1,
           drop_remainder: bool = False) -> tf.data.Dataset:
-  """Batches elements into (possibly overlapping) windows.
+  """Batches elements into (possibly overlapping) windows of stacked tensors.
 
-  Same windows as ``tf.data.Dataset.window`` (and upstream RLDS), each as one
-  element of stacked tensors: windows start at ``0, shift, 2 * shift, ...``
-  while the start is below the dataset length, and window ``k`` holds the
-  elements ``k * shift + j * stride`` for ``j < size`` that exist. If ``ds``
-  holds ``(1, 2, 3, 4)``:
+    The windows of ``tf.data.Dataset.window`` (and upstream RLDS): window
+    ``k`` holds elements ``k * shift + j * stride`` for ``j < size`` that
+    exist. The input is read once; elements a window spans must share a shape.
 
-  * ``batch(ds, 2, shift=1)`` -> ``[1, 2], [2, 3], [3, 4], [4]``
-  * ``batch(ds, 2, shift=1, drop_remainder=True)`` -> ``[1, 2], [2, 3], [3, 4]``
-  * ``batch(ds, 2, shift=2)`` -> ``[1, 2], [3, 4]``
-  * ``batch(ds, 2, shift=1, stride=2)`` -> ``[1, 3], [2, 4], [3], [4]``
+    Args:
+      dataset: the dataset to batch.
+      size: elements per window (``BATCH_AUTO_TUNE``: from the element size).
+      shift: distance between window starts (default ``size``).
+      stride: distance between the elements of a window.
+      drop_remainder: drop windows with fewer than ``size`` elements.
 
-  Elements may be any structure of dense tensors (dicts, tuples, strings,
-  multi-dimensional fields); all elements a window spans must have the same
-  shape, as for ``Dataset.batch`` (ragged or sparse fields fall back to the
-  slow ``Dataset.window`` recipe). The input is read once, keeping the last
-  ``(size - 1) * stride`` elements in memory. Unlike upstream RLDS the
-  arguments are validated and ``cardinality()`` is exact whenever the
-  input's is known. With ``drop_remainder`` the window dimension is static
-  (``size``), otherwise ``None``.
-
-  Args:
-    dataset: the dataset to batch.
-    size: elements per window; ``BATCH_AUTO_TUNE`` picks it from the element
-      size (see ``get_batch_size``).
-    shift: distance between the starts of consecutive windows (1 makes a
-      window for every element); defaults to ``size``.
-    stride: distance between consecutive elements of a window.
-    drop_remainder: whether to drop windows with fewer than ``size``
-      elements.
-
-  Returns:
-    The dataset of windows.
-
-  Raises:
-    TypeError: if ``size``, ``shift`` or ``stride`` is not an int.
-    ValueError: if ``size``, ``shift`` or ``stride`` is not positive
-      (``size`` may also be ``BATCH_AUTO_TUNE``).
-
-  Example:
-    >>> ds = tf.data.Dataset.from_tensor_slices({'x': [1, 2, 3, 4]})
-    >>> windows = batch(ds, size=2, shift=1)
-    >>> [w['x'].numpy().tolist() for w in windows]
-    [[1, 2], [2, 3], [3, 4], [4]]
-    >>> int(windows.cardinality())
-    4
+    Example:
+      >>> ds = tf.data.Dataset.from_tensor_slices({'x': [1, 2, 3, 4]})
+      >>> windows = batch(ds, size=2, shift=1)
+      >>> [w['x'].numpy().tolist() for w in windows]
+      [[1, 2], [2, 3], [3, 4], [4]]
+      >>> [w['x'].numpy().tolist() for w in batch(ds, 2, shift=1, stride=2)]
+      [[1, 3], [2, 4], [3], [4]]
   """
   if isinstance(size, bool) or not hasattr(size, '__index__'):
     raise TypeError(f'size must be a positive int or BATCH_AUTO_TUNE, got '

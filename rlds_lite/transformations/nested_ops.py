@@ -1,17 +1,6 @@
 """Map, apply and reduce over steps, and over the nested steps of episodes.
 
-Per-step functions run vectorised: steps are batched, the function is applied
-to a whole batch with ``tf.vectorized_map`` and the batch is split again, which
-is several times faster than tf.data's per-element ``map``.
-
-Example:
-  >>> import tensorflow as tf
-  >>> from rlds_lite.transformations import nested_ops
-  >>> steps = tf.data.Dataset.from_tensor_slices({'reward': [1.0, 2.0, 3.0]})
-  >>> doubled = nested_ops.map_steps(
-  ...     steps, lambda s: {'reward': 2 * s['reward']})
-  >>> [s['reward'].tolist() for s in doubled.as_numpy_iterator()]
-  [2.0, 4.0, 6.0]
+Per-step functions run vectorised (``tf.vectorized_map`` on batches of steps).
 """
 
 from typing import Any, Callable, List, Optional
@@ -156,36 +145,21 @@ def map_steps(steps_dataset: tf.data.Dataset,
               ) -> tf.data.Dataset:
   """Applies ``transform_step`` to every step of a dataset of steps.
 
-  Steps are processed in batches with ``tf.vectorized_map``. If that is not
-  possible (steps or outputs with shapes unknown per step, ragged/sparse
-  tensors, or a function ``tf.vectorized_map`` cannot trace), each step is
-  mapped on its own; the results are the same.
+    Vectorised on batches of steps, or step by step when that is impossible
+    (same results). ``transform_step`` gets the whole step (a copy) as one
+    argument.
 
-  ``transform_step`` receives the whole step as one argument, tuple steps
-  included, and may assign into the step dict it gets (it is a copy). It may
-  use Python ``if`` on tensors (it is converted by AutoGraph).
+    Args:
+      steps_dataset: dataset of steps.
+      transform_step: function of one step; its result need not be a step.
+      optimization_batch_size: steps processed at once (``BATCH_AUTO_TUNE``;
+        0 or 1: one at a time).
 
-  Args:
-    steps_dataset: dataset of steps.
-    transform_step: function of one step; its result need not be a step.
-    optimization_batch_size: how many steps to process at once;
-      ``BATCH_AUTO_TUNE`` chooses from the step size and 0 or 1 maps steps one
-      at a time (as in upstream RLDS).
-
-  Returns:
-    The dataset of transformed steps, in order.
-
-  Raises:
-    TypeError: if ``steps_dataset`` is not a dataset or ``transform_step`` is
-      not callable.
-    ValueError: if ``optimization_batch_size`` is negative (other than
-      ``BATCH_AUTO_TUNE``).
-
-  Example:
-    >>> steps = tf.data.Dataset.from_tensor_slices({'a': [1, 2, 3]})
-    >>> [s['a'] for s in map_steps(steps, lambda s: {'a': s['a'] * 10})
-    ...  .as_numpy_iterator()]
-    [np.int32(10), np.int32(20), np.int32(30)]
+    Example:
+      >>> steps = tf.data.Dataset.from_tensor_slices({'a': [1, 2, 3]})
+      >>> [s['a'] for s in map_steps(steps, lambda s: {'a': s['a'] * 10})
+      ...  .as_numpy_iterator()]
+      [np.int32(10), np.int32(20), np.int32(30)]
   """
   _check_dataset(steps_dataset, 'steps_dataset')
   _check_callable(transform_step, 'transform_step')
@@ -201,31 +175,14 @@ def map_nested_steps(episodes_dataset: tf.data.Dataset,
                      transform_step: Callable[[rlds_types.Step], Any],
                      optimization_batch_size: int = BATCH_AUTO_TUNE
                      ) -> tf.data.Dataset:
-  """Applies ``transform_step`` to every step of every episode.
+  """Applies ``transform_step`` to every step of every episode (see ``map_steps``).
 
-  Episode metadata is kept; a new episode dict is built (the input episode
-  dicts are never modified). See ``map_steps`` for how steps are mapped.
-
-  Args:
-    episodes_dataset: dataset of episodes with nested datasets of steps.
-    transform_step: function of one step; its result need not be a step.
-    optimization_batch_size: how many steps to process at once;
-      ``BATCH_AUTO_TUNE`` chooses from the step size.
-
-  Returns:
-    The dataset of episodes with transformed steps.
-
-  Raises:
-    TypeError: if ``episodes_dataset`` does not hold episodes with nested
-      steps datasets, or ``transform_step`` is not callable.
-    ValueError: if ``optimization_batch_size`` is invalid.
-
-  Example:
-    >>> episodes = tf.data.Dataset.from_tensors(
-    ...     {'steps': tf.data.Dataset.range(3), 'id': 7})
-    >>> out = map_nested_steps(episodes, lambda s: s * 2)
-    >>> [list(e['steps'].as_numpy_iterator()) for e in out]
-    [[np.int64(0), np.int64(2), np.int64(4)]]
+    Example:
+      >>> episodes = tf.data.Dataset.from_tensors(
+      ...     {'steps': tf.data.Dataset.range(3), 'id': 7})
+      >>> out = map_nested_steps(episodes, lambda s: s * 2)
+      >>> [list(e['steps'].as_numpy_iterator()) for e in out]
+      [[np.int64(0), np.int64(2), np.int64(4)]]
   """
   _check_episodes_dataset(episodes_dataset, 'episodes_dataset')
   _check_callable(transform_step, 'transform_step')
@@ -246,25 +203,12 @@ def apply_nested_steps(
 ) -> tf.data.Dataset:
   """Replaces the steps of every episode by ``transform_step_dataset(steps)``.
 
-  Episode metadata is kept; the input episode dicts are not modified.
-
-  Args:
-    episodes_dataset: dataset of episodes with nested datasets of steps.
-    transform_step_dataset: function from a dataset of steps to a dataset.
-
-  Returns:
-    The dataset of episodes with transformed steps datasets.
-
-  Raises:
-    TypeError: if ``episodes_dataset`` does not hold episodes, or
-      ``transform_step_dataset`` does not return a ``tf.data.Dataset``.
-
-  Example:
-    >>> episodes = tf.data.Dataset.from_tensors(
-    ...     {'steps': tf.data.Dataset.range(5)})
-    >>> out = apply_nested_steps(episodes, lambda steps: steps.take(2))
-    >>> [list(e['steps'].as_numpy_iterator()) for e in out]
-    [[np.int64(0), np.int64(1)]]
+    Example:
+      >>> episodes = tf.data.Dataset.from_tensors(
+      ...     {'steps': tf.data.Dataset.range(5)})
+      >>> out = apply_nested_steps(episodes, lambda steps: steps.take(2))
+      >>> [list(e['steps'].as_numpy_iterator()) for e in out]
+      [[np.int64(0), np.int64(1)]]
   """
   _check_episodes_dataset(episodes_dataset, 'episodes_dataset')
   _check_callable(transform_step_dataset, 'transform_step_dataset')
@@ -288,27 +232,15 @@ def apply_nested_steps(
 def last_element(dataset: tf.data.Dataset, default: Any) -> tf.data.Dataset:
   """A one-element dataset: ``(last element, True)``, or ``(default, False)``.
 
-  Lazy and single-pass: only the last element is read when the cardinality
-  is known (all are skipped but the last), else each element is read once.
-  It uses no ``Dataset.reduce``, which costs about 10 ms per call inside a
-  tf.data function (e.g. once per episode in ``episodes.map``); read the
-  result with ``get_single_element()``. Not exported by the package: a
-  building block of ``final_step``, ``episode_length``, ``sum_dataset`` and
-  ``concat_if_terminal``.
+    Lazy, single-pass and without ``Dataset.reduce`` (~10 ms per call inside a
+    tf.data function); the building block of ``final_step``,
+    ``episode_length``, ``sum_dataset`` and ``concat_if_terminal``.
 
-  Args:
-    dataset: a finite dataset.
-    default: a structure like the elements (unknown dimensions may differ),
-      returned when ``dataset`` is empty.
-
-  Returns:
-    A dataset with the single element ``(last_or_default, found)``.
-
-  Example:
-    >>> last, found = last_element(tf.data.Dataset.range(5), tf.constant(
-    ...     -1, tf.int64)).get_single_element()
-    >>> last.numpy().tolist(), bool(found)
-    (4, True)
+    Example:
+      >>> last, found = last_element(tf.data.Dataset.range(5), tf.constant(
+      ...     -1, tf.int64)).get_single_element()
+      >>> last.numpy().tolist(), bool(found)
+      (4, True)
   """
   tail = dataset.skip(tf.maximum(dataset.cardinality() - 1, 0))
   end_marker = tf.data.Dataset.from_tensors(
@@ -362,32 +294,14 @@ def _check_summable(spec: Any) -> None:
 def sum_dataset(steps_dataset: tf.data.Dataset,
                 data_to_sum: Callable[[rlds_types.Step], Any],
                 optimization_batch_size: int = BATCH_AUTO_TUNE) -> Any:
-  """Sums ``data_to_sum(step)`` over all the steps of a dataset.
+  """Sums ``data_to_sum(step)`` over all the steps of a dataset (by batches).
 
-  Each batch of steps is summed with ``tf.reduce_sum`` and the batch sums are
-  added up. The sums keep the dtypes returned by ``data_to_sum``. Cheap to
-  call inside tf.data functions too (e.g. per episode in ``episodes.map``).
+    The sums keep ``data_to_sum``'s dtypes; an empty dataset sums to zeros.
 
-  Args:
-    steps_dataset: dataset of steps.
-    data_to_sum: function of one step returning a structure of numeric
-      tensors to accumulate.
-    optimization_batch_size: how many steps to process at once;
-      ``BATCH_AUTO_TUNE`` chooses from the step size.
-
-  Returns:
-    The structure of sums. Unlike upstream RLDS, an empty dataset is fine: it
-    sums to zeros of the structure (unknown dimensions taken as 1).
-
-  Raises:
-    TypeError: if an argument has the wrong type, or ``data_to_sum`` returns
-      booleans or strings.
-    ValueError: if ``optimization_batch_size`` is invalid.
-
-  Example:
-    >>> steps = tf.data.Dataset.from_tensor_slices({'reward': [1.0, 2.0, 3.5]})
-    >>> sum_dataset(steps, lambda s: s['reward']).numpy().tolist()
-    6.5
+    Example:
+      >>> steps = tf.data.Dataset.from_tensor_slices({'reward': [1.0, 2.0, 3.5]})
+      >>> sum_dataset(steps, lambda s: s['reward']).numpy().tolist()
+      6.5
   """
   _check_dataset(steps_dataset, 'steps_dataset')
   _check_callable(data_to_sum, 'data_to_sum')
@@ -424,26 +338,11 @@ def sum_nested_steps(episodes_dataset: tf.data.Dataset,
                      optimization_batch_size: int = BATCH_AUTO_TUNE) -> Any:
   """Sums ``data_to_sum(step)`` over all the steps of all episodes.
 
-  Args:
-    episodes_dataset: dataset of episodes with nested datasets of steps.
-    data_to_sum: function of one step returning a structure of numeric
-      tensors to accumulate.
-    optimization_batch_size: how many steps to process at once;
-      ``BATCH_AUTO_TUNE`` chooses from the step size.
-
-  Returns:
-    The structure of sums; zeros if there are no steps at all.
-
-  Raises:
-    TypeError: if an argument has the wrong type, or ``data_to_sum`` returns
-      booleans or strings.
-    ValueError: if ``optimization_batch_size`` is invalid.
-
-  Example:
-    >>> episodes = tf.data.Dataset.from_tensor_slices(
-    ...     {'steps': [tf.data.Dataset.range(3), tf.data.Dataset.range(4)]})
-    >>> sum_nested_steps(episodes, lambda s: s).numpy().tolist()  # 3 + 6
-    9
+    Example:
+      >>> episodes = tf.data.Dataset.from_tensor_slices(
+      ...     {'steps': [tf.data.Dataset.range(3), tf.data.Dataset.range(4)]})
+      >>> sum_nested_steps(episodes, lambda s: s).numpy().tolist()  # 3 + 6
+      9
   """
   _check_episodes_dataset(episodes_dataset, 'episodes_dataset')
   return sum_dataset(
@@ -472,31 +371,14 @@ def _first_leaf(structure: Any) -> tf.Tensor:
 
 
 def final_step(steps_dataset: tf.data.Dataset) -> Any:
-  """The last step of a dataset of steps.
+  """The last step of a non-empty, finite dataset of steps.
 
-  Only the last step is read when the cardinality is known; otherwise (e.g.
-  after ``filter``) the dataset is read once. Works eagerly and inside graphs
-  (e.g. in ``episodes.map``, where it is cheap: no ``Dataset.reduce``).
+    Reads only the last step when the cardinality is known; cheap in graphs.
 
-  Args:
-    steps_dataset: a non-empty, finite dataset of steps (any nesting of
-      dense tensors).
-
-  Returns:
-    The last step.
-
-  Raises:
-    ValueError: eagerly, if the dataset is empty or infinite. Unlike upstream
-      RLDS (which returns zeros or fails obscurely), inside a graph an empty
-      dataset fails when run with ``tf.errors.InvalidArgumentError`` saying
-      ``final_step: steps_dataset is empty``, and an infinite one with
-      ``final_step: steps_dataset is infinite``.
-    TypeError: if ``steps_dataset`` is not a dataset.
-
-  Example:
-    >>> steps = tf.data.Dataset.from_tensor_slices({'a': [1, 2, 3]})
-    >>> final_step(steps)['a'].numpy().tolist()
-    3
+    Example:
+      >>> steps = tf.data.Dataset.from_tensor_slices({'a': [1, 2, 3]})
+      >>> final_step(steps)['a'].numpy().tolist()
+      3
   """
   _check_dataset(steps_dataset, 'steps_dataset')
   empty_message = 'final_step: steps_dataset is empty.'
@@ -538,31 +420,14 @@ def _count_steps(steps_dataset: tf.data.Dataset, batch_size: int) -> tf.Tensor:
 
 def episode_length(steps_dataset: tf.data.Dataset,
                    optimization_batch_size: int = BATCH_AUTO_TUNE) -> tf.Tensor:
-  """The number of steps of a dataset of steps, as an int32 scalar tensor.
+  """The number of steps of a finite dataset of steps, as an int32 scalar tensor.
 
-  Uses the cardinality when known; otherwise (e.g. after ``filter``) counts
-  the steps, by batches when possible. Unlike upstream RLDS, any step
-  structure works (nested dicts, tuples, single tensors). Works eagerly and
-  inside graphs.
+    The cardinality when known, else the steps are counted (by batches).
 
-  Args:
-    steps_dataset: a finite dataset of steps.
-    optimization_batch_size: how many steps to count at once when counting;
-      ``BATCH_AUTO_TUNE`` chooses from the step size, 0 or 1 counts one by one.
-
-  Returns:
-    The number of steps (``tf.int32`` scalar).
-
-  Raises:
-    ValueError: eagerly, if the dataset is infinite (inside a graph:
-      ``tf.errors.InvalidArgumentError`` when run), or
-      ``optimization_batch_size`` is invalid.
-    TypeError: if ``steps_dataset`` is not a dataset.
-
-  Example:
-    >>> steps = tf.data.Dataset.range(10).filter(lambda x: x % 3 == 0)
-    >>> episode_length(steps).numpy().tolist()
-    4
+    Example:
+      >>> steps = tf.data.Dataset.range(10).filter(lambda x: x % 3 == 0)
+      >>> episode_length(steps).numpy().tolist()
+      4
   """
   _check_dataset(steps_dataset, 'steps_dataset')
   batch_size = _resolve_batch_size(steps_dataset, optimization_batch_size)

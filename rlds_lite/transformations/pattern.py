@@ -1,31 +1,7 @@
 """Reverb-style patterns (SARS tuples, n-step windows, ...) over RLDS episodes.
 
-Same names as ``rlds.transformations`` of upstream RLDS (``pattern_map``,
-``pattern_map_from_transform``, ``step_spec``), implemented with public
-tf.data ops only: no dm-reverb. A *pattern* is a Python function that receives
-a *reference step* (same structure as a step) whose fields are indexed
-relative to the current step: ``x[-1]`` is the current step, ``x[-2]`` the
-previous one and ``x[-3:]`` the last three steps. The function is called once
-on recording stand-ins to learn how many steps of history it needs, ``L``; it
-is then applied to every window of ``L`` consecutive steps (shift 1), whose
-last step is the current step. Conditions (``Condition``) decide at which
-steps a pattern is applied. docs/patterns.md maps reverb code onto this API.
-
-Example (SARS transitions):
-  >>> import tensorflow as tf
-  >>> from rlds_lite.transformations import pattern
-  >>> steps = {'observation': [0, 1, 2], 'action': [10, 11, 12],
-  ...          'is_first': [True, False, False],
-  ...          'is_last': [False, False, True]}
-  >>> episodes = tf.data.Dataset.from_tensor_slices(
-  ...     {'steps': [tf.data.Dataset.from_tensor_slices(steps)]})
-  >>> def sars(step):
-  ...   return {'obs': step['observation'][-2],
-  ...           'action': step['action'][-2],
-  ...           'next_obs': step['observation'][-1]}
-  >>> [(int(t['obs']), int(t['action']), int(t['next_obs']))
-  ...  for t in pattern.pattern_map_from_transform(episodes, sars)]
-  [(0, 10, 1), (1, 11, 2)]
+Upstream RLDS's ``pattern_map`` API without dm-reverb; how patterns, reference
+steps and conditions work: ``docs/patterns.md``.
 """
 
 import collections.abc
@@ -114,27 +90,13 @@ def _steps_spec(episodes_dataset: tf.data.Dataset, name: str) -> Any:
 
 
 def step_spec(episodes_dataset: tf.data.Dataset) -> Any:
-  """The element spec of one step of an episodes dataset.
+  """The element spec of one step of an episodes dataset (nested or dense steps).
 
-  Works for episodes whose ``steps`` are a nested ``tf.data.Dataset`` (the
-  RLDS format) and for dense episodes whose ``steps`` are ``[T, ...]``
-  tensors (the time dimension is dropped).
-
-  Args:
-    episodes_dataset: dataset of episodes.
-
-  Returns:
-    The (nested) ``tf.TensorSpec`` of one step.
-
-  Raises:
-    TypeError: if ``episodes_dataset`` is not a dataset.
-    ValueError: if its elements are not episodes.
-
-  Example:
-    >>> steps = tf.data.Dataset.from_tensor_slices({'reward': [1.0, 2.0]})
-    >>> episodes = tf.data.Dataset.from_tensors({'steps': steps})
-    >>> step_spec(episodes)
-    {'reward': TensorSpec(shape=(), dtype=tf.float32, name=None)}
+    Example:
+      >>> steps = tf.data.Dataset.from_tensor_slices({'reward': [1.0, 2.0]})
+      >>> episodes = tf.data.Dataset.from_tensors({'steps': steps})
+      >>> step_spec(episodes)
+      {'reward': TensorSpec(shape=(), dtype=tf.float32, name=None)}
   """
   spec = _steps_spec(episodes_dataset, 'episodes_dataset')
   if isinstance(spec, tf.data.DatasetSpec):
@@ -241,28 +203,15 @@ class ConditionOperand:
 class Condition:
   """A condition on the current step, under which a pattern is applied.
 
-  Build conditions with the static methods and comparisons:
+    Built from ``step_index()``, ``steps_since_applied()``,
+    ``is_end_episode()`` and ``data(field)``, compared (``==, !=, <, <=, >,
+    >=``) with a number, optionally after ``% n``; see ``docs/patterns.md``.
 
-  * ``Condition.step_index()``: index of the current step in its episode
-    (0 for the first step), e.g. ``Condition.step_index() % 2 == 0``.
-  * ``Condition.steps_since_applied()``: steps since this config last emitted
-    in the episode (the current step counts 1; ``t + 1`` at step ``t`` if it
-    has not emitted yet), e.g. ``Condition.steps_since_applied() >= 2``.
-  * ``Condition.is_end_episode()``: the current step is the last one of its
-    episode (a complete condition).
-  * ``Condition.data(field)``: the value of a scalar bool, integer or float
-    field of the current step; ``field`` is a key, a path of keys such as
-    ``('observation', 'mode')``, or a function selecting it,
-    e.g. ``Condition.data(lambda s: s['observation']['mode']) == 1``.
-
-  Comparisons are ``==, !=, <, <=, >, >=`` with a number, optionally after
-  ``% n``. A config applies at a step when all its conditions hold.
-
-  Example:
-    >>> Condition.steps_since_applied() >= 2
-    Condition(steps_since_applied >= 2)
-    >>> Condition.data('is_terminal') == True
-    Condition(data('is_terminal') == True)
+    Example:
+      >>> Condition.steps_since_applied() >= 2
+      Condition(steps_since_applied >= 2)
+      >>> Condition.data('is_terminal') == True
+      Condition(data('is_terminal') == True)
   """
   kind: str
   op: str
@@ -319,18 +268,11 @@ class Condition:
   @staticmethod
   def data(field: Union[str, Sequence[Any], Callable[[Any], Any]]
           ) -> ConditionOperand:
-    """The value of a scalar field of the current step.
+    """The value of a scalar field (a key, a path of keys, or a selecting function).
 
-    Args:
-      field: a step key, a path of keys (``('observation', 'mode')``) or a
-        function that selects one field from a step.
-
-    Returns:
-      An operand to compare with a number.
-
-    Example:
-      >>> Condition.data(('observation', 'mode')) == 1
-      Condition(data(('observation', 'mode')) == 1)
+        Example:
+          >>> Condition.data(('observation', 'mode')) == 1
+          Condition(data(('observation', 'mode')) == 1)
     """
     return ConditionOperand(_DATA, selector=field)
 
@@ -501,28 +443,18 @@ def pattern_from_transform(step_structure: Any,
                            transform_fn: PatternTransform) -> Pattern:
   """Checks ``transform_fn`` against a step spec and measures its history.
 
-  The counterpart of ``reverb.structured_writer.pattern_from_transform``:
-  ``transform_fn`` is called once on a reference step whose fields record
-  how they are indexed (``x[-k]``, ``x[-k:]``, ``x[-k:-j]``, ``x[-k::s]``).
+    ``transform_fn`` is called once on a reference step that records how its
+    fields are indexed (``x[-k]``, ``x[-k:]``, ``x[-k:-j]``, ``x[-k::s]``).
 
-  Args:
-    step_structure: the step spec, e.g. ``step_spec(episodes_dataset)``.
-    transform_fn: function from a reference step to the structure to emit.
+    Args:
+      step_structure: the step spec, e.g. ``step_spec(episodes_dataset)``.
+      transform_fn: function from a reference step to the structure to emit.
 
-  Returns:
-    The ``Pattern``.
-
-  Raises:
-    TypeError: if the spec has non-tensor fields or ``transform_fn`` is not
-      callable or uses a field without indexing it.
-    ValueError: if ``transform_fn`` indexes with ``0``, a positive index or
-      an open-start slice, returns an un-indexed field or reads no field.
-
-  Example:
-    >>> spec = {'obs': tf.TensorSpec([2], tf.float32)}
-    >>> pattern_from_transform(spec, lambda s: (s['obs'][-2], s['obs'][-1]))
-    ... # doctest: +ELLIPSIS
-    Pattern(transform_fn=<function <lambda> at ...>, history_length=2)
+    Example:
+      >>> spec = {'obs': tf.TensorSpec([2], tf.float32)}
+      >>> pattern_from_transform(spec, lambda s: (s['obs'][-2], s['obs'][-1]))
+      ... # doctest: +ELLIPSIS
+      Pattern(transform_fn=<function <lambda> at ...>, history_length=2)
   """
   history, _, _ = _trace(transform_fn, step_structure, 'transform_fn')
   return Pattern(transform_fn=transform_fn, history_length=history)
@@ -569,24 +501,11 @@ class PatternConfig:
 def create_config(pattern: Union[Pattern, PatternTransform],
                   table: Optional[str] = None,
                   conditions: Sequence[Condition] = ()) -> PatternConfig:
-  """A ``PatternConfig``; called like reverb's ``create_config``.
+  """A ``PatternConfig``; called like reverb's ``create_config`` (``table`` ignored).
 
-  Args:
-    pattern: a ``Pattern`` (from ``pattern_from_transform``) or a transform.
-    table: accepted for compatibility with reverb and ignored (there are no
-      reverb tables here).
-    conditions: ``Condition``s that must all hold for the pattern to apply.
-
-  Returns:
-    The config, for ``pattern_map``.
-
-  Raises:
-    TypeError: if ``pattern`` is neither a ``Pattern`` nor callable, or a
-      condition is not a ``Condition``.
-
-  Example:
-    >>> create_config(lambda s: s['obs'][-1], table='unused').conditions
-    ()
+    Example:
+      >>> create_config(lambda s: s['obs'][-1], table='unused').conditions
+      ()
   """
   del table  # Only reverb has tables.
   transform_fn = (pattern.transform_fn if isinstance(pattern, Pattern)
@@ -790,20 +709,10 @@ def _episode_windows(source: Tuple[tf.Tensor, ...], num_before: int,
                      num_valid_before: tf.Tensor, plan: _Plan) -> dict:
   """All applicable windows of one episode, as ``[N, max_history, ...]``.
 
-  Args:
-    source: the needed fields (``plan.needed``) of ``[K + T, ...]`` rows:
-      ``K = num_before`` rows carried over from earlier episodes, then the
-      ``T`` steps of this episode.
-    num_before: ``K``.
-    num_valid_before: how many of the ``K`` rows (the last ones) are real
-      steps; the others are padding.
-    plan: the configs and fields.
-
-  Returns:
-    ``{'window': windows of plan.window_fields, 'applies': [N, C] bool}``
-    for the N steps where at least one config applies; a window's last row
-    is the current step and rows before the available history are padding
-    that no config reads.
+    ``source`` holds ``num_before`` rows carried over from earlier episodes
+    (the last ``num_valid_before`` real, the others padding), then the
+    episode's steps. Returns ``{'window': ..., 'applies': [N, C] bool}`` for
+    the N steps where a config applies.
   """
   num_steps = tf.shape(source[0], out_type=tf.int64)[0] - num_before
   steps = tf.range(num_steps, dtype=tf.int64)
@@ -978,46 +887,22 @@ def pattern_map(episodes_dataset: tf.data.Dataset,
                 respect_episode_boundaries: bool = True) -> tf.data.Dataset:
   """Applies pattern configs to every step of every episode.
 
-  Each config's transform reads ``L`` steps of history (see
-  ``pattern_from_transform``). At each step, every config that has enough
-  history and whose conditions all hold emits ``transform_fn(window)``, in
-  the order of ``configs``; ``window`` has the structure of a step and
-  ``[L', ...]`` leaves whose last row is the current step. Windows are
-  gathered per episode in one vectorised op.
+    At each step, every config with enough history whose conditions all hold
+    emits ``transform_fn(window)``, in the order of ``configs``.
 
-  Unlike reverb/upstream RLDS: ``steps_since_applied`` restarts at each
-  episode (so the output does not depend on the order of episodes);
-  ``is_end_episode`` configs emit in config order with the others (reverb
-  emits them after the other configs of the last step); ``table`` is ignored.
+    Args:
+      episodes_dataset: dataset of episodes (nested or dense steps).
+      configs: ``PatternConfig``s, all emitting the same structure and dtypes.
+      respect_episode_boundaries: if True, a window never mixes episodes.
 
-  Args:
-    episodes_dataset: dataset of episodes; ``steps`` is a nested dataset (or
-      dense ``[T, ...]`` tensors).
-    configs: ``PatternConfig``s (see ``create_config``); all must emit the
-      same structure and dtypes (shapes may differ in the leading dimension).
-    respect_episode_boundaries: if True, a window never mixes steps of two
-      episodes; if False, windows slide over the concatenated steps of all
-      episodes (the step index and ``steps_since_applied`` still restart at
-      each episode).
-
-  Returns:
-    The dataset of emitted structures.
-
-  Raises:
-    TypeError: if an argument has the wrong type (see also
-      ``pattern_from_transform``).
-    ValueError: if ``configs`` is empty, configs emit different structures,
-      dtypes or shapes, a transform indexes badly, or a data condition does
-      not select a scalar field.
-
-  Example:
-    >>> steps = tf.data.Dataset.from_tensor_slices({'obs': [0, 1, 2, 3]})
-    >>> episodes = tf.data.Dataset.from_tensors({'steps': steps})
-    >>> configs = [PatternConfig(lambda s: s['obs'][-2:]),
-    ...            PatternConfig(lambda s: s['obs'][-2:] * 10,
-    ...                          [Condition.step_index() % 2 == 1])]
-    >>> [x.tolist() for x in pattern_map(episodes, configs).as_numpy_iterator()]
-    [[0, 1], [0, 10], [1, 2], [2, 3], [20, 30]]
+    Example:
+      >>> steps = tf.data.Dataset.from_tensor_slices({'obs': [0, 1, 2, 3]})
+      >>> episodes = tf.data.Dataset.from_tensors({'steps': steps})
+      >>> configs = [PatternConfig(lambda s: s['obs'][-2:]),
+      ...            PatternConfig(lambda s: s['obs'][-2:] * 10,
+      ...                          [Condition.step_index() % 2 == 1])]
+      >>> [x.tolist() for x in pattern_map(episodes, configs).as_numpy_iterator()]
+      [[0, 1], [0, 10], [1, 2], [2, 3], [20, 30]]
   """
   spec = step_spec(episodes_dataset)
   if not isinstance(respect_episode_boundaries, bool):
@@ -1033,30 +918,14 @@ def pattern_map_from_transform(
     transform_fn: PatternTransform,
     conditions: Optional[Sequence[Condition]] = None,
     respect_episode_boundaries: bool = True) -> tf.data.Dataset:
-  """Applies one transform to every step with enough history.
+  """Applies one transform to every step with enough history (one ``pattern_map`` config).
 
-  Shorthand for ``pattern_map(episodes_dataset, [PatternConfig(transform_fn,
-  conditions)], respect_episode_boundaries)``.
-
-  Args:
-    episodes_dataset: dataset of episodes.
-    transform_fn: function from a reference step to the structure to emit;
-      index fields relative to the current step (``x[-1]``, ``x[-3:]``).
-    conditions: ``Condition``s that must all hold for the transform to apply.
-    respect_episode_boundaries: if True, windows never mix episodes.
-
-  Returns:
-    The dataset of emitted structures.
-
-  Raises:
-    TypeError, ValueError: as ``pattern_map``.
-
-  Example (3-step windows of observations, an episode of 4 steps):
-    >>> steps = tf.data.Dataset.from_tensor_slices({'obs': [0, 1, 2, 3]})
-    >>> episodes = tf.data.Dataset.from_tensors({'steps': steps})
-    >>> ds = pattern_map_from_transform(episodes, lambda s: s['obs'][-3:])
-    >>> [x.tolist() for x in ds.as_numpy_iterator()]
-    [[0, 1, 2], [1, 2, 3]]
+    Example (3-step windows of observations):
+      >>> steps = tf.data.Dataset.from_tensor_slices({'obs': [0, 1, 2, 3]})
+      >>> episodes = tf.data.Dataset.from_tensors({'steps': steps})
+      >>> ds = pattern_map_from_transform(episodes, lambda s: s['obs'][-3:])
+      >>> [x.tolist() for x in ds.as_numpy_iterator()]
+      [[0, 1, 2], [1, 2, 3]]
   """
   config = PatternConfig(transform_fn, () if conditions is None else conditions)
   return pattern_map(episodes_dataset, [config], respect_episode_boundaries)

@@ -1,13 +1,4 @@
-"""Build tensors and datasets from element specs (zeros, uniform noise, sizes).
-
-Example:
-  >>> import tensorflow as tf
-  >>> from rlds_lite.transformations import shape_ops
-  >>> spec = {'obs': tf.TensorSpec([2], tf.float32), 'done': tf.TensorSpec([], tf.bool)}
-  >>> zeros = shape_ops.zeros_from_spec(spec)
-  >>> zeros['obs'].numpy().tolist(), bool(zeros['done'])
-  ([0.0, 0.0], False)
-"""
+"""Build tensors and datasets from element specs (zeros, uniform noise, sizes)."""
 
 import sys
 from typing import Any, Optional, Tuple
@@ -40,14 +31,12 @@ def _leaf_size_in_bytes(spec: Any) -> int:
 def size_from_spec(spec: Any) -> int:
   """Estimated size in bytes of one element with structure ``spec``.
 
-  Works for any nesting (dicts, tuples, a single ``TensorSpec``); unknown
-  dimensions count as 1 and a string as ``ASSUMED_STRING_BYTES``. Returns
-  ``sys.maxsize`` when the size cannot be estimated (e.g. nested datasets or
-  ragged tensors), which makes auto-sized batches hold one element.
+    Unknown dimensions count as 1, a string as ``ASSUMED_STRING_BYTES``;
+    ``sys.maxsize`` when it cannot be estimated (nested datasets, ragged).
 
-  Example:
-    >>> size_from_spec((tf.TensorSpec([3], tf.float32), tf.TensorSpec([], tf.int64)))
-    20
+    Example:
+      >>> size_from_spec((tf.TensorSpec([3], tf.float32), tf.TensorSpec([], tf.int64)))
+      20
   """
   try:
     return max(1, sum(_leaf_size_in_bytes(s) for s in tf.nest.flatten(spec)))
@@ -74,15 +63,12 @@ def uniform_from_spec(spec: Any,
                       seed: Optional[int] = None) -> Any:
   """A structure of uniformly random tensors in ``[minval, maxval)``.
 
-  Same arguments as upstream RLDS; unknown dims become 1. Floating dtypes
-  default to ``maxval=1``; integer dtypes need ``maxval``. Booleans are drawn
-  fairly and strings and complex numbers are not supported. Unlike upstream
-  RLDS, narrow integer dtypes such as ``uint8`` (images) work.
+    Unknown dims become 1; floats default to ``maxval=1``, integers need it.
 
-  Example:
-    >>> x = uniform_from_spec(tf.TensorSpec([3], tf.float32), 2.0, 3.0, seed=1)
-    >>> bool(tf.reduce_all((x >= 2.0) & (x < 3.0)))
-    True
+    Example:
+      >>> x = uniform_from_spec(tf.TensorSpec([3], tf.float32), 2.0, 3.0, seed=1)
+      >>> bool(tf.reduce_all((x >= 2.0) & (x < 3.0)))
+      True
   """
 
   def uniform(s: tf.TensorSpec) -> tf.Tensor:

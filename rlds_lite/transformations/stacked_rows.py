@@ -1,15 +1,4 @@
-"""Structures of stacked rows (``[N, ...]`` leaves): the state of chunked scans.
-
-``batch`` and ``shift_keys`` read their input once, in chunks, and keep a
-fixed-length history of rows between chunks; these helpers build, extend and
-index that history.
-
-Example:
-  >>> import tensorflow as tf
-  >>> rows = {'x': tf.constant([1, 2, 3])}
-  >>> int(leading_dim(rows)), gather_rows(rows, tf.constant([2, 0]))['x'].numpy().tolist()
-  (3, [3, 1])
-"""
+"""Structures of stacked rows (``[N, ...]`` leaves): the state of chunked scans."""
 
 from typing import Any
 
@@ -37,7 +26,13 @@ def zero_rows(spec: Any, rows: int) -> Any:
 
 
 def gather_rows(structure: Any, indices: tf.Tensor) -> Any:
-  """Every leaf's rows at ``indices``."""
+  """Every leaf's rows at ``indices``.
+
+    Example:
+      >>> rows = {'x': tf.constant([1, 2, 3])}
+      >>> int(leading_dim(rows)), gather_rows(rows, tf.constant([2, 0]))['x'].numpy().tolist()
+      (3, [3, 1])
+  """
   return tf.nest.map_structure(lambda x: tf.gather(x, indices), structure)
 
 

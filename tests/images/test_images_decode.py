@@ -184,7 +184,7 @@ def test_a_frame_of_another_size_decoded_eagerly_names_it_too():
   spec = images.ImageSpec((48, 24, 3), 'jpeg')
   with pytest.raises(tf.errors.InvalidArgumentError) as error:
     images.decode_frames(jpegs(frames(2)), spec, field='observation/image')
-  # TF words an assertion run eagerly so (decode_frames' docstring says);
+  # TF words an assertion run eagerly so (TF's eager wording of an assertion);
   # the shape is on the next line.
   assert (
       "Expected 'tf.Tensor(False, shape=(), dtype=bool)' to be true. "
