@@ -23,7 +23,6 @@ import os
 import shutil
 import sys
 import time
-import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 import dm_env
@@ -33,6 +32,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 import tqdm
 
+from rlds_lite import renamed_keywords
 import rlds_lite as rlds
 from rlds_lite import envlogger
 from rlds_lite import envs
@@ -364,28 +364,14 @@ class DemoConfig:
 
 
 _CONFIG_FIELDS = frozenset(f.name for f in dataclasses.fields(DemoConfig))
-_WARNED = set()
 
 
 def _config(config: Optional[DemoConfig], legacy: Dict[str, Any]
             ) -> DemoConfig:
   """The `DemoConfig` of a call, from the flat keywords of before it too."""
-  unknown = sorted(set(legacy) - _CONFIG_FIELDS)
-  if unknown:
-    raise TypeError(f'run() got an unexpected keyword argument '
-                    f'{unknown[0]!r}')
-  if not legacy:
-    return DemoConfig() if config is None else config
-  if config is not None:
-    raise TypeError(f'demo.run: pass {sorted(legacy)} in the DemoConfig(...), '
-                    'not beside it.')
-  if 'run' not in _WARNED:
-    _WARNED.add('run')
-    warnings.warn('demo.run: the demo\'s keywords (num_episodes=, epochs=, '
-                  '...) are now run(out_dir, DemoConfig(...)); the old '
-                  'keywords will go in a later release.', DeprecationWarning,
-                  stacklevel=3)
-  return DemoConfig(**legacy)
+  renamed_keywords.check_keywords('run', legacy, _CONFIG_FIELDS)
+  return renamed_keywords.knobs_object(DemoConfig, config, legacy, 'demo.run',
+                                       'run(out_dir, DemoConfig(...))')
 
 
 def _dataset_statistics(episodes: tf.data.Dataset) -> Dict[str, np.ndarray]:

@@ -2,11 +2,11 @@
 
 import os
 from typing import Any, Optional, Sequence, Tuple, Union
-import warnings
 
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import renamed_keywords
 from rlds_lite import dataset_files
 from rlds_lite import decoding
 from rlds_lite import diagnosis
@@ -82,14 +82,12 @@ _MOVED = {
     'named_read_errors': diagnosis, 'check_split': source_lib,
 }
 """Names that lived here before the redesign, and the module that has them now."""
-_WARNED = set()
 
 
 def _warn_once(old: str, new: str) -> None:
-  if old not in _WARNED:
-    _WARNED.add(old)
-    warnings.warn(f'rlds_lite.loading.{old} is now {new}; the old name will '
-                  'go in a later release.', DeprecationWarning, stacklevel=3)
+  renamed_keywords.warn_once(
+      ('loading', old), f'rlds_lite.loading.{old} is now {new}; the old name '
+      'will go in a later release.')
 
 
 def rlds_builder(name_or_dir: PathLike, data_dir: Optional[PathLike] = None,

@@ -10,6 +10,7 @@ import pytest
 
 from rlds_lite import demo
 from rlds_lite import envs
+from rlds_lite import renamed_keywords
 
 
 def _reference_returns(env_name, num_episodes, epsilon, seed):
@@ -145,7 +146,7 @@ def test_bad_arguments_fail_before_writing(tmp_path, kwargs, error, match):
 
 def test_the_keywords_of_before_demo_config_still_work_and_warn_once(
     tmp_path, monkeypatch):
-  monkeypatch.setattr(demo, '_WARNED', set())
+  monkeypatch.setattr(renamed_keywords, '_WARNED', set())
   out_dir = tmp_path / 'out'
   with pytest.warns(DeprecationWarning,
                     match=r'now run\(out_dir, DemoConfig\(\.\.\.\)\)'):
@@ -156,7 +157,7 @@ def test_the_keywords_of_before_demo_config_still_work_and_warn_once(
     with pytest.raises(ValueError, match='epochs must be at least 1'):
       demo.run(str(out_dir), epochs=0, progress=False)
   assert not [w for w in caught if 'DemoConfig' in str(w.message)]  # Once.
-  with pytest.raises(TypeError, match=r"pass \['epochs'\] in the DemoConfig"):
+  with pytest.raises(TypeError, match=r"demo\.run: pass \['epochs'\] in run\(out_dir, DemoConfig\(\.\.\.\)\), not beside it\."):
     demo.run(str(out_dir), demo.DemoConfig(), epochs=3)
   with pytest.raises(TypeError, match="unexpected keyword argument 'epoch'"):
     demo.run(str(out_dir), epoch=3)

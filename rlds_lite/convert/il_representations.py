@@ -23,13 +23,13 @@ import io
 import os
 import pickle
 import tarfile
-import warnings
 from typing import (Any, Dict, Iterable, Iterator, List, Optional, Sequence,
                     Tuple, Union)
 
 import numpy as np
 import tensorflow as tf
 
+from rlds_lite import renamed_keywords
 from rlds_lite import atomic_output
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
@@ -175,7 +175,6 @@ class TransitionRows:
     return f'TransitionRows({rows} rows: {", ".join(names)})'
 
 
-_WARNED = set()
 
 
 def _legacy_rows(args: Tuple[Any, ...], legacy: Dict[str, Any]
@@ -186,13 +185,11 @@ def _legacy_rows(args: Tuple[Any, ...], legacy: Dict[str, Any]
     raise TypeError('episodes_from_rows(rows, ends, terminated): got '
                     f'{len(args)} positional arguments'
                     + (f' and {unknown}' if unknown else ''))
-  if 'episodes_from_rows' not in _WARNED:
-    _WARNED.add('episodes_from_rows')
-    warnings.warn('episodes_from_rows(observations, next_observations, '
-                  'actions, rewards, ends, terminated, discounts=, extras=) '
-                  'is now episodes_from_rows(TransitionRows(...), ends, '
-                  'terminated); the old form will go in a later release.',
-                  DeprecationWarning, stacklevel=3)
+  renamed_keywords.warn_once(
+      ('episodes_from_rows', 'rows'), 'episodes_from_rows(observations, '
+      'next_observations, actions, rewards, ends, terminated, discounts=, '
+      'extras=) is now episodes_from_rows(TransitionRows(...), ends, '
+      'terminated); the old form will go in a later release.')
   observations, next_observations, actions, rewards, ends, terminated = args
   return (TransitionRows(observations, next_observations, actions, rewards,
                          **legacy), ends, terminated)

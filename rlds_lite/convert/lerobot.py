@@ -28,12 +28,12 @@ import glob
 import json
 import os
 import re
-import warnings
 from typing import (Any, Dict, Iterable, Iterator, List, NamedTuple, Optional,
                     Sequence, Tuple, Union)
 
 import numpy as np
 
+from rlds_lite import renamed_keywords
 from rlds_lite import atomic_output
 from rlds_lite import nest_paths
 from rlds_lite import overwriting
@@ -114,7 +114,6 @@ class Storage:
 
 
 _STORAGE_FIELDS = frozenset(f.name for f in dataclasses.fields(Storage))
-_WARNED = set()
 
 
 class _Options(NamedTuple):
@@ -138,12 +137,10 @@ def _storage(storage: Optional[Storage], legacy: Dict[str, Any]) -> Storage:
   if storage is not None:
     raise TypeError(f'to_lerobot: pass {sorted(legacy)} in storage='
                     'Storage(...), not beside it.')
-  if 'to_lerobot' not in _WARNED:
-    _WARNED.add('to_lerobot')
-    old = ', '.join(f'{key}=' for key in sorted(legacy))
-    warnings.warn(f'to_lerobot: {old} are now storage=Storage(...); the old '
-                  'keywords will go in a later release.', DeprecationWarning,
-                  stacklevel=3)
+  old = ', '.join(f'{key}=' for key in sorted(legacy))
+  renamed_keywords.warn_once(
+      ('to_lerobot', 'storage'), f'to_lerobot: {old} are now '
+      'storage=Storage(...); the old keywords will go in a later release.')
   return Storage(**legacy)
 
 

@@ -15,10 +15,10 @@ Example:
 """
 
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
-import warnings
 
 import tensorflow as tf
 
+from rlds_lite import renamed_keywords
 from rlds_lite import rlds_types
 from rlds_lite.dense import chunking
 from rlds_lite.dense import goals as goals_lib
@@ -41,7 +41,6 @@ SAMPLE_DEFAULTS = {
 _INDEX_KNOBS = ('history', 'action_chunk', 'last_step', 'history_stride',
                 'shift', 'keep_actionless', 'max_samples', 'goal', 'goal_p')
 _PADS = (('history_pad', ('first', 'zero')), ('action_pad', ('last', 'zero')))
-_WARNED = set()
 
 
 class SampleIndices(NamedTuple):
@@ -150,13 +149,12 @@ def _knobs(op: str, kind: Any, args: Sequence[Any], legacy: Dict[str, Any],
       raise TypeError(f'{op}: kind must be a RobotSamples(...), got '
                       f'{type(kind).__name__}.')
     legacy = {k: v for k, v in kind.dense_kwargs().items() if k in allowed}
-  elif legacy and op not in _WARNED:
-    _WARNED.add(op)
+  elif legacy:
     spelt = ', '.join(f'{k}={v!r}' for k, v in legacy.items())
-    warnings.warn(f'{op}: the sample keywords are now a kind: '
-                  f'{op}(..., RobotSamples({spelt})) (rlds_lite.RobotSamples);'
-                  ' the old keywords will go in a later release.',
-                  DeprecationWarning, stacklevel=3)
+    renamed_keywords.warn_once(
+        ('dense', op), f'{op}: the sample keywords are now a kind: '
+        f'{op}(..., RobotSamples({spelt})) (rlds_lite.RobotSamples); the old '
+        'keywords will go in a later release.')
   return check_knobs(legacy, op)
 
 

@@ -8,7 +8,6 @@ import collections.abc
 import dataclasses
 import os
 import types
-import warnings
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import dm_env
@@ -17,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 import tqdm
 
+from rlds_lite import renamed_keywords
 from rlds_lite import metadata as rlds_metadata
 from rlds_lite.envlogger.compat import import_envlogger
 from rlds_lite.envlogger.compat import PathLike
@@ -43,7 +43,6 @@ files 1.05-1.7x as large. Every EnvLogger reader reads all of them. Other
 option strings are refused: EnvLogger aborts the process on an invalid one.
 """
 IF_EXISTS = ('error', 'append', 'overwrite')
-_WARNED = set()
 
 Policy = Callable[[dm_env.TimeStep], Any]
 MetadataFn = Callable[[dm_env.TimeStep, Any, dm_env.Environment],
@@ -439,10 +438,9 @@ def _old_keywords(if_exists: str, options: Optional[RecordingOptions],
   for key in sorted(legacy):
     new = (f"if_exists='{key}'" if key in ('overwrite', 'append') else
            f'options=RecordingOptions({key}=...)')
-    if key not in _WARNED:
-      _WARNED.add(key)
-      warnings.warn(f'record: {key}= is now {new}; the old keyword will go '
-                    'in a later release.', DeprecationWarning, stacklevel=3)
+    renamed_keywords.warn_once(
+        ('record', key), f'record: {key}= is now {new}; the old keyword will '
+        'go in a later release.')
   overwrite, append = legacy.pop('overwrite', False), legacy.pop('append', False)
   if overwrite and append:
     raise ValueError('Pass at most one of `overwrite` and `append`.')

@@ -1,4 +1,4 @@
-"""Checks and preparation of the inputs of the pipeline builders, and their old keywords.
+"""Checks and preparation of the inputs of the pipeline builders.
 
 Example:
   >>> import tensorflow as tf
@@ -6,10 +6,7 @@ Example:
   3
 """
 
-import os
-import sys
-from typing import Any, Dict, Iterable, Optional, Tuple
-import warnings
+from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
 
@@ -156,85 +153,3 @@ def check_episode_fields(episodes: tf.data.Dataset, fields: Any,
       raise ValueError(f'{op}: episode field {field!r} has the name of a '
                        'field of the samples; rename it first.')
   return fields
-
-
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_WARNED = set()
-"""``(op, new spelling)`` pairs already warned about (each warns once)."""
-
-
-def _outside_stacklevel() -> int:
-  """The ``stacklevel`` of the first caller outside rlds_lite (for warnings)."""
-  frame, level = sys._getframe(2), 2  # pylint: disable=protected-access
-  while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-    frame, level = frame.f_back, level + 1
-  return level
-
-
-def warn_renamed(op: str, old: Iterable[str], new: str) -> None:
-  """One ``DeprecationWarning`` per ``(op, new)``: ``old`` keywords are now ``new``.
-
-  Example:
-    >>> import warnings
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...   warnings.simplefilter('always')
-    ...   warn_renamed('doc_op', ['pool_episodes'], 'pooling=Pooling(...)')
-    ...   warn_renamed('doc_op', ['prefetch'], 'pooling=Pooling(...)')
-    >>> [str(w.message) for w in caught]
-    ["doc_op: ['pool_episodes'] are now pooling=Pooling(...); the old keywords will go in a later release."]
-  """
-  if (op, new) in _WARNED:
-    return
-  _WARNED.add((op, new))
-  warnings.warn(f'{op}: {sorted(old)} are now {new}; the old keywords will '
-                'go in a later release.', DeprecationWarning,
-                stacklevel=_outside_stacklevel())
-
-
-def check_keywords(op: str, keywords: Dict[str, Any],
-                   known: Iterable[str]) -> None:
-  """A TypeError (as Python's) for a keyword of ``keywords`` not in ``known``.
-
-  Example:
-    >>> check_keywords('windows_dataset', {'sise': 2}, ['size'])
-    Traceback (most recent call last):
-    ...
-    TypeError: windows_dataset() got an unexpected keyword argument 'sise'
-  """
-  unknown = sorted(set(keywords) - set(known))
-  if unknown:
-    raise TypeError(f'{op}() got an unexpected keyword argument '
-                    f'{unknown[0]!r}')
-
-
-def knobs_object(cls: Any, value: Any, keywords: Dict[str, Any], op: str,
-                 spelling: str) -> Any:
-  """``value`` (a ``cls``), or ``cls(**keywords)`` of old flat keywords.
-
-  The old keywords warn once (`warn_renamed`); giving them beside ``value``
-  is a TypeError; ``cls``'s errors are named by ``op``. None and no keywords
-  give ``cls()``.
-
-  Example:
-    >>> import dataclasses
-    >>> @dataclasses.dataclass(frozen=True)
-    ... class Knobs:
-    ...   size: int = 1
-    >>> knobs_object(Knobs, None, {}, 'op', 'knobs=Knobs(...)')
-    Knobs(size=1)
-    >>> knobs_object(Knobs, Knobs(2), {'size': 3}, 'op', 'knobs=Knobs(...)')
-    Traceback (most recent call last):
-    ...
-    TypeError: op: pass ['size'] in knobs=Knobs(...), not beside it.
-  """
-  if not keywords:
-    return cls() if value is None else value
-  if value is not None:
-    raise TypeError(f'{op}: pass {sorted(keywords)} in {spelling}, not '
-                    'beside it.')
-  warn_renamed(op, keywords, spelling)
-  try:
-    return cls(**keywords)
-  except (TypeError, ValueError) as error:
-    message = str(error).replace(f'{cls.__name__}: ', f'{op}: ', 1)
-    raise type(error)(message) from None

@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from rlds_lite import source as source_lib
 from rlds_lite import rlds_types
+from rlds_lite import renamed_keywords
 from rlds_lite.pipeline import inputs
 
 WEIGHT_TOLERANCE = 1e-6
@@ -422,10 +423,10 @@ def mix(datasets: Datasets,
   else:
     weights_array = _numbers(weights, datasets, names, 'weights')
     _check_weights(weights_array)
-  inputs.check_keywords(_OP, legacy, ['sizes'])
+  renamed_keywords.check_keywords(_OP, legacy, ['sizes'])
   sizes = legacy.get('sizes')
   if sizes is not None:
-    inputs.warn_renamed(_OP, ['sizes'], 'balance=sizes (the sizes themselves)')
+    renamed_keywords.warn_renamed(_OP, ['sizes'], 'balance=sizes (the sizes themselves)')
   _check_not_empty(names, values)
   _check_specs(names, values)
   weights_array = _balanced(weights_array, balance, sizes, datasets, names,

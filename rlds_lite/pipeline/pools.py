@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 import tensorflow as tf
 
 from rlds_lite import rlds_types
+from rlds_lite import renamed_keywords
 from rlds_lite.dense import indexing
 from rlds_lite.pipeline import inputs
 
@@ -493,8 +494,8 @@ def pooled_batches(episodes: tf.data.Dataset,
     >>> [b['x'].shape.as_list() for b in ds]
     [[2], [2]]
   """
-  inputs.check_keywords(op, legacy, POOLING_FIELDS)
-  pooling = inputs.knobs_object(Pooling, pooling, legacy, op,
+  renamed_keywords.check_keywords(op, legacy, POOLING_FIELDS)
+  pooling = renamed_keywords.knobs_object(Pooling, pooling, legacy, op,
                                 'pooling=Pooling(...)')
   batch_size = inputs.check_positive_int(batch_size, 'batch_size', op)
   inputs.check_step_shapes(episodes, op)

@@ -24,10 +24,10 @@ import dataclasses
 import logging
 import os
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
-import warnings
 
 import tensorflow as tf
 
+from rlds_lite import renamed_keywords
 from rlds_lite import decoding
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
@@ -539,7 +539,6 @@ class FrameDecoding:
 _KIND_FIELDS = tuple(f.name for f in dataclasses.fields(sample_kinds.RobotSamples))
 _FRAME_FIELDS = tuple(f.name for f in dataclasses.fields(FrameDecoding))
 _SOURCE_FIELDS = ('split', 'data_dir', 'num_steps')
-_WARNED = set()
 
 
 class _Call(NamedTuple):
@@ -573,12 +572,11 @@ def _sorted_call(op: str, source: Any, kind: Any, frames: Any,
   if frame_args and frames is not None:
     raise TypeError(f'{op}: pass {sorted(frame_args)} in frames='
                     'FrameDecoding(...), not beside it.')
-  if (kind_args or frame_args) and op not in _WARNED:
-    _WARNED.add(op)
-    warnings.warn(f'{op}: the sample and frame keywords are now '
-                  'RobotSamples(...) and frames=FrameDecoding(...); the old '
-                  'keywords will go in a later release.', DeprecationWarning,
-                  stacklevel=3)
+  if kind_args or frame_args:
+    renamed_keywords.warn_once(
+        (op, 'kind_and_frames'), f'{op}: the sample and frame keywords are '
+        'now RobotSamples(...) and frames=FrameDecoding(...); the old keywords '
+        'will go in a later release.')
   if kind is None or frames is None:
     legacy_kind, legacy_frames = kind_and_frames({**kind_args, **frame_args},
                                                  op)

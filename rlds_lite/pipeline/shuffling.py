@@ -34,6 +34,7 @@ from rlds_lite import decoding
 from rlds_lite import dense
 from rlds_lite import rlds_types
 from rlds_lite import source as source_lib
+from rlds_lite import renamed_keywords
 from rlds_lite.pipeline import inputs
 from rlds_lite.pipeline import pools
 from rlds_lite.pipeline import sliding
@@ -380,12 +381,12 @@ def _sorted_call(op: str, knobs: Any, legacy: Dict[str, Any],
                  known: Sequence[str] = KNOB_FIELDS
                  ) -> Tuple[ShuffleKnobs, Optional[PathLike]]:
   """``(knobs, data_dir)`` of a call, from the old flat keywords too."""
-  inputs.check_keywords(op, legacy, tuple(known) + ('data_dir',))
+  renamed_keywords.check_keywords(op, legacy, tuple(known) + ('data_dir',))
   data_dir = legacy.pop('data_dir', None)
   if data_dir is not None:
-    inputs.warn_renamed(op, ['data_dir'],
+    renamed_keywords.warn_renamed(op, ['data_dir'],
                         f'{op}(rlds_lite.open(name, data_dir=...), ...)')
-  knobs = inputs.knobs_object(ShuffleKnobs, knobs, legacy, op,
+  knobs = renamed_keywords.knobs_object(ShuffleKnobs, knobs, legacy, op,
                               'knobs=ShuffleKnobs(...)')
   if not isinstance(knobs, ShuffleKnobs):
     raise TypeError(f'{op}: knobs must be a ShuffleKnobs(...), got '

@@ -11,9 +11,10 @@ Example:
 
 import dataclasses
 from typing import Any, Dict, NamedTuple, Optional, Tuple
-import warnings
 
 import tensorflow as tf
+
+from rlds_lite import renamed_keywords
 
 __all__ = ['Epochs', 'Outputs', 'ReadOptions', 'Sharding']
 
@@ -99,7 +100,6 @@ GROUPS = {'sharding': Sharding, 'epochs': Epochs, 'outputs': Outputs,
 FLAT = {f.name: group for group, cls in GROUPS.items()
         for f in dataclasses.fields(cls)}
 """Each flat keyword of before the groups -> its group's keyword."""
-_WARNED = set()
 
 
 class Options(NamedTuple):
@@ -110,12 +110,12 @@ class Options(NamedTuple):
   reading: ReadOptions
 
 
-def sort_options(op: str, groups: Dict[str, Any], flat: Dict[str, Any],
-                 stacklevel: int = 3) -> Options:
+def sort_options(op: str, groups: Dict[str, Any], flat: Dict[str, Any]
+                 ) -> Options:
   """The `Options` of a call: its groups (None: the defaults) and flat keywords.
 
   Flat keywords (``num_epochs=1``) go into their group; they warn once per
-  ``op`` (``DeprecationWarning``, at the caller ``stacklevel`` frames up) and
+  ``op`` (``DeprecationWarning``, at the first caller outside rlds_lite) and
   may not sit beside their group.
 
   Example:
@@ -143,10 +143,9 @@ def sort_options(op: str, groups: Dict[str, Any], flat: Dict[str, Any],
       args = ', '.join(f'{k}={v!r}' for k, v in old.items())
       spelt.append(f'{name}={cls.__name__}({args})')
     values[name] = given
-  if spelt and op not in _WARNED:
-    _WARNED.add(op)
-    warnings.warn(f'{op}: {", ".join(sorted(flat))} are now '
-                  f'{", ".join(spelt)} (rlds_lite.random_access); the old '
-                  'keywords will go in a later release.', DeprecationWarning,
-                  stacklevel=stacklevel)
+  if spelt:
+    renamed_keywords.warn_once(
+        (op, 'options'), f'{op}: {", ".join(sorted(flat))} are now '
+        f'{", ".join(spelt)} (rlds_lite.random_access); the old keywords will '
+        'go in a later release.')
   return Options(**values)

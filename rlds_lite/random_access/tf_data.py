@@ -277,7 +277,7 @@ def plan_of_keywords(op: str, sources: Sources, kind: samples_lib.SampleKind,
   keywords = dict(keywords)
   weights, split = keywords.pop('weights', None), keywords.pop('split', 'train')
   groups = {name: keywords.pop(name, None) for name in options_lib.GROUPS}
-  options = options_lib.sort_options(op, groups, keywords, stacklevel=4)
+  options = options_lib.sort_options(op, groups, keywords)
   return (plan_of(sources, kind, batch_size, weights, seed, split, options),
           options)
 

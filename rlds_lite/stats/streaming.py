@@ -24,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import renamed_keywords
 from rlds_lite import dense
 from rlds_lite import source as source_lib
 from rlds_lite import diagnosis
@@ -294,7 +295,6 @@ def _check_no_slash_keys(builder: Optional[tfds.core.DatasetBuilder],
     raise ValueError(f'stats.compute: {problem}.')
 
 
-_WARNED = set()
 
 
 def _legacy(transform: Any, last_step: Any, legacy: Dict[str, Any]
@@ -310,11 +310,11 @@ def _legacy(transform: Any, last_step: Any, legacy: Dict[str, Any]
                   DeprecationWarning, stacklevel=3)
     last_step = 'invalid' if legacy['mask_last_step'] else 'valid'
   key = legacy.get('transform_key')
-  if key is not None and 'transform_key' not in _WARNED:
-    _WARNED.add('transform_key')
-    warnings.warn('stats.compute: transform_key= is now '
-                  'transform=Transform(fn, key=...); the old keyword will go '
-                  'in a later release.', DeprecationWarning, stacklevel=3)
+  if key is not None:
+    renamed_keywords.warn_once(
+        ('stats.compute', 'transform_key'), 'stats.compute: transform_key= is '
+        'now transform=Transform(fn, key=...); the old keyword will go in a '
+        'later release.')
   if transform is not None and not isinstance(transform, Transform):
     transform = Transform(transform, key)
   elif transform is not None and key is not None:

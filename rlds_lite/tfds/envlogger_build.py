@@ -17,11 +17,11 @@ import os
 import sys
 import types
 from typing import Any, Dict, Optional, Sequence, TextIO, Union
-import warnings
 
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import renamed_keywords
 from rlds_lite.tfds import builder as builder_lib
 from rlds_lite.tfds import envlogger_episodes
 from rlds_lite.tfds import episode_writer
@@ -33,7 +33,6 @@ from rlds_lite.tfds import shards
 __all__ = ['Beam', 'build_from_envlogger', 'envlogger_builder_class']
 
 PathLike = Union[str, os.PathLike]
-_WARNED = set()
 _OLD_FILE_KEYWORDS = ('file_format', 'use_images', 'image_encoding',
                       'jpeg_quality', 'description')
 
@@ -61,12 +60,10 @@ def _beam_of(beam: Union[bool, Beam, None], legacy: Dict[str, Any]
   old = {k: legacy.pop(k) for k in ('beam_runner', 'beam_options')
          if k in legacy}
   for key in sorted(old):
-    if key not in _WARNED:
-      _WARNED.add(key)
-      new = 'runner' if key == 'beam_runner' else 'pipeline_options'
-      warnings.warn(f'build_from_envlogger: {key}= is now beam=Beam({new}=...); '
-                    'the old keyword will go in a later release.',
-                    DeprecationWarning, stacklevel=3)
+    new = 'runner' if key == 'beam_runner' else 'pipeline_options'
+    renamed_keywords.warn_once(
+        ('build_from_envlogger', key), f'build_from_envlogger: {key}= is now '
+        f'beam=Beam({new}=...); the old keyword will go in a later release.')
   if isinstance(beam, Beam):
     if old:
       raise TypeError(f'build_from_envlogger: pass {sorted(old)} in '

@@ -32,6 +32,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 from google.protobuf import json_format
 
+from rlds_lite import renamed_keywords
 from rlds_lite import overwriting
 from rlds_lite import rlds_types
 from rlds_lite.dense import conversion
@@ -51,7 +52,6 @@ _NAME_RE = re.compile(r'^[a-z][a-z0-9_]*$')
 _INFO_FILE = leftovers.INFO_FILE
 _FEATURES_FILE = leftovers.FEATURES_FILE
 _METADATA_FILE = 'metadata.json'  # TFDS's info.metadata.
-_WARNED = set()
 _UPSTREAM_KEYWORDS = ('max_episodes_per_file', 'split_name', 'overwrite')
 
 
@@ -165,11 +165,9 @@ def options_and_card(op: str, options: Optional[FileOptions],
       raise TypeError(f'{op}: {kind} must be a {new}(...), got '
                       f'{type(given).__name__}.')
     for key in sorted(args):
-      if (op, key) not in _WARNED:
-        _WARNED.add((op, key))
-        warnings.warn(f'{op}: {key}= is now {kind}={new}({key}=...); the old '
-                      'keyword will go in a later release.',
-                      DeprecationWarning, stacklevel=3)
+      renamed_keywords.warn_once(
+          (op, key), f'{op}: {key}= is now {kind}={new}({key}=...); the old '
+          'keyword will go in a later release.')
   return (options or FileOptions(**file_args), card or DatasetCard(**card_args))
 
 

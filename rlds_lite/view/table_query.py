@@ -24,11 +24,11 @@ Example:
 
 import dataclasses
 import math
-import warnings
 from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
 
+from rlds_lite import renamed_keywords
 from rlds_lite.catalog import build
 from rlds_lite.catalog import table as table_lib
 
@@ -247,26 +247,13 @@ class Query:
 
 
 _QUERY_FIELDS = frozenset(f.name for f in dataclasses.fields(Query))
-_WARNED = set()
 
 
 def _request(request: Optional[Query], legacy: Dict[str, Any]) -> Query:
   """The `Query` of a call, from the flat keywords of before it too."""
-  unknown = sorted(set(legacy) - _QUERY_FIELDS)
-  if unknown:
-    raise TypeError(f'query() got an unexpected keyword argument '
-                    f'{unknown[0]!r}')
-  if not legacy:
-    return Query() if request is None else request
-  if request is not None:
-    raise TypeError(f'query: pass {sorted(legacy)} in the Query(...), not '
-                    'beside it.')
-  if 'query' not in _WARNED:
-    _WARNED.add('query')
-    warnings.warn('table_query.query: the filter, sort and page keywords '
-                  'are now query(table, Query(...)); the old keywords will '
-                  'go in a later release.', DeprecationWarning, stacklevel=3)
-  return Query(**legacy)
+  renamed_keywords.check_keywords('query', legacy, _QUERY_FIELDS)
+  return renamed_keywords.knobs_object(Query, request, legacy, 'query',
+                                       'query(table, Query(...))')
 
 
 def _matching(view: TableView, request: Query) -> np.ndarray:

@@ -19,6 +19,7 @@ from rlds_lite.envlogger import recording
 from rlds_lite.envlogger import riegeli_files
 from rlds_lite.envlogger import staging
 from rlds_lite.tfds import envlogger_decode
+from rlds_lite import renamed_keywords
 
 
 def expert(env):
@@ -606,7 +607,7 @@ OLD_KEYWORDS = {
                          ids=list(OLD_KEYWORDS))
 def test_old_keywords_still_work_and_warn_once(old, new, ids, tmp_path,
                                                monkeypatch):
-  monkeypatch.setattr(recording, '_WARNED', set())
+  monkeypatch.setattr(renamed_keywords, '_WARNED', set())
   env = envs.make('catch', rows=2)
   existing = 'overwrite' in old or 'append' in old
   if existing:

@@ -12,6 +12,7 @@ import pytest
 from rlds_lite.catalog import Catalog
 from rlds_lite.view import table_query
 from rlds_lite.view.table_query import Query
+from rlds_lite import renamed_keywords
 
 # index:        0       1        2       3        4       5
 LENGTHS = [5, 2, 9, 5, 1, 7]
@@ -201,7 +202,7 @@ def test_bad_queries(table, kwargs, error, message):
 
 
 def test_the_old_keywords_still_work_and_warn_once(table, monkeypatch):
-  monkeypatch.setattr(table_query, '_WARNED', set())
+  monkeypatch.setattr(renamed_keywords, '_WARNED', set())
   with pytest.warns(DeprecationWarning,
                     match=r'now query\(table, Query\(\.\.\.\)\)'):
     old = table_query.query(table, status='truncated', sort='length')
@@ -210,7 +211,7 @@ def test_the_old_keywords_still_work_and_warn_once(table, monkeypatch):
   with warnings.catch_warnings():
     warnings.simplefilter('error')
     table_query.query(table, limit=2)  # Once only.
-  with pytest.raises(TypeError, match=r"pass \['limit'\] in the Query"):
+  with pytest.raises(TypeError, match=r"query: pass \['limit'\] in query\(table, Query\(\.\.\.\)\), not beside it\."):
     table_query.query(table, Query(), limit=2)
   with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
     table_query.query(table, colour=2)
