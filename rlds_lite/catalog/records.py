@@ -95,9 +95,9 @@ def split_files(builder: tfds.core.DatasetBuilder, split: str) -> SplitFiles:
     Example:
       >>> import tempfile
       >>> import rlds_lite
-      >>> from rlds_lite.tfds import EpisodeWriter
+      >>> from rlds_lite.tfds import EpisodeWriter, FileOptions
       >>> with EpisodeWriter(tempfile.mkdtemp(), 'toy', {'steps': {'x': np.int32}},
-      ...                    max_episodes_per_file=2) as writer:
+      ...                    options=FileOptions(max_episodes_per_file=2)) as writer:
       ...   writer.add_episodes({'steps': {'x': [i], 'is_terminal': [True]}}
       ...                       for i in range(3))
       >>> files = split_files(rlds_lite.open(writer.path).builder, 'train')
@@ -263,9 +263,9 @@ def read_records(files: SplitFiles,
     Example:
       >>> import tempfile
       >>> import rlds_lite
-      >>> from rlds_lite.tfds import EpisodeWriter
+      >>> from rlds_lite.tfds import EpisodeWriter, FileOptions
       >>> with EpisodeWriter(tempfile.mkdtemp(), 'toy', {'steps': {'x': np.int32}},
-      ...                    max_episodes_per_file=2) as writer:
+      ...                    options=FileOptions(max_episodes_per_file=2)) as writer:
       ...   writer.add_episodes({'steps': {'x': [i], 'is_terminal': [True]}}
       ...                       for i in range(3))
       >>> files = split_files(rlds_lite.open(writer.path).builder, 'train')
@@ -292,9 +292,9 @@ def iterate_records(files: SplitFiles,
   Example:
     >>> import tempfile
     >>> import rlds_lite
-    >>> from rlds_lite.tfds import EpisodeWriter
+    >>> from rlds_lite.tfds import EpisodeWriter, FileOptions
     >>> with EpisodeWriter(tempfile.mkdtemp(), 'toy', {'steps': {'x': np.int32}},
-    ...                    file_format='array_record') as writer:
+    ...                    options=FileOptions(file_format='array_record')) as writer:
     ...   writer.add_episodes({'steps': {'x': [i], 'is_terminal': [True]}}
     ...                       for i in range(3))
     >>> files = split_files(rlds_lite.open(writer.path).builder, 'train')

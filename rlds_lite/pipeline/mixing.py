@@ -426,7 +426,8 @@ def mix(datasets: Datasets,
   renamed_keywords.check_keywords(_OP, legacy, ['sizes'])
   sizes = legacy.get('sizes')
   if sizes is not None:
-    renamed_keywords.warn_renamed(_OP, ['sizes'], 'balance=sizes (the sizes themselves)')
+    renamed_keywords.warn_renamed(_OP, ['sizes'],
+                                  'balance=sizes (the sizes themselves)')
   _check_not_empty(names, values)
   _check_specs(names, values)
   weights_array = _balanced(weights_array, balance, sizes, datasets, names,

@@ -496,7 +496,7 @@ def pooled_batches(episodes: tf.data.Dataset,
   """
   renamed_keywords.check_keywords(op, legacy, POOLING_FIELDS)
   pooling = renamed_keywords.knobs_object(Pooling, pooling, legacy, op,
-                                'pooling=Pooling(...)')
+                                          'pooling=Pooling(...)')
   batch_size = inputs.check_positive_int(batch_size, 'batch_size', op)
   inputs.check_step_shapes(episodes, op)
   pool = pooling.pool

@@ -384,10 +384,10 @@ def _sorted_call(op: str, knobs: Any, legacy: Dict[str, Any],
   renamed_keywords.check_keywords(op, legacy, tuple(known) + ('data_dir',))
   data_dir = legacy.pop('data_dir', None)
   if data_dir is not None:
-    renamed_keywords.warn_renamed(op, ['data_dir'],
-                        f'{op}(rlds_lite.open(name, data_dir=...), ...)')
+    renamed_keywords.warn_renamed(
+        op, ['data_dir'], f'{op}(rlds_lite.open(name, data_dir=...), ...)')
   knobs = renamed_keywords.knobs_object(ShuffleKnobs, knobs, legacy, op,
-                              'knobs=ShuffleKnobs(...)')
+                                        'knobs=ShuffleKnobs(...)')
   if not isinstance(knobs, ShuffleKnobs):
     raise TypeError(f'{op}: knobs must be a ShuffleKnobs(...), got '
                     f'{type(knobs).__name__}.')
