@@ -32,7 +32,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 import tqdm
 
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 import rlds_lite as rlds
 from rlds_lite import envlogger
 from rlds_lite import envs
@@ -357,10 +357,7 @@ class DemoConfig:
       raise ValueError(f'epsilon must be in [0, 1], got {epsilon!r}.')
 
   def __repr__(self) -> str:
-    changed = [f'{f.name}={getattr(self, f.name)!r}'
-               for f in dataclasses.fields(self)
-               if getattr(self, f.name) != f.default]
-    return f'DemoConfig({", ".join(changed)})'
+    return option_objects.short_repr(self)
 
 
 _CONFIG_FIELDS = frozenset(f.name for f in dataclasses.fields(DemoConfig))
@@ -369,8 +366,8 @@ _CONFIG_FIELDS = frozenset(f.name for f in dataclasses.fields(DemoConfig))
 def _config(config: Optional[DemoConfig], legacy: Dict[str, Any]
             ) -> DemoConfig:
   """The `DemoConfig` of a call, from the flat keywords of before it too."""
-  renamed_keywords.check_keywords('run', legacy, _CONFIG_FIELDS)
-  return renamed_keywords.knobs_object(DemoConfig, config, legacy, 'demo.run',
+  option_objects.check_keywords('run', legacy, _CONFIG_FIELDS)
+  return option_objects.knobs_object(DemoConfig, config, legacy, 'demo.run',
                                        'run(out_dir, DemoConfig(...))')
 
 

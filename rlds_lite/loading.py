@@ -6,7 +6,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 from rlds_lite import dataset_files
 from rlds_lite import decoding
 from rlds_lite import diagnosis
@@ -85,7 +85,7 @@ _MOVED = {
 
 
 def _warn_once(old: str, new: str) -> None:
-  renamed_keywords.warn_once(
+  option_objects.warn_once(
       ('loading', old), f'rlds_lite.loading.{old} is now {new}; the old name '
       'will go in a later release.')
 

@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, Optional, Union
 import numpy as np
 import tensorflow as tf
 
+from rlds_lite import option_objects
 from rlds_lite import rlds_types
 from rlds_lite.dense import indexing
 from rlds_lite.dense import last_step as last_step_lib
@@ -369,11 +370,7 @@ class RobotSamples:
     # The fields after action_pad only when set: a random-access state's
     # fingerprint holds this repr, and states saved before they existed
     # must still restore.
-    fields = dataclasses.fields(self)
-    shown = [f for i, f in enumerate(fields)
-             if i < _REPR_ALWAYS or getattr(self, f.name) != f.default]
-    return 'RobotSamples(' + ', '.join(
-        f'{f.name}={getattr(self, f.name)!r}' for f in shown) + ')'
+    return option_objects.short_repr(self, always=_REPR_ALWAYS)
 
   def dense_kwargs(self) -> Dict[str, Any]:
     """The keyword arguments of `rlds_lite.dense.robot_samples` for this kind."""

@@ -10,7 +10,7 @@ import pytest
 
 from rlds_lite import demo
 from rlds_lite import envs
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 
 
 def _reference_returns(env_name, num_episodes, epsilon, seed):
@@ -146,7 +146,7 @@ def test_bad_arguments_fail_before_writing(tmp_path, kwargs, error, match):
 
 def test_the_keywords_of_before_demo_config_still_work_and_warn_once(
     tmp_path, monkeypatch):
-  monkeypatch.setattr(renamed_keywords, '_WARNED', set())
+  monkeypatch.setattr(option_objects, '_WARNED', set())
   out_dir = tmp_path / 'out'
   with pytest.warns(DeprecationWarning,
                     match=r'now run\(out_dir, DemoConfig\(\.\.\.\)\)'):

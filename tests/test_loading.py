@@ -16,7 +16,7 @@ import tfds_fixtures
 import rlds_lite
 from rlds_lite import loading
 from rlds_lite import nest_paths
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 
 LENGTHS = {'empty': 0, 'one_step': 1, 'two_step': 2, 'terminal': 5,
            'truncated': 4}
@@ -338,7 +338,7 @@ def test_loading_images_and_strings_warns_nothing_about_tfds_internals():
 
 def test_moved_names_still_work_and_warn_once(data_dir):
   path = os.path.join(data_dir, 'toy_vectors', '1.0.0')
-  renamed_keywords._WARNED.clear()  # pylint: disable=protected-access
+  option_objects._WARNED.clear()  # pylint: disable=protected-access
   with pytest.warns(DeprecationWarning, match=r'rlds_lite\.open'):
     builder, label = loading.rlds_builder(path)
   assert (os.fspath(builder.data_dir), label) == (path, path)

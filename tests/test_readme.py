@@ -57,10 +57,10 @@ def renamed_warnings(caught):
 
 
 def test_renamed_warnings_are_recognized(fresh_warnings):  # pylint: disable=unused-argument
-  from rlds_lite import renamed_keywords  # pylint: disable=import-outside-toplevel
+  from rlds_lite import option_objects  # pylint: disable=import-outside-toplevel
   with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter('always')
-    renamed_keywords.warn_renamed('op', ['pool'], 'pooling=Pooling(...)')
+    option_objects.warn_renamed('op', ['pool'], 'pooling=Pooling(...)')
     warnings.warn('a TensorFlow deprecation', DeprecationWarning)
   assert renamed_warnings(caught) == [
       "op: ['pool'] are now pooling=Pooling(...); the old keywords will go in a later release."]

@@ -29,7 +29,7 @@ from typing import (Any, Dict, Iterable, Iterator, List, Optional, Sequence,
 import numpy as np
 import tensorflow as tf
 
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 from rlds_lite import atomic_output
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
@@ -185,7 +185,7 @@ def _legacy_rows(args: Tuple[Any, ...], legacy: Dict[str, Any]
     raise TypeError('episodes_from_rows(rows, ends, terminated): got '
                     f'{len(args)} positional arguments'
                     + (f' and {unknown}' if unknown else ''))
-  renamed_keywords.warn_once(
+  option_objects.warn_once(
       ('episodes_from_rows', 'rows'), 'episodes_from_rows(observations, '
       'next_observations, actions, rewards, ends, terminated, discounts=, '
       'extras=) is now episodes_from_rows(TransitionRows(...), ends, '

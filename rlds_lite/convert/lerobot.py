@@ -33,7 +33,7 @@ from typing import (Any, Dict, Iterable, Iterator, List, NamedTuple, Optional,
 
 import numpy as np
 
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 from rlds_lite import atomic_output
 from rlds_lite import nest_paths
 from rlds_lite import overwriting
@@ -100,10 +100,7 @@ class Storage:
   video_files_size_in_mb: float = layout.DEFAULT_VIDEO_FILES_SIZE_IN_MB
 
   def __repr__(self) -> str:
-    changed = [f'{f.name}={getattr(self, f.name)!r}'
-               for f in dataclasses.fields(self)
-               if getattr(self, f.name) != f.default]
-    return f'Storage({", ".join(changed)})'
+    return option_objects.short_repr(self)
 
   def _info_options(self, robot_type: Optional[str]) -> Dict[str, Any]:
     """The keywords of `lerobot_layout.new_info` this storage sets."""
@@ -138,7 +135,7 @@ def _storage(storage: Optional[Storage], legacy: Dict[str, Any]) -> Storage:
     raise TypeError(f'to_lerobot: pass {sorted(legacy)} in storage='
                     'Storage(...), not beside it.')
   old = ', '.join(f'{key}=' for key in sorted(legacy))
-  renamed_keywords.warn_once(
+  option_objects.warn_once(
       ('to_lerobot', 'storage'), f'to_lerobot: {old} are now '
       'storage=Storage(...); the old keywords will go in a later release.')
   return Storage(**legacy)

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
 
 import tensorflow as tf
 
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 from rlds_lite import rlds_types
 from rlds_lite.dense import chunking
 from rlds_lite.dense import goals as goals_lib
@@ -151,7 +151,7 @@ def _knobs(op: str, kind: Any, args: Sequence[Any], legacy: Dict[str, Any],
     legacy = {k: v for k, v in kind.dense_kwargs().items() if k in allowed}
   elif legacy:
     spelt = ', '.join(f'{k}={v!r}' for k, v in legacy.items())
-    renamed_keywords.warn_once(
+    option_objects.warn_once(
         ('dense', op), f'{op}: the sample keywords are now a kind: '
         f'{op}(..., RobotSamples({spelt})) (rlds_lite.RobotSamples); the old '
         'keywords will go in a later release.')

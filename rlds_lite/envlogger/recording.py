@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 import tqdm
 
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 from rlds_lite import metadata as rlds_metadata
 from rlds_lite.envlogger.compat import import_envlogger
 from rlds_lite.envlogger.compat import PathLike
@@ -438,7 +438,7 @@ def _old_keywords(if_exists: str, options: Optional[RecordingOptions],
   for key in sorted(legacy):
     new = (f"if_exists='{key}'" if key in ('overwrite', 'append') else
            f'options=RecordingOptions({key}=...)')
-    renamed_keywords.warn_once(
+    option_objects.warn_once(
         ('record', key), f'record: {key}= is now {new}; the old keyword will '
         'go in a later release.')
   overwrite, append = legacy.pop('overwrite', False), legacy.pop('append', False)

@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from rlds_lite import source as source_lib
 from rlds_lite import rlds_types
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 from rlds_lite.pipeline import inputs
 
 WEIGHT_TOLERANCE = 1e-6
@@ -423,10 +423,10 @@ def mix(datasets: Datasets,
   else:
     weights_array = _numbers(weights, datasets, names, 'weights')
     _check_weights(weights_array)
-  renamed_keywords.check_keywords(_OP, legacy, ['sizes'])
+  option_objects.check_keywords(_OP, legacy, ['sizes'])
   sizes = legacy.get('sizes')
   if sizes is not None:
-    renamed_keywords.warn_renamed(_OP, ['sizes'],
+    option_objects.warn_renamed(_OP, ['sizes'],
                                   'balance=sizes (the sizes themselves)')
   _check_not_empty(names, values)
   _check_specs(names, values)

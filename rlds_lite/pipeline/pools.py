@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 import tensorflow as tf
 
 from rlds_lite import rlds_types
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 from rlds_lite.dense import indexing
 from rlds_lite.pipeline import inputs
 
@@ -446,10 +446,7 @@ class Pooling:
           getattr(self, name), name, op))
 
   def __repr__(self) -> str:
-    shown = [f for f in dataclasses.fields(self)
-             if getattr(self, f.name) != f.default]
-    return 'Pooling(' + ', '.join(
-        f'{f.name}={getattr(self, f.name)!r}' for f in shown) + ')'
+    return option_objects.short_repr(self)
 
 
 def pooled_batches(episodes: tf.data.Dataset,
@@ -494,8 +491,8 @@ def pooled_batches(episodes: tf.data.Dataset,
     >>> [b['x'].shape.as_list() for b in ds]
     [[2], [2]]
   """
-  renamed_keywords.check_keywords(op, legacy, POOLING_FIELDS)
-  pooling = renamed_keywords.knobs_object(Pooling, pooling, legacy, op,
+  option_objects.check_keywords(op, legacy, POOLING_FIELDS)
+  pooling = option_objects.knobs_object(Pooling, pooling, legacy, op,
                                           'pooling=Pooling(...)')
   batch_size = inputs.check_positive_int(batch_size, 'batch_size', op)
   inputs.check_step_shapes(episodes, op)

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import tensorflow as tf
 
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 from rlds_lite import decoding
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
@@ -573,7 +573,7 @@ def _sorted_call(op: str, source: Any, kind: Any, frames: Any,
     raise TypeError(f'{op}: pass {sorted(frame_args)} in frames='
                     'FrameDecoding(...), not beside it.')
   if kind_args or frame_args:
-    renamed_keywords.warn_once(
+    option_objects.warn_once(
         (op, 'kind_and_frames'), f'{op}: the sample and frame keywords are '
         'now RobotSamples(...) and frames=FrameDecoding(...); the old keywords '
         'will go in a later release.')

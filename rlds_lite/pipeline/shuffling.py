@@ -34,7 +34,7 @@ from rlds_lite import decoding
 from rlds_lite import dense
 from rlds_lite import rlds_types
 from rlds_lite import source as source_lib
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 from rlds_lite.pipeline import inputs
 from rlds_lite.pipeline import pools
 from rlds_lite.pipeline import sliding
@@ -108,9 +108,7 @@ class ShuffleKnobs:
         object.__setattr__(self, name, check(value, name, 'ShuffleKnobs'))
 
   def __repr__(self) -> str:
-    return 'ShuffleKnobs(' + ', '.join(
-        f'{name}={getattr(self, name)!r}' for name in KNOB_FIELDS
-        if getattr(self, name) is not None) + ')'
+    return option_objects.short_repr(self)
 
   def _replace(self, **changes: Any) -> 'ShuffleKnobs':
     """A copy with ``changes`` (as when this was a NamedTuple)."""
@@ -381,12 +379,12 @@ def _sorted_call(op: str, knobs: Any, legacy: Dict[str, Any],
                  known: Sequence[str] = KNOB_FIELDS
                  ) -> Tuple[ShuffleKnobs, Optional[PathLike]]:
   """``(knobs, data_dir)`` of a call, from the old flat keywords too."""
-  renamed_keywords.check_keywords(op, legacy, tuple(known) + ('data_dir',))
+  option_objects.check_keywords(op, legacy, tuple(known) + ('data_dir',))
   data_dir = legacy.pop('data_dir', None)
   if data_dir is not None:
-    renamed_keywords.warn_renamed(
+    option_objects.warn_renamed(
         op, ['data_dir'], f'{op}(rlds_lite.open(name, data_dir=...), ...)')
-  knobs = renamed_keywords.knobs_object(ShuffleKnobs, knobs, legacy, op,
+  knobs = option_objects.knobs_object(ShuffleKnobs, knobs, legacy, op,
                                         'knobs=ShuffleKnobs(...)')
   if not isinstance(knobs, ShuffleKnobs):
     raise TypeError(f'{op}: knobs must be a ShuffleKnobs(...), got '

@@ -21,7 +21,7 @@ from rlds_lite import rlds_types
 from rlds_lite.sample_kinds import Transitions
 from rlds_lite.dense import indexing
 from rlds_lite import dense
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 from rlds_lite.dense import last_step as last_step_lib
 from rlds_lite.pipeline import inputs
 from rlds_lite.pipeline import pools
@@ -147,7 +147,7 @@ def transitions_dataset(episodes: tf.data.Dataset,
 def _sorted_call(op: str, kind: Any, batch_size: Any, pooling: Any,
                  legacy: Dict[str, Any]):
   """``(Transitions, Pooling, batch_size)`` of a call, old keywords too."""
-  renamed_keywords.check_keywords(op, legacy,
+  option_objects.check_keywords(op, legacy,
                                   _KIND_FIELDS + pools.POOLING_FIELDS)
   kind_args = {k: v for k, v in legacy.items() if k in _KIND_FIELDS}
   pool_args = {k: v for k, v in legacy.items() if k not in kind_args}
@@ -159,12 +159,12 @@ def _sorted_call(op: str, kind: Any, batch_size: Any, pooling: Any,
       raise TypeError(f'{op}: kind must be a Transitions(...), got '
                       f'{type(kind).__name__}.')
     batch_size, kind = kind, None   # Positional as before kinds.
-    renamed_keywords.warn_renamed(
+    option_objects.warn_renamed(
         op, ['batch_size as the second argument'],
         f'{op}(episodes, Transitions(...), batch_size)')
-  kind = renamed_keywords.knobs_object(Transitions, kind, kind_args, op,
+  kind = option_objects.knobs_object(Transitions, kind, kind_args, op,
                                        'Transitions(...)')
-  pooling = renamed_keywords.knobs_object(pools.Pooling, pooling, pool_args,
+  pooling = option_objects.knobs_object(pools.Pooling, pooling, pool_args,
                                           op, 'pooling=Pooling(...)')
   if batch_size is None:
     raise TypeError(f"{op}() missing 1 required argument: 'batch_size'")

@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from rlds_lite import dense
 from rlds_lite import rlds_types
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 from rlds_lite.sample_kinds import Windows
 from rlds_lite.pipeline import inputs
 from rlds_lite.pipeline import pools
@@ -118,7 +118,7 @@ def windows_dataset(episodes: tf.data.Dataset,
 def _sorted_call(op: str, kind: Any, batch_size: Any, pooling: Any,
                  legacy: Dict[str, Any]):
   """``(Windows, Pooling, batch_size)`` of a call, old keywords too."""
-  renamed_keywords.check_keywords(op, legacy,
+  option_objects.check_keywords(op, legacy,
                                   _KIND_FIELDS + pools.POOLING_FIELDS)
   kind_args = {k: v for k, v in legacy.items() if k in _KIND_FIELDS}
   pool_args = {k: v for k, v in legacy.items() if k not in kind_args}
@@ -134,9 +134,9 @@ def _sorted_call(op: str, kind: Any, batch_size: Any, pooling: Any,
   if kind is None and 'size' not in kind_args:
     raise TypeError(f"{op}() missing 1 required argument: 'kind' (a "
                     'Windows(...))')
-  kind = renamed_keywords.knobs_object(Windows, kind, kind_args, op,
+  kind = option_objects.knobs_object(Windows, kind, kind_args, op,
                                        'Windows(...)')
-  pooling = renamed_keywords.knobs_object(pools.Pooling, pooling, pool_args,
+  pooling = option_objects.knobs_object(pools.Pooling, pooling, pool_args,
                                           op, 'pooling=Pooling(...)')
   if batch_size is None:
     raise TypeError(f"{op}() missing 1 required argument: 'batch_size'")

@@ -14,7 +14,7 @@ from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 import tensorflow as tf
 
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 
 __all__ = ['Epochs', 'Outputs', 'ReadOptions', 'Sharding']
 
@@ -144,7 +144,7 @@ def sort_options(op: str, groups: Dict[str, Any], flat: Dict[str, Any]
       spelt.append(f'{name}={cls.__name__}({args})')
     values[name] = given
   if spelt:
-    renamed_keywords.warn_once(
+    option_objects.warn_once(
         (op, 'options'), f'{op}: {", ".join(sorted(flat))} are now '
         f'{", ".join(spelt)} (rlds_lite.random_access); the old keywords will '
         'go in a later release.')

@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 from rlds_lite import dense
 from rlds_lite import source as source_lib
 from rlds_lite import diagnosis
@@ -311,7 +311,7 @@ def _legacy(transform: Any, last_step: Any, legacy: Dict[str, Any]
     last_step = 'invalid' if legacy['mask_last_step'] else 'valid'
   key = legacy.get('transform_key')
   if key is not None:
-    renamed_keywords.warn_once(
+    option_objects.warn_once(
         ('stats.compute', 'transform_key'), 'stats.compute: transform_key= is '
         'now transform=Transform(fn, key=...); the old keyword will go in a '
         'later release.')

@@ -21,7 +21,7 @@ from typing import Any, Dict, Optional, Sequence, TextIO, Union
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 from rlds_lite.tfds import builder as builder_lib
 from rlds_lite.tfds import envlogger_episodes
 from rlds_lite.tfds import episode_writer
@@ -61,7 +61,7 @@ def _beam_of(beam: Union[bool, Beam, None], legacy: Dict[str, Any]
          if k in legacy}
   for key in sorted(old):
     new = 'runner' if key == 'beam_runner' else 'pipeline_options'
-    renamed_keywords.warn_once(
+    option_objects.warn_once(
         ('build_from_envlogger', key), f'build_from_envlogger: {key}= is now '
         f'beam=Beam({new}=...); the old keyword will go in a later release.')
   if isinstance(beam, Beam):

@@ -32,7 +32,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 from google.protobuf import json_format
 
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 from rlds_lite import overwriting
 from rlds_lite import rlds_types
 from rlds_lite.dense import conversion
@@ -53,13 +53,6 @@ _INFO_FILE = leftovers.INFO_FILE
 _FEATURES_FILE = leftovers.FEATURES_FILE
 _METADATA_FILE = 'metadata.json'  # TFDS's info.metadata.
 _UPSTREAM_KEYWORDS = ('max_episodes_per_file', 'split_name', 'overwrite')
-
-
-def _changed_fields(value: Any) -> str:
-  """``a=1, b='x'``: the fields of a dataclass that differ from their default."""
-  return ', '.join(f'{f.name}={getattr(value, f.name)!r}'
-                   for f in dataclasses.fields(value)
-                   if getattr(value, f.name) != f.default)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -97,7 +90,7 @@ class FileOptions:
                        f'{self.max_episodes_per_file!r}.')
 
   def __repr__(self) -> str:
-    return f'FileOptions({_changed_fields(self)})'
+    return option_objects.short_repr(self)
 
   def feature_options(self) -> Dict[str, Any]:
     """The keywords of `rlds_lite.tfds.features.episode_features`."""
@@ -126,7 +119,7 @@ class DatasetCard:
   metadata: Optional[Mapping[str, Any]] = None
 
   def __repr__(self) -> str:
-    return f'DatasetCard({_changed_fields(self)})'
+    return option_objects.short_repr(self)
 
 
 _FILE_FIELDS = tuple(f.name for f in dataclasses.fields(FileOptions))
@@ -165,7 +158,7 @@ def options_and_card(op: str, options: Optional[FileOptions],
       raise TypeError(f'{op}: {kind} must be a {new}(...), got '
                       f'{type(given).__name__}.')
     for key in sorted(args):
-      renamed_keywords.warn_once(
+      option_objects.warn_once(
           (op, key), f'{op}: {key}= is now {kind}={new}({key}=...); the old '
           'keyword will go in a later release.')
   return (options or FileOptions(**file_args), card or DatasetCard(**card_args))

@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
 
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 from rlds_lite.catalog import build
 from rlds_lite.catalog import table as table_lib
 
@@ -240,10 +240,7 @@ class Query:
                        f'{self.limit}.')
 
   def __repr__(self) -> str:
-    changed = [f'{f.name}={getattr(self, f.name)!r}'
-               for f in dataclasses.fields(self)
-               if getattr(self, f.name) != f.default]
-    return f'Query({", ".join(changed)})'
+    return option_objects.short_repr(self)
 
 
 _QUERY_FIELDS = frozenset(f.name for f in dataclasses.fields(Query))
@@ -251,8 +248,8 @@ _QUERY_FIELDS = frozenset(f.name for f in dataclasses.fields(Query))
 
 def _request(request: Optional[Query], legacy: Dict[str, Any]) -> Query:
   """The `Query` of a call, from the flat keywords of before it too."""
-  renamed_keywords.check_keywords('query', legacy, _QUERY_FIELDS)
-  return renamed_keywords.knobs_object(Query, request, legacy, 'query',
+  option_objects.check_keywords('query', legacy, _QUERY_FIELDS)
+  return option_objects.knobs_object(Query, request, legacy, 'query',
                                        'query(table, Query(...))')
 
 

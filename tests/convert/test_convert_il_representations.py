@@ -8,7 +8,7 @@ import pytest
 import convert_testing
 from rlds_lite import convert
 from rlds_lite.convert import il_representations as il
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 
 
 def il_reference(episodes):
@@ -238,7 +238,7 @@ def test_writer_errors_name_episode_and_field():
 
 def test_episodes_from_rows_of_before_transition_rows_still_works_and_warns(
     monkeypatch):
-  monkeypatch.setattr(renamed_keywords, '_WARNED', set())
+  monkeypatch.setattr(option_objects, '_WARNED', set())
   ends = np.array([0, 1, 1], bool)
   terminated = np.array([0, 1, 0], bool)
   rows = il.TransitionRows(np.arange(3.), np.arange(1., 4.), np.ones(3),

@@ -23,7 +23,7 @@ from rlds_lite.convert import episodes as episodes_lib
 from rlds_lite.convert import files
 from rlds_lite.convert import lerobot
 from rlds_lite.convert import lerobot_video
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 
 FPS = 10
 FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'lerobot')
@@ -768,7 +768,7 @@ def test_a_frame_size_the_codec_refuses_names_the_camera(tmp_path):
 
 def test_the_storage_keywords_of_before_still_work_and_warn_once(
     tmp_path, monkeypatch):
-  monkeypatch.setattr(renamed_keywords, '_WARNED', set())
+  monkeypatch.setattr(option_objects, '_WARNED', set())
   episodes = convert_testing.NAMED_EPISODES['terminal']
   with pytest.warns(DeprecationWarning, match=r'to_lerobot: chunks_size=, '
                     r'video= are now storage=Storage\(\.\.\.\)'):

@@ -20,7 +20,7 @@ from rlds_lite import dense
 from rlds_lite import RobotSamples
 from rlds_lite.dense import LastStep
 from rlds_lite.dense import robot as robot_lib
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 
 
 def robot_samples_reference(steps, history=1, action_chunk=1,
@@ -271,7 +271,7 @@ def test_the_defaults_are_robot_samples_fields():
 def test_the_flat_spelling_still_works_and_warns_once():
   steps, kind = dt.episode(6), RobotSamples(2, 3, goal='future', shift=2)
   new = dt.to_numpy(dense.robot_samples(steps, kind, seed=4))
-  renamed_keywords._WARNED.clear()  # pylint: disable=protected-access
+  option_objects._WARNED.clear()  # pylint: disable=protected-access
   with pytest.warns(DeprecationWarning, match=re.escape(
       "robot_samples: the sample keywords are now a kind: robot_samples(..., "
       "RobotSamples(history=2, action_chunk=3, goal='future', shift=2)) "
@@ -286,7 +286,7 @@ def test_the_flat_spelling_still_works_and_warns_once():
 def test_the_flat_spelling_of_the_indices_still_works_and_warns_once():
   kind = RobotSamples(2, 3, history_stride=2)
   new = robot_lib.robot_sample_indices(tf.constant(5), kind)
-  renamed_keywords._WARNED.clear()  # pylint: disable=protected-access
+  option_objects._WARNED.clear()  # pylint: disable=protected-access
   with pytest.warns(DeprecationWarning, match=re.escape(
       'robot_sample_indices: the sample keywords are now a kind: '
       'robot_sample_indices(..., RobotSamples(history=2, action_chunk=3, '

@@ -19,7 +19,7 @@ from rlds_lite.envlogger import recording
 from rlds_lite.envlogger import riegeli_files
 from rlds_lite.envlogger import staging
 from rlds_lite.tfds import envlogger_decode
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 
 
 def expert(env):
@@ -607,7 +607,7 @@ OLD_KEYWORDS = {
                          ids=list(OLD_KEYWORDS))
 def test_old_keywords_still_work_and_warn_once(old, new, ids, tmp_path,
                                                monkeypatch):
-  monkeypatch.setattr(renamed_keywords, '_WARNED', set())
+  monkeypatch.setattr(option_objects, '_WARNED', set())
   env = envs.make('catch', rows=2)
   existing = 'overwrite' in old or 'append' in old
   if existing:

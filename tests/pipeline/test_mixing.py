@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from rlds_lite import synthetic
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 from rlds_lite.pipeline import mixing
 from rlds_lite.pipeline import windows
 from rlds_lite.tfds import write_dataset
@@ -239,7 +239,7 @@ def test_balance_multiplies_weights_by_sizes(case):
 
 def test_the_old_sizes_keyword_still_works_and_warns_once():
   datasets = [s.repeat() for s in sources(2)]
-  renamed_keywords._WARNED.clear()  # pylint: disable=protected-access
+  option_objects._WARNED.clear()  # pylint: disable=protected-access
   with pytest.warns(DeprecationWarning, match=r"^mix: \['sizes'\] are now "
                     r'balance=sizes \(the sizes themselves\)'):
     ds = mixing.mix(datasets, balance='steps', sizes=[100, 300], exact=True,

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 from rlds_lite.pipeline import pools
 
 
@@ -102,7 +102,7 @@ def test_pooling_checks_its_fields_and_shows_what_is_set():
 
 def test_old_pool_keywords_still_work_and_warn_once():
   episodes = tf.data.Dataset.from_tensors({'steps': {'x': tf.range(100)}})
-  renamed_keywords._WARNED.clear()  # pylint: disable=protected-access
+  option_objects._WARNED.clear()  # pylint: disable=protected-access
   with pytest.warns(DeprecationWarning, match=r"^pooled_batches: \['pool', "
                     r"'pool_episodes'\] are now pooling=Pooling\(...\)"):
     old = pools.pooled_batches(episodes, _sampler(100), 2, seed=0,

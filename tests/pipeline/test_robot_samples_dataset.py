@@ -22,7 +22,7 @@ from rlds_lite import images
 from rlds_lite import pipeline
 from rlds_lite import synthetic
 from rlds_lite.tfds import EpisodeWriter
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 import rlds_testing
 
 CAMERAS = {'image_primary': (32, 32), 'image_wrist': (16, 16)}
@@ -621,7 +621,7 @@ def test_the_old_keywords_equal_the_kind_and_frames(camera_path):
       frames=pipeline.FrameDecoding(image_size=(16, 16), segment_steps=2),
       episode_fields='episode_id')
   with pytest.warns(DeprecationWarning, match='RobotSamples'):
-    renamed_keywords._WARNED.clear()  # pylint: disable=protected-access
+    option_objects._WARNED.clear()  # pylint: disable=protected-access
     old = pipeline.robot_samples_dataset(
         camera_path, 'train', batch_size=4, seed=3, history=2, action_chunk=2,
         index_key='t', image_size=(16, 16), segment_steps=2,

@@ -11,7 +11,7 @@ import pipeline_testing as pt
 import rlds_lite
 import rlds_testing
 from rlds_lite import pipeline
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 from rlds_lite.pipeline import pools
 from rlds_lite.pipeline import shuffling
 from rlds_lite.pipeline import sliding
@@ -203,7 +203,7 @@ def test_shuffled_episodes_each_once_in_a_shuffled_order(datasets):
   again = [int(e['episode_id']) for e in shuffling.shuffled_episodes(
       path, seed=0, knobs=knobs)]
   assert again == ids
-  renamed_keywords._WARNED.clear()  # pylint: disable=protected-access
+  option_objects._WARNED.clear()  # pylint: disable=protected-access
   with pytest.warns(DeprecationWarning, match=r"^shuffled_episodes: \["
                     r"'cycle_length', 'episode_shuffle_buffer', 'num_slices'\] "
                     r'are now knobs=ShuffleKnobs\(...\)'):
@@ -366,7 +366,7 @@ def test_the_old_knob_keywords_still_work_and_warn_once(datasets):
   path, _ = datasets('many_episodes')
   knobs = dict(num_slices=8, cycle_length=3, pool_episodes=8)
   new = step_ids(run(path, batch_size=16, **knobs))
-  renamed_keywords._WARNED.clear()  # pylint: disable=protected-access
+  option_objects._WARNED.clear()  # pylint: disable=protected-access
   with pytest.warns(DeprecationWarning) as caught:
     old = shuffling.shuffled_steps(path, batch_size=16, seed=0,
                                    episode_fields='episode_id', **knobs)

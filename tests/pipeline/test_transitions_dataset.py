@@ -11,7 +11,7 @@ import rlds_lite
 import rlds_testing
 from rlds_lite import dense
 from rlds_lite import pipeline
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 
 CASES = {
     'empty': dict(lengths=[0]),
@@ -201,7 +201,7 @@ def test_the_old_keywords_give_the_kinds_samples_and_warn_once(case):
   by_kind = pipeline.transitions_dataset(
       pt.nested_dataset(episodes), kind, 4, shuffle=False,
       episode_fields='episode_id')
-  renamed_keywords._WARNED.clear()  # pylint: disable=protected-access
+  option_objects._WARNED.clear()  # pylint: disable=protected-access
   with pytest.warns(DeprecationWarning) as caught:
     by_keywords = pipeline.transitions_dataset(
         pt.nested_dataset(episodes), 4, n=3, gamma=0.5, last_step='valid',

@@ -11,7 +11,7 @@ import rlds_lite
 import rlds_testing
 from rlds_lite import dense
 from rlds_lite import pipeline
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 
 CASES = {
     'empty': dict(lengths=[0]),
@@ -283,7 +283,7 @@ def test_the_old_keywords_give_the_kinds_samples_and_warn_once(drop_remainder):
   pooling = pipeline.Pooling(pool_episodes=2, prefetch=0)
   by_kind = pipeline.windows_dataset(pt.nested_dataset(episodes), kind, 4,
                                      seed=0, pooling=pooling)
-  renamed_keywords._WARNED.clear()  # pylint: disable=protected-access
+  option_objects._WARNED.clear()  # pylint: disable=protected-access
   with pytest.warns(DeprecationWarning) as caught:
     by_keywords = pipeline.windows_dataset(
         pt.nested_dataset(episodes), 3, 4, shift=2, stride=2,

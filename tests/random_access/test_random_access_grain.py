@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from rlds_lite import random_access as ra
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 
 grain = pytest.importorskip('grain')  # The `grain` extra (in `test` too).
 
@@ -57,7 +57,7 @@ def test_grain_batches_take_the_flat_keywords_too(vector_chunks):
   from rlds_lite.random_access import options  # pylint: disable=g-import-not-at-top
   new = ra.grain_batches(vector_chunks, ra.Windows(4), 8,
                          epochs=ra.Epochs(num_epochs=1))
-  renamed_keywords._WARNED.clear()  # pylint: disable=protected-access
+  option_objects._WARNED.clear()  # pylint: disable=protected-access
   with pytest.warns(DeprecationWarning, match=r'^grain_batches: num_epochs '
                     r'are now epochs=Epochs\(num_epochs=1\)'):
     old = ra.grain_batches(vector_chunks, ra.Windows(4), 8, num_epochs=1)

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from rlds_lite import pipeline
 from rlds_lite import random_access as ra
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 import random_access_testing as testing
 import rlds_testing
 
@@ -208,7 +208,7 @@ def test_the_flat_keywords_still_work_and_warn_once(vector_chunks):
       epochs=ra.Epochs(1, drop_remainder=True, order='uniform'),
       sharding=ra.Sharding(2, 1), outputs=INFO,
       reading=ra.ReadOptions(mapped_budget=0, prefetch=0)))
-  renamed_keywords._WARNED.clear()  # pylint: disable=protected-access
+  option_objects._WARNED.clear()  # pylint: disable=protected-access
   with pytest.warns(DeprecationWarning, match=re.escape(
       'sample_batches: drop_remainder, host, mapped_budget, num_epochs, '
       'num_hosts, order, prefetch, sample_info are now '
@@ -230,7 +230,7 @@ def test_the_flat_keywords_still_work_and_warn_once(vector_chunks):
 def test_the_flat_keywords_of_plan_iterator_and_grain_still_work(
     vector_chunks):
   from rlds_lite.random_access import options, tf_data  # pylint: disable=g-import-not-at-top
-  renamed_keywords._WARNED.clear()  # pylint: disable=protected-access
+  option_objects._WARNED.clear()  # pylint: disable=protected-access
   new = tf_data.plan(vector_chunks, ra.Windows(4), 8,
                      epochs=ra.Epochs(order='uniform'))
   calls = {

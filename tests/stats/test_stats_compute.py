@@ -17,7 +17,7 @@ from rlds_lite.dense import LastStepValuesWarning
 from rlds_lite.stats import cache as cache_lib
 from rlds_lite.stats import streaming
 from rlds_lite.tfds import write_dataset
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 import rlds_testing
 import stats_testing
 import tfds_fixtures
@@ -504,7 +504,7 @@ def test_a_named_transform_is_cached_under_its_key(dataset_dir, monkeypatch):
 
 
 def test_transform_key_still_works_and_warns_once(dataset_dir, monkeypatch):
-  monkeypatch.setattr(renamed_keywords, '_WARNED', set())
+  monkeypatch.setattr(option_objects, '_WARNED', set())
   take = lambda episodes: episodes.take(2)
   with pytest.warns(DeprecationWarning,
                     match=r'transform_key= is now transform=Transform'):

@@ -21,7 +21,7 @@ from rlds_lite.tfds import envlogger_decode
 from rlds_lite.tfds import envlogger_episodes
 from rlds_lite.tfds import episode_writer
 from rlds_lite.tfds import FileOptions
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 
 E = et.Episode
 
@@ -635,7 +635,7 @@ def test_buffer_rows_of_wrong_length_are_an_error(shape, dtype):
 
 
 def test_options_card_and_old_keywords(tmp_path, monkeypatch):
-  monkeypatch.setattr(renamed_keywords, '_WARNED', set())
+  monkeypatch.setattr(option_objects, '_WARNED', set())
   et.record_script(str(tmp_path / 'logs'), [E(1, et.TERMINAL)] * 3)
   path = build_from_envlogger(
       tmp_path / 'logs', name='carded', data_dir=tmp_path / 'tfds',
@@ -671,7 +671,7 @@ def test_what_a_build_cannot_write_is_refused(tmp_path, kwargs, message):
 
 
 def test_beam_runner_keyword_still_works_and_warns(monkeypatch):
-  monkeypatch.setattr(renamed_keywords, '_WARNED', set())
+  monkeypatch.setattr(option_objects, '_WARNED', set())
   with pytest.warns(DeprecationWarning, match=r'build_from_envlogger: '
                     r'beam_runner= is now beam=Beam\(runner=\.\.\.\)'):
     beam = envlogger_build._beam_of(True, {'beam_runner': 'MyRunner'})

@@ -28,7 +28,7 @@ from rlds_lite.tfds import EpisodeWriter
 from rlds_lite.tfds import FileOptions
 from rlds_lite.tfds import rlds_features
 from rlds_lite.tfds import write_dataset
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 
 Tensor = tfds.features.Tensor
 
@@ -851,7 +851,7 @@ OLD_WRITER_KEYWORDS = {
 @pytest.mark.parametrize('key', list(OLD_WRITER_KEYWORDS))
 def test_old_writer_keywords_still_work_and_warn_once(tmp_path, monkeypatch,
                                                       key):
-  monkeypatch.setattr(renamed_keywords, '_WARNED', set())
+  monkeypatch.setattr(option_objects, '_WARNED', set())
   value, new = OLD_WRITER_KEYWORDS[key]
   for call in range(2):
     with warnings.catch_warnings(record=True) as caught:
@@ -885,7 +885,7 @@ def test_old_writer_keywords_still_work_and_warn_once(tmp_path, monkeypatch,
 
 def test_old_write_dataset_keywords_still_work_and_warn_once(tmp_path,
                                                              monkeypatch):
-  monkeypatch.setattr(renamed_keywords, '_WARNED', set())
+  monkeypatch.setattr(option_objects, '_WARNED', set())
   episodes = tf.data.Dataset.from_tensors({'steps': {
       'reward': [1.0, 2.0], 'is_first': [True, False],
       'is_last': [False, True], 'is_terminal': [False, True]}})

@@ -12,7 +12,7 @@ import pytest
 from rlds_lite.catalog import Catalog
 from rlds_lite.view import table_query
 from rlds_lite.view.table_query import Query
-from rlds_lite import renamed_keywords
+from rlds_lite import option_objects
 
 # index:        0       1        2       3        4       5
 LENGTHS = [5, 2, 9, 5, 1, 7]
@@ -202,7 +202,7 @@ def test_bad_queries(table, kwargs, error, message):
 
 
 def test_the_old_keywords_still_work_and_warn_once(table, monkeypatch):
-  monkeypatch.setattr(renamed_keywords, '_WARNED', set())
+  monkeypatch.setattr(option_objects, '_WARNED', set())
   with pytest.warns(DeprecationWarning,
                     match=r'now query\(table, Query\(\.\.\.\)\)'):
     old = table_query.query(table, status='truncated', sort='length')

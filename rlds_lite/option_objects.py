@@ -1,5 +1,6 @@
-"""Old flat keywords of a public function, folded into the object that replaced them."""
+"""Options objects (frozen dataclasses of related knobs): a short repr, and the old flat keywords they replaced."""
 
+import dataclasses
 import os
 import sys
 from typing import Any, Dict, Hashable, Iterable
@@ -8,6 +9,25 @@ import warnings
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _WARNED = set()
 """The keys already warned about: each rename warns once per process."""
+
+
+def short_repr(value: Any, always: int = 0) -> str:
+  """``Name(a=1, b='x')``: the fields of a dataclass that differ from their default.
+
+  The first ``always`` fields are shown whatever their value.
+
+  Example:
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class Knobs:
+    ...   size: int = 1
+    ...   name: str = 'a'
+    >>> short_repr(Knobs(name='b')), short_repr(Knobs(), always=1)
+    ("Knobs(name='b')", 'Knobs(size=1)')
+  """
+  shown = [f'{f.name}={getattr(value, f.name)!r}'
+           for i, f in enumerate(dataclasses.fields(value))
+           if i < always or getattr(value, f.name) != f.default]
+  return f'{type(value).__name__}({", ".join(shown)})'
 
 
 def _outside_stacklevel() -> int:
