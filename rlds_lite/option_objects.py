@@ -1,4 +1,4 @@
-"""Options objects (frozen dataclasses of related knobs): a short repr, and the old flat keywords they replaced."""
+"""Options objects (frozen dataclasses of knobs): their short repr, the old keywords they replaced."""
 
 import dataclasses
 import os
