@@ -1,4 +1,4 @@
-"""Options objects (frozen dataclasses of knobs): their short repr, the old keywords they replaced."""
+"""Options objects (frozen dataclasses of knobs): a short repr, the old keywords they replaced."""
 
 import dataclasses
 import os
