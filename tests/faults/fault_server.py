@@ -1,6 +1,6 @@
 """A server process that imports rlds_lite (and TensorFlow) once and forks jobs.
 
-Importing TensorFlow costs ~4 s of CPU; the fault tests run dozens of writer
+Importing TensorFlow costs ~6 s of CPU; the fault tests run dozens of writer
 processes that must really die (SIGKILL) mid-write. This server pays the
 import once, then forks one child per job: the child is a real, separate
 process (its own pid, files, locks) that costs milliseconds to start. The
@@ -31,6 +31,8 @@ from typing import Any, Dict, Optional
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _ROOT = os.path.dirname(os.path.dirname(_HERE))
+_PRELOAD = ('tensorflow', 'tensorflow_datasets', 'rlds_lite', 'rlds_lite.tfds',
+            'writer_jobs', 'output_jobs')
 
 
 def _run_child(request: Dict[str, Any]) -> None:
@@ -74,8 +76,10 @@ def _wait(pid: int, timeout: Optional[float]) -> Dict[str, Any]:
 
 def serve() -> None:
   os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
-  import rlds_lite  # pylint: disable=g-import-not-at-top,unused-import
-  import rlds_lite.tfds  # pylint: disable=g-import-not-at-top,unused-import
+  # rlds_lite imports TensorFlow lazily, so the server imports it (and the
+  # jobs' modules) itself: otherwise each child would pay the ~6 s import.
+  for module in _PRELOAD:
+    importlib.import_module(module)
   print(json.dumps({'ready': os.getpid()}), flush=True)
   for line in sys.stdin:
     request = json.loads(line)
