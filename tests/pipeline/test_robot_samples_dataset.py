@@ -104,10 +104,20 @@ SAMPLES = {
 }
 
 
-@pytest.mark.parametrize('decode', list(DECODES.values()), ids=list(DECODES))
-@pytest.mark.parametrize('kwargs', list(SAMPLES.values()), ids=list(SAMPLES))
-def test_samples_equal_the_dense_op_on_decoded_episodes(camera_path, decode,
-                                                        kwargs):
+# Every sample kind through the two decode paths that differ most (segments
+# cut across samples, decoding after sampling); every decode path with the
+# two kinds whose samples reach furthest (a stride, a 3-step history).
+CASES = sorted({(s, d) for s in SAMPLES
+                for d in ('per_episode_segments_of_2', 'after_sampling')} |
+               {(s, d) for s in ('strided', 'history_3_invalid_last_step')
+                for d in DECODES})
+
+
+@pytest.mark.parametrize('sample, decode', CASES,
+                         ids=[f'{s}-{d}' for s, d in CASES])
+def test_samples_equal_the_dense_op_on_decoded_episodes(camera_path, sample,
+                                                        decode):
+  kwargs, decode = SAMPLES[sample], DECODES[decode]
   kind = rlds_lite.RobotSamples(index_key='t', **kwargs)
   ds = pipeline.robot_samples_dataset(
       camera_path, kind, 4, seed=1, episode_fields='episode_id', **decode)
