@@ -62,21 +62,28 @@ def to_numpy(ds: tf.data.Dataset) -> List[Any]:
   return list(ds.as_numpy_iterator())
 
 
-def assert_structures_equal(actual: Any, expected: Any, path: str = '') -> None:
-  """Exact equality of nested dicts/tuples/lists of arrays, dtype-aware."""
+def assert_structures_equal(actual: Any, expected: Any, path: str = '',
+                            string_dtypes: bool = False) -> None:
+  """Exact equality of nested dicts/tuples/lists of arrays, dtype-aware.
+
+  String arrays compare by value whatever their dtype (object, bytes, str)
+  unless ``string_dtypes``, which checks their dtypes too.
+  """
   if isinstance(expected, Mapping):
     assert isinstance(actual, Mapping), f'{path}: expected a dict, got {type(actual)}'
     assert set(actual) == set(expected), f'{path}: keys {sorted(actual)} != {sorted(expected)}'
     for k in expected:
-      assert_structures_equal(actual[k], expected[k], f'{path}/{k}')
+      assert_structures_equal(actual[k], expected[k], f'{path}/{k}',
+                              string_dtypes)
   elif isinstance(expected, (tuple, list)) and not isinstance(actual, np.ndarray):
     assert len(actual) == len(expected), f'{path}: length {len(actual)} != {len(expected)}'
     for i, (a, e) in enumerate(zip(actual, expected)):
-      assert_structures_equal(a, e, f'{path}[{i}]')
+      assert_structures_equal(a, e, f'{path}[{i}]', string_dtypes)
   else:
     a, e = np.asarray(actual), np.asarray(expected)
     assert a.shape == e.shape, f'{path}: shape {a.shape} != {e.shape}'
-    if e.dtype.kind not in 'OSU' and a.dtype.kind not in 'OSU':
+    if string_dtypes or (e.dtype.kind not in 'OSU' and
+                         a.dtype.kind not in 'OSU'):
       assert a.dtype == e.dtype, f'{path}: dtype {a.dtype} != {e.dtype}'
     np.testing.assert_array_equal(a, e, err_msg=path)
 

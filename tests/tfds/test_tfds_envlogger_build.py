@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+import rlds_testing
 import tfds_build_testing as et
 import rlds_lite
 from rlds_lite import envlogger as envlogger_compat
@@ -54,17 +55,6 @@ def _expected(raw_episodes, discrete):
           for raw in raw_episodes]
 
 
-def _assert_steps_equal(actual, expected, path=''):
-  if isinstance(expected, dict):
-    assert sorted(actual) == sorted(expected), path
-    for key in expected:
-      _assert_steps_equal(actual[key], expected[key], f'{path}/{key}')
-    return
-  actual, expected = np.asarray(actual), np.asarray(expected)
-  assert actual.dtype == expected.dtype, (path, actual.dtype, expected.dtype)
-  np.testing.assert_array_equal(actual, expected, err_msg=path)
-
-
 @pytest.mark.parametrize('scripts,kind,discrete', ALIGNMENT_CASES.values(),
                          ids=ALIGNMENT_CASES.keys())
 def test_alignment_matches_numpy_reference(tmp_path, scripts, kind, discrete):
@@ -78,7 +68,8 @@ def test_alignment_matches_numpy_reference(tmp_path, scripts, kind, discrete):
     assert episode['episode_id'] == i
     if kind == 'squeezed':  # A (1,) spec is a scalar feature: data squeezed.
       want['observation'] = want['observation'][:, 0]
-    _assert_steps_equal(episode['steps'], want)
+    rlds_testing.assert_structures_equal(episode['steps'], want,
+                                         string_dtypes=True)
 
 
 @pytest.mark.parametrize('scripts,kind,discrete', ALIGNMENT_CASES.values(),
@@ -198,7 +189,8 @@ def test_several_recordings_in_order_with_unique_keys(tmp_path):
                   .as_numpy_iterator())
   assert [int(e['episode_id']) for e in episodes] == [0, 1, 2]
   for episode, want in zip(episodes, _expected(raw_a + raw_b, True)):
-    _assert_steps_equal(episode['steps'], want)
+    rlds_testing.assert_structures_equal(episode['steps'], want,
+                                         string_dtypes=True)
 
 
 def test_directory_of_recordings_is_searched(tmp_path):
@@ -453,7 +445,8 @@ def test_chunked_decoding_equals_episode_by_episode(tmp_path, monkeypatch,
   assert len(episodes) == len(expected) == 12
   for i, (episode, want) in enumerate(zip(episodes, expected)):
     assert episode['episode_id'] == i
-    _assert_steps_equal(episode['steps'], want)
+    rlds_testing.assert_structures_equal(episode['steps'], want,
+                                         string_dtypes=True)
 
 
 BATCH_CASES = {
@@ -489,7 +482,8 @@ def test_chunks_bounded_in_bytes_decode_the_same(tmp_path, monkeypatch):
   episodes = [e for _, e in envlogger_episodes.read_rlds_episodes(logs, specs)]
   assert len(episodes) == 4
   for episode, want in zip(episodes, _expected(raw, True)):
-    _assert_steps_equal(episode['steps'], want)
+    rlds_testing.assert_structures_equal(episode['steps'], want,
+                                         string_dtypes=True)
 
 
 def test_chunk_with_a_bad_episode_names_that_episode(tmp_path, monkeypatch):
@@ -585,7 +579,8 @@ def test_timestep_size_picks_the_decoding_tier(tmp_path, monkeypatch,
   expected = _expected(raw, discrete)
   assert len(episodes) == len(expected) == len(scripts)
   for episode, want in zip(episodes, expected):
-    _assert_steps_equal(episode['steps'], want)
+    rlds_testing.assert_structures_equal(episode['steps'], want,
+                                         string_dtypes=True)
 
 
 # Byte-buffer columns (tier 2): rows under _ROW_COPY_MIN_BYTES are joined,

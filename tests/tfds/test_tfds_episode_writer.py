@@ -18,6 +18,7 @@ import tensorflow_datasets as tfds
 from tensorflow_datasets.core import example_serializer
 
 import episode_strategies
+import rlds_testing
 import rlds_lite
 from rlds_lite import nest_paths
 from rlds_lite.tfds import encoding
@@ -750,21 +751,6 @@ def _zero_size_strings(steps):
           if leaf.dtype == object and 0 in leaf.shape[1:]]
 
 
-def _assert_nests_equal(got, want, path=''):
-  if isinstance(want, dict):
-    assert sorted(got) == sorted(want), path
-    for key in want:
-      _assert_nests_equal(got[key], want[key], f'{path}/{key}')
-    return
-  assert got.shape == want.shape, path
-  if want.dtype == object:
-    assert got.dtype == object, path
-    assert got.tolist() == want.tolist(), path
-  else:
-    assert got.dtype == want.dtype, path
-    np.testing.assert_array_equal(got, want, err_msg=path)
-
-
 @settings(max_examples=25, deadline=None)
 @given(episode=episode_strategies.random_episode())
 def test_random_episodes_read_back_exactly_or_are_refused(episode):
@@ -785,7 +771,8 @@ def test_random_episodes_read_back_exactly_or_are_refused(episode):
     assert not slash and not zero_strings
     got = _dense(path)
     assert len(got) == 1
-    _assert_nests_equal(got[0]['steps'], episode['steps'])
+    rlds_testing.assert_structures_equal(got[0]['steps'], episode['steps'],
+                                         string_dtypes=True)
 
 
 # ----------------------------------------------------------------------------
