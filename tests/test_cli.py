@@ -383,6 +383,12 @@ _TYPOS = {  # argv -> stderr; each answered before TensorFlow is imported.
               f"chunk: dataset directory '{_MISSING}' does not exist."),
     'view': (['view', _MISSING, '--port', '0'],
              f"view: dataset directory '{_MISSING}' does not exist."),
+    'convert': (['convert', '--from', 'd4rl', '--to', 'ted', _MISSING,
+                 '{tmp}/out.h5'],
+                f'convert: {_MISSING}: no such file or directory'),
+    'convert-rlds': (['convert', '--from', 'rlds', '--to', 'minari', _MISSING,
+                      '{tmp}/out'],
+                     f'convert: {_MISSING}: no such file or directory'),
     'home-validate': (['validate', _IN_HOME], "validate: dataset directory "
                       f"'{os.path.expanduser(_IN_HOME)}' does not exist."),
     'home-stats': (['stats', _IN_HOME],  # stats and view name it as given.

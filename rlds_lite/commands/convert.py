@@ -6,6 +6,7 @@ flags (`FLAGS`) where the library names its Python arguments.
 
 import argparse
 import json
+import os
 
 from rlds_lite.commands import dataset_options
 from rlds_lite.convert import registry
@@ -86,6 +87,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
 
 
 def run(args: argparse.Namespace) -> int:
+  if not os.path.exists(args.source):  # A typo answers before TF's import.
+    return dataset_options.report_error('convert', FileNotFoundError(
+        f'{args.source}: no such file or directory'
+        f'{dataset_options.missing_hint(args.source)}'))
   dataset_options.quiet_logs()
   # pylint: disable=g-import-not-at-top
   from rlds_lite import progress
