@@ -92,6 +92,22 @@ def episodes_file(dataset_dir: str, split: str) -> str:
   return os.path.join(dataset_dir, f'episodes-{split}.npz')
 
 
+def table_digest(table: Dict[str, np.ndarray]) -> str:
+  """The SHA-256 (32 hex digits) of an episode table's lengths, ends and ids.
+
+  Example:
+    >>> table_digest({'length': np.int64([3, 5]), 'terminated': [True, False]})
+    '1c2c443bad55dea0d57be6f08e24b49e'
+  """
+  digest = hashlib.sha256()
+  for key, dtype in (('length', '<i8'), ('terminated', bool),
+                     ('episode_id', '<i8')):
+    if key in table:
+      values = np.ascontiguousarray(np.asarray(table[key]).astype(dtype))
+      digest.update(f'{key}:{len(values)}:'.encode() + values.tobytes())
+  return digest.hexdigest()[:32]
+
+
 def _leaf_values(steps: Dict[str, Any], path: str) -> Any:
   for part in path.split('/'):
     steps = steps[part]
@@ -357,7 +373,8 @@ def convert(source: PathLike,
                                           'tfrecord')},
         'splits': {split: {'episodes': len(t['length']),
                            'steps': int(t['length'].sum()),
-                           'sha256': digests[split].hexdigest()[:32]}
+                           'sha256': digests[split].hexdigest()[:32],
+                           'table_sha256': table_digest(t)}
                    for split, t in tables.items()},
     }
     info = tfds.core.DatasetInfo(

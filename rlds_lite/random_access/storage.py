@@ -199,6 +199,13 @@ def _check_table(path: str, split: str, table: Dict[str, np.ndarray],
         conversion.episodes_file(path, split),
         f'holds {held[0]} episodes of {held[1]} steps, metadata.json says '
         f'{wanted[0]} of {wanted[1]} (the episode table was changed)')
+  recorded = written.get('table_sha256')  # None in older chunk datasets.
+  if recorded is not None and recorded != conversion.table_digest(table):
+    raise DamagedChunksError(
+        conversion.episodes_file(path, split),
+        f'holds {held[0]} episodes of {held[1]} steps as metadata.json says, '
+        'but not the lengths, ends or ids it recorded (the episode table was '
+        'changed)')
 
 
 def _not_chunked(path: str, builder: tfds.core.DatasetBuilder) -> str:

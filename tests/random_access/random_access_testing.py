@@ -1,5 +1,8 @@
 """Small datasets for the random-access tests (named episode lengths)."""
 
+import json
+import os
+
 import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
@@ -84,3 +87,14 @@ def reference(kind, path):
   parts = [p for p in parts if tf.nest.flatten(p)[0].shape[0]]
   return tf.nest.map_structure(lambda *xs: np.concatenate([x.numpy() for x in xs]),
                                *parts)
+
+
+def as_older_dataset(path):
+  """Drops a chunk dataset's table digests, as older versions wrote it."""
+  metadata_path = os.path.join(path, 'metadata.json')
+  with open(metadata_path) as f:
+    metadata = json.load(f)
+  for split in metadata['splits'].values():
+    del split['table_sha256']
+  with open(metadata_path, 'w') as f:
+    json.dump(metadata, f)

@@ -194,29 +194,43 @@ def test_each_record_is_checked_once(vector_chunks, tmp_path, budget, read):
 # An edited episode table: at open, or at the first read of a record. --------
 
 
-def _edit_table(path, changes):
+def _edit_table(path, changes, column='length'):
   table_path = os.path.join(path, 'episodes-train.npz')
   with open(table_path, 'rb') as f:
     table = dict(np.load(f))
   for episode, change in changes.items():
-    table['length'][episode] += change
+    if column == 'terminated':
+      table[column][episode] = not table[column][episode]
+    else:
+      table[column][episode] += change
   with open(table_path, 'wb') as f:
     np.savez(f, **table)
   return table_path
 
 
-@pytest.mark.parametrize('changes, detail', [
-    ({1: 1}, 'holds 6 episodes of 77 steps, metadata.json says 6 of 76 (the '
-     'episode table was changed)'),
-    ({4: -1}, 'holds 6 episodes of 75 steps, metadata.json says 6 of 76 (the '
-     'episode table was changed)'),
-    ({0: 3}, 'holds 6 episodes of 79 steps, metadata.json says 6 of 76 (the '
-     'episode table was changed)'),
-], ids=['one-length-plus-1', 'one-length-minus-1', 'within-the-first-chunk'])
-def test_an_edited_episode_table_is_refused_at_open(vector_chunks, tmp_path,
-                                                    changes, detail):
-  path = _copy(vector_chunks, tmp_path)
-  table_path = _edit_table(path, changes)
+_KEPT_TOTALS = ('holds {} episodes of {} steps as metadata.json says, but not '
+                'the lengths, ends or ids it recorded (the episode table was '
+                'changed)')
+
+
+@pytest.mark.parametrize('chunks, changes, column, detail', [
+    ('vector_chunks', {1: 1}, 'length', 'holds 6 episodes of 77 steps, '
+     'metadata.json says 6 of 76 (the episode table was changed)'),
+    ('vector_chunks', {4: -1}, 'length', 'holds 6 episodes of 75 steps, '
+     'metadata.json says 6 of 76 (the episode table was changed)'),
+    ('vector_chunks', {0: 3}, 'length', 'holds 6 episodes of 79 steps, '
+     'metadata.json says 6 of 76 (the episode table was changed)'),
+    ('vector_chunks', {1: 1, 4: -1}, 'length', _KEPT_TOTALS.format(6, 76)),
+    ('vector_chunks', {0: 1}, 'terminated', _KEPT_TOTALS.format(6, 76)),
+    ('camera_chunks', {0: 1, 1: -1}, 'length', _KEPT_TOTALS.format(3, 11)),
+    ('vector_chunks', {2: 5}, 'episode_id', _KEPT_TOTALS.format(6, 76)),
+], ids=['one-length-plus-1', 'one-length-minus-1', 'within-the-first-chunk',
+        'both-totals-kept', 'an-end-flipped', 'cameras-both-totals-kept',
+        'an-id-changed'])
+def test_an_edited_episode_table_is_refused_at_open(request, tmp_path, chunks,
+                                                    changes, column, detail):
+  path = _copy(request.getfixturevalue(chunks), tmp_path)
+  table_path = _edit_table(path, changes, column)
   with pytest.raises(ra.DamagedChunksError) as raised:
     ra.ChunkStorage(path)
   assert str(raised.value) == (f'random access: {table_path}: {detail}; '
@@ -231,6 +245,7 @@ def test_lengths_edited_in_step_are_refused_at_the_read(vector_chunks, tmp_path,
   # total): the repeat of episode 1's last step would be served as step 6.
   path = _copy(vector_chunks, tmp_path)
   _edit_table(path, {1: 1, 4: -1})
+  testing.as_older_dataset(path)  # Newer ones refuse the table at open (above).
   storage = ra.ChunkStorage(path, mapped_budget=budget)
   detail = ('record 2 (chunk 2) is not chunk 1 of episode 1 (3 steps) as the '
             'episode table says (it holds episode 1, offset 4, 2 steps, or its '
