@@ -318,7 +318,7 @@ def _info_text(info: Optional[Tuple[Any, str]]) -> str:
 
 
 class Shard(NamedTuple):
-  """One shard file of a split (``path``, ``split``, ``first`` episode, ``count``, ``file_format``)."""
+  """One shard of a split: ``path``, ``split``, ``first`` episode, ``count``, ``file_format``."""
   path: str
   split: str
   first: int

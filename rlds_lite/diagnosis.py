@@ -116,7 +116,7 @@ def first_bad_frame(builder: tfds.core.DatasetBuilder, split: str,
 def frame_error(builder: tfds.core.DatasetBuilder, split: str, episode: int,
                 cause: Optional[str] = None
                 ) -> Optional[dataset_files.CorruptDatasetError]:
-  """The error naming the first frame of ``episode`` that does not decode (quoting ``cause``), or None.
+  """The error naming the first frame of ``episode`` that does not decode (quoting ``cause``).
 
   Example:
     >>> import tempfile

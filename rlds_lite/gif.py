@@ -17,7 +17,7 @@ def _cube_palette() -> np.ndarray:
 
 
 def quantize(frames: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-  """Palette indices ``[T, H, W]`` and palette ``[N, 3]``: exact up to 256 colours, else a 6x6x6 cube.
+  """Palette indices ``[T, H, W]`` and palette ``[N, 3]``: exact up to 256 colours, else 6x6x6.
 
   Example:
     >>> frames = np.array([[[[0, 0, 0], [255, 0, 0]]]], np.uint8)

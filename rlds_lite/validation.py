@@ -14,7 +14,7 @@ from rlds_lite import rlds_names
 
 
 class RLDSFormatError(ValueError):
-  """A dataset breaks the RLDS format; ``episode_index`` and ``field`` say where (None: spec-wide)."""
+  """A dataset breaks the RLDS format; ``episode_index`` and ``field`` say where (or None)."""
 
   def __init__(self, message: str, episode_index: Optional[int] = None,
                field: Optional[str] = None):

@@ -1,4 +1,4 @@
-"""Watch an episode: write an image field of its steps as a GIF or MP4 (docs/validate_and_video.md)."""
+"""Watch an episode: write an image field of its steps as a GIF or MP4."""
 
 import math
 import os
@@ -246,7 +246,7 @@ def _write_mp4(frames: np.ndarray, path: str, fps: float) -> None:
 def episode_to_video(episode: Any, key: Union[str, Sequence[str]],
                      path: PathLike, fps: float = 10,
                      scale: Optional[int] = 1) -> str:
-  """Writes image field(s) ``key`` of an episode to ``path`` (``.gif`` or ``.mp4``); returns ``path``.
+  """Writes image field(s) ``key`` of an episode to ``path`` (``.gif`` or ``.mp4``); ``path``.
 
   A list of keys is shown side by side; ``scale`` None is `auto_scale`.
 

@@ -162,7 +162,7 @@ class DatasetView:
 
 
 def _ending(steps: Dict[str, Any], last_step: str) -> Dict[str, Any]:
-  """The episode's return and ending (``terminated`` / ``truncated``), as its catalog row has them."""
+  """The episode's return and ending (``terminated``/``truncated``), as its catalog row has them."""
   reward = steps.get(rlds_types.REWARD)
   is_terminal = steps.get(rlds_types.IS_TERMINAL)
   result = {'return': None, 'last_reward': None, 'terminated': None,

@@ -22,7 +22,7 @@ from rlds_lite import rlds_types
 
 
 def read_order() -> tfds.ReadConfig:
-  """A ``ReadConfig`` reading a split's files in order (episode ``i`` is ``split[i:i+1]``), no autocache."""
+  """A ``ReadConfig`` reading a split's files in order (episode ``i``: ``split[i:i+1]``)."""
   return tfds.ReadConfig(interleave_cycle_length=1, try_autocache=False)
 
 

@@ -27,7 +27,7 @@ class _Entry:
 
 
 class Memo:
-  """Values by key, computed once each; beyond ``capacity`` (None: all) the least recently used go."""
+  """Values by key, computed once each; past ``capacity`` (None: all) the least recent go."""
 
   def __init__(self, capacity: Optional[int] = None):
     self._capacity = capacity
