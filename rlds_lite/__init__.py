@@ -1,10 +1,4 @@
-"""rlds_lite: fast, dependable RLDS episodic data on tf.data.
-
-A drop-in for Google's RLDS: ``import rlds_lite as rlds`` and RLDS code keeps
-working, on today's TensorFlow and without dm-reverb.
-
-Names are imported on first use (PEP 562): ``import rlds_lite`` itself does
-not load TensorFlow, so ``rlds-lite --help`` and ``--version`` answer at once.
+"""rlds_lite: fast, dependable RLDS episodic data on tf.data; names imported on first use.
 
 Example:
   >>> import rlds_lite as rlds

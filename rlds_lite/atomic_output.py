@@ -1,9 +1,4 @@
-"""Publish one output file or directory atomically, one writer at a time.
-
-The non-TFDS writers (webdataset, Minari, LeRobot, chunk datasets, ``.npz``
-/ ``.h5`` files, ``filter``/``merge``) publish through `AtomicOutput`; its
-steps and what a kill leaves are in ``docs/guarantees.md``.
-"""
+"""Publish one output file or directory atomically, one writer at a time (docs/guarantees.md)."""
 
 import contextlib
 import errno
@@ -96,13 +91,11 @@ def _marked(target: str, patterns: Sequence[str]) -> List[str]:
 
 
 def recover(target: PathLike) -> List[str]:
-  """Removes a dead writer's leftovers beside ``target``; hold its lock.
+  """Removes a dead writer's leftovers beside ``target`` (hold its lock); the paths handled.
 
-  A set-aside old directory is renamed back if the target is missing, else
-  deleted; staging paths are deleted. Returns the leftover paths handled.
+  A set-aside old directory is renamed back if the target is missing, else deleted.
 
-  Example (killed between setting the old dataset aside and renaming the
-  new one in):
+  Example (killed between setting the old dataset aside and renaming the new one in):
     >>> import os, tempfile
     >>> parent = tempfile.mkdtemp()
     >>> token = '7-' + 'ab' * 16  # <pid>-<32 hex digits>
@@ -177,18 +170,16 @@ def missing_hint(target: PathLike) -> str:
 
 
 class AtomicOutput:
-  """Writes one file or directory under a hidden name, then renames it in.
+  """Writes one file or directory under a hidden name, then renames it in, under a lock.
 
-  A context manager: write to `path`, then call `publish`; leaving the block
-  without publishing removes the staging path. The lock is held throughout.
+  A context manager: write to `path`, then call `publish`; leaving without publishing removes
+  the staging path.
 
   Args:
-    target: the file or directory the writer publishes.
     directory: whether the output is a directory (`path` is created).
-    check: ``target -> None``, raising if the target may not be written; run
-      under the lock before writing and again just before the switch.
-    replace: whether `publish` may replace a file or non-empty directory at
-      the target (False: a FileExistsError, the output discarded).
+    check: ``target -> None``, raising if the target may not be written (run before writing
+      and again just before the switch).
+    replace: whether `publish` may replace a file or non-empty directory at the target.
     lock_timeout: seconds to wait for another writer (None: forever; 0: none).
     label: how errors name the output (default: its path).
 

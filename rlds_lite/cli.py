@@ -1,8 +1,4 @@
-"""The ``rlds-lite`` command line: the parser and `main` (subcommands: ``rlds_lite.commands``).
-
-Building the parser imports no TensorFlow, so ``--help`` and ``--version``
-answer at once; errors and exit codes are in ``docs/cli.md``.
-"""
+"""The ``rlds-lite`` command line: the parser and `main` (subcommands: ``rlds_lite.commands``)."""
 
 import argparse
 import importlib
@@ -54,11 +50,7 @@ def _subparser(parser: argparse.ArgumentParser,
 
 
 def _parse(argv: Optional[List[str]]) -> argparse.Namespace:
-  """The parsed command line; one line and SystemExit(2) if unusable.
-
-  Arguments no parser knows are reported by the command's parser (``rlds-lite
-  inspect: unrecognized arguments: --bogus``), not the top-level one.
-  """
+  """The parsed command line; unknown arguments reported by the command's own parser."""
   parser = _parser()
   args, unknown = parser.parse_known_args(argv)
   if unknown:
@@ -91,10 +83,7 @@ def _output(args: argparse.Namespace) -> Optional[str]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-  """Runs the command line; returns the exit status.
-
-  A file system error the command lets through is one line and exit
-  status 2 (`rlds_lite.commands.io_errors`); any other error is a traceback.
+  """Runs the command line; returns the exit status (docs/cli.md).
 
   Example:
     >>> main(['version'])

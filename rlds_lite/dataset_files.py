@@ -1,9 +1,6 @@
 """The files of a prepared TFDS dataset: checked when opened, named when damaged.
 
-`open_builder`, `check_open` (what ``rlds_lite.load`` checks), `find_damage`
-(what ``rlds_lite.validate`` checks) and `diagnose` (after a read error) raise
-or return a one-line `CorruptDatasetError` naming the file and episode; what
-is checked when is in ``docs/guarantees.md`` ("Corrupt files").
+What is checked when: docs/guarantees.md ("Corrupt files").
 """
 
 import json
@@ -38,18 +35,10 @@ FEATURES_MISMATCH = 'features_mismatch'
 class CorruptDatasetError(ValueError):
   """A dataset file is missing, damaged or disagrees with the dataset's metadata.
 
-  The message is one line: ``<file>: episode <i> of split '<split>', field
-  '<field>': <what is wrong>`` (episode and field where known).
-
-  Attributes:
-    path: the file (a shard, ``dataset_info.json``, ``features.json``).
-    detail: what is wrong, without the file and place.
-    kind: ``'corrupt_file'``, ``'undecodable'`` or ``'features_mismatch'``.
-    episode: the episode's index in ``split`` where known, else None.
-    split: the split the episode belongs to, where known.
-    field: the step or episode field (``'observation'``), where known.
-    step: the step where known, else None.
-    cause: TensorFlow's own message (one line) for undecodable data, else None.
+  The message is one line: ``<file>: episode <i> of split '<split>', field '<field>': <what>``.
+  Attributes: ``path``, ``detail``, ``kind`` (``'corrupt_file'``, ``'undecodable'`` or
+  ``'features_mismatch'``), ``episode``, ``split``, ``field``, ``step`` (None where unknown)
+  and ``cause`` (TensorFlow's message for undecodable data).
 
   Example:
     >>> str(CorruptDatasetError('/d/x-train.tfrecord-00001', 'is empty.',
@@ -193,13 +182,7 @@ def _features_problem(dataset_dir: str, proto: Any
 
 
 def metadata_problem(dataset_dir: PathLike) -> Optional[CorruptDatasetError]:
-  """What is wrong with a dataset's ``dataset_info.json``/``features.json``.
-
-  Args:
-    dataset_dir: the prepared dataset directory.
-
-  Returns:
-    A `CorruptDatasetError` naming the first damaged file, or None.
+  """A `CorruptDatasetError` naming the first damaged metadata file of ``dataset_dir``, or None.
 
   Example:
     >>> import tempfile
@@ -219,13 +202,6 @@ def metadata_problem(dataset_dir: PathLike) -> Optional[CorruptDatasetError]:
 
 def open_builder(dataset_dir: PathLike) -> tfds.core.DatasetBuilder:
   """``tfds.builder_from_directory`` of one published version, damage named.
-
-  Args:
-    dataset_dir: the prepared dataset directory (holding ``dataset_info.json``).
-
-  Returns:
-    The TFDS builder; raises `CorruptDatasetError` naming the metadata file
-    TFDS cannot open the dataset from.
 
   Example:
     >>> import tempfile
@@ -259,17 +235,10 @@ def check_has_splits(builder: tfds.core.DatasetBuilder) -> None:
 
 
 def features_mismatch(dataset_dir: PathLike) -> Optional[CorruptDatasetError]:
-  """What is wrong with ``features.json`` beside features in ``dataset_info.json``.
+  """What is wrong with ``features.json`` beside ``dataset_info.json``'s features, or None.
 
-  TFDS then decodes with ``dataset_info.json``, so this is reported by
-  ``rlds_lite.validate``, not raised by readers.
-
-  Args:
-    dataset_dir: the prepared dataset directory.
-
-  Returns:
-    A `CorruptDatasetError` of kind ``'features_mismatch'`` naming
-    ``features.json``, or None if it agrees (or TFDS decodes with it).
+  Reported by ``rlds_lite.validate``, not raised by readers (TFDS decodes with
+  ``dataset_info.json``).
 
   Example:
     >>> from rlds_lite import synthetic
@@ -349,15 +318,7 @@ def _info_text(info: Optional[Tuple[Any, str]]) -> str:
 
 
 class Shard(NamedTuple):
-  """One shard file of a split, as ``dataset_info.json`` describes it.
-
-  Attributes:
-    path: the file.
-    split: the split (a plain name) it belongs to.
-    first: the split index of its first episode.
-    count: the episodes ``dataset_info.json`` says it holds.
-    file_format: ``'tfrecord'`` or ``'array_record'``.
-  """
+  """One shard of a split: ``path``, ``split``, ``first`` episode, ``count``, ``file_format``."""
   path: str
   split: str
   first: int
@@ -379,15 +340,7 @@ def file_format(builder: tfds.core.DatasetBuilder) -> str:
 
 def split_shards(builder: tfds.core.DatasetBuilder,
                  split: Any = None) -> List[Shard]:
-  """The shard files a read of ``split`` opens (all splits' for None).
-
-  Args:
-    builder: the dataset's builder.
-    split: a split as ``rlds_lite.load`` takes it (``'train[:10%]+test'``,
-      a ``tfds.core.ReadInstruction``), or None for every split.
-
-  Returns:
-    The shards, in the order of the split (each file once).
+  """The shard files a read of ``split`` opens, in split order (every split's for None).
 
   Example:
     >>> from rlds_lite import synthetic
@@ -469,17 +422,7 @@ def _size_problem(shard: Shard, size: int) -> Optional[CorruptDatasetError]:
 
 
 def check_open(builder: tfds.core.DatasetBuilder, split: Any) -> None:
-  """The cheap checks of ``rlds_lite.load``: the split's shards look whole.
-
-  One directory listing, no file read; which checks run is in
-  ``docs/guarantees.md`` ("When a dataset is opened").
-
-  Args:
-    builder: the dataset's builder.
-    split: the split to be read.
-
-  Raises:
-    CorruptDatasetError: naming the first damaged file.
+  """The cheap checks of ``rlds_lite.load``: the split's shards look whole (no file read).
 
   Example:
     >>> from rlds_lite import synthetic
@@ -554,14 +497,7 @@ def _open_binary(path: str):
 
 
 def scan_tfrecord(path: str) -> Tuple[int, Optional[str], Optional[int]]:
-  """Walks a TFRecord file's record headers, verifying the length checksums.
-
-  Args:
-    path: the file.
-
-  Returns:
-    ``(records, problem, bad_record)``: the whole records before any problem,
-    what is wrong (None if whole) and the damaged record's index (or None).
+  """Walks a TFRecord file's headers: ``(whole records, problem or None, bad record or None)``.
 
   Example:
     >>> import tempfile
@@ -762,17 +698,12 @@ def features_file(dataset_dir: PathLike) -> str:
 def find_damage(builder: tfds.core.DatasetBuilder, split: Any = None, *,
                 records: bool = False,
                 read: Optional[Reader] = None) -> List[CorruptDatasetError]:
-  """Every damaged shard of a split (every split's for None), one error each.
+  """Every damaged shard of a split (all splits for None), one error each, in split order.
 
   Args:
-    builder: the dataset's builder.
     split: the split (as ``rlds_lite.load`` takes it), or None for all.
-    records: also read every record and check its data checksum.
-    read: ``split -> episodes``; if given, the episodes of whole shards are
-      decoded until one fails.
-
-  Returns:
-    The problems, in split order (an empty list if the files are whole).
+    records: also check every record's data checksum.
+    read: ``split -> episodes``; if given, whole shards are decoded until one fails.
 
   Example:
     >>> from rlds_lite import synthetic
@@ -833,18 +764,10 @@ def check_all_read(builder: tfds.core.DatasetBuilder, split: str,
 def diagnose(builder: tfds.core.DatasetBuilder, split: Any,
              error: BaseException, read: Optional[Reader] = None,
              known: Collection[str] = ()) -> Optional[CorruptDatasetError]:
-  """The damaged file behind a read error of ``split``, or None.
+  """The `CorruptDatasetError` behind a read ``error`` of ``split``, or None if the files read back.
 
-  Args:
-    builder: the dataset's builder.
-    split: the split that was being read.
-    error: the ``tf.errors.OpError`` raised while reading.
-    read: ``split -> episodes`` as the failed reader read them.
-    known: files already known to be damaged (not the answer).
-
-  Returns:
-    The `CorruptDatasetError` naming the file (and episode), or None if the
-    files and episodes read back whole.
+  ``read`` is ``split -> episodes`` as the failed reader read them; ``known`` are files already
+  known to be damaged.
   """
   data_loss = isinstance(error, (tf.errors.DataLossError,
                                  tf.errors.UnknownError))

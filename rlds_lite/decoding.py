@@ -21,12 +21,7 @@ _graph_fn = tf.autograph.experimental.do_not_convert
 
 
 class ImageSpec(NamedTuple):
-  """How the frames of an image field are stored.
-
-  Attributes:
-    shape: ``(height, width, channels)`` of a stored frame.
-    encoding: ``'jpeg'``, ``'png'`` or None (raw pixels).
-    dtype: the decoded dtype (``tf.uint8``; PNG may be ``tf.uint16``).
+  """How the frames of an image field are stored: ``shape`` (h, w, c), ``encoding``, ``dtype``.
 
   Example:
     >>> spec = ImageSpec((64, 48, 3))  # JPEG frames of uint8 by default.
@@ -195,11 +190,7 @@ class _OrderingGuardFilter(logging.Filter):
 @contextlib.contextmanager
 def _quiet_ordering_guard(read_config: Optional[tfds.ReadConfig]
                           ) -> Iterator[None]:
-  """With the ordering guard off (shuffling on purpose), TFDS's warnings dropped.
-
-  Also drops tf.data's warning that ``deterministic`` is unused by a
-  sequential interleave (TFDS always passes it).
-  """
+  """With the ordering guard off, TFDS's and tf.data's warnings about it dropped."""
   if read_config is None or read_config.enable_ordering_guard:
     yield
     return
@@ -262,7 +253,6 @@ def decode_steps(episodes: tf.data.Dataset,
 
   Args:
     episodes: episodes parsed with ``decoders={'steps': SkipDecoding()}``.
-    steps_feature: the dataset's ``steps`` feature.
     fields: keep (and decode) only these step fields; None: all.
     encoded_images: leave image fields (`image_specs`) as ``[T]`` strings.
     label: names the dataset in errors.

@@ -1,10 +1,4 @@
-"""``make demo`` / ``rlds-lite demo``: from recorded episodes to a trained policy.
-
-`run` records Catch with EnvLogger, builds the TFDS dataset ``catch_demo``,
-loads it (``tfds.load``, then ``rlds_lite.load(dense=True)`` and
-``pipeline.transitions_dataset``), trains a behaviour-cloning Keras MLP,
-evaluates it against random and expert policies and reports (a table,
-``demo.png``, ``summary.json``), all under one work directory.
+"""``make demo`` / ``rlds-lite demo``: record Catch, build a TFDS dataset, train and evaluate BC.
 
 Example:
   >>> import io, tempfile
@@ -52,9 +46,7 @@ Policy = Callable[[dm_env.TimeStep], Any]
 
 
 class EpsilonGreedy:
-  """``policy``'s action, or a uniformly random one with probability epsilon.
-
-  ``seed(int)`` re-seeds it (``rlds_lite.envlogger.record`` calls it).
+  """``policy``'s action, or a random one of ``num_actions`` with probability ``epsilon``.
 
   Example:
     >>> noisy = EpsilonGreedy(lambda timestep: np.int64(1), 3, epsilon=0.5,
@@ -65,17 +57,7 @@ class EpsilonGreedy:
 
   def __init__(self, policy: Policy, num_actions: int, epsilon: float,
                seed: Optional[int] = None):
-    """Creates the policy.
-
-    Args:
-      policy: the greedy policy, ``policy(timestep) -> int action``.
-      num_actions: actions are ``0 .. num_actions - 1``.
-      epsilon: probability of a random action, in ``[0, 1]``.
-      seed: seed of the random choices.
-
-    Raises:
-      ValueError: if ``epsilon`` is not in ``[0, 1]`` or ``num_actions < 1``.
-    """
+    """Creates the policy; ``epsilon`` in ``[0, 1]``, ``num_actions >= 1``."""
     if not 0.0 <= epsilon <= 1.0:
       raise ValueError(f'epsilon must be in [0, 1], got {epsilon!r}.')
     if num_actions < 1:
@@ -101,17 +83,12 @@ def behaviour_cloning_model(observation_shape: Sequence[int],
                             hidden: Sequence[int] = (64, 64),
                             scale: float = 1.0,
                             seed: int = 0) -> keras.Model:
-  """A small MLP mapping an observation to action logits.
+  """An uncompiled Keras MLP mapping an observation to action logits.
 
   Args:
-    observation_shape: shape of one observation.
-    num_actions: number of discrete actions (logits).
     hidden: sizes of the hidden ReLU layers.
     scale: observations are multiplied by it first (``1 / 255`` for images).
-    seed: seed of the weight initialisers (no global seed is set).
-
-  Returns:
-    An uncompiled ``keras.Model``.
+    seed: seed of the weight initialisers.
 
   Example:
     >>> model = behaviour_cloning_model((10, 5), 3)
@@ -153,20 +130,7 @@ class ModelPolicy:
 
 def evaluate(env: dm_env.Environment, policy: Policy, num_episodes: int,
              seed: int, progress: Optional[tqdm.tqdm] = None) -> np.ndarray:
-  """Undiscounted returns of ``num_episodes`` episodes of ``policy`` in ``env``.
-
-  The environment is re-seeded with ``seed`` first, so policies evaluated with
-  the same seed face the same episodes.
-
-  Args:
-    env: an environment with a ``seed(int)`` method.
-    policy: ``policy(timestep) -> action``.
-    num_episodes: number of episodes (>= 1).
-    seed: the environment's seed.
-    progress: an optional tqdm bar advanced by one per episode.
-
-  Returns:
-    float64 ``[num_episodes]`` returns.
+  """Returns of ``num_episodes`` episodes of ``policy`` in ``env``, re-seeded with ``seed`` first.
 
   Example:
     >>> env = envs.make('catch')
@@ -188,14 +152,7 @@ def evaluate(env: dm_env.Environment, policy: Policy, num_episodes: int,
 
 
 def format_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-  """A plain-text table; floats get 3 decimals, columns are aligned.
-
-  Args:
-    header: column names.
-    rows: rows of values (same length as ``header``).
-
-  Returns:
-    The table as lines joined by newlines.
+  """A plain-text table of ``rows`` under ``header``; floats get 3 decimals.
 
   Example:
     >>> print(format_table(['policy', 'mean'], [['BC', 0.5], ['random', -1]]))
@@ -229,18 +186,7 @@ def _return_bins(returns: Dict[str, np.ndarray]) -> Tuple[np.ndarray, bool]:
 
 def plot_results(path: str, returns: Dict[str, np.ndarray],
                  history: Dict[str, List[float]], title: str = '') -> str:
-  """Writes a PNG: episode return distributions and the training curve.
-
-  Args:
-    path: the PNG file to write.
-    returns: ``{label: per-episode returns}`` (e.g. dataset, BC, random).
-    history: ``{curve: per-epoch values}`` (e.g. ``loss``, ``val_loss``,
-      ``val_accuracy``): losses solid, ``*accuracy`` curves dashed on a
-      second axis; ``val_*`` curves orange, the others blue.
-    title: the figure title.
-
-  Returns:
-    ``path``.
+  """Writes a PNG of return distributions (``{label: returns}``) and training curves; ``path``.
 
   Example:
     >>> import tempfile
@@ -315,16 +261,10 @@ class DemoConfig:
   """What the demo records, trains and evaluates.
 
   Attributes:
-    env_name: one of `ENVIRONMENTS`: ``'catch'`` (10x5 board) or
-      ``'catch_pixels'`` (32x32 RGB images of it).
-    num_episodes: episodes to record (>= 2; a tenth, at least one, is held
-      out for validation).
+    env_name: ``'catch'`` (10x5 board) or ``'catch_pixels'`` (32x32 RGB images).
+    num_episodes: episodes to record (>= 2; a tenth is held out for validation).
     epsilon: probability of a random action of the recording policy.
-    epochs: training epochs.
-    batch_size: training batch size.
-    eval_episodes: evaluation episodes per policy.
-    seed: seed of the recording (environment ``seed``, policy ``seed + 1``),
-      of the shuffling and the weights; evaluation uses ``seed + 1000``.
+    seed: seed of the recording, shuffling and weights (evaluation: ``seed + 1000``).
 
   Example:
     >>> DemoConfig(num_episodes=20, epochs=1)
@@ -388,12 +328,7 @@ def _dataset_statistics(episodes: tf.data.Dataset) -> Dict[str, np.ndarray]:
 
 def _bc_batches(dense_episodes: tf.data.Dataset, batch_size: int,
                 seed: int) -> Tuple[tf.data.Dataset, int]:
-  """Shuffled (observation, action) batches of every non-last step.
-
-  Every pass (epoch) reshuffles, reproducibly under ``seed``. Returns the
-  batches, with their cardinality set (counted in one pass) so that Keras
-  knows the epoch length, and the number of pairs.
-  """
+  """Shuffled (observation, action) batches of every non-last step, counted; and the count."""
   transitions = pipeline.transitions_dataset(
       dense_episodes, pipeline.Transitions(n=1), batch_size, seed=seed)
   batches = transitions.map(
@@ -610,28 +545,17 @@ def _report(job: _Run, statistics: Dict[str, np.ndarray],
 def run(out_dir: str = 'demo_output', config: Optional[DemoConfig] = None,
         *, progress: bool = True, out: TextIO = sys.stdout,
         **legacy: Any) -> Dict[str, Any]:
-  """Runs the demo (record, build, load, train, evaluate, report).
+  """Runs the demo under ``out_dir`` (record, build, load, train, evaluate, report).
 
-  Re-running with the same ``out_dir`` replaces the demo's own outputs there
-  and touches nothing else. Seeds are passed explicitly (no global seed):
-  the recording, dataset and evaluation episodes are identical run to run.
+  Re-running replaces only the demo's own outputs; the figures are saved as ``summary.json``.
 
   Args:
-    out_dir: the work directory (created if missing).
-    config: what to record, train and evaluate (`DemoConfig`).
+    config: a `DemoConfig`.
     progress: show tqdm progress bars (on stderr).
     out: where the summary is printed.
-    **legacy: `DemoConfig`'s fields as keywords (``num_episodes=20``, ...),
-      as before it; still taken, warning once.
+    **legacy: `DemoConfig`'s fields as keywords (warns once).
 
-  Returns:
-    The figures: ``episodes``, ``steps``, ``transitions``,
-    ``terminal_episodes``, ``mean_return`` and ``returns`` (``dataset``,
-    ``bc``, ``random``, ``expert``), ``history``, ``paths``, ``seconds``
-    and the settings; the same dict is saved as ``summary.json``.
-
-  Example (the module's example runs the whole demo; a bad setting is
-  refused before anything is written):
+  Example:
     >>> import os, tempfile
     >>> out_dir = os.path.join(tempfile.mkdtemp(), 'demo')
     >>> run(out_dir, DemoConfig(num_episodes=1))

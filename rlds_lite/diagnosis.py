@@ -37,12 +37,8 @@ def named_read_errors(builder: tfds.core.DatasetBuilder, split: Any,
                       known: Collection[str] = ()) -> Iterator[None]:
   """Inside this block a TF read error of ``split`` becomes a `CorruptDatasetError` naming it.
 
-  An error the files do not explain is re-raised unchanged.
-
-  Args:
-    builder: the dataset's builder.
-    split: the split being read.
-    known: files already known to be damaged (the diagnosis names another).
+  An error the files do not explain is re-raised unchanged; ``known`` are files already known
+  to be damaged.
 
   Example:
     >>> from rlds_lite import synthetic
@@ -120,13 +116,7 @@ def first_bad_frame(builder: tfds.core.DatasetBuilder, split: str,
 def frame_error(builder: tfds.core.DatasetBuilder, split: str, episode: int,
                 cause: Optional[str] = None
                 ) -> Optional[dataset_files.CorruptDatasetError]:
-  """The error naming the first camera frame of an episode that does not decode, or None.
-
-  Args:
-    builder: the dataset's builder.
-    split: a plain split name.
-    episode: the episode's index in ``split``.
-    cause: TF's message for the failed decode, quoted in the error.
+  """The error naming the first frame of ``episode`` that does not decode (quoting ``cause``).
 
   Example:
     >>> import tempfile
@@ -156,15 +146,7 @@ def frame_error(builder: tfds.core.DatasetBuilder, split: str, episode: int,
 def episode_error(builder: tfds.core.DatasetBuilder, split: str,
                   episode: int, error: BaseException
                   ) -> Optional[dataset_files.CorruptDatasetError]:
-  """What kept one episode of a plain split from reading, as a `CorruptDatasetError`; or None.
-
-  For a reader of one episode (``rlds-lite video --episode N``).
-
-  Args:
-    builder: the dataset's builder.
-    split: a plain split name.
-    episode: the episode's index in ``split``.
-    error: the ``tf.errors.OpError`` its read raised.
+  """What kept ``episode`` of a plain split from reading (its read raised ``error``), or None.
 
   Example:
     >>> from rlds_lite import synthetic

@@ -1,8 +1,4 @@
-"""A pure-Python/NumPy animated GIF (GIF89a) writer; no encoder needed.
-
-One global palette: the clip's exact colours when it has at most 256, else a
-6x6x6 colour cube.
-"""
+"""A pure-Python/NumPy animated GIF (GIF89a) writer; no encoder needed."""
 
 import struct
 from typing import List, Tuple
@@ -21,10 +17,7 @@ def _cube_palette() -> np.ndarray:
 
 
 def quantize(frames: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-  """Palette indices ``[T, H, W]`` (uint8) and the palette ``[N, 3]``.
-
-  Exact when the frames hold at most 256 distinct colours; otherwise each
-  channel is rounded to the nearest of 6 levels (the 6x6x6 cube).
+  """Palette indices ``[T, H, W]`` and palette ``[N, 3]``: exact up to 256 colours, else 6x6x6.
 
   Example:
     >>> frames = np.array([[[[0, 0, 0], [255, 0, 0]]]], np.uint8)
@@ -102,15 +95,7 @@ def _sub_blocks(data: bytes) -> bytes:
 
 
 def encode_gif(frames: np.ndarray, fps: float = 10, loop: int = 0) -> bytes:
-  """An animated GIF of RGB frames ``[T, H, W, 3]`` (uint8).
-
-  Args:
-    frames: the frames.
-    fps: frames per second (GIF stores delays in 1/100 s).
-    loop: times to loop (0: forever).
-
-  Returns:
-    The GIF file's bytes.
+  """The bytes of an animated GIF of uint8 RGB ``frames`` ``[T, H, W, 3]`` (``loop`` 0: forever).
 
   Example:
     >>> len(encode_gif(np.zeros((1, 1, 1, 3), np.uint8)))

@@ -9,14 +9,7 @@ __all__ = ['attribute']
 
 
 def attribute(package: str, names: Mapping[str, str], name: str) -> Any:
-  """``package.name``: a public name from its module (``names``) or a submodule.
-
-  The value is kept on the package, so the next use costs nothing.
-
-  Args:
-    package: the package's ``__name__``.
-    names: public name -> the submodule (relative) that defines it.
-    name: the attribute asked for.
+  """``package.name`` from its module (``names``: name -> submodule) or a submodule; kept.
 
   Example:
     >>> import sys

@@ -32,20 +32,13 @@ def load(name_or_dir: Any,
   """The episodes of an RLDS dataset stored in the TFDS format, as a ``tf.data.Dataset``.
 
   Args:
-    name_or_dir: a `rlds_lite.Source`, a TFDS dataset name (``'name/config:1.0.0'``)
-      or a dataset directory (the one holding ``dataset_info.json``, or a
-      parent with exactly one version below it).
-    split: the split to read (default: the Source's, or ``'train'``); TFDS
-      slicing (``'train[:10%]'``) works.
-    data_dir: where TFDS looks for prepared datasets (names only).
-    dense: steps as dicts of ``[T, ...]`` tensors (much faster) instead of a
-      nested ``tf.data.Dataset`` of steps.
-    shuffle_files: shuffle the order of the dataset's files.
-    read_config: a ``tfds.ReadConfig``.
-    episodes: read only these episodes: indices, an EXPR, a function of a
-      catalog row or a ``Catalog`` (docs/episodes.md).
-    last_step: with ``episodes`` an EXPR or a function: ``'invalid'``
-      (default) or ``'valid'``, what the catalog's ``return`` sums.
+    name_or_dir: a `rlds_lite.Source`, a TFDS name (``'name/config:1.0.0'``) or a dataset
+      directory (holding ``dataset_info.json``, or a parent with one version below it).
+    split: the split to read (default: the Source's, or ``'train'``); slicing works.
+    dense: steps as dicts of ``[T, ...]`` tensors (much faster), not a nested dataset.
+    shuffle_files, read_config: as ``tfds.load``'s.
+    episodes: read only these episodes: indices, an EXPR, a function of a catalog row or a
+      ``Catalog`` (docs/episodes.md); ``last_step`` says what its ``return`` sums.
     step_fields: with ``dense=True``: keep and decode only these step fields.
 
   Example:

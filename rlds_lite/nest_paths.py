@@ -6,9 +6,6 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple
 def flatten_with_paths(structure: Any, prefix: str = '') -> List[Tuple[str, Any]]:
   """(path, leaf) pairs of a nested dict/tuple/list, in ``tf.nest.flatten`` order.
 
-  Dict keys are visited sorted, as ``tf.nest`` does; sequence items by index.
-  A bare leaf gets the path ``prefix`` (``''`` by default).
-
   Example:
     >>> flatten_with_paths({'observation': {'pos': 1, 'vel': 2}, 'action': (3, 4)})
     [('action/0', 3), ('action/1', 4), ('observation/pos', 1), ('observation/vel', 2)]
@@ -26,10 +23,7 @@ def flatten_with_paths(structure: Any, prefix: str = '') -> List[Tuple[str, Any]
 
 
 def nest_from_paths(flat: Mapping[Any, Any]) -> dict:
-  """Nested dicts from path keys: the inverse of `flatten_with_paths` for dicts.
-
-  A key is a ``'a/b'`` path or a tuple of names (as ``TensorDict.items(True)``
-  gives); a dict value is merged in recursively.
+  """Nested dicts from ``'a/b'`` or tuple path keys: the inverse of `flatten_with_paths`.
 
   Example:
     >>> nest_from_paths({'observation/pos': 1, ('next', 'done'): 2, 'a': {'b': 3}})
@@ -61,12 +55,7 @@ def _child(value: Any, key: str) -> Any:
 
 
 def get_path(structure: Any, path: str) -> Any:
-  """The part of a nested dict/tuple at ``path`` (``'observation/pos'``).
-
-  Works on values and on element specs alike.
-
-  Raises:
-    KeyError: naming the missing part of the path.
+  """The part of a nested value or spec at ``path``; a KeyError naming the missing part.
 
   Example:
     >>> get_path({'observation': {'pos': 1, 'vel': 2}}, 'observation/vel')
@@ -85,13 +74,7 @@ def get_path(structure: Any, path: str) -> Any:
 
 
 def paths_under(paths: Sequence[str], path: str) -> List[str]:
-  """The ``paths`` that are ``path`` or below it, in their order.
-
-  ``'observation'`` selects ``'observation/image'``; slashes around ``path``
-  are ignored.
-
-  Raises:
-    KeyError: if none is, listing the paths (sorted).
+  """The ``paths`` that are ``path`` or below it, in order; a KeyError listing them if none.
 
   Example:
     >>> paths_under(['action', 'observation/image', 'observation/x'], 'observation/')
@@ -106,9 +89,7 @@ def paths_under(paths: Sequence[str], path: str) -> List[str]:
 
 
 def slash_key(structure: Any, prefix: str = '') -> Optional[str]:
-  """The path of the first dict key (sorted) holding a ``/``, or None.
-
-  Such a key cannot be told from nesting once named by its path.
+  """The path of the first dict key holding a ``/`` (it reads as nesting), or None.
 
   Example:
     >>> slash_key({'observation': {'a/b': 1}}), slash_key({'a': {'b': 1}})

@@ -1,8 +1,4 @@
-"""One bound on how deep user input may nest (`MAX_DEPTH`), for every parser of it.
-
-Deeper input is a `TooDeepError` (a ValueError), never a ``RecursionError``;
-see ``docs/guarantees.md`` ("Short hostile input").
-"""
+"""One bound on how deep user input may nest (`MAX_DEPTH`), for every parser of it."""
 
 import json
 from typing import Any, IO, Union
@@ -40,13 +36,6 @@ def _check_depth(value: Any) -> None:
 
 def loads(text: Union[str, bytes, bytearray]) -> Any:
   """``json.loads`` of at most `MAX_DEPTH` levels; else a `TooDeepError`.
-
-  Args:
-    text: a JSON document.
-
-  Raises:
-    TooDeepError: arrays and objects nest deeper than `MAX_DEPTH`.
-    json.JSONDecodeError, UnicodeDecodeError: as ``json.loads``.
 
   Example:
     >>> loads('{"a": [1, 2]}')

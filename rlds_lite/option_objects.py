@@ -12,9 +12,7 @@ _WARNED = set()
 
 
 def short_repr(value: Any, always: int = 0) -> str:
-  """``Name(a=1, b='x')``: the fields of a dataclass that differ from their default.
-
-  The first ``always`` fields are shown whatever their value.
+  """``Name(a=1, b='x')``: the fields that differ from their default (and the first ``always``).
 
   Example:
     >>> @dataclasses.dataclass(frozen=True)
@@ -39,9 +37,7 @@ def _outside_stacklevel() -> int:
 
 
 def warn_once(key: Hashable, message: str) -> None:
-  """A ``DeprecationWarning`` with ``message``, the first time ``key`` is seen.
-
-  The warning points at the first caller outside rlds_lite, however deep.
+  """A ``DeprecationWarning`` with ``message`` the first time ``key`` is seen, at the user's line.
 
   Example:
     >>> with warnings.catch_warnings(record=True) as caught:
@@ -90,11 +86,9 @@ def check_keywords(op: str, keywords: Dict[str, Any],
 
 def knobs_object(cls: Any, value: Any, keywords: Dict[str, Any], op: str,
                  spelling: str) -> Any:
-  """``value`` (a ``cls``), or ``cls(**keywords)`` of old flat keywords.
+  """``value`` (a ``cls``), or ``cls(**keywords)`` of old flat keywords (warning once).
 
-  The old keywords warn once (`warn_renamed`); giving them beside ``value``
-  is a TypeError; ``cls``'s errors are named by ``op``. None and no keywords
-  give ``cls()``.
+  Keywords beside ``value`` are a TypeError; ``cls``'s errors are named by ``op``.
 
   Example:
     >>> import dataclasses

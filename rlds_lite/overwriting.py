@@ -1,7 +1,6 @@
 """What a writer may write: `check_replaceable`, `check_apart_from_sources`, and the like.
 
-The rules (a wrong path never deletes data) are in ``docs/guarantees.md``
-("Converters' overwrites replace only their own kind of dataset").
+The rules are in docs/guarantees.md ("Converters' overwrites replace only their own kind").
 """
 
 import os
@@ -47,13 +46,9 @@ class _FileSystem:
 
 def check_apart_from_sources(out: PathLike, sources: Sequence[PathLike], *,
                              kind: str, writer: str) -> None:
-  """Raises a ValueError if ``out`` is a source or lies inside one.
+  """Raises a ValueError if ``out`` is one of ``sources`` or lies inside one.
 
-  Args:
-    out: the file or directory a writer would write.
-    sources: paths the writer reads.
-    kind: what the writer writes, for the message (``'chunk dataset'``).
-    writer: the operation, for the message.
+  ``kind`` (``'chunk dataset'``) and ``writer`` name the output and operation in the message.
 
   Example:
     >>> import tempfile
@@ -82,15 +77,9 @@ def check_replaceable(out: PathLike, *, kind: str, marker: str,
                       writer: str, sources: Sequence[PathLike] = (),
                       is_kind: Optional[Callable[[str], bool]] = None
                       ) -> None:
-  """Raises unless ``out`` is absent, empty, or a ``kind`` to replace.
+  """Raises unless ``out`` is absent, empty, or a ``kind`` to replace (it holds ``marker``).
 
-  Args:
-    out: the directory a writer would replace.
-    kind: what the writer writes, for the message (``'chunk dataset'``).
-    marker: a file every ``kind`` holds, relative to ``out``.
-    writer: the operation, for the message.
-    sources: paths the writer reads (`check_apart_from_sources`).
-    is_kind: a finer test of ``out`` (default: ``marker`` exists).
+  ``is_kind`` is a finer test than ``marker``; ``sources`` go to `check_apart_from_sources`.
 
   Example:
     >>> import tempfile
@@ -128,10 +117,7 @@ def check_replaceable(out: PathLike, *, kind: str, marker: str,
 
 
 def check_creatable(out: PathLike, *, writer: str) -> None:
-  """Raises unless ``out`` (a file or directory) can be made or written in.
-
-  A few ``stat`` calls: a part of ``out`` that is a file is a
-  NotADirectoryError, a read-only directory a PermissionError.
+  """Raises unless ``out`` (a file or directory) can be made or written in (a few ``stat`` calls).
 
   Example:
     >>> import tempfile
@@ -165,13 +151,7 @@ def check_creatable(out: PathLike, *, writer: str) -> None:
 
 def path_inside(target: PathLike, name: Any, *, what: str,
                 writer: str) -> str:
-  """``target/name``; a ValueError if ``name`` would lead outside ``target``.
-
-  Args:
-    target: the directory the writer writes into.
-    name: a relative path without empty, ``.`` or ``..`` parts.
-    what: the argument ``name`` came from, for the message (``'name'``).
-    writer: the operation, for the message.
+  """``target/name``; a ValueError (naming argument ``what``) if ``name`` leads outside ``target``.
 
   Example:
     >>> path_inside('/data', 'ns/walk-v0', what='dataset_id', writer='to_minari')

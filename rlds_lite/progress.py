@@ -1,8 +1,4 @@
-"""Progress bars that behave the same everywhere: on stderr, on a terminal only.
-
-``progress=None`` shows a bar when stderr is a terminal; ``True`` always;
-``False`` never.
-"""
+"""Progress bars on stderr: ``progress=None`` shows one on a terminal, ``True`` always."""
 
 import sys
 from typing import Any, Optional

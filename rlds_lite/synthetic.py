@@ -1,9 +1,4 @@
-"""Small, deterministic RLDS datasets made in memory, for demos, docs and tests.
-
-`episodes` is a point-mass "reach the goal" task (terminal and truncated
-endings); `camera_episodes` robot-camera data; `catch_recording` a tiny
-EnvLogger recording. The same arguments always give the same data.
-"""
+"""Small, deterministic RLDS datasets made in memory, for demos, docs and tests."""
 
 import os
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
@@ -69,14 +64,9 @@ def episode_arrays(num_episodes: int = 20,
   """The episodes as a list of dicts of NumPy ``[T, ...]`` arrays.
 
   Args:
-    num_episodes: how many episodes.
-    min_length: shortest episode (in steps, including the last one), >= 1.
-    max_length: longest episode; episodes that do not reach the goal first are
-      truncated at a length drawn between ``min_length`` and ``max_length``.
+    min_length, max_length: episode lengths in steps (>= 1); episodes that do not reach the
+      goal first are truncated at a length drawn between them.
     seed: NumPy seed.
-
-  Returns:
-    One dict of arrays per episode.
 
   Example:
     >>> eps = episode_arrays(num_episodes=2, min_length=1, max_length=1)
@@ -185,19 +175,9 @@ def camera_episodes(num_episodes: int = 8,
                     state_dim: int = 8,
                     action_dim: int = 7,
                     seed: int = 0) -> Iterator[Dict[str, Any]]:
-  """Robot-camera episodes as NumPy dicts (columnar steps), one at a time.
+  """Robot-camera episodes as NumPy dicts (columnar steps), one at a time; odd ones truncated.
 
-  Steps hold ``observation`` (cameras and ``state``), ``action`` (real on
-  every step: ``LastStep.VALID``), ``reward``, ``discount``,
-  ``language_instruction`` and the flags; odd episodes are truncated.
-
-  Args:
-    num_episodes: how many episodes.
-    length: steps per episode.
-    cameras: camera name -> ``(height, width)`` (default ``CAMERAS``).
-    state_dim: size of the state vector.
-    action_dim: size of the action.
-    seed: NumPy seed.
+  ``cameras`` maps a camera name to ``(height, width)`` (default ``CAMERAS``).
 
   Example:
     >>> episode = next(camera_episodes(1, 3, cameras={'image': (8, 8)}))
@@ -273,11 +253,9 @@ def camera_dataset(data_dir: Union[str, os.PathLike],
                    image_encoding: str = 'jpeg',
                    jpeg_quality: Optional[int] = None,
                    seed: int = 0) -> str:
-  """Writes ``camera_episodes`` as a TFDS dataset (JPEG frames); returns its dir.
+  """Writes ``camera_episodes`` as a TFDS dataset in ``data_dir``; returns its dir.
 
   Args:
-    data_dir: the TFDS data directory.
-    name: the dataset name.
     num_episodes, length, cameras, seed: see ``camera_episodes``.
     image_encoding: ``'jpeg'`` or ``'png'``.
     jpeg_quality: JPEG quality (None: TFDS's 95).
@@ -302,12 +280,7 @@ def camera_dataset(data_dir: Union[str, os.PathLike],
 
 def catch_recording(directory: Optional[Union[str, os.PathLike]] = None,
                     num_episodes: int = 2, seed: int = 0) -> str:
-  """Records Catch played by its expert with EnvLogger (10 steps an episode); returns the directory.
-
-  Args:
-    directory: where to record (None: a new temporary directory).
-    num_episodes: episodes to record.
-    seed: the environment's and policy's seed.
+  """Records Catch played by its expert with EnvLogger in ``directory`` (None: a temp dir); the dir.
 
   Example:
     >>> from rlds_lite.tfds.envlogger_episodes import read_rlds_episodes

@@ -14,13 +14,7 @@ from rlds_lite import rlds_names
 
 
 class RLDSFormatError(ValueError):
-  """A dataset breaks the RLDS format; names the episode and the field.
-
-  Attributes:
-    episode_index: index of the offending episode (None for dataset-wide
-      problems found in the element spec).
-    field: the step field (path such as ``'observation/image'``), or None.
-  """
+  """A dataset breaks the RLDS format; ``episode_index`` and ``field`` say where (or None)."""
 
   def __init__(self, message: str, episode_index: Optional[int] = None,
                field: Optional[str] = None):
@@ -173,14 +167,9 @@ def _check_episode(index: int, summary: Dict[str, np.ndarray],
 
 def validate_episodes(episodes: tf.data.Dataset,
                       num_episodes: Optional[int] = None) -> int:
-  """Checks the RLDS format; raises `RLDSFormatError` at the first violation.
+  """Checks the RLDS format of (the first ``num_episodes``) episodes; how many were checked.
 
-  Args:
-    episodes: a dataset of episodes (nested or dense steps).
-    num_episodes: check only this many episodes (default: all).
-
-  Returns:
-    The number of episodes checked.
+  Raises `RLDSFormatError` at the first violation.
 
   Example:
     >>> import tensorflow as tf

@@ -1,8 +1,4 @@
-"""Watch an episode: write an image field of its steps as a GIF or MP4.
-
-GIF needs only NumPy; MP4 needs ``imageio`` and ``imageio-ffmpeg``. Frame
-types and scaling are in ``docs/validate_and_video.md``.
-"""
+"""Watch an episode: write an image field of its steps as a GIF or MP4."""
 
 import math
 import os
@@ -63,8 +59,7 @@ def _steps_spec(episode: Any) -> Any:
 
 
 def camera_fields(episode: Any) -> List[str]:
-  """The image fields to show by default: uint8 images (camera frames), else
-  any image-like field (`image_fields`); a KeyError if there is none.
+  """The image fields shown by default: uint8 images, else any `image_fields`; KeyError if none.
 
   Example:
     >>> camera_fields({'steps': {
@@ -152,11 +147,7 @@ def to_rgb_frames(values: np.ndarray, key: str = 'frames') -> np.ndarray:
 
 
 def episode_frames(episode: Any, key: str) -> np.ndarray:
-  """The frames of image field ``key`` of an episode, ``[T, H, W, 3]`` uint8.
-
-  Args:
-    episode: a dict with ``steps`` (nested or dense), or the steps dict itself.
-    key: the field's path, such as ``'observation/image'``.
+  """The frames of image field ``key`` of an episode (or its steps), ``[T, H, W, 3]`` uint8.
 
   Example:
     >>> episode_frames({'obs': np.zeros((2, 4, 4), np.uint8)}, 'obs').shape
@@ -192,10 +183,7 @@ def auto_scale(height: int, min_height: int = MIN_HEIGHT) -> int:
 
 
 def side_by_side(cameras: Sequence[np.ndarray]) -> np.ndarray:
-  """Frames of several cameras, ``[T, H_i, W_i, 3]``, as one ``[T, H, W, 3]``.
-
-  Each is enlarged by whole factors up to the tallest one's height, padded
-  with black, and separated by a 2-pixel grey line.
+  """Frames of several cameras as one ``[T, H, W, 3]``: enlarged to the tallest, grey-separated.
 
   Example:
     >>> a, b = np.zeros((2, 4, 4, 3), np.uint8), np.zeros((2, 2, 3, 3), np.uint8)
@@ -220,8 +208,7 @@ def side_by_side(cameras: Sequence[np.ndarray]) -> np.ndarray:
 
 def video_frames(episode: Any, keys: Union[str, Sequence[str]],
                  scale: Optional[int] = 1) -> np.ndarray:
-  """The frames `episode_to_video` writes: one camera or several side by
-  side, enlarged ``scale`` times (``None``: `auto_scale`).
+  """The frames `episode_to_video` writes, enlarged ``scale`` times (``None``: `auto_scale`).
 
   Example:
     >>> steps = {'a': np.zeros((3, 16, 12, 3), np.uint8),
@@ -259,14 +246,9 @@ def _write_mp4(frames: np.ndarray, path: str, fps: float) -> None:
 def episode_to_video(episode: Any, key: Union[str, Sequence[str]],
                      path: PathLike, fps: float = 10,
                      scale: Optional[int] = 1) -> str:
-  """Writes image field ``key`` of an episode as a GIF or MP4 video; returns ``path``.
+  """Writes image field(s) ``key`` of an episode to ``path`` (``.gif`` or ``.mp4``); ``path``.
 
-  Args:
-    episode: see `episode_frames` (nested or dense steps).
-    key: the image field's path, or a list of them (side by side).
-    path: the output file, ``.gif`` or ``.mp4`` (needs imageio-ffmpeg).
-    fps: frames per second.
-    scale: enlarge frames this many times; ``None``: `auto_scale`.
+  A list of keys is shown side by side; ``scale`` None is `auto_scale`.
 
   Example:
     >>> episode_to_video({'obs': np.zeros((1, 2, 2))}, 'obs', 'clip.avi')

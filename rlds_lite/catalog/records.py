@@ -1,8 +1,4 @@
-"""Where each episode of a split lives, and reading chosen episodes' serialized records.
-
-Shards come from ``dataset_info.json``, never a directory listing; how runs of
-episodes are read from byte offsets: ``docs/episodes.md``.
-"""
+"""Where each episode of a split lives (from ``dataset_info.json``), and reading their records."""
 
 import dataclasses
 import os
@@ -24,21 +20,15 @@ _ARRAY_RECORD_CHUNK = 64
 
 @dataclasses.dataclass(frozen=True)
 class SplitFiles:
-  """The shard files of one split, in split order.
+  """The shard files of a split, in order: ``paths``, ``lengths``, ``file_format``, ``label``.
 
-    Attributes:
-      paths: the shard files (full paths).
-      lengths: the number of episodes in each shard.
-      file_format: ``'tfrecord'`` or ``'array_record'``.
-      label: names the dataset and split in error messages.
-
-    Example:
-      >>> files = SplitFiles(('/d/toy-train-0', '/d/toy-train-1'), (2, 3),
-      ...                    'tfrecord', label='toy train')
-      >>> files.num_episodes, files.starts.tolist()
-      (5, [0, 2])
-      >>> [a.tolist() for a in files.locate([1, 2])]  # (shard, record) of each.
-      [[0, 1], [1, 0]]
+  Example:
+    >>> files = SplitFiles(('/d/toy-train-0', '/d/toy-train-1'), (2, 3),
+    ...                    'tfrecord', label='toy train')
+    >>> files.num_episodes, files.starts.tolist()
+    (5, [0, 2])
+    >>> [a.tolist() for a in files.locate([1, 2])]  # (shard, record) of each.
+    [[0, 1], [1, 0]]
   """
   paths: Tuple[str, ...]
   lengths: Tuple[int, ...]
@@ -92,17 +82,17 @@ class SplitFiles:
 def split_files(builder: tfds.core.DatasetBuilder, split: str) -> SplitFiles:
   """The shard files of ``split`` (a plain split name), from the dataset info.
 
-    Example:
-      >>> import tempfile
-      >>> import rlds_lite
-      >>> from rlds_lite.tfds import EpisodeWriter, FileOptions
-      >>> with EpisodeWriter(tempfile.mkdtemp(), 'toy', {'steps': {'x': np.int32}},
-      ...                    options=FileOptions(max_episodes_per_file=2)) as writer:
-      ...   writer.add_episodes({'steps': {'x': [i], 'is_terminal': [True]}}
-      ...                       for i in range(3))
-      >>> files = split_files(rlds_lite.open(writer.path).builder, 'train')
-      >>> files.shard_names, files.lengths
-      (('toy-train.tfrecord-00000', 'toy-train.tfrecord-00001'), (2, 1))
+  Example:
+    >>> import tempfile
+    >>> import rlds_lite
+    >>> from rlds_lite.tfds import EpisodeWriter, FileOptions
+    >>> with EpisodeWriter(tempfile.mkdtemp(), 'toy', {'steps': {'x': np.int32}},
+    ...                    options=FileOptions(max_episodes_per_file=2)) as writer:
+    ...   writer.add_episodes({'steps': {'x': [i], 'is_terminal': [True]}}
+    ...                       for i in range(3))
+    >>> files = split_files(rlds_lite.open(writer.path).builder, 'train')
+    >>> files.shard_names, files.lengths
+    (('toy-train.tfrecord-00000', 'toy-train.tfrecord-00001'), (2, 1))
   """
   splits = builder.info.splits
   if not isinstance(split, str) or split not in splits:
@@ -128,20 +118,18 @@ def split_files(builder: tfds.core.DatasetBuilder, split: str) -> SplitFiles:
 
 
 def record_offsets(path: str, expected: Optional[int] = None) -> np.ndarray:
-  """The byte offsets of every record of a TFRecord file, then its end (``n + 1``).
+  """The byte offsets of every record of a TFRecord file, then its end (headers only).
 
-    Reads only the 12-byte record headers; ``expected`` is the record count
-    the dataset info gives (another count, or a cut-off record, is a
-    ValueError naming the file).
+  Another count than ``expected``, or a cut-off record, is a ValueError naming the file.
 
-    Example:
-      >>> import os, tempfile
-      >>> path = os.path.join(tempfile.mkdtemp(), 'x.tfrecord')
-      >>> with tf.io.TFRecordWriter(path) as writer:
-      ...   for record in [b'a', b'bbb', b'']:
-      ...     writer.write(record)
-      >>> record_offsets(path).tolist()
-      [0, 17, 36, 52]
+  Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), 'x.tfrecord')
+    >>> with tf.io.TFRecordWriter(path) as writer:
+    ...   for record in [b'a', b'bbb', b'']:
+    ...     writer.write(record)
+    >>> record_offsets(path).tolist()
+    [0, 17, 36, 52]
   """
   offsets: List[int] = []
   size = tf.io.gfile.stat(path).length
@@ -183,9 +171,9 @@ def _runs(shards: np.ndarray, records: np.ndarray
 def checked_indices(files: SplitFiles, indices: Sequence[int]) -> np.ndarray:
   """``indices`` as an int64 array; an error for non-ints or out of range.
 
-    Example:
-      >>> checked_indices(SplitFiles(('a',), (3,), 'tfrecord', 'toy'), [2, 0])
-      array([2, 0])
+  Example:
+    >>> checked_indices(SplitFiles(('a',), (3,), 'tfrecord', 'toy'), [2, 0])
+    array([2, 0])
   """
   array = np.asarray(indices)
   if array.ndim != 1 or not (array.dtype.kind in 'iu' or len(array) == 0):
@@ -251,27 +239,20 @@ def _array_records(files: SplitFiles, indices: Optional[np.ndarray]
 
 def read_records(files: SplitFiles,
                  indices: Optional[Sequence[int]] = None) -> tf.data.Dataset:
-  """The serialized episodes of a split, in the order of ``indices``.
+  """The serialized episodes of a split (`split_files`) at ``indices`` (None: all), as a dataset.
 
-    Args:
-      files: the split's shards (`split_files`).
-      indices: split indices (repeats are read again); None: every episode.
-
-    Returns:
-      A ``tf.data.Dataset`` of scalar ``tf.string`` records.
-
-    Example:
-      >>> import tempfile
-      >>> import rlds_lite
-      >>> from rlds_lite.tfds import EpisodeWriter, FileOptions
-      >>> with EpisodeWriter(tempfile.mkdtemp(), 'toy', {'steps': {'x': np.int32}},
-      ...                    options=FileOptions(max_episodes_per_file=2)) as writer:
-      ...   writer.add_episodes({'steps': {'x': [i], 'is_terminal': [True]}}
-      ...                       for i in range(3))
-      >>> files = split_files(rlds_lite.open(writer.path).builder, 'train')
-      >>> every = [r.numpy() for r in read_records(files)]
-      >>> [r.numpy() for r in read_records(files, [2, 0])] == [every[2], every[0]]
-      True
+  Example:
+    >>> import tempfile
+    >>> import rlds_lite
+    >>> from rlds_lite.tfds import EpisodeWriter, FileOptions
+    >>> with EpisodeWriter(tempfile.mkdtemp(), 'toy', {'steps': {'x': np.int32}},
+    ...                    options=FileOptions(max_episodes_per_file=2)) as writer:
+    ...   writer.add_episodes({'steps': {'x': [i], 'is_terminal': [True]}}
+    ...                       for i in range(3))
+    >>> files = split_files(rlds_lite.open(writer.path).builder, 'train')
+    >>> every = [r.numpy() for r in read_records(files)]
+    >>> [r.numpy() for r in read_records(files, [2, 0])] == [every[2], every[0]]
+    True
   """
   if indices is not None:
     indices = checked_indices(files, indices)

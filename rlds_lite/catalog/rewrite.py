@@ -1,12 +1,6 @@
 """Write new datasets from chosen episodes: filter, merge, train/validation split.
 
-`filter_dataset`, `merge_datasets` and `split_dataset` copy the episodes'
-serialized records as they are (exact and fast, streaming) into a new dataset
-``out_dir/<name>/<version>`` written by `rlds_lite.tfds.EpisodeWriter`; the
-whole ``out_dir`` appears at once or not at all (``docs/guarantees.md``). The
-new dataset's ``metadata.json`` records under ``'rlds_lite'`` the operation,
-the sources, the EXPR, the seed, the episode-id policy and, per split, where
-each episode comes from (runs ``[source, first index, count]``).
+The records are copied as they are, atomically; what the metadata records: docs/episodes.md.
 
 Example:
   >>> import tempfile, os
@@ -221,12 +215,7 @@ def _with_episode_id(record: bytes, field: str, value: Any) -> bytes:
 
 @contextlib.contextmanager
 def _damage_named(source: source_lib.Source) -> Iterator[None]:
-  """Read errors of ``source`` as the `CorruptDatasetError` naming its file.
-
-  TF's errors go through ``diagnosis.named_read_errors``; a shard whose
-  records do not match ``dataset_info.json`` (``records.record_offsets``'s
-  ValueError) is named as ``rlds_lite.load`` names it, with its episode.
-  """
+  """Read errors of ``source`` as the `CorruptDatasetError` naming its file (and episode)."""
   try:
     with diagnosis.named_read_errors(source.builder, source.split):
       yield
@@ -323,31 +312,19 @@ def filter_dataset(source: Any,
                    data_dir: Optional[PathLike] = None,
                    last_step: Union[last_step_lib.LastStep, str] = 'invalid',
                    progress: Optional[bool] = None) -> str:
-  """Writes the episodes of a split matching an EXPR as a new dataset.
+  """Writes the episodes of a split matching an EXPR as a new dataset; its directory.
 
   Args:
     source: a dataset directory, registered TFDS name or `rlds_lite.Source`.
-    out_dir: a new directory (the TFDS ``data_dir`` of the new dataset).
-    where: an EXPR over the catalog (``'success and length > 20'``); None
-      keeps every episode.
+    out_dir: a new directory (the TFDS ``data_dir`` of the new dataset), outside the source.
+    where: an EXPR over the catalog (``'success and length > 20'``); None keeps every episode.
     split: the split to read (default ``'train'``, or the first split).
-    val_fraction: if given, write ``'train'`` and ``'validation'`` splits:
-      ``round(val_fraction * N)`` episodes chosen with
-      ``numpy.random.default_rng(seed)`` go to validation, both keep the
-      source order; else one split named like the source's.
-    seed: seeds the validation choice.
+    val_fraction, seed: if given, ``round(val_fraction * N)`` episodes chosen with ``seed``
+      go to a ``'validation'`` split, the others to ``'train'``.
     name: the new dataset's name (default: the source's).
-    data_dir: where TFDS looks for registered names.
-    last_step: what ``return`` sums in ``where``: ``'invalid'`` (default,
-      RLDS) every step but the last, warning once
-      (`rlds_lite.LastStepValuesWarning`) if an EXPR naming ``return``
-      leaves non-zero last rewards out; ``'valid'`` every step.
-    progress: progress bars (stderr): None on a terminal only, True always,
-      False never.
-
-  Returns:
-    The new dataset's directory (``out_dir/<name>/<version>``); ``out_dir``
-    must not exist, nor lie inside the source.
+    last_step: what ``return`` sums in ``where``: ``'invalid'`` (default, RLDS: every step
+      but the last) or ``'valid'``.
+    progress: progress bars on stderr (None: on a terminal only).
 
   Example:
     >>> import tempfile, os
@@ -385,11 +362,7 @@ def split_dataset(source: Any,
                   name: Optional[str] = None,
                   data_dir: Optional[PathLike] = None,
                   progress: Optional[bool] = None) -> str:
-  """Writes a split's episodes as a new dataset with train/validation splits.
-
-  ``filter_dataset(source, out_dir, val_fraction=...)`` without an EXPR;
-  ``round(val_fraction * N)`` episodes chosen with ``seed`` go to
-  ``'validation'``.
+  """Writes a split's episodes with train/validation splits (`filter_dataset` without an EXPR).
 
   Example:
     >>> import tempfile, os
@@ -417,26 +390,10 @@ def merge_datasets(sources: Sequence[Any],
                    name: Optional[str] = None,
                    data_dir: Optional[PathLike] = None,
                    progress: Optional[bool] = None) -> str:
-  """Writes the episodes of several datasets with the same features as one.
+  """Writes the episodes of several datasets with the same features as one; its directory.
 
-  Episodes come in the order of ``sources``, each in split order. Episode
-  ids are kept if unique, else every episode gets a new one: its position
-  (integer ids) or ``'<source number>:<old id>'`` (string ids).
-
-  Args:
-    sources: dataset directories, registered names or `rlds_lite.Source` s.
-    out_dir: a new directory (the TFDS ``data_dir`` of the new dataset).
-    split: the split to read from every source (default ``'train'``, or
-      each source's first split).
-    val_fraction: if given, write ``'train'`` and ``'validation'`` splits.
-    seed: seeds the validation choice.
-    name: the new dataset's name (default: the first source's).
-    data_dir: where TFDS looks for registered names.
-    progress: progress bars (stderr): None on a terminal only, True always,
-      False never.
-
-  Returns:
-    The new dataset's directory (``out_dir/<name>/<version>``).
+  Episodes come in the order of ``sources``; ids are kept if unique, else renumbered
+  (docs/episodes.md). The other arguments are `filter_dataset`'s.
 
   Example:
     >>> import tempfile, os

@@ -65,20 +65,19 @@ def _cell_text(value: Any) -> str:
 class Catalog:
   """One row per episode; columns are 1-D NumPy arrays of equal length.
 
-    A column is named by its full path (``episode_metadata/success``) or a
-    unique last part (``success``).
+  A column is named by its full path (``episode_metadata/success``) or a unique last part.
 
-    Args:
-      columns: column name -> values (several strings per row as tuples).
-      info: what the catalog describes (dataset, split, ...); JSON-ready.
+  Args:
+    columns: column name -> values (several strings per row as tuples).
+    info: what the catalog describes (dataset, split, ...); JSON-ready.
 
-    Example:
-      >>> catalog = Catalog({'index': np.arange(3), 'length': np.array([12, 40, 25]),
-      ...                    'episode_metadata/success': np.array([True, False, True])})
-      >>> catalog
-      Catalog(3 episodes; columns: index, length, episode_metadata/success)
-      >>> catalog.select('success and length > 20')['index'].tolist()
-      [2]
+  Example:
+    >>> catalog = Catalog({'index': np.arange(3), 'length': np.array([12, 40, 25]),
+    ...                    'episode_metadata/success': np.array([True, False, True])})
+    >>> catalog
+    Catalog(3 episodes; columns: index, length, episode_metadata/success)
+    >>> catalog.select('success and length > 20')['index'].tolist()
+    [2]
   """
 
   def __init__(self, columns: Mapping[str, Any],
@@ -115,9 +114,9 @@ class Catalog:
   def resolve(self, name: str) -> str:
     """The full name of column ``name`` (exact, or a unique last part); else a KeyError.
 
-        Example:
-          >>> Catalog({'episode_metadata/success': [True]}).resolve('success')
-          'episode_metadata/success'
+    Example:
+      >>> Catalog({'episode_metadata/success': [True]}).resolve('success')
+      'episode_metadata/success'
     """
     if name in self._columns:
       return name
@@ -244,12 +243,12 @@ class Catalog:
   def select(self, where: Where) -> 'Catalog':
     """The rows matching ``where`` (an EXPR, a function of a row, or a mask), in order.
 
-        Example:
-          >>> c = Catalog({'index': [0, 1, 2], 'task': ['pick', 'place', 'pick']})
-          >>> c.select("task == 'pick'")['index'].tolist()
-          [0, 2]
-          >>> c.select(lambda row: row['index'] > 0)['index'].tolist()
-          [1, 2]
+    Example:
+      >>> c = Catalog({'index': [0, 1, 2], 'task': ['pick', 'place', 'pick']})
+      >>> c.select("task == 'pick'")['index'].tolist()
+      [0, 2]
+      >>> c.select(lambda row: row['index'] > 0)['index'].tolist()
+      [1, 2]
     """
     return self.take(np.flatnonzero(self.mask(where)))
 
@@ -332,12 +331,12 @@ class Catalog:
   def save(self, file: Union[str, os.PathLike, io.IOBase]) -> None:
     """Writes the catalog as pickle-free ``.npz``; `read` restores the columns exactly.
 
-        Example:
-          >>> import os, tempfile
-          >>> path = os.path.join(tempfile.mkdtemp(), 'catalog.npz')
-          >>> Catalog({'index': [0, 1]}).save(path)
-          >>> Catalog.read(path)['index'].tolist()
-          [0, 1]
+    Example:
+      >>> import os, tempfile
+      >>> path = os.path.join(tempfile.mkdtemp(), 'catalog.npz')
+      >>> Catalog({'index': [0, 1]}).save(path)
+      >>> Catalog.read(path)['index'].tolist()
+      [0, 1]
     """
     arrays: Dict[str, np.ndarray] = {}
     layout = []

@@ -178,9 +178,7 @@ def describe(name_or_dir: sources.PathLike, *, split: Optional[str] = None,
   """Features, splits, episode and step counts of an RLDS TFDS dataset (a `DatasetOverview`).
 
   Args:
-    name_or_dir: a prepared dataset directory or a registered TFDS name.
     split: describe only this split (default: all).
-    data_dir: where TFDS looks for prepared datasets (names only).
     steps: count steps (one pass over the data, without decoding).
     progress: show a progress bar while counting (None: on a terminal only).
 

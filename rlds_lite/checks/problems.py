@@ -37,9 +37,8 @@ class Problem:
     episode: index of the episode in the pass (None: dataset-wide).
     field: the step field, as a path such as ``'observation/image'``.
     kind: a stable name of the rule broken (``'is_last_missing'``, ...).
-    message: what is wrong, for a person (for a file: one line naming the
-      file, and the episode and field where known).
-    step: the first offending step in the episode, where there is one.
+    message: what is wrong, for a person.
+    step: the first offending step, where there is one.
     file: the damaged file, for problems of the files on disk.
   """
   episode: Optional[int]
@@ -71,14 +70,7 @@ class Problem:
 
 @dataclasses.dataclass(frozen=True)
 class Notice:
-  """A finding that leaves the data valid RLDS but changes what tools do.
-
-  Attributes:
-    field: the step field, as a path.
-    kind: a stable name of the finding (``'last_step_values'``).
-    episodes: how many episodes it concerns.
-    message: what was found and what to do, for a person.
-  """
+  """A finding (``field``, ``kind``, ``episodes``, ``message``) that leaves the data valid RLDS."""
   field: str
   kind: str
   episodes: int
@@ -136,12 +128,10 @@ class ValidationReport:
 
   Attributes:
     problems: every problem found, in dataset order.
-    num_episodes: episodes checked.
-    num_steps: steps checked.
+    num_episodes, num_steps: what was checked.
     source: what was checked (a path, a name or ``'<dataset>'``).
     complete: False if the pass did not read every episode.
-    repairs: the repairs asked for (``('is_last',)``), applied to `repaired`.
-    repaired: the repaired episodes when repairs were asked for, else None.
+    repairs, repaired: the repairs asked for, and the repaired episodes (else None).
     notices: findings that leave the data valid (`Notice`).
     unread: episodes damaged files kept from an otherwise whole pass.
     max_problems_reached: the pass stopped at ``max_problems``.

@@ -106,9 +106,7 @@ def repair_is_first(episodes: tf.data.Dataset) -> tf.data.Dataset:
 
 def repair_python_episodes(episodes: Iterable[Any],
                            names: Sequence[str]) -> List[Dict[str, Any]]:
-  """Python episodes (dicts of arrays) with the named flags rewritten.
-
-  Each result is ``{'steps': {...}}`` plus the episode's other entries.
+  """Python episodes (dicts of arrays) with the named flags rewritten, as ``{'steps': ...}``.
 
   Example:
     >>> fixed = repair_python_episodes([{'is_last': [False, False]}],

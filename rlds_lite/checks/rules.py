@@ -15,14 +15,7 @@ _MAX_LISTED_STEPS = 5
 
 
 def check_spec(steps_spec: Any, dense: bool) -> List[Problem]:
-  """Dataset-wide problems of a steps spec: missing or badly typed flags.
-
-  Args:
-    steps_spec: the spec of the steps (per step, or dense ``[T, ...]``).
-    dense: whether ``steps_spec`` has the leading ``T`` axis.
-
-  Returns:
-    The problems (episode None); an empty list if the spec is fine.
+  """Dataset-wide problems of a steps spec (``dense``: ``[T, ...]``): missing or bad flags.
 
   Example:
     >>> [p.kind for p in check_spec({'is_first': tf.TensorSpec([], tf.bool)},
@@ -51,9 +44,7 @@ def check_spec(steps_spec: Any, dense: bool) -> List[Problem]:
 
 def check_structure(index: int, dtypes: Dict[str, str],
                     reference: Dict[str, str]) -> List[Problem]:
-  """Fields and dtypes of an episode against those of the first episode.
-
-  Only data without a fixed spec (Python episodes) can differ here.
+  """Fields and dtypes of an episode against those of the first episode (Python episodes).
 
   Example:
     >>> [str(p) for p in check_structure(1, {'r': 'float64'}, {'r': 'float32'})]
@@ -157,16 +148,9 @@ def _length_problems(index: int, summary: Mapping[str, Any],
 def check_episode(index: int, summary: Mapping[str, Any],
                   reference_shapes: Dict[str, Tuple[int, ...]]
                   ) -> List[Problem]:
-  """The problems of one episode, from its summary (see `summaries`).
+  """The problems of episode ``index`` from its summary: flags, shapes, NaN/Inf, last values.
 
-  Args:
-    index: the episode's index in the pass.
-    summary: NumPy values of `summaries.summarize` (``length`` may be
-      missing when flags are present).
-    reference_shapes: per-step shapes seen first, per field; updated.
-
-  Returns:
-    The problems, in the order flags, shapes, NaN/Inf, last-step values.
+  ``reference_shapes`` (per-step shapes seen first, per field) is updated.
 
   Example:
     >>> import numpy as np

@@ -1,10 +1,5 @@
 """Open what a check is pointed at: a dataset path or name, a dataset, a list.
 
-`open_source` gives the `Episodes` to check: of a split opened once
-(`rlds_lite.open`), of a ``tf.data.Dataset`` (nested or dense steps), or of
-Python episodes (``{'steps': {...}}`` dicts of ``[T, ...]`` arrays, or the
-steps dicts themselves).
-
 Example:
   >>> from rlds_lite import synthetic
   >>> checked = open_source(synthetic.episode_arrays(num_episodes=2))
@@ -40,9 +35,8 @@ class Episodes:
     kind: ``'dense'``, ``'nested'`` (``tf.data`` steps) or ``'python'``.
     total: the number of episodes if known (for progress bars).
     opened: the `rlds_lite.source.Source` of a path or name, else None.
-    numbers: the split index of each episode read, when the episodes read
-      are not episodes ``0, 1, 2...`` (those around damaged files); None
-      when they are.
+    numbers: the split index of each episode read when they are not ``0, 1, 2...`` (around
+      damaged files), else None.
 
   Example:
     >>> Episodes([{'steps': {}}], PYTHON, 1).label
@@ -160,17 +154,12 @@ RandomAccessEpisodes = source_lib.RandomAccessEpisodes
 def open_source(source: Any, split: Optional[str] = None,
                 data_dir: Optional[PathLike] = None,
                 random_access: bool = False) -> Episodes:
-  """The `Episodes` of a dataset path/name, a ``tf.data.Dataset`` or a list.
+  """The `Episodes` of a `Source`, dataset path/name, ``tf.data.Dataset`` or list of episodes.
 
   Args:
-    source: see the module docstring (an opened `rlds_lite.source.Source`
-      too).
-    split: the split of a path or name (default: ``'train'`` if present,
-      else the first split); ignored for datasets and Python episodes.
-    data_dir: where TFDS looks for prepared datasets (names only).
-    random_access: read an array_record dataset as Python episodes (see
-      `RandomAccessEpisodes`); otherwise it is an error, as in
-      ``rlds_lite.load``.
+    split: the split of a path or name (default: ``'train'`` if present, else the first).
+    random_access: read an array_record dataset as Python episodes (else an error, as in
+      ``rlds_lite.load``).
 
   Example:
     >>> open_source(3)

@@ -1,9 +1,4 @@
-"""Per-step summaries of an episode: the few values validation looks at.
-
-Each step reduces to flags, "has NaN/Inf" and "is non-zero" booleans and
-shapes, with vectorised TensorFlow ops over dense ``[T, ...]`` tensors (a
-pass never copies large fields out of TensorFlow); nested steps step by step
-(`summarize_step`).
+"""Per-step summaries of an episode (flags, NaN/Inf, non-zero, shapes) that validation checks.
 
 Example:
   >>> import tensorflow as tf
@@ -37,16 +32,13 @@ class Plan:
   """Which summary values to compute for a step structure.
 
   Attributes:
-    flags: the RLDS flags present (``is_first``, ``is_last``, ``is_terminal``).
+    flags: the RLDS flags present.
     finite_paths: floating-point fields checked for NaN/Inf.
     shape_paths: fields whose per-step shape is recorded.
-    value_paths: fields (under ``reward``/``discount``) checked for non-zero
-      values on the final step.
-    length_paths: fields whose number of entries along the step axis is
-      recorded (dense steps: each field is its own ``[T, ...]`` array, and
-      all must have the episode's length).
-    last_value_paths: numeric fields under ``action``/``reward``/``discount``
-      whose non-zero values on the final step are counted (a notice).
+    value_paths: ``reward``/``discount`` fields checked for non-zero final-step values.
+    length_paths: dense fields whose length along the step axis is recorded.
+    last_value_paths: ``action``/``reward``/``discount`` fields whose non-zero final-step
+      values are counted (a notice).
   """
   flags: Tuple[str, ...]
   finite_paths: Tuple[str, ...]
@@ -66,19 +58,12 @@ def _per_step_dims(leaf: Any, dense: bool):
 
 def make_plan(step_spec: Any, *, dense: bool, last_step_invalid: bool,
               all_shapes: bool = False, last_values: bool = False) -> Plan:
-  """The summary plan of a step spec (a nest of ``tf.TensorSpec``).
+  """The summary `Plan` of a step spec (dense ``[T, ...]`` specs or per step).
 
   Args:
-    step_spec: the spec of the steps (dense ``[T, ...]`` specs or per step).
-    dense: whether ``step_spec`` has the leading ``T`` axis.
     last_step_invalid: check ``reward``/``discount`` on the final step.
-    all_shapes: record the shapes of all fields, not only of those whose
-      shape the spec leaves open (for data without a fixed spec).
-    last_values: count non-zero ``action``/``reward``/``discount`` values
-      on the final step (``last_value_paths``).
-
-  Returns:
-    The plan.
+    all_shapes: record the shapes of all fields, not only those the spec leaves open.
+    last_values: count non-zero final-step values (``last_value_paths``).
 
   Example:
     >>> make_plan({'is_last': tf.TensorSpec([], tf.bool),
@@ -117,18 +102,10 @@ def _any_inner(x: tf.Tensor) -> tf.Tensor:
 
 
 def summarize(steps: Any, plan: Plan) -> Dict[str, tf.Tensor]:
-  """The summary of an episode's dense steps (a nest of ``[T, ...]`` tensors).
+  """The summary of an episode's dense steps: ``length``, flags and per-field values.
 
-  Args:
-    steps: the dense steps.
-    plan: what to summarise (see `make_plan`).
-
-  Returns:
-    ``length`` (scalar: the length of ``is_first``, else of ``is_last``,
-    else of the first field), the flags, per field ``length:<path>`` (its
-    entries along the step axis) and per step: ``nonfinite:<path>``,
-    ``nonzero:<path>``, ``lastvalue:<path>`` (booleans: a non-zero value)
-    and ``shape:<path>`` (int64 per-step shapes, ``[T, rank]``).
+  Per field: ``length:<path>``, and per step ``nonfinite:<path>``, ``nonzero:<path>``,
+  ``lastvalue:<path>`` (booleans) and ``shape:<path>`` (``[T, rank]`` int64).
 
   Example:
     >>> plan = Plan(('is_last',), (), ('obs',), ())

@@ -1,10 +1,4 @@
-"""`validate`: check a dataset against the RLDS format, list every problem.
-
-Unlike `rlds_lite.validate_episodes` (which raises at the first violation),
-`validate` makes one streaming pass (bounded memory) and returns a
-`ValidationReport` naming the episode, step and field (and file) of each
-problem, with notices of non-zero last-step values. What is checked, and how
-damaged files are reported: docs/validate_and_video.md.
+"""`validate`: check a dataset against the RLDS format in one streaming pass, list every problem.
 
 Example:
   >>> import rlds_lite
@@ -139,10 +133,7 @@ Episode = Tuple[str, int]  # (plain split name, index in it)
 
 
 def _read_order(builder: Any, split: str) -> Optional[List[Episode]]:
-  """The episodes a read of ``split`` (a slice too) gives, in order, or None.
-
-  Example: ``'train[3:5]'`` reads ``[('train', 3), ('train', 4)]``.
-  """
+  """The episodes a read of ``split`` gives (``'train[3:5]'``: train 3, 4), in order, or None."""
   shards = {s.path: s for s in dataset_files.split_shards(builder)}
   try:
     instructions = builder.info.splits[split].file_instructions
@@ -160,11 +151,7 @@ def _read_order(builder: Any, split: str) -> Optional[List[Episode]]:
 
 def _lost(builder: Any, errors: List[dataset_files.CorruptDatasetError]
           ) -> Optional[Set[Episode]]:
-  """The episodes the damaged files lose, or None (all: the metadata).
-
-  A damaged shard loses its episodes from the first damaged one (where the
-  error names it) to its end.
-  """
+  """The episodes the damaged files lose (from the first damaged one), or None (all)."""
   shards = {s.path: s for s in dataset_files.split_shards(builder)}
   lost: Set[Episode] = set()
   for error in errors:
@@ -203,21 +190,9 @@ def _around_damage(dataset: Any, split: Optional[str],
                    rescan: bool
                    ) -> Tuple[Optional[sources.Episodes], Optional[str],
                               List[dataset_files.CorruptDatasetError], int]:
-  """The whole episodes the damaged files leave, as `Episodes`.
+  """The whole episodes the damaged files leave: ``(checked, split, errors, unread)``.
 
-  A split whose shards are damaged cannot be opened (``rlds_lite.load``
-  checks them) or read to its end, yet the episodes of its other shards,
-  and those of a damaged shard before its damage, read whole: they are
-  checked too, so the report's counts are those of the episodes checked.
-  ``rescan``: ``errors`` is the first damaged file only (the one that
-  stopped the split from opening); look for the others.
-
-  Returns:
-    ``(checked, split, errors, unread)``: the `Episodes` of the readable
-    episodes
-    of the split, a slice too (None if there is none: damaged metadata,
-    every episode lost), the split, every damaged file, and how many
-    episodes they keep from the pass.
+  ``rescan``: ``errors`` is only the first damaged file; look for the others.
   """
   try:
     opened = source_lib.as_source(dataset, split, data_dir=data_dir)
@@ -260,11 +235,7 @@ def _run_pass(source: sources.Episodes,
               progress: Optional[bool]
               ) -> Tuple[List[Problem], int, int, Optional[str],
                          Dict[str, int]]:
-  """(problems, episodes, steps, stop, non-zero last values per field).
-
-  ``stop``: None if the pass read every episode, else why it stopped
-  (``_MAX_PROBLEMS`` or ``_DAMAGE``).
-  """
+  """(problems, episodes, steps, why it stopped or None, non-zero last values per field)."""
   found: List[Problem] = []
   last_counts: Dict[str, int] = {}
   if source.builder is not None:
@@ -324,38 +295,22 @@ def validate(dataset: Any,
              max_problems: Optional[int] = 1000,
              num_episodes: Optional[int] = None,
              progress: Optional[bool] = False) -> problems_lib.ValidationReport:
-  """Checks a dataset against the RLDS format and reports every problem.
+  """Checks a dataset against the RLDS format; a `ValidationReport` of every problem.
+
+  Damaged files are problems of the report, not errors (docs/validate_and_video.md).
 
   Args:
-    dataset: a TFDS dataset directory or registered name, a
-      ``tf.data.Dataset`` of episodes (nested or dense steps), or a list of
-      Python episodes (dicts of ``[T, ...]`` arrays, with or without a
-      ``steps`` level).
-    split: the split of a directory or name (default ``'train'``, or the
-      first split if there is no ``'train'``).
-    data_dir: where TFDS looks for prepared datasets (names only).
-    last_step_invalid: the dataset declares the final step's reward and
-      discount invalid (RLDS): report them as problems when they are not
-      zero.
-    last_step: ``'invalid'`` (default, RLDS): notice non-zero
-      ``action``/``reward``/``discount`` values on final steps (the report's
-      ``notices``: field and number of episodes; ``ok`` is unchanged);
-      ``'valid'``: the data says they are real values: no notice.
-    repair: repairs to apply, only when asked: ``'is_last'``, ``'is_first'``,
-      a list of them, or True for all. The report's ``repaired`` is then the
-      repaired data (a ``tf.data.Dataset`` with dense steps for a path or
-      name, the same form for a dataset, a list for Python episodes); its
-      ``problems`` describe the data before repair.
-    max_problems: stop the pass once this many problems are found (None:
-      never); the report says it is not complete.
+    dataset: a TFDS dataset directory or name, a ``tf.data.Dataset`` of episodes, or a list
+      of Python episodes (dicts of ``[T, ...]`` arrays, with or without ``steps``).
+    split: the split of a directory or name (default ``'train'``, else the first).
+    last_step_invalid: report a non-zero final reward or discount as a problem.
+    last_step: ``'invalid'`` (default, RLDS): notice non-zero final
+      ``action``/``reward``/``discount`` values; ``'valid'``: no notice.
+    repair: ``'is_last'``, ``'is_first'``, a list of them or True for all; the report's
+      ``repaired`` is the repaired data, its ``problems`` those before repair.
+    max_problems: stop once this many problems are found (None: never).
     num_episodes: check only the first episodes.
     progress: show a progress bar on stderr (None: on a terminal only).
-
-  Returns:
-    The `ValidationReport`.
-
-  Damaged files are problems of the report, not errors
-  (docs/validate_and_video.md).
 
   Example:
     >>> from rlds_lite import synthetic

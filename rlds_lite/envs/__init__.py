@@ -1,12 +1,4 @@
-"""Built-in dm_env environments for demos and tests, deterministic under a seed.
-
-- `Catch` ('catch'): discrete actions, float32 board observation.
-- `CatchPixels` ('catch_pixels'): Catch rendered as a uint8 RGB image.
-- `Reach` ('reach'): continuous 2-D force, float32 vector observation,
-  termination at the goal (discount 0) and truncation at a time limit.
-
-Each has `seed(int)` and a scripted `expert_policy(timestep)`;
-`random_policy(action_spec, seed)` gives a seeded random baseline.
+"""Built-in dm_env environments for demos and tests: Catch, CatchPixels and Reach.
 
 Example:
   >>> from rlds_lite import envs

@@ -1,10 +1,4 @@
-"""Catch: a discrete dm_env environment, on a board or rendered as RGB pixels.
-
-A ball falls one row per step from a random column of the top row; a paddle
-on the bottom row moves left, stays or moves right. When the ball reaches the
-bottom row the episode terminates (discount 0) with reward +1 if the paddle is
-under the ball and -1 otherwise; every earlier step has reward 0. This is the
-classic bsuite Catch, deterministic under a seed.
+"""Catch (bsuite's), on a board or rendered as RGB pixels; deterministic under a seed.
 
 Example:
   >>> from rlds_lite.envs import catch
@@ -53,12 +47,12 @@ def _step_toward(source: float, target: float, tolerance: float) -> np.int64:
 
 
 class Catch(dm_env.Environment):
-  """bsuite-style Catch with a `[rows, columns]` float32 board observation.
+  """Catch with a float32 `[rows, columns]` board; actions {0: left, 1: stay, 2: right}.
 
-  Observation `board`: float32 `[rows, columns]`, 1.0 at the ball and at the
-  paddle, 0.0 elsewhere. Action: int64 in {0: left, 1: stay, 2: right}.
-  Reward and discount: float64 scalars. An episode always lasts `rows - 1`
-  steps after the reset and terminates (discount 0).
+  Args:
+    rows: Board height (>= 2); an episode lasts `rows - 1` steps.
+    columns: Board width (>= 1).
+    seed: Seed of the ball's starting column; `None` for a random seed.
 
   Example:
     >>> env = Catch(rows=4, columns=3, seed=0)
@@ -70,13 +64,7 @@ class Catch(dm_env.Environment):
 
   def __init__(self, rows: int = 10, columns: int = 5,
                seed: Optional[int] = None):
-    """Creates the environment.
-
-    Args:
-      rows: Board height (>= 2); episodes last `rows - 1` steps.
-      columns: Board width (>= 1).
-      seed: Seed of the ball's starting column; `None` for a random seed.
-    """
+    """Creates the environment (see the class for the arguments)."""
     self._rows = _check_size('rows', rows, 2)
     self._columns = _check_size('columns', columns, 1)
     self._rng = np.random.default_rng(seed)
@@ -95,10 +83,7 @@ class Catch(dm_env.Environment):
     return self._columns
 
   def seed(self, seed: Optional[int]) -> None:
-    """Re-seeds the environment; the next `reset()` starts a fresh sequence.
-
-    Args:
-      seed: New seed; `None` for a random one.
+    """Re-seeds the environment (`None`: random); the next `reset()` starts afresh.
 
     Example:
       >>> env = Catch(seed=3)
@@ -118,17 +103,7 @@ class Catch(dm_env.Environment):
     return dm_env.restart(self._observation())
 
   def step(self, action) -> dm_env.TimeStep:
-    """Moves the paddle by `action - 1` columns and the ball one row down.
-
-    Args:
-      action: 0 (left), 1 (stay) or 2 (right), as any integer type.
-
-    Returns:
-      The next timestep; a reset timestep after a LAST one or on a fresh env.
-
-    Raises:
-      ValueError: `action` is not one of 0, 1, 2.
-    """
+    """Moves the paddle by `action - 1` columns and the ball one row down."""
     if self._reset_next_step:
       return self.reset()
     move = self._parse_action(action) - 1
@@ -167,16 +142,7 @@ class Catch(dm_env.Environment):
     return specs.DiscreteArray(3, dtype=np.int64, name='action')
 
   def expert_policy(self, timestep: dm_env.TimeStep) -> np.int64:
-    """Scripted expert: moves the paddle toward the ball's column.
-
-    It reads only `timestep.observation`, so it always catches the ball and
-    is a fair teacher for behaviour cloning.
-
-    Args:
-      timestep: A timestep of this environment.
-
-    Returns:
-      An int64 action.
+    """Scripted expert reading the observation: moves the paddle toward the ball.
 
     Example:
       >>> env = Catch(rows=4, columns=3, seed=0)
@@ -192,11 +158,11 @@ class Catch(dm_env.Environment):
 
 
 class CatchPixels(Catch):
-  """Catch rendered as a uint8 `[height, width, 3]` RGB image.
+  """Catch rendered as a uint8 `[height, width, 3]` RGB image (nearest-neighbour cells).
 
-  Board cells are scaled to the image by nearest-neighbour sampling; the
-  background is black, the ball `BALL_RGB`, the paddle `PADDLE_RGB`.
-  Dynamics, actions, rewards and seeding are those of `Catch`.
+  Args:
+    rows, columns, seed: As for `Catch`.
+    height, width: Image size in pixels (>= rows, >= columns).
 
   Example:
     >>> env = CatchPixels(height=32, width=32, seed=0)
@@ -209,15 +175,7 @@ class CatchPixels(Catch):
 
   def __init__(self, rows: int = 10, columns: int = 5, height: int = 32,
                width: int = 32, seed: Optional[int] = None):
-    """Creates the environment.
-
-    Args:
-      rows: Board height (>= 2).
-      columns: Board width (>= 1).
-      height: Image height in pixels (>= rows).
-      width: Image width in pixels (>= columns).
-      seed: Seed of the ball's starting column; `None` for a random seed.
-    """
+    """Creates the environment (see the class for the arguments)."""
     super().__init__(rows=rows, columns=columns, seed=seed)
     self._height = _check_size('height', height, self.rows)
     self._width = _check_size('width', width, self.columns)
@@ -236,13 +194,7 @@ class CatchPixels(Catch):
                               minimum=0, maximum=255, name='pixels')
 
   def expert_policy(self, timestep: dm_env.TimeStep) -> np.int64:
-    """Scripted expert reading the ball and paddle positions off the image.
-
-    Args:
-      timestep: A timestep of this environment.
-
-    Returns:
-      An int64 action that moves the paddle toward the ball.
+    """Scripted expert reading the ball and paddle off the image.
 
     Example:
       >>> env = CatchPixels(rows=4, columns=3, seed=0)

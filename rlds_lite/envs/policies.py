@@ -1,12 +1,4 @@
-"""A seeded uniform-random policy for any (nested) dm_env action spec.
-
-Example:
-  >>> from dm_env import specs
-  >>> from rlds_lite.envs import policies
-  >>> policy = policies.random_policy(specs.DiscreteArray(3), seed=0)
-  >>> [policy(None).item() for _ in range(5)]
-  [2, 1, 1, 0, 0]
-"""
+"""A seeded uniform-random policy for any (nested) dm_env action spec."""
 
 from typing import Any, Optional
 
@@ -38,11 +30,11 @@ def _sample(spec: specs.Array, rng: np.random.Generator) -> np.ndarray:
 
 
 class RandomPolicy:
-  """Uniform-random actions for `action_spec`, reproducible under a seed.
+  """Uniform-random actions for a (nested) bounded action spec; the timestep is ignored.
 
-  Call it like any policy, `policy(timestep) -> action`; the timestep is
-  ignored. `seed()` re-seeds it (`rlds_lite.envlogger.record` calls it when
-  given a `seed`).
+  Args:
+    action_spec: A dm_env spec nest of `DiscreteArray` / `BoundedArray` leaves.
+    seed: Seed of the sampler; `None` for a random seed.
 
   Example:
     >>> from dm_env import specs
@@ -53,17 +45,7 @@ class RandomPolicy:
   """
 
   def __init__(self, action_spec: Any, seed: Optional[int] = None):
-    """Creates the policy.
-
-    Args:
-      action_spec: A dm_env action spec (nests of specs allowed) whose leaves
-        are `DiscreteArray` or `BoundedArray`.
-      seed: Seed of the action sampler; `None` for a random seed.
-
-    Raises:
-      ValueError: A leaf spec is unbounded.
-      TypeError: A leaf is not a dm_env spec.
-    """
+    """Creates the policy (see the class for the arguments)."""
     self._action_spec = action_spec
     self._rng = np.random.default_rng(seed)
     # Fail now, not at the first step, on a spec we cannot sample.
@@ -71,10 +53,7 @@ class RandomPolicy:
                           action_spec)
 
   def seed(self, seed: Optional[int]) -> None:
-    """Re-seeds the sampler.
-
-    Args:
-      seed: New seed; `None` for a random one.
+    """Re-seeds the sampler (`None`: random).
 
     Example:
       >>> from dm_env import specs
@@ -94,20 +73,17 @@ class RandomPolicy:
 
 
 def random_policy(action_spec: Any, seed: Optional[int] = None) -> RandomPolicy:
-  """A `RandomPolicy` for `action_spec` (e.g. `env.action_spec()`).
-
-  Args:
-    action_spec: A dm_env action spec, possibly nested.
-    seed: Seed of the action sampler; `None` for a random seed.
-
-  Returns:
-    A callable `policy(timestep) -> action` with a `seed(int)` method.
+  """A `RandomPolicy` for `action_spec`, seeded with `seed`.
 
   Example:
+    >>> from dm_env import specs
     >>> from rlds_lite import envs
     >>> env = envs.make('catch', seed=0)
     >>> policy = random_policy(env.action_spec(), seed=0)
     >>> env.action_spec().validate(policy(env.reset())).dtype
     dtype('int64')
+    >>> policy = random_policy(specs.DiscreteArray(3), seed=0)
+    >>> [policy(None).item() for _ in range(5)]
+    [2, 1, 1, 0, 0]
   """
   return RandomPolicy(action_spec, seed)

@@ -1,11 +1,4 @@
-"""Reach: a continuous-control point mass that must reach a goal.
-
-A point mass in the square `[-1, 1]^2` is pushed by a 2-D force in
-`[-1, 1]^2`; its velocity decays by `damping` each step. The reward is minus
-the distance to the goal. The episode terminates (discount 0) once the mass is
-within `goal_radius` of the goal, and is truncated (LAST step with discount 1)
-after `time_limit` steps otherwise. Start and goal are drawn from the seeded
-RNG, so the environment is deterministic under a seed.
+"""Reach: a seeded continuous-control point mass that must reach a goal.
 
 Example:
   >>> from rlds_lite.envs import reach
@@ -34,14 +27,17 @@ _START_RANGE = 0.8
 
 
 class Reach(dm_env.Environment):
-  """Point-mass reaching with vector observations and a time limit.
+  """Point mass pushed by a 2-D force; terminates at the goal, truncates at a time limit.
 
-  Observation `state`: float32 `[6]` = `[x, y, vx, vy, goal_x, goal_y]`.
-  Action `force`: float32 `[2]` in `[-1, 1]`; values outside are clipped,
-  like actuator control ranges in physics simulators. Reward: float64
-  `-distance(position, goal)` after the move. Discount: float64, 0 when the
-  goal is reached (termination), 1 otherwise, including the LAST step of a
-  truncated episode.
+  Observation `state` is `[x, y, vx, vy, goal_x, goal_y]`; the reward is minus the
+  distance to the goal; forces outside `[-1, 1]` are clipped.
+
+  Args:
+    time_limit: Steps after which an episode is truncated (>= 1).
+    goal_radius: Distance to the goal that ends the episode (> 0).
+    damping: Fraction of the velocity lost each step, in `[0, 1]`.
+    force_scale: Velocity change per unit of force (> 0).
+    seed: Seed of the start and goal positions; `None` for a random seed.
 
   Example:
     >>> env = Reach(time_limit=2, seed=0)
@@ -55,18 +51,7 @@ class Reach(dm_env.Environment):
   def __init__(self, time_limit: int = 50, goal_radius: float = 0.05,
                damping: float = 0.2, force_scale: float = 0.05,
                seed: Optional[int] = None):
-    """Creates the environment.
-
-    Args:
-      time_limit: Steps after which an episode is truncated (>= 1).
-      goal_radius: Distance to the goal that ends the episode (> 0).
-      damping: Fraction of the velocity lost each step, in `[0, 1]`.
-      force_scale: Velocity change per unit of force (> 0).
-      seed: Seed of the start and goal positions; `None` for a random seed.
-
-    Raises:
-      ValueError: A parameter is out of range.
-    """
+    """Creates the environment (see the class for the arguments)."""
     if isinstance(time_limit, bool) or not isinstance(time_limit,
                                                       (int, np.integer)):
       raise TypeError(f'`time_limit` must be an int, got {time_limit!r}.')
@@ -95,10 +80,7 @@ class Reach(dm_env.Environment):
     return self._time_limit
 
   def seed(self, seed: Optional[int]) -> None:
-    """Re-seeds the environment; the next `reset()` starts a fresh sequence.
-
-    Args:
-      seed: New seed; `None` for a random one.
+    """Re-seeds the environment (`None`: random); the next `reset()` starts afresh.
 
     Example:
       >>> env = Reach(seed=5)
@@ -122,18 +104,7 @@ class Reach(dm_env.Environment):
     return dm_env.restart(self._observation())
 
   def step(self, action) -> dm_env.TimeStep:
-    """Applies the force `action` for one step.
-
-    Args:
-      action: Array-like of shape `[2]` with finite values; clipped to
-        `[-1, 1]`.
-
-    Returns:
-      The next timestep; a reset timestep after a LAST one or on a fresh env.
-
-    Raises:
-      ValueError: `action` has the wrong shape or non-finite values.
-    """
+    """Applies the force `action` (shape `[2]`, finite) for one step."""
     if self._reset_next_step:
       return self.reset()
     force = np.clip(self._parse_action(action), -1.0, 1.0)
@@ -185,12 +156,6 @@ class Reach(dm_env.Environment):
 
   def expert_policy(self, timestep: dm_env.TimeStep) -> np.ndarray:
     """Scripted expert: a PD controller toward the goal, from the observation.
-
-    Args:
-      timestep: A timestep of this environment.
-
-    Returns:
-      A float32 `[2]` force in `[-1, 1]`.
 
     Example:
       >>> env = Reach(seed=0)

@@ -1,8 +1,4 @@
-"""Feed training frameworks from rlds_lite batches: Keras and JAX.
-
-``as_keras_dataset`` turns batches of dicts into ``(x, y[, sample_weight])``
-for ``keras.Model.fit``; ``as_jax_iterator`` yields batches as JAX arrays,
-prefetched to the device (JAX is an optional extra, imported on use).
+"""Feed training frameworks from rlds_lite batches: Keras and JAX (docs/keras_jax.md).
 
 Example:
   >>> import rlds_lite as rlds

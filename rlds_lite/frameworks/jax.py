@@ -1,10 +1,4 @@
-"""Feed JAX: batches -> pytrees of device arrays, a few batches in flight.
-
-``as_jax_iterator`` reads NumPy batches (``Dataset.as_numpy_iterator()``)
-and puts each on the device with ``jax.device_put`` (asynchronous: the copy
-runs while the training step computes), keeping ``prefetch`` batches in
-flight. JAX is imported only when the function runs: it is an optional
-extra (``pip install rlds_lite[jax]``).
+"""Feed JAX: batches -> pytrees of device arrays, a few batches in flight (optional extra).
 
 Example:
   >>> import tensorflow as tf
@@ -54,8 +48,7 @@ def _numpy_batches(ds: Any) -> Iterator[Any]:
 
 
 def _check_leaves(batch: Any, x64: bool = True) -> None:
-  """Raises naming a field JAX cannot hold: strings and objects (TypeError);
-  without x64, 64-bit integers outside the 32-bit range (ValueError)."""
+  """Raises naming a field JAX cannot hold (strings, objects, out-of-range int64)."""
   for path, leaf in nest_paths.flatten_with_paths(batch):
     name = path or '<batch>'
     dtype = getattr(leaf, 'dtype', None)
@@ -97,37 +90,15 @@ def _warn_64_bit_fields(batch: Any) -> None:
 def as_jax_iterator(ds: Iterable[Any],
                     prefetch: int = 2,
                     sharding: Optional[Any] = None) -> Iterator[Any]:
-  """Iterates ``ds`` as pytrees of JAX arrays, prefetched to the device.
+  """Iterates ``ds`` as pytrees of JAX arrays, ``prefetch`` batches in flight to the device.
 
-  Keeps up to ``prefetch`` batches on their way to the device (a deque of
-  ``jax.device_put`` results, which are asynchronous): when a batch is
-  yielded, the next ``prefetch`` have been read and their copies started,
-  so at most ``prefetch + 1`` batches are held at once. The structure of
-  each batch (nested dicts/tuples) is kept.
-
-  A ``jax.jit`` step compiles once per batch shape: build the batches with
-  ``drop_last_batch=True`` (``rlds_lite.pipeline``) to avoid a second
-  compilation for a smaller last batch; a sharding that splits the batch
-  axis also needs every batch to divide evenly.
+  Refused fields and the 64-bit rule: docs/keras_jax.md. Use ``drop_last_batch=True`` so a
+  ``jax.jit`` step compiles once.
 
   Args:
-    ds: a ``tf.data.Dataset`` (read with ``as_numpy_iterator()``) or any
-      iterable of pytrees of NumPy arrays.
+    ds: a ``tf.data.Dataset`` or any iterable of pytrees of NumPy arrays.
     prefetch: batches in flight (>= 1).
-    sharding: a ``jax.sharding.Sharding`` for every leaf (e.g.
-      ``NamedSharding(mesh, PartitionSpec('batch'))`` to split batches
-      across devices), or None for the default device.
-
-  Returns:
-    An iterator of batches with ``jax.Array`` leaves.
-
-  Raises:
-    ValueError: if ``prefetch`` is not a positive int.
-    TypeError: if a field holds strings or objects (named).
-    ValueError: with ``jax_enable_x64`` off (JAX's default), if an integer
-      field holds 64-bit values outside the 32-bit range (named); 64-bit
-      fields are named once in a warning, as JAX holds them in 32 bits.
-    ImportError: if JAX is not installed (naming the extra to install).
+    sharding: a ``jax.sharding.Sharding`` for every leaf, or None for the default device.
 
   Example:
     >>> import jax, numpy as np

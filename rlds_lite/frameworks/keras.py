@@ -1,14 +1,5 @@
 """Feed Keras: batches of samples -> ``(x, y)`` or ``(x, y, sample_weight)``.
 
-``model.fit`` takes a dataset of ``(features, labels)`` or ``(features,
-labels, sample_weight)`` tuples; ``rlds_lite.pipeline`` makes batches as
-dicts (``{'observation': ..., 'action': ..., 'mask': ...}``).
-``as_keras_dataset`` picks the parts by key path, with one ``map`` per
-batch (no per-sample work), and checks the paths against the element spec
-before anything runs, so a typo fails at once with the available keys (as
-do a string ``sample_weight`` and a ``num_batches`` that a known
-cardinality contradicts).
-
 Example:
   >>> import tensorflow as tf
   >>> batches = tf.data.Dataset.from_tensors(
@@ -68,12 +59,7 @@ def _check_selector(selector: Any, spec: Any, role: str) -> None:
 def _select(batch: Any, selector: Selector,
             part: Optional[Callable[[Any, str], Any]] = None,
             name: str = '') -> Any:
-  """The part of ``batch`` that ``selector`` names (same structure).
-
-  ``part(value, name)``, if given, maps each value a key path or callable
-  picks; ``name`` is the key path, or ``'<callable>'`` / the place of the
-  callable in the selector.
-  """
+  """The part of ``batch`` that ``selector`` names; ``part(value, name)`` maps each pick."""
   if isinstance(selector, Mapping):
     return {k: _select(batch, v, part, f'{name}/{k}' if name else str(k))
             for k, v in selector.items()}
@@ -88,8 +74,7 @@ def _select(batch: Any, selector: Selector,
 
 
 def _leaf_weights(value: Any, name: str) -> Any:
-  """Every leaf of ``value`` as float32; a ValueError naming a leaf that is
-  not numbers or booleans (a string field cannot be a weight)."""
+  """Every leaf of ``value`` as float32; a ValueError naming a non-numeric leaf."""
   def cast(path: str, leaf: Any) -> Any:
     if not isinstance(leaf, (tf.RaggedTensor, tf.SparseTensor)):
       leaf = tf.convert_to_tensor(leaf)
@@ -107,10 +92,7 @@ def _leaf_weights(value: Any, name: str) -> Any:
 
 def _num_batches(batches: tf.data.Dataset,
                  num_batches: Union[None, int, str]) -> Optional[int]:
-  """``num_batches`` checked, with ``'count'`` replaced by the count.
-
-  A known cardinality is the count; an int must equal it.
-  """
+  """``num_batches`` checked against a known cardinality, ``'count'`` counted."""
   if num_batches is None:
     return None
   known = int(batches.cardinality())
@@ -142,16 +124,9 @@ _COUNT_HINT = ('set num_batches to the number of batches in one pass (or to '
 
 
 def _checked_count(ds: tf.data.Dataset, num_batches: int) -> tf.data.Dataset:
-  """``ds`` (of tuples) with cardinality ``num_batches``, checked in-graph.
+  """``ds`` with cardinality ``num_batches``, checked in-graph with our own message.
 
-  ``tf.data.experimental.assert_cardinality`` alone fails with TF's own
-  ``FailedPreconditionError`` ("Input dataset was expected to contain ...").
-  Here each element is wrapped in an ``Optional`` and an empty one marks
-  the end, so one ``filter`` sees the count: batch ``num_batches + 1``, or
-  the end before ``num_batches`` batches, fails an assertion with our
-  message (``InvalidArgumentError: ... assertion failed: [as_keras_dataset:
-  ...]``), as ``rlds_lite.random_access`` reports damaged records. Per
-  batch, not per sample: a few tf.data stages.
+  (``assert_cardinality`` alone fails with TF's ``FailedPreconditionError``.)
   """
   optional = tf.experimental.Optional
   end = tf.data.Dataset.from_tensors(optional.empty(ds.element_spec))
@@ -187,53 +162,17 @@ def as_keras_dataset(batches: tf.data.Dataset,
                      ) -> tf.data.Dataset:
   """Batches of dicts -> ``(x, y)`` or ``(x, y, w)`` for ``keras.Model.fit``.
 
-  Each of ``features``, ``labels`` and ``sample_weight`` is a key path into
-  the batch (``'observation'``, ``'observation/pos'``; a number indexes a
-  tuple: ``'action/0'``), a callable ``batch -> tensor(s)``, or a tuple,
-  list or dict of those (a dict suits a functional model with named
-  inputs). ``sample_weight`` is cast to float32, so a padding mask works
-  as is: ``windows_dataset`` of ``Windows(..., drop_remainder=False)``
-  adds ``'mask'`` (``[B, size]`` bool), and ``sample_weight='mask'`` makes
-  padded steps count zero in a per-step loss.
+  Checks the key paths and a known cardinality when called; errors: docs/keras_jax.md.
 
   Args:
-    batches: a dataset of (nested) dicts, e.g. from
-      ``rlds_lite.pipeline.transitions_dataset`` or ``windows_dataset``.
-    features: what becomes ``x``.
-    labels: what becomes ``y``.
-    sample_weight: what becomes ``w`` (float32), or None for ``(x, y)``.
-    num_batches: batches per pass, set as the dataset's cardinality so
-      that Keras knows the epoch length (else it warns "Your input ran out
-      of data" at the end of each epoch and cannot show progress); an int,
-      ``'count'`` (count them now, with one pass over ``batches``; no pass
-      when their cardinality is known) or None (keep the cardinality of
-      ``batches``, often unknown). An int must equal a known cardinality
-      (else a ValueError now). When the cardinality is unknown, the count is
-      checked as batches are read (a few tf.data stages per batch, about
-      50 us of CPU here): running out before ``num_batches`` batches, or a
-      batch past them, fails with one ``tf.errors.InvalidArgumentError``
-      whose message names both numbers (``assertion failed:
-      [as_keras_dataset: num_batches is 1000 but batches ran out after 18
-      batches; ...]``). Keras reads only ``num_batches`` batches an epoch,
-      so there a batch past them goes unseen, not reported. With an
-      infinite ``batches`` (``repeat()``), an int is the epoch length.
-
-  Returns:
-    A dataset of ``(x, y)`` or ``(x, y, w)`` tuples, one per batch.
-
-  Raises:
-    TypeError: if ``batches`` is not a dataset or a selector is malformed.
-    KeyError: if a key path is not in the batches, naming it and listing
-      the available keys.
-    ValueError: if ``num_batches`` is not a non-negative int, ``'count'``
-      or None, differs from the known cardinality of ``batches`` (naming
-      both), or is ``'count'`` for infinite batches; if a ``sample_weight``
-      field is not numbers or booleans (a string field), naming it and its
-      dtype. (Features and labels may be strings: Keras models take them,
-      e.g. through ``keras.layers.StringLookup``.)
-    tf.errors.InvalidArgumentError: while reading, if ``batches`` of
-      unknown cardinality hold fewer or more batches than ``num_batches``
-      (see above).
+    batches: a dataset of (nested) dicts, e.g. from ``rlds_lite.pipeline``.
+    features, labels, sample_weight: what becomes ``x``, ``y`` and ``w`` (float32; None: no
+      ``w``): each a key path (``'observation/pos'``, ``'action/0'``), a callable
+      ``batch -> tensor(s)``, or a tuple, list or dict of those. ``sample_weight='mask'``
+      weights a per-step loss by ``windows_dataset``'s padding mask.
+    num_batches: batches per pass, set as the cardinality so Keras knows the epoch length:
+      an int (checked as the batches are read), ``'count'`` (one pass now, unless the
+      cardinality is known) or None (keep the cardinality of ``batches``).
 
   Example:
     >>> import rlds_lite as rlds

@@ -1,10 +1,4 @@
-"""Random access: uniformly shuffled batches in bounded memory, resumable.
-
-`convert` writes a dataset's chunk dataset once; `sample_batches(chunks,
-kind, batch_size)` draws batches of a sample kind (`Windows`, `Transitions`,
-`RobotSamples`) from the whole dataset; `SampleIterator` saves and restores
-its state ``(seed, position)``; `grain_batches` / `GrainSamples` do the same
-for Grain. See docs/random_access.md.
+"""Random access: uniformly shuffled batches in bounded memory, resumable (docs/random_access.md).
 
 Example:
   >>> from rlds_lite import synthetic

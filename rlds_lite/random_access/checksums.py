@@ -1,7 +1,4 @@
-"""TFRecord checksums (masked CRC32C) of many records: `masked_crc32c`.
-
-The CRC32C is ``google-crc32c``'s (hardware, ~13 GB/s), so a record's first
-read checks it for a small fraction of the read's cost.
+"""TFRecord checksums (masked CRC32C, ``google-crc32c``'s) of many records: `masked_crc32c`.
 
 Example:
   >>> [hex(c) for c in masked_crc32c([b'123456789', b'', b'a'])]
@@ -23,15 +20,7 @@ Records = Union[np.ndarray, Sequence[bytes]]
 
 
 def masked_crc32c(records: Records) -> np.ndarray:
-  """The TFRecord checksums (masked CRC32C) of ``records``, ``[N]`` uint32.
-
-  Args:
-    records: a ``[N, L]`` uint8 array (records of one length; each row
-      contiguous), or a sequence of ``bytes``.
-
-  Returns:
-    ``[N]`` uint32: each record's masked CRC32C, as TFRecord files store it
-    (little-endian) after the record's length and after its data.
+  """``[N]`` uint32 masked CRC32C of ``records`` (``[N, L]`` uint8 rows, or ``bytes``), as TFRecord.
 
   Example:
     >>> masked_crc32c([b'abc', b'abcd']).tolist()

@@ -1,8 +1,4 @@
-"""Convert an RLDS dataset to the chunk layout, for random access.
-
-``convert(path)`` (``rlds-lite chunk PATH``) reads every episode once, frames
-still encoded, and publishes a chunk dataset atomically (docs/random_access.md,
-"Storage").
+"""Convert an RLDS dataset to the chunk layout, for random access (``rlds-lite chunk PATH``).
 
 Example:
   >>> from rlds_lite import synthetic
@@ -158,10 +154,7 @@ def _episodes(builder: tfds.core.DatasetBuilder, split: str,
 
 
 def auto_chunk_steps(layout: layout_lib.ChunkLayout) -> int:
-  """Steps per record for about `CHUNK_BYTES` a record (1 to 16).
-
-  A step's bytes are estimated from its features: fixed fields exactly,
-  JPEG frames at 1/8 of their pixels' bytes, PNG at 1/2, strings at 32.
+  """Steps per record for about `CHUNK_BYTES` a record (1 to 16), estimated from the features.
 
   Example:
     >>> import tensorflow_datasets as tfds
@@ -199,11 +192,7 @@ def _terminated(steps: Dict[str, np.ndarray], length: int) -> bool:
 
 def _digest_steps(digest: Any, layout: layout_lib.ChunkLayout,
                   steps: Dict[str, Any]) -> None:
-  """Adds an episode's step values to ``digest`` (whatever ``chunk_steps``).
-
-  The split's digest (``metadata.json``: ``splits/<split>/sha256``) names its
-  data in random-access states (`rlds_lite.random_access.tf_data.Plan`).
-  """
+  """Adds an episode's step values to the split's ``digest`` (whatever ``chunk_steps``)."""
   for leaf in layout.leaves:
     values = steps[leaf.path]
     digest.update(f'{leaf.path}:{len(values)}'.encode())
@@ -234,32 +223,17 @@ def convert(source: PathLike,
             overwrite: bool = False,
             max_bytes_per_file: int = 256 << 20,
             progress: Optional[bool] = None) -> str:
-  """Writes the chunk dataset of an RLDS dataset; returns its directory.
+  """Writes the chunk dataset of an RLDS dataset, atomically; returns its directory.
 
   Args:
-    source: an RLDS TFDS dataset directory or registered name (tfrecord or
-      array_record shards).
-    out: the chunk dataset's directory (default `default_output`:
-      ``<name>_chunks/<version>`` beside the source).
+    source: an RLDS TFDS dataset directory or name (tfrecord or array_record shards).
+    out: the chunk dataset's directory (default `default_output`).
     splits: the splits to convert (default: all).
-    chunk_steps: steps per record (``C``): a sample spanning ``S`` steps
-      reads at most ``ceil((S - 1) / C) + 1`` records; larger ``C`` reads
-      more bytes per sample, smaller more records. None: `auto_chunk_steps`
-      (about 64 KiB a record, at most 16 steps: 16 for vectors, 2 for a
-      256x256 JPEG camera).
-    data_dir: where TFDS finds prepared datasets (names only).
-    overwrite: replace an existing dataset at ``out`` (only once the new one
-      is complete). The dataset appears atomically
-      (`rlds_lite.atomic_output`: written to a hidden directory beside
-      ``out``, renamed in; an overwrite sets the old one aside, then deletes
-      it). A kill leaves the old dataset or the new one (killed between the
-      two renames: the old one, whole, as ``.<name>.replaced-*``, which the
-      next writer renames back). Writers of one ``out`` run one at a time.
+    chunk_steps: steps per record (``C``): larger reads more bytes per sample, smaller more
+      records. None: `auto_chunk_steps`.
+    overwrite: replace an existing dataset at ``out`` once the new one is complete.
     max_bytes_per_file: start a new shard file after this many bytes.
     progress: the progress bar (None: on a terminal only).
-
-  Returns:
-    The chunk dataset's directory.
 
   Example:
     >>> from rlds_lite import synthetic

@@ -1,8 +1,4 @@
-"""Exit cleanly with a reader still running: `tracked` and the exit wait.
-
-`tracked` counts the ``numpy_function`` calls in flight; at exit
-`wait_until_idle` waits until none runs (a script leaving its iterator alive
-would otherwise hang or abort; docs/random_access.md, "Readers").
+"""Exit cleanly with a reader still running: `tracked` calls and the exit wait.
 
 Example:
   >>> double = tracked(lambda x: 2 * x)
@@ -62,9 +58,7 @@ def in_flight() -> int:
 
 def wait_until_idle(idle_seconds: float = IDLE_SECONDS,
                     max_seconds: float = MAX_WAIT_SECONDS) -> bool:
-  """Waits until no tracked call runs or has started for ``idle_seconds``.
-
-  Returns whether that happened within ``max_seconds``.
+  """Whether, within ``max_seconds``, no tracked call ran or started for ``idle_seconds``.
 
   Example:
     >>> wait_until_idle(idle_seconds=0.0)

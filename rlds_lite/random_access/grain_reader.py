@@ -1,9 +1,4 @@
-"""The same samples for JAX users: a Grain data source and ``MapDataset``.
-
-`GrainSamples(path, kind)` gives single samples by id for your own Grain
-pipeline; `grain_batches(...)` gives `sample_batches`' batches (same
-arguments, same state ``(seed, position)``). Grain (``pip install
-rlds_lite[grain]``) is imported when they run.
+"""The same samples for JAX users: a Grain data source and ``MapDataset`` (optional extra).
 
 Example:
   >>> from rlds_lite import synthetic
@@ -45,12 +40,7 @@ def _numpy(batch: Any) -> Any:
 
 def _read(read: Any, positions: np.ndarray,
           readers: List[reading.SampleReader]) -> Any:
-  """``read(positions)`` as NumPy; a damaged chunk dataset's error as is.
-
-  The readers' storage errors reach a ``tf.function`` as a failed
-  assertion (`reading.damage_of`): this raises the `DamagedChunksError`
-  itself, one line.
-  """
+  """``read(positions)`` as NumPy, raising a damaged chunk dataset's `DamagedChunksError` itself."""
   try:
     return _numpy(read(tf.constant(positions, tf.int64)))
   except tf.errors.InvalidArgumentError as error:
@@ -66,15 +56,9 @@ def _unbatch(batch: Any, size: int) -> List[Any]:
 
 
 class GrainSamples:
-  """Samples of one chunk dataset by sample id: a Grain data source.
+  """Samples of one chunk dataset (path or `ChunkStorage`) by sample id: a Grain data source.
 
-  Args:
-    source: a chunk dataset (path or `ChunkStorage`).
-    kind: the samples (`Windows`, `Transitions`).
-    split: the split.
-    decode_images: decode image fields.
-    image_size: ``(height, width)`` to decode frames at (None: as stored).
-    sample_info: add ``episode_index`` and ``sample_id``.
+  ``kind`` is `Windows` or `Transitions`; the other arguments are `SampleReader`'s.
 
   Example:
     >>> import tempfile, grain
@@ -168,8 +152,7 @@ def grain_batches(sources: tf_data.Sources, kind: samples_lib.SampleKind,
                   **options: Any):
   """This host's batches of `sample_batches` (same arguments) as a ``grain.MapDataset``.
 
-  Element ``k`` is the ``k``-th batch, NumPy arrays ``[B, ...]``; without
-  ``Epochs(num_epochs=...)`` there are ``sys.maxsize`` of them.
+  Without ``Epochs(num_epochs=...)`` it has ``sys.maxsize`` batches.
 
   Example:
     >>> from rlds_lite import synthetic

@@ -1,9 +1,5 @@
 """The sample index: the (episode, start) of every sample, from per-episode counts.
 
-`SampleIndex` keeps one int64 per episode and `locate` finds any sample's
-episode and start with one binary search; its fingerprint ties it to the
-data and the kind.
-
 Example:
   >>> import numpy as np
   >>> from rlds_lite.random_access.samples import Windows
@@ -40,16 +36,11 @@ def compact_dtype(maximum: int) -> np.dtype:
 
 
 class SampleIndex:
-  """The samples of one kind over one split, in episode order.
+  """The samples of one kind over one split, in episode order (one int64 per episode).
 
-  Attributes:
-    kind: the sample kind (`Windows`, `Transitions`, `RobotSamples`).
-    counts: ``[E]`` int64, each episode's number of samples.
-    first: ``[E + 1]`` int64, the id of each episode's first sample, then
-      the number of samples.
-    lengths: ``[E]`` int64 episode lengths.
-    terminated: ``[E]`` bool.
-    fingerprint: identifies the data (``data_fingerprint``) and the kind.
+  Attributes: ``kind``, ``counts`` (``[E]`` samples per episode), ``first`` (``[E + 1]``: each
+  episode's first sample id, then the number of samples), ``lengths``, ``terminated`` and
+  ``fingerprint`` (the data and the kind).
 
   Example:
     >>> from rlds_lite import synthetic
@@ -97,9 +88,7 @@ class SampleIndex:
     return cls(kind, storage.lengths, storage.terminated, storage.fingerprint)
 
   def locate(self, sample_ids: Any) -> Tuple[np.ndarray, np.ndarray]:
-    """``(episode, start)`` of ``sample_ids`` (int64 arrays, same shape).
-
-    """
+    """``(episode, start)`` of ``sample_ids`` (int64 arrays, same shape; one binary search)."""
     ids = np.asarray(sample_ids, np.int64)
     if ids.size and (ids.min() < 0 or ids.max() >= len(self)):
       bad = ids[(ids < 0) | (ids >= len(self))].reshape(-1)[0]

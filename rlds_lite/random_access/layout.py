@@ -1,8 +1,4 @@
-"""The chunk layout: records of ``C`` consecutive steps of one episode.
-
-`ChunkLayout` encodes and describes the records of a chunk dataset
-(``episode``, ``offset``, ``num_steps`` and each step leaf as ``C`` steps:
-fixed, image or string); docs/random_access.md, "Storage", has the format.
+"""The chunk layout: records of ``C`` consecutive steps of one episode (docs/random_access.md).
 
 Example:
   >>> import numpy as np, tensorflow_datasets as tfds
@@ -46,12 +42,9 @@ class Leaf:
 
   Attributes:
     path: the step field's path (``'observation/image'``).
-    kind: ``'fixed'`` (raw ``[C, ...]`` bytes), ``'image'`` (encoded frames)
-      or ``'string'``.
-    dtype: NumPy dtype name of the decoded values (``'uint8'`` for images,
-      ``'object'`` for strings).
-    shape: the leaf's shape in a chunk, ``(C, ...)`` (images: the frame
-      shape after ``C``).
+    kind: ``'fixed'`` (raw ``[C, ...]`` bytes), ``'image'`` or ``'string'``.
+    dtype: NumPy dtype name of the decoded values.
+    shape: the leaf's shape in a chunk, ``(C, ...)``.
     encoding: the image encoding (``'jpeg'``/``'png'``), else ``''``.
 
   Example:
@@ -122,11 +115,7 @@ def _leaf_of(path: str, feature: Any, chunk_steps: int) -> Leaf:
 
 
 class ChunkLayout:
-  """How chunk records of ``chunk_steps`` steps are written and read.
-
-  Args:
-    leaves: the step leaves (sorted by path).
-    chunk_steps: ``C``, the steps per record.
+  """How chunk records of ``chunk_steps`` steps of ``leaves`` are written and read.
 
   Example:
     >>> import numpy as np
@@ -148,9 +137,7 @@ class ChunkLayout:
   @classmethod
   def from_step_features(cls, step_features: Any,
                          chunk_steps: int) -> 'ChunkLayout':
-    """The layout of a source dataset's step features.
-
-    """
+    """The layout of a source dataset's step features."""
     return cls([_leaf_of(path, feature, chunk_steps)
                 for path, feature in _step_leaves(step_features)],
                chunk_steps)
@@ -195,11 +182,7 @@ class ChunkLayout:
 
   def encode(self, episode: int, offset: int, num_steps: int,
              steps: Mapping[str, np.ndarray]) -> bytes:
-    """One chunk record: ``steps`` maps each leaf path to its ``C`` values.
-
-    Fixed leaves take arrays of the leaf's shape (cast to its dtype); image
-    and string leaves take ``C`` ``bytes``.
-    """
+    """One chunk record: ``steps`` maps each leaf path to its ``C`` values (arrays or bytes)."""
     features = {
         'episode': example_wire.fixed_size_bytes_feature(
             np.array([episode], '<i8')),
@@ -228,9 +211,7 @@ class ChunkLayout:
   def payloads(self, record: bytes) -> Dict[str, Tuple[int, int]]:
     """``key -> (start, size)`` of each single-value payload in ``record``.
 
-    For a ``fixed`` layout these are the same in every record, so the
-    payloads of a ``[N, len(record)]`` block of records are column slices.
-    Keys: `HEADER_FIELDS` and the ``fixed`` leaves' keys.
+    Alike in every record of a ``fixed`` layout, so a block's payloads are column slices.
     """
     return _single_payloads(record)
 

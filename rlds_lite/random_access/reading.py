@@ -1,9 +1,5 @@
 """Read a batch of samples by sample id: one batched read, then TF ops.
 
-`SampleReader(storage, index)` reads the records holding a batch's steps in
-one call, gathers each field's ``[B, K, ...]`` steps, decodes only the frames
-the samples hold and lets the kind assemble the samples.
-
 Example:
   >>> from rlds_lite import synthetic
   >>> from rlds_lite.random_access import convert, ChunkStorage, SampleIndex, Windows
@@ -94,14 +90,9 @@ def _outputs_or_problem(read: Callable[[np.ndarray], List[np.ndarray]],
                         empty: List[np.ndarray],
                         problems: Dict[str, Exception]
                         ) -> Callable[[np.ndarray], List[np.ndarray]]:
-  """``read`` whose outputs end with a problem: ``b''``, or the message of
-  the `DamagedChunksError` it raised (then with ``empty`` outputs).
+  """``read`` whose outputs end with a problem: ``b''`` or a `DamagedChunksError`'s message.
 
-  Inside ``tf.data``, an exception raised by a ``numpy_function`` reaches
-  the user with its Python traceback pasted into TF's message; a problem
-  returned as a value and raised by ``tf.debugging.Assert`` reaches it as
-  the storage's one line. ``problems`` keeps the exceptions by message, for
-  the Grain readers to raise them (`damage_of`).
+  (An exception inside ``tf.data`` would reach the user with a Python traceback pasted in.)
   """
 
   def call(values: np.ndarray) -> List[np.ndarray]:
@@ -155,14 +146,11 @@ def _decode_image(leaf: layout_lib.Leaf, size: Optional[Tuple[int, int]]
 
 
 class SampleReader:
-  """Reads batches of samples of ``index`` from ``storage`` by sample id.
+  """Reads batches of samples of a `SampleIndex` from a `ChunkStorage` by sample id.
 
   Args:
-    storage: a `ChunkStorage`.
-    index: a `SampleIndex` built for ``storage``.
     decode_images: decode image fields (else they stay encoded strings).
-    image_size: ``(height, width)`` to decode frames at (JPEG DCT scaling
-      when the ratio allows, else resized; `rlds_lite.images.decode_frames`);
+    image_size: ``(height, width)`` to decode frames at (`rlds_lite.images.decode_frames`);
       None: their stored size.
     sample_info: add ``'episode_index'`` and ``'sample_id'`` ``[B]`` int64.
 
@@ -213,8 +201,7 @@ class SampleReader:
 
   @property
   def read_bytes(self) -> int:
-    """Bytes a read holds per sample, at most: its steps, and the records
-    read into memory when the split is not memory-mapped (fixed layouts)."""
+    """Bytes a read holds per sample at most: its steps, and records read unmapped."""
     held = 0 if self.storage.mapped else (self.chunks_per_sample *
                                           self.storage.record_bytes)
     return self.sample_bytes + held
@@ -224,12 +211,7 @@ class SampleReader:
     return len(self.index)
 
   def plan(self, sample_ids: np.ndarray) -> Dict[str, np.ndarray]:
-    """Where the samples' steps are (NumPy): episode, start, length, rows, local.
-
-    ``rows`` ``[B, m]`` are the chunk ids to read (clipped at each sample's
-    last needed chunk, so a sample inside one chunk reads it once) and
-    ``local`` ``[B, K]`` the sample's steps in the ``m * C`` steps read.
-    """
+    """Where the samples' steps are (NumPy): episode, start, length, ``rows`` to read, ``local``."""
     ids = np.asarray(sample_ids, np.int64)
     episode, start = self.index.locate(ids)
     length = self.storage.lengths[episode]
@@ -244,10 +226,7 @@ class SampleReader:
             'local': steps - (first * chunk_steps)[:, None]}
 
   def read_numpy(self, sample_ids: np.ndarray) -> List[np.ndarray]:
-    """Fixed layouts: ``[ids, episode, start, length, terminated, *fields]``.
-
-    Each field ``[B, K, ...]`` holds the samples' steps (`step_indices`).
-    """
+    """Fixed layouts: ``[ids, episode, start, length, terminated, *fields ([B, K, ...])]``."""
     plan = self.plan(sample_ids)
     local = plan['local']                                     # [B, K]
     chunk_steps = self.storage.chunk_steps
@@ -266,12 +245,7 @@ class SampleReader:
   def _numpy_read(self, read: Callable[[np.ndarray], List[np.ndarray]],
                   values: tf.Tensor, dtypes: List[tf.DType],
                   empty: List[np.ndarray]) -> List[tf.Tensor]:
-    """``read`` in a ``tf.numpy_function``; its storage errors one line.
-
-    Eagerly (the Grain sources' first call, doctests) the
-    `DamagedChunksError` is raised as it is; in a graph (``tf.data``,
-    ``tf.function``) it is returned as a value and raised by an assertion.
-    """
+    """``read`` in a ``tf.numpy_function``; a storage error raised eagerly, else asserted."""
     if tf.executing_eagerly():
       return tf.numpy_function(exit_guard.tracked(read), [values], dtypes,
                                stateful=False)
@@ -339,11 +313,7 @@ class SampleReader:
 
   def read(self, sample_ids: tf.Tensor,
            to_ids: Optional[ToIds] = None) -> Dict[str, Any]:
-    """The batch of samples ``sample_ids`` ``[B]`` (TF ops; nested dict).
-
-    With ``to_ids`` (NumPy -> NumPy), ``sample_ids`` are first mapped by it
-    (the sampler's spread order maps positions to sample ids that way).
-    """
+    """The batch of samples ``sample_ids`` ``[B]`` (first mapped by ``to_ids`` if given), nested."""
     values = tf.cast(sample_ids, tf.int64)
     to_ids = to_ids or _same
     read = self._read_fixed if self._fixed else self._read_parsed

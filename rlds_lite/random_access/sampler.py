@@ -1,9 +1,4 @@
-"""Which sample comes at each position: a stateless permutation per epoch.
-
-The sample at position ``p`` depends only on ``(seed, p)``: each epoch is a
-permutation (``'spread'`` or ``'uniform'``), weighted sources mix exactly
-per global batch, hosts take disjoint slices. docs/random_access.md, "The
-sampler".
+"""Which sample comes at each position: a stateless permutation per epoch (docs/random_access.md).
 
 Example:
   >>> sampler = Sampler([10], seed=0, batch_size=5)
@@ -52,13 +47,9 @@ def _check_int(value, name: str, minimum: int) -> int:
 
 def _index_shuffle(index: tf.Tensor, seed: tf.Tensor, stream: tf.Tensor,
                    max_index: tf.Tensor) -> tf.Tensor:
-  """Position of each ``index`` in the permutation of ``[0, max_index]`` keyed
-  by its own ``(seed, stream)`` (int64 vectors).
+  """Position of each ``index`` in the permutation keyed by its own ``(seed, stream)``.
 
-  The op of ``tf.random.experimental.index_shuffle``, called through
-  ``tf.raw_ops`` with one ``[3]`` key per element: that wrapper pads a seed
-  matrix ``[n, 2]`` along its first axis (TF 2.21), so per-element keys do
-  not reach the op through it.
+  Calls ``tf.raw_ops``: ``index_shuffle``'s wrapper pads a per-element seed matrix (TF 2.21).
   """
   keys = tf.stack([seed, stream, tf.zeros_like(seed)], axis=-1)
   max_index = tf.broadcast_to(tf.cast(max_index, tf.int64), tf.shape(index))
@@ -67,21 +58,15 @@ def _index_shuffle(index: tf.Tensor, seed: tf.Tensor, stream: tf.Tensor,
 
 
 class Sampler:
-  """Maps positions to ``(dataset, sample id)``; see the module docstring.
+  """Maps positions to ``(dataset, sample id)``.
 
   Args:
     sizes: the number of samples of each dataset (all positive).
-    weights: the datasets' weights (non-negative, summing to one); needed
-      with several datasets.
-    seed: the seed (an int).
+    weights: the datasets' weights (non-negative, summing to one); needed with several.
     batch_size: samples per batch on each host.
-    num_hosts: the number of hosts.
-    host: this host, ``0 <= host < num_hosts``.
-    order: ``'uniform'`` (default here) or ``'spread'`` (the default of
-      `sample_batches`, which passes ``episode_counts``; see the module
-      docstring).
-    episode_counts: for ``'spread'``, each dataset's samples per episode
-      (``[E]`` arrays, in index order).
+    num_hosts, host: the number of hosts, and this one.
+    order: ``'uniform'`` (default here) or ``'spread'`` (with ``episode_counts``: each
+      dataset's samples per episode).
 
   Example:
     >>> sampler = Sampler([10], seed=0, batch_size=4)
@@ -177,10 +162,7 @@ class Sampler:
     return np.arange(first, first + self.batch_size, dtype=np.int64)
 
   def host_positions_tf(self, position: tf.Tensor, batch: tf.Tensor) -> tf.Tensor:
-    """`host_positions` in TensorFlow ops (``batch`` an int64 tensor).
-
-    A batch of shape ``S`` gives positions ``[*S, batch_size]``.
-    """
+    """`host_positions` in TensorFlow ops: a ``batch`` of shape ``S`` gives ``[*S, batch_size]``."""
     first = (tf.cast(position, tf.int64) + batch * self.global_batch_size +
              self.host * self.batch_size)
     return first[..., tf.newaxis] + tf.range(self.batch_size, dtype=tf.int64)
@@ -189,11 +171,7 @@ class Sampler:
 
   def local_positions(self, positions: tf.Tensor
                       ) -> Tuple[tf.Tensor, tf.Tensor]:
-    """``(dataset [P] int32, position in that dataset [P] int64)`` (TF ops).
-
-    With one dataset the position is the global one; with several, dataset
-    ``d`` takes ``counts[d]`` positions of every block of ``G``.
-    """
+    """``(dataset [P] int32, position in that dataset [P] int64)`` (TF ops)."""
     positions = tf.cast(positions, tf.int64)
     if not self.mixed:
       return tf.zeros_like(positions, tf.int32), positions
@@ -211,10 +189,7 @@ class Sampler:
     return dataset, local
 
   def sample_ids(self, positions: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
-    """``(dataset [P] int32, sample id [P] int64)`` at ``positions`` [P] (TF ops).
-
-    ``order='uniform'`` only (the spread order is NumPy: `spread_ids`).
-    """
+    """``(dataset, sample id)`` at ``positions`` [P] in TF ops (``order='uniform'`` only)."""
     if self.order != 'uniform':
       raise ValueError("Sampler.sample_ids is the uniform order's; use "
                        'local_positions and spread_ids.')
@@ -225,8 +200,7 @@ class Sampler:
                                    sizes - 1)
 
   def spread_ids(self, dataset: int, local: np.ndarray) -> np.ndarray:
-    """Sample ids of dataset ``dataset`` at its positions ``local`` (NumPy;
-    ``order='spread'``)."""
+    """Sample ids of ``dataset`` at its positions ``local`` (NumPy; ``order='spread'``)."""
     return self._spread[dataset].sample_ids(local)
 
   def numpy_ids(self, positions: Sequence[int]) -> Tuple[np.ndarray, np.ndarray]:

@@ -1,10 +1,5 @@
 """The *spread* order: each batch takes its samples from as many episodes as it can.
 
-Episodes laid end to end on a ring (random order, rotated), cut into ``B``
-arcs; batch ``k`` takes one offset of every arc (cycle-walked past the end),
-from a SplitMix64 hash of ``(seed, epoch, item)``. docs/random_access.md,
-"The sampler".
-
 Example:
   >>> import numpy as np
   >>> order = SpreadOrder(np.array([4, 4, 4, 4]), batch_size=4, seed=0)
@@ -49,13 +44,11 @@ def _permutation(size: int, *key) -> np.ndarray:
 
 
 class SpreadOrder:
-  """Position in a dataset -> sample id, in the spread order (module doc).
+  """Position in a dataset -> sample id, in the spread order (docs/random_access.md).
 
   Args:
-    episode_counts: ``[E]`` samples of each episode (in index order: the
-      index's samples are episode 0's, then episode 1's, ...).
+    episode_counts: ``[E]`` samples of each episode, in index order.
     batch_size: ``B``, the samples of this dataset in one (global) batch.
-    seed: the dataset's seed.
 
   Example:
     >>> import numpy as np

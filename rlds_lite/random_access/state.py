@@ -1,11 +1,5 @@
 """Save and restore a random-access pipeline exactly: its state is two integers.
 
-`SampleIterator` iterates `sample_batches` and counts the global position;
-its state ``{'format', 'seed', 'position', 'fingerprint'}`` is saved as a
-small JSON file or with a model in a ``tf.train.Checkpoint``. What the
-fingerprint covers and which states restore: docs/random_access.md, "Save
-and restore".
-
 Example:
   >>> import tempfile
   >>> from rlds_lite import synthetic
@@ -44,8 +38,7 @@ leaves room to count on: a batch's positions are int64)."""
 
 
 class StateMismatchError(ValueError):
-  """A saved state belongs to another pipeline (data, kind, weights, order,
-  batch).
+  """A saved state belongs to another pipeline (data, kind, weights, order, batch).
 
   Example:
     >>> from rlds_lite import synthetic
@@ -62,14 +55,10 @@ class StateMismatchError(ValueError):
 
 
 class SampleIterator:
-  """An iterator over `sample_batches` whose state is ``(seed, position)``.
+  """An iterator over `sample_batches` (same arguments) whose state is ``(seed, position)``.
 
-  Takes the arguments of `sample_batches` (``position`` is where to start).
-
-  Attributes:
-    plan: the pipeline's `tf_data.Plan` (sources, indexes, sampler).
-    checkpoint: a ``tf.train.Checkpoint`` of the state (seed, position,
-      fingerprint; the format is the checkpoint's), to save with a model.
+  ``plan`` is the pipeline's `tf_data.Plan`; ``checkpoint`` a ``tf.train.Checkpoint`` of the
+  state, to save with a model.
 
   Example:
     >>> from rlds_lite import synthetic

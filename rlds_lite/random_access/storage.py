@@ -1,9 +1,4 @@
-"""Random reads of chunk records by chunk id: `ChunkStorage`.
-
-Fixed layouts are gathered as rows of a memory map (or read with ``pread``
-past ``mapped_budget``), other layouts sliced for ``tf.io.parse_example``;
-every record's checksums are checked at its first read. The layout, the
-checks and the damage errors: docs/random_access.md, "Storage".
+"""Random reads of chunk records by chunk id: `ChunkStorage` (docs/random_access.md, "Storage").
 
 Example:
   >>> from rlds_lite import synthetic
@@ -79,10 +74,7 @@ CONVERT_AGAIN = ('the chunk dataset is damaged: convert the source again '
 
 
 class DamagedChunksError(dataset_files.CorruptDatasetError):
-  """A file of a chunk dataset is missing, damaged or not what it should be.
-
-  One line: ``random access: <file>: <what is wrong>; the chunk dataset is
-  damaged: convert the source again (...)``. ``path`` is the file.
+  """A file (``path``) of a chunk dataset is missing, damaged or not what it should be.
 
   Example:
     >>> print(DamagedChunksError('/c/1.0.0/metadata.json', 'is empty'))
@@ -223,12 +215,7 @@ def _not_chunked(path: str, builder: tfds.core.DatasetBuilder) -> str:
 
 def _items(rows: np.ndarray, start: int, size: int,
            count: int = 1) -> np.ndarray:
-  """``[R, count]`` (or ``[R]``) ``size``-byte items from byte ``start`` of each row.
-
-  ``rows`` is a C-contiguous ``[R, row_bytes]`` uint8 array; the result is a
-  view whose items are opaque bytes (``np.void``), so indexing it copies an
-  item with one memcpy instead of byte by byte.
-  """
+  """``[R, count]`` (or ``[R]``) opaque ``size``-byte items from byte ``start`` of each row."""
   shape = (rows.shape[0], count) if count > 1 else (rows.shape[0],)
   strides = (rows.strides[0], size) if count > 1 else (rows.strides[0],)
   return np.ndarray(shape, np.dtype((np.void, size)), buffer=rows,
@@ -238,23 +225,13 @@ def _items(rows: np.ndarray, start: int, size: int,
 class ChunkStorage:
   """One split of a chunk dataset, read by chunk id.
 
-  Attributes:
-    path: the chunk dataset's directory.
-    split: the split.
-    layout: the `ChunkLayout`.
-    lengths: ``[E]`` int64, each episode's number of steps.
-    terminated: ``[E]`` bool, whether each episode's last step is terminal.
-    episode_ids: ``[E]`` int64 ``episode_id`` of each episode, or None.
-    first_chunk: ``[E + 1]`` int64, the first chunk id of each episode, then
-      the number of chunks.
-    fingerprint: identifies the data (layout and episode lengths).
-    source: the source dataset (path, name, version) it was converted from.
+  Attributes: ``path``, ``split``, ``layout`` (`ChunkLayout`), ``lengths``, ``terminated`` and
+  ``episode_ids`` (``[E]``, or None), ``first_chunk`` (``[E + 1]``: each episode's first chunk
+  id, then the number of chunks), ``fingerprint`` (layout and lengths) and ``source``.
 
   Args:
-    path: the chunk dataset's directory.
-    split: the split.
-    mapped_budget: splits of at most this many bytes are memory-mapped,
-      larger ones read with pread (see the module docstring).
+    mapped_budget: splits of at most this many bytes are memory-mapped, larger ones read
+      with pread.
 
   Example:
     >>> from rlds_lite import synthetic
@@ -388,12 +365,7 @@ class ChunkStorage:
 
   def _rows(self, shard: int, rows: np.ndarray
             ) -> Tuple[np.ndarray, np.ndarray]:
-    """``(array, index)``: ``array[index]`` are records ``rows`` of ``shard``.
-
-    Memory-mapped shards give their whole ``[records, bytes]`` map; other
-    shards read each distinct record with ``os.preadv`` into a new array
-    (nothing of the file stays in the process).
-    """
+    """``(array, index)``: ``array[index]`` are records ``rows`` of ``shard`` (map or preadv)."""
     if self._mapped:
       return self._rows_view(shard), rows
     unique, inverse = np.unique(rows, return_inverse=True)
@@ -515,12 +487,7 @@ class ChunkStorage:
                        f'{self.num_chunks} chunks.')
 
   def read_block(self, chunk_ids: Any) -> np.ndarray:
-    """The records of ``chunk_ids`` (any shape) as ``[..., record_bytes]`` uint8.
-
-    Fixed layouts only. Every record's framing, episode and offset are
-    checked against the episode table.
-
-    """
+    """The records of ``chunk_ids`` (any shape) as ``[..., record_bytes]`` uint8, checked."""
     if not self.layout.fixed:
       raise ValueError('read_block: the layout has image or string fields; '
                        'use read_records.')
@@ -541,15 +508,9 @@ class ChunkStorage:
     return out.reshape(ids.shape + (out.shape[-1],))
 
   def gather_steps(self, chunk_ids: Any, steps: Any) -> Dict[str, np.ndarray]:
-    """Step ``steps[i]`` of chunk ``chunk_ids[i]`` of every fixed leaf (NumPy).
+    """Step ``steps[i]`` of chunk ``chunk_ids[i]`` of every fixed leaf, ``[*S, ...]`` NumPy.
 
-    ``chunk_ids`` and ``steps`` (positions in the chunk, ``< C``) have the
-    same shape ``S``; each leaf comes out ``[*S, ...]``, copied straight from
-    the shard maps (only the bytes of those steps). The records touched are
-    checked as in `read_block`.
-
-    Example:
-      (see ``SampleReader``)
+    Copies only those steps' bytes; the records touched are checked as in `read_block`.
     """
     if not self.layout.fixed:
       raise ValueError('gather_steps: the layout has image or string fields; '
@@ -630,12 +591,7 @@ class ChunkStorage:
 
   def _check_checksums(self, records: Union[np.ndarray, List[bytes]],
                        ids: np.ndarray) -> None:
-    """Checks whole records (framing included) of chunks ``ids``.
-
-    ``records``: ``[n, bytes]`` uint8 (records of one size) or ``bytes``.
-    Each record's length and data are checked against their masked CRC32C
-    (as TF's TFRecord reader does); the ids are then marked verified.
-    """
+    """Checks the masked CRC32C of whole records of chunks ``ids``, then marks them verified."""
     if isinstance(records, np.ndarray):
       header = records[:, :_TFRECORD_HEADER]
       data = records[:, _TFRECORD_HEADER:-_TFRECORD_FOOTER]
@@ -696,11 +652,7 @@ class ChunkStorage:
     return [(leaf,) + self._payloads[leaf.key] for leaf in self.layout.leaves]
 
   def fields(self, block: np.ndarray) -> Dict[str, np.ndarray]:
-    """NumPy step fields ``{path: [..., C, ...]}`` (and header fields) of a block.
-
-    Example:
-      (see the module docstring)
-    """
+    """NumPy step fields ``{path: [..., C, ...]}`` (and header fields) of a block."""
     out = self.header_fields(block)
     lead = block.shape[:-1]
     for leaf, start, size in self.payload_slices():
@@ -729,12 +681,7 @@ class ChunkStorage:
     return os.pread(self._fd(shard), end - start, start)
 
   def read_records(self, chunk_ids: Any) -> List[bytes]:
-    """The serialized records of ``chunk_ids`` (flattened), any layout.
-
-    A record read for the first time is read whole and its checksums
-    checked.
-
-    """
+    """The serialized records of ``chunk_ids`` (flattened, any layout), checked at first read."""
     ids = np.asarray(chunk_ids, np.int64).reshape(-1)
     self._check_ids(ids)
     out: List[bytes] = [b''] * ids.size

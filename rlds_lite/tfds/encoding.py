@@ -536,11 +536,7 @@ def _batch_encodable_images(feature: Any, column: Any, encoding_format: str,
 class EpisodeEncoder:
   """Encodes/serializes episodes of an RLDS ``FeaturesDict``, column-wise.
 
-  Args:
-    features: the dataset features; its ``steps`` must be a
-      ``tfds.features.Dataset``.
-    jpeg_quality: the quality of the JPEG images written (``0``-``100``);
-      None writes TFDS's bytes (quality 95). Readers decode any quality.
+  ``jpeg_quality`` (0-100) of the JPEG images written; None writes TFDS's bytes (95).
 
   Example:
     >>> import numpy as np

@@ -1,10 +1,4 @@
-"""Write RLDS episodes as a TFDS dataset, published atomically.
-
-`EpisodeWriter` writes episodes (columns of ``[T, ...]`` arrays, or RLDS
-episodes) into ``data_dir/name/version``; `write_dataset` writes a whole
-episodes ``tf.data.Dataset``. `FileOptions` says how the files are written,
-`DatasetCard` what describes the dataset. What a reader, a crash or a second
-writer sees is in ``docs/guarantees.md``.
+"""Write RLDS episodes as a TFDS dataset, published atomically (docs/guarantees.md).
 
 Example:
   >>> import tempfile
@@ -60,15 +54,12 @@ class FileOptions:
   """How a writer stores episodes: file format, shard sizes, encodings.
 
   Attributes:
-    file_format: ``'tfrecord'`` (read with ``tf.data``) or ``'array_record'``
-      (random access with ``tfds.data_source``).
-    max_episodes_per_file: episodes per shard file at most.
-    max_bytes_per_file: a new shard file starts after this many bytes.
-    use_images: detect images when features are inferred from specs.
-    image_encoding: the encoding of detected images (``'png'``, ``'jpeg'``).
+    file_format: ``'tfrecord'`` (read with ``tf.data``) or ``'array_record'`` (random access).
+    max_episodes_per_file, max_bytes_per_file: when a new shard file starts.
+    use_images, image_encoding: detect images when features are inferred from specs, and
+      encode them so (``'png'``, ``'jpeg'``).
     jpeg_quality: the quality (0-100) of JPEG images written; None: 95.
-    tensor_encoding: the encoding of tensors inferred from specs
-      (``'none'``, ``'bytes'``, ``'zlib'``).
+    tensor_encoding: of tensors inferred from specs (``'none'``, ``'bytes'``, ``'zlib'``).
 
   Example:
     >>> FileOptions(file_format='array_record', image_encoding='jpeg')
@@ -100,14 +91,9 @@ class FileOptions:
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class DatasetCard:
-  """What describes a dataset: TFDS's description, homepage, citation, metadata.
+  """What describes a dataset: ``description``, ``homepage``, ``citation`` and ``metadata``.
 
-  Attributes:
-    description: the dataset description.
-    homepage: the dataset homepage.
-    citation: the dataset citation (BibTeX).
-    metadata: JSON-ready metadata, written to ``metadata.json``
-      (``tfds.builder_from_directory(path).info.metadata``) of a new dataset.
+  ``metadata`` (JSON-ready) is written to ``metadata.json`` of a new dataset.
 
   Example:
     >>> DatasetCard(description='Catch, expert', metadata={'robot': 'none'})
@@ -130,10 +116,7 @@ def options_and_card(op: str, options: Optional[FileOptions],
                      card: Optional[DatasetCard], legacy: Mapping[str, Any],
                      allowed: Sequence[str] = _FILE_FIELDS + _CARD_FIELDS
                      ) -> Tuple[FileOptions, DatasetCard]:
-  """The `FileOptions` and `DatasetCard` of a call, old flat keywords folded in.
-
-  The keywords of before (``max_episodes_per_file=``, ``description=``, ...)
-  still work, warning once each (``DeprecationWarning``).
+  """The `FileOptions` and `DatasetCard` of a call, old flat keywords folded in (warning once).
 
   Example:
     >>> import warnings
@@ -174,14 +157,6 @@ def check_name(name: str) -> None:
 def dataset_path(data_dir: PathLike, name: str, version: str) -> str:
   """``data_dir/name/version``: where TFDS looks for a prepared dataset.
 
-  Args:
-    data_dir: the TFDS data directory.
-    name: the dataset name.
-    version: the dataset version.
-
-  Returns:
-    The dataset directory.
-
   Example:
     >>> dataset_path('/data', 'toy', '1.0.0')
     '/data/toy/1.0.0'
@@ -199,11 +174,7 @@ def _existing_info(path: str) -> Optional[tfds.core.DatasetInfo]:
 
 
 def info_files(info: tfds.core.DatasetInfo) -> Dict[str, bytes]:
-  """``{file name: contents}`` of a dataset's metadata, features inside.
-
-  ``dataset_info.json`` holds the features (its ``features`` field), so a
-  reader needs no other file (``tfds.builder_from_directory`` takes them
-  from there); ``features.json`` is written too, for tools that read it.
+  """``{file name: contents}`` of a dataset's metadata (features inside ``dataset_info.json``).
 
   Example:
     >>> from rlds_lite.tfds.features import rlds_features
@@ -228,14 +199,7 @@ def info_files(info: tfds.core.DatasetInfo) -> Dict[str, bytes]:
 
 def _from_upstream_form(config: DatasetConfig, positional: Sequence[Any],
                         version: Optional[str], upstream: Dict[str, Any]):
-  """Arguments of ``EpisodeWriter`` from upstream's signature.
-
-  Upstream: ``EpisodeWriter(data_directory, ds_config,
-  max_episodes_per_file=1000, split_name='train', version='0.0.1',
-  overwrite=True)``; its 3rd-5th positional arguments arrive in
-  ``features_or_spec``, ``splits`` and ``options``, its keywords in
-  ``upstream``.
-  """
+  """Arguments of ``EpisodeWriter`` from upstream's signature."""
   third, fourth, fifth = positional
   max_episodes_per_file = upstream.get('max_episodes_per_file', 1000)
   split_name = upstream.get('split_name')
@@ -251,10 +215,7 @@ def _from_upstream_form(config: DatasetConfig, positional: Sequence[Any],
 
 
 def _check_not_foreign(path: str) -> None:
-  """Raises if ``path`` holds something that is not a TFDS dataset.
-
-  An empty directory (or none) is fine: it becomes the dataset.
-  """
+  """Raises if ``path`` holds something that is not a TFDS dataset (empty or none is fine)."""
   if not tf.io.gfile.exists(path):
     return
   if tf.io.gfile.exists(os.path.join(path, _INFO_FILE)):
@@ -271,33 +232,19 @@ def _features_json(features: tfds.features.FeatureConnector) -> Any:
 
 
 class EpisodeWriter:
-  """Writes RLDS episodes into a TFDS dataset directory.
+  """Writes RLDS episodes into ``data_dir/name/version``, holding the dataset's lock.
 
-  Use it as a context manager (``close()`` publishes on success, ``abort()``
-  discards on an exception), or call ``close()`` / ``abort()`` yourself. It
-  holds the dataset's lock until then: other writers of it wait.
-
-  Upstream's form ``EpisodeWriter(data_directory, ds_config,
-  max_episodes_per_file=1000, split_name='train', version='0.0.1',
-  overwrite=True)`` works too: the dataset is then ``data_directory``
-  itself, and ``overwrite=False`` appends.
+  A context manager: ``close()`` publishes on success, ``abort()`` discards on an exception.
+  Upstream's form ``EpisodeWriter(data_directory, ds_config, ...)`` works too.
 
   Args:
-    data_dir: the TFDS data directory; the dataset goes to
-      ``data_dir/name/version`` (directories are created).
-    name: the dataset name (snake_case).
-    features_or_spec: the features: a ``FeaturesDict``, a ``DatasetConfig``,
-      a dict of features/specs, or an example episode (see
-      `rlds_lite.tfds.features.episode_features`); None when appending.
+    features_or_spec: a ``FeaturesDict``, a ``DatasetConfig``, a dict of features/specs, or
+      an example episode (`rlds_lite.tfds.features.episode_features`); None when appending.
     splits: the names of the splits episodes may be added to.
-    options: a `FileOptions` (file format, shard sizes, image encoding).
-    version: the dataset version (default ``'1.0.0'``).
-    if_exists: ``'error'`` (default), ``'append'`` (same features) or
-      ``'overwrite'`` (replaced at ``close()``).
-    lock_timeout: seconds to wait for another writer of the dataset (None:
-      as long as it takes; 0: fail at once).
-    card: a `DatasetCard` (description, homepage, citation, metadata); its
-      metadata is written with a new dataset only.
+    options: a `FileOptions`.
+    if_exists: ``'error'`` (default), ``'append'`` (same features) or ``'overwrite'``.
+    lock_timeout: seconds to wait for another writer (None: as long as it takes; 0: none).
+    card: a `DatasetCard` (its metadata is written with a new dataset only).
 
   Example:
     >>> import tempfile
@@ -528,16 +475,10 @@ class EpisodeWriter:
 
   def add_episode(self, episode: Mapping[str, Any],
                   split: Optional[str] = None) -> None:
-    """Adds one episode to a split.
+    """Adds one episode ``{'steps': steps, **metadata}`` to ``split`` (omissible with one split).
 
-    A ValueError names the episode (its index in this session) and field
-    when it does not fit the features; nothing of it is written then.
-
-    Args:
-      episode: ``{'steps': steps, **metadata}`` where ``steps`` is a dict of
-        ``[T, ...]`` columns (fastest), a ``tf.data.Dataset`` of steps or a
-        list of step dicts (``is_first``/``is_last`` derived when missing).
-      split: the split (may be omitted when the writer has one split).
+    ``steps`` is a dict of ``[T, ...]`` columns (fastest), a ``tf.data.Dataset`` or a list of
+    step dicts.
 
     Example:
       >>> import tempfile
@@ -567,16 +508,9 @@ class EpisodeWriter:
 
   def add_serialized_episode(self, record: bytes,
                              split: Optional[str] = None) -> None:
-    """Adds one episode already serialized for these features.
+    """Adds one serialized ``tf.train.Example`` episode of the same features, unchecked.
 
-    For copying episodes between datasets with the same features (filter,
-    merge, split) without decoding and re-encoding them: the bytes are
-    written as they are, and are not checked against the features.
-
-    Args:
-      record: a serialized ``tf.train.Example`` of an episode, as read from
-        a dataset with the same features.
-      split: the split (may be omitted when the writer has one split).
+    For copying episodes between datasets (filter, merge, split) without re-encoding them.
     """
     if self._state != 'open':
       raise ValueError(f'EpisodeWriter: add_serialized_episode() after '
@@ -586,10 +520,7 @@ class EpisodeWriter:
 
   def add_episodes(self, episodes: Iterable[Mapping[str, Any]],
                    split: Optional[str] = None) -> None:
-    """Adds every episode of ``episodes`` (see `add_episode`).
-
-    Errors name the episode by its index in ``episodes``.
-    """
+    """Adds every episode of ``episodes`` (see `add_episode`); errors name its index."""
     for index, episode in enumerate(episodes):
       self._add(episode, split, f'episode {index}')
 
@@ -640,12 +571,7 @@ class EpisodeWriter:
     return list(infos.values())
 
   def close(self) -> str:
-    """Finishes the shards and publishes the dataset atomically; its path.
-
-    The steps are `rlds_lite.tfds.publish.PUBLISH_STEPS`; the lock is
-    released at the end, whatever happens (``docs/guarantees.md``). A new
-    dataset without episodes is a ValueError.
-    """
+    """Finishes the shards and publishes the dataset atomically, then unlocks; its path."""
     if self._state == 'closed':
       return self._path
     if self._state != 'open':
@@ -735,10 +661,7 @@ class EpisodeWriter:
     publish.step('cleaned')
 
   def abort(self) -> None:
-    """Discards everything written in this session (the dataset is untouched).
-
-    Releases the dataset's lock.
-    """
+    """Discards everything written in this session (the dataset is untouched); unlocks."""
     if self._state in ('closed', 'aborted'):
       return
     try:
@@ -798,26 +721,11 @@ def write_dataset(episodes: tf.data.Dataset,
                   options: Optional[FileOptions] = None,
                   card: Optional[DatasetCard] = None,
                   **legacy: Any) -> str:
-  """Writes an episodes ``tf.data.Dataset`` as a TFDS dataset (transform, save).
-
-  Episodes may have nested ``steps`` (a ``tf.data.Dataset`` each) or dense
-  ones (dicts of ``[T, ...]`` tensors); they are written column-wise.
+  """Writes an episodes ``tf.data.Dataset`` (nested or dense steps) as a TFDS dataset; its dir.
 
   Args:
-    episodes: the episodes.
-    data_dir: the TFDS data directory.
-    name: the dataset name.
-    features: the features (see `EpisodeWriter`); None: inferred from
-      ``episodes.element_spec`` (images detected, float64 exact).
-    split: the split to write.
-    version: the dataset version.
-    if_exists: ``'error'``, ``'append'`` or ``'overwrite'`` (see `EpisodeWriter`).
-    lock_timeout: seconds to wait for another writer of the dataset.
-    options: a `FileOptions`.
-    card: a `DatasetCard`.
-
-  Returns:
-    The dataset directory.
+    features: see `EpisodeWriter`; None: inferred from ``episodes.element_spec``.
+    if_exists, lock_timeout, options, card: see `EpisodeWriter`.
 
   Example:
     >>> import tempfile

@@ -133,11 +133,7 @@ def _slash_key(feature: Any, path: str) -> Optional[str]:
 
 def slash_key_problem(features: tfds.features.FeaturesDict
                       ) -> Optional[str]:
-  """What is wrong with a feature key holding a ``/``, or None.
-
-  rlds_lite names fields by ``/`` paths (``'observation/image'``: in
-  ``step_fields``, statistics, chunk layouts, the viewer), so a key
-  ``'a/b'`` would be read as ``{'a': {'b': ...}}``.
+  """What is wrong with a feature key holding a ``/`` (read as nesting), or None.
 
   Example:
     >>> slash_key_problem(tfds.features.FeaturesDict({'steps':
@@ -150,11 +146,7 @@ def slash_key_problem(features: tfds.features.FeaturesDict
 
 def unreadable_step_field(features: tfds.features.FeaturesDict
                           ) -> Optional[Tuple[str, Any]]:
-  """``(path, shape)`` of a step field TFDS cannot read back, or None.
-
-  TFDS parses a zero-size step field stored as plain values (a ``0`` in its
-  shape, not byte-encoded) with a division by zero: the process dies
-  (SIGFPE). Byte-encoded (``encoding='bytes'``), the same field reads back.
+  """``(path, shape)`` of a zero-size plain step field TFDS cannot read back (SIGFPE), or None.
 
   Example:
     >>> unreadable_step_field(tfds.features.FeaturesDict({'steps':
@@ -256,16 +248,13 @@ def _metadata_feature(value: Any, path: str, options: Dict[str, Any]) -> Any:
 def is_example_episode(value: Any) -> bool:
   """Whether ``value`` is an episode (data), not a description of features.
 
-    An episode's ``steps`` are a list of step dicts, or columns with a ``[T]``
-    flag column (``is_first``, ``is_last``, ``is_terminal``).
-
-    Example:
-      >>> is_example_episode({'steps': {'reward': np.zeros(3),
-      ...                               'is_last': [False, False, True]}})
-      True
-      >>> is_example_episode({'steps': {'reward': np.float32,
-      ...                               'is_last': np.bool_}})
-      False
+  Example:
+    >>> is_example_episode({'steps': {'reward': np.zeros(3),
+    ...                               'is_last': [False, False, True]}})
+    True
+    >>> is_example_episode({'steps': {'reward': np.float32,
+    ...                               'is_last': np.bool_}})
+    False
   """
   if not isinstance(value, Mapping) or rlds_types.STEPS not in value:
     return False
@@ -288,27 +277,19 @@ def features_from_episode(episode: Mapping[str, Any],
                           image_encoding: str = 'png',
                           tensor_encoding: str = 'none'
                           ) -> tfds.features.FeaturesDict:
-  """The RLDS features of a dataset whose episodes look like ``episode``.
+  """The RLDS features of episodes like ``episode`` (dtypes exact, images and strings detected).
 
-    Dtypes and per-step shapes as they are (float64 exact), images and
-    strings detected, flags boolean; episode metadata likewise
-    (``docs/recording.md``).
+  Steps as columns, step dicts or a dataset (``T >= 1``); the rules: docs/recording.md.
 
-    Args:
-      episode: ``{'steps': steps, **metadata}``; steps as columns, a list of
-        step dicts or a dataset, ``T >= 1``.
-      use_images: detect images; image_encoding: their encoding.
-      tensor_encoding: the encoding of non-scalar tensors.
-
-    Example:
-      >>> episode = {'steps': {'observation': np.zeros((3, 2), np.float32),
-      ...                      'language_instruction': ['pick', 'pick', 'pick'],
-      ...                      'is_terminal': [False, False, True]},
-      ...            'episode_id': 7}
-      >>> features = features_from_episode(episode)
-      >>> step = features['steps'].feature
-      >>> step['observation'], step['language_instruction']
-      (Tensor(shape=(2,), dtype=float32), Text(shape=(), dtype=string))
+  Example:
+    >>> episode = {'steps': {'observation': np.zeros((3, 2), np.float32),
+    ...                      'language_instruction': ['pick', 'pick', 'pick'],
+    ...                      'is_terminal': [False, False, True]},
+    ...            'episode_id': 7}
+    >>> features = features_from_episode(episode)
+    >>> step = features['steps'].feature
+    >>> step['observation'], step['language_instruction']
+    (Tensor(shape=(2,), dtype=float32), Text(shape=(), dtype=string))
   """
   if not isinstance(episode, Mapping) or rlds_types.STEPS not in episode:
     raise ValueError(f'features_from_episode: an episode is a dict with a '
@@ -334,23 +315,17 @@ def episode_features(features_or_spec: Any,
                      ) -> tfds.features.FeaturesDict:
   """The RLDS ``FeaturesDict`` described by features, a config, specs or an example episode.
 
-    Args:
-      features_or_spec: a ``FeaturesDict`` with ``steps`` (kept), a
-        ``DatasetConfig``, an example episode (`features_from_episode`), or
-        ``{'steps': step_description, **episode_metadata}`` of features,
-        dtypes or specs (inferred with `extract_feature_from_data`; flags
-        added).
-      use_images, image_encoding: image detection when inferring.
-      tensor_encoding: inferred non-scalar tensors' encoding (default
-        ``'none'``; float64 always exact).
+  ``features_or_spec`` is a ``FeaturesDict`` (kept), a ``DatasetConfig``, an example episode
+  (`features_from_episode`) or ``{'steps': ..., **episode_metadata}`` of features, dtypes or
+  specs; the other arguments apply when inferring.
 
-    Example:
-      >>> spec = {'steps': {'observation': tf.TensorSpec([2], tf.float64),
-      ...                   'is_first': tf.TensorSpec([], tf.bool),
-      ...                   'is_last': tf.TensorSpec([], tf.bool)}}
-      >>> observation = episode_features(spec)['steps'].feature['observation']
-      >>> observation.shape, observation.to_json_content().encoding
-      ((2,), 'bytes')
+  Example:
+    >>> spec = {'steps': {'observation': tf.TensorSpec([2], tf.float64),
+    ...                   'is_first': tf.TensorSpec([], tf.bool),
+    ...                   'is_last': tf.TensorSpec([], tf.bool)}}
+    >>> observation = episode_features(spec)['steps'].feature['observation']
+    >>> observation.shape, observation.to_json_content().encoding
+    ((2,), 'bytes')
   """
   if isinstance(features_or_spec, tfds.features.FeaturesDict):
     _check_steps_feature(features_or_spec)
@@ -403,18 +378,15 @@ def features_from_env_specs(observation_spec: Any,
                             image_encoding: str = 'png',
                             tensor_encoding: str = 'none'
                             ) -> tfds.features.FeaturesDict:
-  """RLDS features from dm_env specs (``env.observation_spec()``, ...).
+  """RLDS features from dm_env specs (reward and discount: float64 scalars by default).
 
-    Reward and discount default to dm_env's float64 scalars (stored exactly);
-    ``step_metadata`` / ``episode_metadata`` add fields.
-
-    Example:
-      >>> from dm_env import specs
-      >>> features = features_from_env_specs(specs.Array((2,), np.float32),
-      ...                                    specs.DiscreteArray(3))
-      >>> step = features['steps'].feature
-      >>> step['action'].dtype, step['reward'].dtype
-      (tf.int32, tf.float64)
+  Example:
+    >>> from dm_env import specs
+    >>> features = features_from_env_specs(specs.Array((2,), np.float32),
+    ...                                    specs.DiscreteArray(3))
+    >>> step = features['steps'].feature
+    >>> step['action'].dtype, step['reward'].dtype
+    (tf.int32, tf.float64)
   """
   default = tf.TensorSpec([], tf.float64)
   steps = {

@@ -1,9 +1,4 @@
-"""See your data: a local web viewer of RLDS datasets (``rlds-lite view``).
-
-Needs the ``view`` extra (Flask, PyAV, plotly). `serve` serves a dataset on
-127.0.0.1 until Ctrl-C, `start` in a background thread (notebooks, tests);
-`create_app` is the Flask app of a `DatasetView`. docs/view.md lists the
-modules' parts: pages, table (`table_query.Query`), episodes, videos.
+"""See your data: a local web viewer of RLDS datasets (``rlds-lite view``; docs/view.md).
 
 Example:
   >>> from rlds_lite import synthetic

@@ -1,10 +1,4 @@
-"""The viewer's web app (Flask): two pages, their JSON, the videos.
-
-`create_app` serves ``/`` (the dataset and its episode table) and
-``/episode/<split>/<index>`` (cameras as videos, plots, flags, instructions),
-their JSON under ``/api/`` and the MP4s under ``/video/``; every error is
-JSON ``{"error": ...}``. The routes, their parameters and status codes:
-docs/view.md.
+"""The viewer's web app (Flask): two pages, their JSON and the videos (routes: docs/view.md).
 
 Example:
   >>> from rlds_lite import synthetic
@@ -58,13 +52,7 @@ _MAX_INT = 2**63 - 1  # Query numbers compare with int64 columns.
 
 
 def _error_json(error: BaseException):
-  """Any error as ``{"error": ...}`` and its status (the app's one handler).
-
-  An HTTP error keeps its status; unknown split, episode or camera
-  (KeyError, IndexError) is 404; a bad query (ValueError) 400; damaged data
-  (``CorruptDatasetError``, naming file, episode, field and step) and
-  anything else 500.
-  """
+  """Any error as ``{"error": ...}`` and its status (404, 400 or 500: docs/view.md)."""
   if isinstance(error, exceptions.HTTPException):
     status, text = error.code or 500, error.description
   elif isinstance(error, dataset_files.CorruptDatasetError):

@@ -1,7 +1,4 @@
-"""What the viewer's dataset page says about a dataset: features and splits.
-
-Everything here comes from the dataset's ``dataset_info.json`` (the TFDS
-builder's ``info``): no episode is read.
+"""What the viewer's dataset page says about a dataset, from ``dataset_info.json`` alone.
 
 Example:
   >>> import rlds_lite
@@ -55,11 +52,7 @@ def _splits(builder: tfds.core.DatasetBuilder) -> List[Dict[str, Any]]:
 
 def dataset_info(builder: tfds.core.DatasetBuilder,
                  label: str) -> Dict[str, Any]:
-  """Name, version, description, splits, features and cameras, JSON-ready.
-
-  Features are listed leaf by leaf (``level`` is ``'episode'`` for episode
-  metadata, ``'step'`` for step fields), sorted by path.
-  """
+  """Name, version, description, splits, features (leaf by leaf, sorted) and cameras, JSON-ready."""
   info = builder.info
   leaves = _leaves(info.features, '', 'episode')
   return {

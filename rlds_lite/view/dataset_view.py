@@ -1,10 +1,4 @@
-"""What the viewer shows of one dataset, read on demand and cached.
-
-`DatasetView` opens a dataset without reading any episode and answers the
-pages' questions (features and splits, a split's statistics and episode
-table, one episode, one camera's video), one episode at a time, safe from
-several threads. ``last_step`` says whether the statistics, the table's
-``return`` and the episode page count the last step's values (docs/view.md).
+"""What the viewer shows of one dataset, read on demand and cached (thread-safe).
 
 Example:
   >>> from rlds_lite import synthetic
@@ -43,22 +37,16 @@ DEFAULT_FPS = 10.0
 
 
 class DatasetView:
-  """A dataset as the viewer sees it.
+  """A dataset as the viewer sees it: info, statistics, table, episodes and videos.
 
   Args:
     name_or_dir: a prepared dataset directory or a registered TFDS name.
-    data_dir: where TFDS looks for prepared datasets (names only).
     split: the split shown first (default ``'train'`` or the first split).
     fps: the frame rate of the camera videos (steps per second).
-    last_step: ``'invalid'`` (default, RLDS) or ``'valid'``: whether
-      statistics, returns and plots count the last step's action, reward
-      and discount.
+    last_step: ``'invalid'`` (default, RLDS) or ``'valid'``: whether statistics, returns and
+      plots count the last step's action, reward and discount.
     cache: read/write statistics and episode catalogs next to the dataset.
-    episodes_kept, videos_kept: how many decoded episodes and encoded
-      videos to keep in memory.
-
-  A dataset it cannot open is an error here; damage only a read finds is
-  named by the pages that read it (docs/guarantees.md).
+    episodes_kept, videos_kept: how many decoded episodes and videos to keep in memory.
   """
 
   def __init__(self, name_or_dir: Any, *, data_dir: Optional[str] = None,
@@ -174,13 +162,7 @@ class DatasetView:
 
 
 def _ending(steps: Dict[str, Any], last_step: str) -> Dict[str, Any]:
-  """The episode's return and ending, as its catalog row has them.
-
-  The return sums the rewards of every step but the last (``'invalid'``) or
-  of every step (``'valid'``), over the reward's elements; ``terminated`` /
-  ``truncated`` are None without ``is_terminal`` and False for an episode
-  without steps.
-  """
+  """The episode's return and ending (``terminated``/``truncated``), as its catalog row has them."""
   reward = steps.get(rlds_types.REWARD)
   is_terminal = steps.get(rlds_types.IS_TERMINAL)
   result = {'return': None, 'last_reward': None, 'terminated': None,

@@ -1,10 +1,5 @@
 """One episode as the JSON the viewer's episode page draws.
 
-`episode_payload` turns a dense NumPy episode (as ``EpisodeReader.read``
-gives) into plain JSON: plot panels, the steps where the ``is_*`` flags hold,
-instructions, cameras and metadata; last-step values RLDS calls invalid are
-null unless ``last_step='valid'``.
-
 Example:
   >>> import numpy as np, tensorflow as tf
   >>> steps = {'action': np.array([[0.5, 1.0], [0.0, 0.0]], np.float32),
@@ -78,11 +73,7 @@ def _instructions(steps: Dict[str, Any], step_spec: Any,
 
 
 def _flags(flat: Dict[str, Any], length: int) -> Dict[str, List[int]]:
-  """The steps where each ``is_*`` flag holds.
-
-  A dataset without ``is_first`` / ``is_last`` gets them by position, one
-  without ``is_terminal`` none.
-  """
+  """The steps where each ``is_*`` flag holds (``is_first``/``is_last`` by position if absent)."""
   index = np.arange(length)
   by_position = {rlds_types.IS_FIRST: index == 0,
                  rlds_types.IS_LAST: index == length - 1}
@@ -113,21 +104,12 @@ def _panels(flat: Dict[str, Any], step_spec: Any, is_last: np.ndarray,
 
 def episode_payload(episode: Dict[str, Any], step_spec: Any,
                     last_step: str = 'invalid') -> Dict[str, Any]:
-  """The JSON of a dense episode for the episode page.
+  """The JSON of a dense NumPy episode for the episode page: panels, flags, cameras, metadata.
 
   Args:
-    episode: ``{'steps': {...}, **metadata}`` with ``[T, ...]`` NumPy steps.
-    step_spec: the per-step spec of the dataset's step fields (what
-      ``FeaturesDict.get_tensor_spec()`` gives), which says which fields are
-      cameras, language or plots.
-    last_step: ``'invalid'`` (RLDS: the last step's action, reward and
-      discount are not drawn) or ``'valid'`` (they are).
-
-  Returns:
-    ``{'length', 'flags', 'panels', 'not_plotted', 'invalid_on_last',
-    'instructions', 'cameras', 'metadata'}``; a panel is ``{'name',
-    'series': [{'name', 'path', 'values'}]}``, a camera ``{'key', 'height',
-    'width'}``.
+    step_spec: the per-step spec of the step fields (says which are cameras, language, plots).
+    last_step: ``'invalid'`` (RLDS: the last step's action, reward and discount are null) or
+      ``'valid'``.
   """
   steps = episode[rlds_types.STEPS]
   flat = dict(nest_paths.flatten_with_paths(steps))

@@ -1,8 +1,4 @@
-"""Read one episode of a TFDS RLDS dataset on demand, as NumPy arrays.
-
-`EpisodeReader.read(split, index)` reads the ``index``-th episode of a split
-in file order (`read_order`) through TFDS slicing, so only its shard is
-opened; its values equal ``rlds_lite.load(..., dense=True)``'s.
+"""Read one episode of a TFDS RLDS dataset on demand, as NumPy arrays (only its shard opened).
 
 Example:
   >>> import rlds_lite
@@ -26,21 +22,12 @@ from rlds_lite import rlds_types
 
 
 def read_order() -> tfds.ReadConfig:
-  """A ``ReadConfig`` reading a split's files one after the other, in order.
-
-  With it a full pass yields episodes in the order TFDS slicing counts them,
-  so the ``i``-th episode of the pass is ``split[i:i+1]``. No autocache: a
-  pass over a large dataset must not keep it in memory.
-  """
+  """A ``ReadConfig`` reading a split's files in order (episode ``i``: ``split[i:i+1]``)."""
   return tfds.ReadConfig(interleave_cycle_length=1, try_autocache=False)
 
 
 class EpisodeReader:
-  """Reads single episodes of a TFDS RLDS dataset (dense NumPy steps).
-
-  Args:
-    builder: the dataset's TFDS builder (``loading.rlds_builder``).
-  """
+  """Reads single episodes (dense NumPy steps) of a dataset's TFDS ``builder``."""
 
   def __init__(self, builder: tfds.core.DatasetBuilder):
     self._builder = builder
@@ -62,17 +49,9 @@ class EpisodeReader:
       return self._decode
 
   def read(self, split: str, index: int) -> Dict[str, Any]:
-    """Episode ``index`` of ``split``: ``{'steps': {...}, **metadata}``.
+    """Episode ``index`` of ``split``: ``{'steps': {...}, **metadata}`` of NumPy values.
 
-    Steps are ``[T, ...]`` NumPy arrays (strings as ``bytes``), metadata
-    NumPy scalars or arrays.
-
-    Raises:
-      KeyError: for an unknown split.
-      IndexError: for an index outside ``[0, num_episodes)``.
-      rlds_lite.dataset_files.CorruptDatasetError: for a record that does
-        not read or a frame that does not decode (file, episode, field and
-        step named: ``loading.named_read_errors``).
+    Damage is a ``CorruptDatasetError`` naming file, episode, field and step.
     """
     if split not in self._builder.info.splits:
       raise KeyError(f'no split {split!r} (splits: '

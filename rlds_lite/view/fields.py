@@ -1,10 +1,4 @@
-"""Which step fields the viewer shows how: cameras, language, plots.
-
-From a step spec: uint8 ``[H, W, C]`` fields are cameras (videos), string
-fields named like an instruction are language, numeric fields of at most
-`MAX_PLOTTED_ELEMENTS` elements are plotted in panels (``action``,
-``state``, ``reward``, ``discount``, ``other``); the ``is_*`` flags are
-marks on the time axis.
+"""Which step fields the viewer shows how: cameras, language, plots (docs/view.md).
 
 Example:
   >>> import tensorflow as tf
@@ -78,11 +72,7 @@ def panel_of(path: str) -> str:
 
 
 def plotted_fields(step_spec: Any) -> Tuple[Dict[str, List[str]], Dict[str, str]]:
-  """``({panel: [paths]}, {path: why not plotted})`` of the step fields.
-
-  Panels come in `PANELS` order, only those with fields. Strings, cameras
-  and flags are neither plotted nor listed as left out.
-  """
+  """``({panel: [paths]}, {path: why not plotted})`` of the step fields, in `PANELS` order."""
   panels: Dict[str, List[str]] = {}
   left_out = {}
   cameras = camera_fields(step_spec)

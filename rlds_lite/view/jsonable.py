@@ -1,7 +1,4 @@
-"""JSON-ready values from NumPy: what the viewer sends to the browser.
-
-Browsers' ``JSON.parse`` rejects ``NaN`` and ``Infinity``: they become
-``null``. Bytes become text (UTF-8, bad bytes replaced).
+"""JSON-ready values from NumPy for the browser: NaN and infinities null, bytes text.
 
 Example:
   >>> json_values(np.array([1.5, np.nan, np.inf]))

@@ -1,7 +1,4 @@
-"""A thread-safe LRU cache that computes each key once.
-
-Concurrent callers of one key wait for its one computation; a failure is not
-cached (the next caller tries again).
+"""A thread-safe LRU cache that computes each key once (a failure is not cached).
 
 Example:
   >>> calls = []
@@ -30,11 +27,7 @@ class _Entry:
 
 
 class Memo:
-  """Values by key, computed once each; the least recently used evicted.
-
-  Args:
-    capacity: how many values to keep (None: all).
-  """
+  """Values by key, computed once each; past ``capacity`` (None: all) the least recent go."""
 
   def __init__(self, capacity: Optional[int] = None):
     self._capacity = capacity

@@ -1,9 +1,5 @@
 """Serve the viewer on 127.0.0.1 (Werkzeug's threaded WSGI server).
 
-`start` binds the port (``0`` picks a free one) and returns a `Server`
-answering on its own threads; `serve` prints the URL and serves until
-Ctrl-C, warming the default split's table and statistics in the background.
-
 Example:
   >>> import urllib.request
   >>> from rlds_lite import synthetic
@@ -110,16 +106,9 @@ def quiet_requests(quiet: bool = True) -> None:
 
 
 def start(name_or_dir: Any, port: int = 0, **view_options: Any) -> Server:
-  """A `Server` of the dataset, serving in a background thread.
+  """A `Server` of the dataset on ``port`` (0: a free one), serving in a background thread.
 
-  Args:
-    name_or_dir: a prepared dataset directory or a registered TFDS name.
-    port: the port on 127.0.0.1 (0: a free one).
-    **view_options: `DatasetView`'s options (``split``, ``fps``, ...).
-
-  Raises:
-    FileNotFoundError, ValueError: for a dataset the viewer cannot open.
-    OSError: if the port is taken.
+  ``**view_options`` are `DatasetView`'s (``split``, ``fps``, ...).
   """
   quiet_requests()
   return Server(dataset_view.DatasetView(name_or_dir, **view_options),

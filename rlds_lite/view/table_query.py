@@ -1,9 +1,5 @@
 """Filter, sort and page a split's episode catalog (what the viewer's table shows).
 
-`query(table, Query(...))` keeps the catalog's rows matching every filter of
-the `Query`, sorts them and returns one page of JSON-ready rows (the columns
-a row shows: docs/view.md).
-
 Example:
   >>> import numpy as np
   >>> from rlds_lite.catalog import Catalog
@@ -112,14 +108,7 @@ def _cell(value: Any) -> Any:
 
 
 class TableView:
-  """A catalog's columns as the table shows them, derived once.
-
-  Holding one per split (as `DatasetView` does) saves re-deriving the
-  instructions on every query; `query` takes a `Catalog` too.
-
-  Args:
-    catalog: a split's episode catalog.
-  """
+  """A catalog's columns as the table shows them, derived once (one per split)."""
 
   def __init__(self, catalog: table_lib.Catalog):
     n = len(catalog)
@@ -177,10 +166,7 @@ class TableView:
 
 
 def _order(values: np.ndarray, rows: np.ndarray, descending: bool) -> np.ndarray:
-  """``rows`` sorted by ``values[rows]``, ties by row, missing values last.
-
-  Text sorts case-insensitively; a column mixing types sorts as text.
-  """
+  """``rows`` sorted by ``values[rows]``, ties by row, missing last, text case-insensitively."""
   picked = values[rows]
   missing = np.asarray([v is None for v in picked], bool)
   present = picked[~missing]
@@ -199,20 +185,15 @@ def _order(values: np.ndarray, rows: np.ndarray, descending: bool) -> np.ndarray
 
 @dataclasses.dataclass(frozen=True)
 class Query:
-  """One table request: the filters, the sort and the page.
+  """One table request: the filters, the sort and the page (the columns: docs/view.md).
 
   Attributes:
-    sort: ``'index'``, ``'length'``, ``'return'``, ``'last_reward'``,
-      ``'status'``, ``'instruction'`` or a metadata column (ties by index;
-      missing values last).
-    descending: sort in descending order.
-    min_length, max_length: keep lengths in this range (inclusive).
-    min_return, max_return: keep returns in this range (inclusive).
+    sort: ``'index'``, ``'length'``, ``'return'``, ``'last_reward'``, ``'status'``,
+      ``'instruction'`` or a metadata column (ties by index; missing values last).
+    min_length, max_length, min_return, max_return: inclusive ranges kept.
     status: ``'terminated'`` or ``'truncated'`` (None: both).
-    instruction: keep episodes with an instruction containing this text
-      (case-insensitive).
-    where: keep episodes matching this EXPR over the catalog's columns
-      (``'length > 20 and success'``; docs/episodes.md).
+    instruction: text an instruction contains (case-insensitive).
+    where: an EXPR over the catalog's columns (docs/episodes.md).
     offset, limit: the page (``limit`` at most `MAX_LIMIT`).
 
   Example:
@@ -282,19 +263,10 @@ def _matching(view: TableView, request: Query) -> np.ndarray:
 
 def query(table: Union[table_lib.Catalog, TableView],
           request: Optional[Query] = None, **legacy: Any) -> Dict[str, Any]:
-  """One page of the catalog's rows matching the request's filters, sorted.
+  """One page of the catalog's (or `TableView`'s) rows matching ``request``, sorted.
 
-  Args:
-    table: a split's episode catalog (`rlds_lite.catalog.episodes`), or
-      its `TableView`.
-    request: the `Query` (default: the first 100 rows by index).
-    **legacy: the keywords of before `Query` (``sort=``, ``status=``, ...),
-      still taken, warning once.
-
-  Returns:
-    ``{'total', 'matched', 'offset', 'limit', 'columns', 'last_step',
-    'left_out_last_rewards', 'rows'}``: ``left_out_last_rewards`` counts
-    the episodes whose non-zero last reward ``return`` leaves out.
+  ``**legacy`` takes the keywords of before `Query` (warns once). Returns ``{'total',
+  'matched', 'offset', 'limit', 'columns', 'last_step', 'left_out_last_rewards', 'rows'}``.
 
   Example:
     >>> from rlds_lite.catalog import Catalog

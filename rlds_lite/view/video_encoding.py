@@ -1,8 +1,4 @@
-"""Encode an episode's camera frames as an MP4 (H.264) browsers play.
-
-PyAV (the ``view`` extra) encodes in-process (no ffmpeg binary, no temporary
-file); step ``i`` is frame ``i``, a keyframe every second, small frames
-enlarged by a whole factor (docs/view.md).
+"""Encode an episode's camera frames as an MP4 (H.264, in-process with PyAV) browsers play.
 
 Example:
   >>> import numpy as np
@@ -50,21 +46,9 @@ def _prepare(frames: np.ndarray) -> np.ndarray:
 
 
 def encode_mp4(frames: np.ndarray, fps: float = 10, crf: int = 18) -> bytes:
-  """The MP4 (H.264, yuv420p, fast start) of ``[T, H, W, 3]`` uint8 frames.
+  """The MP4 bytes (H.264, yuv420p, fast start) of ``[T, H, W, 3]`` uint8 frames.
 
-  Args:
-    frames: RGB frames (``rlds_lite.video.to_rgb_frames`` makes them from
-      grayscale or RGBA).
-    fps: frames (steps) per second.
-    crf: x264 quality (lower is better; 18 is visually lossless).
-
-  Returns:
-    The file's bytes.
-
-  Raises:
-    ValueError: for frames that are not ``[T, H, W, 3]`` uint8 with T >= 1,
-      or a non-positive fps.
-    ImportError: without PyAV (``pip install 'rlds_lite[view]'``).
+  ``crf`` is x264's quality (lower is better; 18 is visually lossless).
   """
   frames = np.asarray(frames)
   if frames.ndim != 4 or frames.shape[-1] != 3 or frames.dtype != np.uint8:
