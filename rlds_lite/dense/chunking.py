@@ -18,6 +18,7 @@ from typing import Any, Dict, Mapping, Tuple, Union
 
 import tensorflow as tf
 
+from rlds_lite import op_context
 from rlds_lite import rlds_types
 from rlds_lite.dense import indexing
 from rlds_lite.dense import last_step as last_step_lib
@@ -26,9 +27,9 @@ PAD_MASK_SUFFIX = '_pad_mask'
 """Suffix of the mask field added next to a stacked or chunked field."""
 
 
-def _check_choice(value: Any, choices: tuple, name: str, op: str) -> str:
+def _check_choice(value: Any, choices: tuple, name: str) -> str:
   if value not in choices:
-    raise ValueError(f'{op}: {name} must be one of {choices}, got {value!r}.')
+    raise ValueError(f'{name} must be one of {choices}, got {value!r}.')
   return value
 
 
@@ -73,6 +74,7 @@ def chunk_indices(anchors: tf.Tensor, horizon: int, num_valid: tf.Tensor
   return tf.maximum(tf.minimum(indices, num_valid - 1), 0), mask
 
 
+@op_context.named('frame_stack')
 def frame_stack(steps: Mapping[str, Any], history: int, pad: str = 'first', *,
                 key: str = rlds_types.OBSERVATION) -> Dict[str, Any]:
   """Replaces each step's observation by its last ``history`` observations.
@@ -101,13 +103,12 @@ def frame_stack(steps: Mapping[str, Any], history: int, pad: str = 'first', *,
     >>> out['observation_pad_mask'].numpy().tolist()
     [[False, False, True], [False, True, True]]
   """
-  op = 'frame_stack'
-  steps = indexing.as_dense_steps(steps, op)
-  history = indexing.check_positive_int(history, 'history', op)
-  _check_choice(pad, ('first', 'zero'), 'pad', op)
-  indexing.require_fields(steps, [key], op)
+  steps = indexing.as_dense_steps(steps)
+  history = indexing.check_positive_int(history, 'history')
+  _check_choice(pad, ('first', 'zero'), 'pad')
+  indexing.require_fields(steps, [key])
   mask_key = key + PAD_MASK_SUFFIX
-  indexing.reject_fields(steps, [mask_key], op)
+  indexing.reject_fields(steps, [mask_key])
   length = indexing.episode_length(steps)
   indices, mask = history_indices(tf.range(length), history)   # [T, history]
   out = dict(steps)
@@ -117,6 +118,7 @@ def frame_stack(steps: Mapping[str, Any], history: int, pad: str = 'first', *,
   return out
 
 
+@op_context.named('chunk_actions')
 def chunk_actions(
     steps: Mapping[str, Any], horizon: int,
     last_step: Union[last_step_lib.LastStep, str] = last_step_lib.LastStep.INVALID,
@@ -150,14 +152,13 @@ def chunk_actions(
     >>> out['action'].numpy().tolist()
     [[5, 6], [6, 7], [7, 0]]
   """
-  op = 'chunk_actions'
-  steps = indexing.as_dense_steps(steps, op)
-  horizon = indexing.check_positive_int(horizon, 'horizon', op)
-  _check_choice(pad, ('last', 'zero'), 'pad', op)
-  policy = last_step_lib.as_last_step(last_step, op)
-  indexing.require_fields(steps, [key], op)
+  steps = indexing.as_dense_steps(steps)
+  horizon = indexing.check_positive_int(horizon, 'horizon')
+  _check_choice(pad, ('last', 'zero'), 'pad')
+  policy = last_step_lib.as_last_step(last_step)
+  indexing.require_fields(steps, [key])
   mask_key = key + PAD_MASK_SUFFIX
-  indexing.reject_fields(steps, [mask_key], op)
+  indexing.reject_fields(steps, [mask_key])
   length = indexing.episode_length(steps)
   valid = last_step_lib.num_valid_actions(length, policy)
   source, mask = chunk_indices(tf.range(length), horizon, valid)

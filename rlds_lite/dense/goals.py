@@ -11,6 +11,7 @@ from typing import Any, Dict, Mapping, Optional
 
 import tensorflow as tf
 
+from rlds_lite import op_context
 from rlds_lite import rlds_types
 from rlds_lite.dense import indexing
 from rlds_lite.dense import seeding
@@ -49,6 +50,7 @@ def goal_indices(length: tf.Tensor, strategy: str, seed: tf.Tensor,
   return tf.minimum(t + 1 + tf.cast(ratio, tf.int32), last)
 
 
+@op_context.named('relabel_goals')
 def relabel_goals(steps: Mapping[str, Any], strategy: str = 'future', *,
                   key: str = rlds_types.OBSERVATION, goal_key: str = GOAL,
                   seed: Optional[Any] = None, p: Optional[float] = None,
@@ -89,26 +91,25 @@ def relabel_goals(steps: Mapping[str, Any], strategy: str = 'future', *,
     >>> out['goal'].numpy().tolist(), out['goal_index'].numpy().tolist()
     ([1, 2, 3, 3], [1, 2, 3, 3])
   """
-  op = 'relabel_goals'
-  steps = indexing.as_dense_steps(steps, op)
+  steps = indexing.as_dense_steps(steps)
   if strategy not in STRATEGIES:
     raise ValueError(
-        f'{op}: strategy must be one of {STRATEGIES}, got {strategy!r}.')
+        f'strategy must be one of {STRATEGIES}, got {strategy!r}.')
   if strategy == 'geometric':
     if p is None or isinstance(p, bool) or not 0.0 < float(p) <= 1.0:
       raise ValueError(
-          f"{op}: strategy 'geometric' needs p in (0, 1], got {p!r}.")
+          f"strategy 'geometric' needs p in (0, 1], got {p!r}.")
     p = float(p)
   elif p is not None:
-    raise ValueError(f"{op}: p only applies to strategy 'geometric', not "
+    raise ValueError(f"p only applies to strategy 'geometric', not "
                      f'{strategy!r}.')
-  indexing.require_fields(steps, [key], op)
+  indexing.require_fields(steps, [key])
   new_keys = [goal_key] + ([index_key] if index_key is not None else [])
-  indexing.reject_fields(steps, new_keys, op)
+  indexing.reject_fields(steps, new_keys)
   if strategy == 'final':
     seed = tf.zeros([2], tf.int64)  # unused
   else:
-    seed = seeding.stateless_seed(seed, op)
+    seed = seeding.stateless_seed(seed)
   indices = goal_indices(indexing.episode_length(steps), strategy, seed, p)
   out = dict(steps)
   out[goal_key] = indexing.gather_steps(steps[key], indices)

@@ -31,7 +31,7 @@ class LastStep(str, enum.Enum):
   VALID = 'valid'
 
 
-def as_last_step(value: Union[LastStep, str], op: str = 'last_step') -> LastStep:
+def as_last_step(value: Union[LastStep, str]) -> LastStep:
   """``value`` as a ``LastStep`` (accepts the enum or ``'invalid'``/``'valid'``).
 
   Example:
@@ -42,7 +42,7 @@ def as_last_step(value: Union[LastStep, str], op: str = 'last_step') -> LastStep
     return LastStep(value)
   except ValueError:
     raise ValueError(
-        f'{op}: last_step must be LastStep.INVALID or LastStep.VALID '
+        'last_step must be LastStep.INVALID or LastStep.VALID '
         f"('invalid'/'valid'), got {value!r}.") from None
 
 

@@ -10,10 +10,12 @@ from typing import Any, Dict, Mapping, Optional
 
 import tensorflow as tf
 
+from rlds_lite import op_context
 from rlds_lite.dense import indexing
 from rlds_lite.dense import seeding
 
 
+@op_context.named('subsample')
 def subsample(steps: Mapping[str, Any], length: int, *,
               seed: Optional[Any] = None) -> Dict[str, Any]:
   """At most ``length`` steps of an episode, drawn uniformly, order kept.
@@ -39,10 +41,9 @@ def subsample(steps: Mapping[str, Any], length: int, *,
     >>> out.shape, bool(tf.reduce_all(out[1:] > out[:-1]))
     (TensorShape([3]), True)
   """
-  op = 'subsample'
-  steps = indexing.as_dense_steps(steps, op)
-  length = indexing.check_positive_int(length, 'length', op)
-  seed = seeding.stateless_seed(seed, op)
+  steps = indexing.as_dense_steps(steps)
+  length = indexing.check_positive_int(length, 'length')
+  seed = seeding.stateless_seed(seed)
   total = indexing.episode_length(steps)
   keys = tf.random.stateless_uniform([total], seed)
   _, chosen = tf.math.top_k(keys, k=tf.minimum(total, length), sorted=False)

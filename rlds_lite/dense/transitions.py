@@ -15,6 +15,7 @@ from typing import Any, Dict, Mapping, Union
 
 import tensorflow as tf
 
+from rlds_lite import op_context
 from rlds_lite import rlds_types
 from rlds_lite.dense import indexing
 from rlds_lite.dense import last_step as last_step_lib
@@ -30,9 +31,9 @@ def _check_gamma(gamma: Any) -> Any:
     value = float(gamma)
   except (TypeError, ValueError):
     raise TypeError(
-        f'transitions: gamma must be a number in [0, 1], got {gamma!r}.') from None
+        f'gamma must be a number in [0, 1], got {gamma!r}.') from None
   if not 0.0 <= value <= 1.0:
-    raise ValueError(f'transitions: gamma must be in [0, 1], got {value}.')
+    raise ValueError(f'gamma must be in [0, 1], got {value}.')
   return value
 
 
@@ -41,11 +42,12 @@ def _float_field(steps: Mapping[str, Any], field: str) -> tf.Tensor:
   if not isinstance(value, tf.Tensor) or not value.dtype.is_floating:
     kind = value.dtype.name if isinstance(value, tf.Tensor) else 'a structure'
     raise TypeError(
-        f'transitions: step field {field!r} must be a float tensor, got '
+        f'step field {field!r} must be a float tensor, got '
         f'{kind}; cast it first.')
   return value
 
 
+@op_context.named('transitions')
 def transitions(
     steps: Mapping[str, Any], n: int = 1,
     gamma: Union[float, tf.Tensor] = 1.0, *,
@@ -105,13 +107,12 @@ def transitions(
     >>> valid['reward'].numpy().tolist(), valid['discount'].numpy().tolist()
     ([1.0, 2.0, 0.0], [1.0, 1.0, 0.0])
   """
-  op = 'transitions'
-  steps = indexing.as_dense_steps(steps, op)
-  indexing.require_fields(steps, [rlds_types.OBSERVATION, rlds_types.REWARD], op)
-  indexing.reject_fields(steps, [NEXT_OBSERVATION], op)
-  n = indexing.check_positive_int(n, 'n', op)
+  steps = indexing.as_dense_steps(steps)
+  indexing.require_fields(steps, [rlds_types.OBSERVATION, rlds_types.REWARD])
+  indexing.reject_fields(steps, [NEXT_OBSERVATION])
+  n = indexing.check_positive_int(n, 'n')
   gamma = _check_gamma(gamma)
-  policy = last_step_lib.as_last_step(last_step, op)
+  policy = last_step_lib.as_last_step(last_step)
   reward = _float_field(steps, rlds_types.REWARD)
   length = indexing.episode_length(steps)
   if rlds_types.DISCOUNT in steps:
@@ -120,7 +121,7 @@ def transitions(
     discount = tf.ones([length], reward.dtype)
   if discount.shape.rank > reward.shape.rank:
     raise ValueError(
-        f'transitions: discount has rank {discount.shape.rank}, more than the '
+        f'discount has rank {discount.shape.rank}, more than the '
         f'rank {reward.shape.rank} of reward.')
 
   if rlds_types.IS_TERMINAL in steps:

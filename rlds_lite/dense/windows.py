@@ -11,6 +11,7 @@ from typing import Any, Dict, Mapping
 
 import tensorflow as tf
 
+from rlds_lite import op_context
 from rlds_lite.dense import indexing
 
 MASK = 'mask'
@@ -40,6 +41,7 @@ def window_indices(length: tf.Tensor, size: int, shift: int = 1,
   return starts[:, tf.newaxis] + tf.range(size)[tf.newaxis, :] * stride
 
 
+@op_context.named('windows')
 def windows(steps: Mapping[str, Any], size: int, shift: int = 1,
             stride: int = 1, drop_remainder: bool = True) -> Dict[str, Any]:
   """Windows of ``size`` steps of one dense episode, never across episodes.
@@ -76,13 +78,12 @@ def windows(steps: Mapping[str, Any], size: int, shift: int = 1,
     >>> out['r'].numpy().tolist(), out['mask'].numpy().tolist()
     ([[1, 2], [2, 3], [3, 0]], [[True, True], [True, True], [True, False]])
   """
-  op = 'windows'
-  steps = indexing.as_dense_steps(steps, op)
-  size = indexing.check_positive_int(size, 'size', op)
-  shift = indexing.check_positive_int(shift, 'shift', op)
-  stride = indexing.check_positive_int(stride, 'stride', op)
+  steps = indexing.as_dense_steps(steps)
+  size = indexing.check_positive_int(size, 'size')
+  shift = indexing.check_positive_int(shift, 'shift')
+  stride = indexing.check_positive_int(stride, 'stride')
   if not drop_remainder:
-    indexing.reject_fields(steps, [MASK], op)
+    indexing.reject_fields(steps, [MASK])
   length = indexing.episode_length(steps)
   indices = window_indices(length, size, shift, stride, bool(drop_remainder))
   if drop_remainder:

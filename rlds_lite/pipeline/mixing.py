@@ -22,6 +22,7 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 import tensorflow as tf
 
+from rlds_lite import op_context
 from rlds_lite import source as source_lib
 from rlds_lite import rlds_types
 from rlds_lite import option_objects
@@ -433,7 +434,8 @@ def mix(datasets: Datasets,
   weights_array = _balanced(weights_array, balance, sizes, datasets, names,
                             values)
   if batch_size is not None:
-    batch_size = inputs.check_positive_int(batch_size, 'batch_size', _OP)
+    with op_context.named(_OP):
+      batch_size = inputs.check_positive_int(batch_size, 'batch_size')
   values = [ds if int(ds.cardinality()) != tf.data.UNKNOWN_CARDINALITY else
             _fail_if_empty(ds, name) for name, ds in zip(names, values)]
   if exact:

@@ -28,6 +28,7 @@ from typing import Any, List, Optional, Union
 
 import tensorflow as tf
 
+from rlds_lite import op_context
 from rlds_lite.pipeline import inputs
 
 _service = tf.data.experimental.service
@@ -56,9 +57,9 @@ class LocalService:
     True
   """
 
+  @op_context.named('LocalService')
   def __init__(self, num_workers: int = 2):
-    num_workers = inputs.check_positive_int(num_workers, 'num_workers',
-                                            'LocalService')
+    num_workers = inputs.check_positive_int(num_workers, 'num_workers')
     self._dispatcher = _service.DispatchServer(
         _service.DispatcherConfig(port=0))
     self.target: str = self._dispatcher.target
