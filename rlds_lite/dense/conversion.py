@@ -44,17 +44,10 @@ def _check_tensor_specs(spec: Any) -> None:
 
 @op_context.named('dense_episode')
 def dense_episode(steps: tf.data.Dataset) -> Any:
-  """The steps of one episode as dense tensors with a leading time axis.
-
-  Works eagerly and inside ``tf.data.Dataset.map`` (on ``episode['steps']``);
-  an empty steps dataset gives zero-length tensors of the right dtypes and
-  shapes. All steps of a field must have the same shape.
+  """The steps of one episode as dense ``[T, ...]`` tensors (eager or in a map).
 
   Args:
     steps: a ``tf.data.Dataset`` of steps (dicts, possibly nested).
-
-  Returns:
-    The step structure with every leaf ``[T, ...]``.
 
   Example:
     >>> ds = tf.data.Dataset.from_tensor_slices({'a': tf.zeros([0, 2])})
@@ -91,16 +84,10 @@ def _episodes_spec(episodes: tf.data.Dataset) -> Dict[str, Any]:
 def to_dense(episodes: tf.data.Dataset) -> tf.data.Dataset:
   """Episodes with ``steps`` as a dict of ``[T, ...]`` tensors, metadata kept.
 
-  The inverse of ``to_nested``. Empty episodes (``T = 0``) get zero-length
-  tensors of the right dtypes and shapes. Decoding a TFDS RLDS dataset with
-  ``decoders={'steps': tfds.decode.SkipDecoding()}`` gives the same result
-  much faster (``rlds_lite.load(..., dense=True)``).
+  ``rlds_lite.load(..., dense=True)`` reads a TFDS dataset this way, faster.
 
   Args:
-    episodes: a dataset of episodes whose ``steps`` is a dataset of steps.
-
-  Returns:
-    The same episodes, in order, with dense ``steps``.
+    episodes: episodes whose ``steps`` is a dataset of steps.
 
   Example:
     >>> steps = tf.data.Dataset.from_tensor_slices({'reward': tf.zeros([0])})
@@ -124,17 +111,10 @@ def to_dense(episodes: tf.data.Dataset) -> tf.data.Dataset:
 
 @op_context.named('to_nested')
 def to_nested(episodes: tf.data.Dataset) -> tf.data.Dataset:
-  """Episodes with ``steps`` as a nested ``tf.data.Dataset`` of steps.
-
-  The inverse of ``to_dense``: the RLDS layout that ``rlds_lite`` (and
-  upstream RLDS) transformations expect. Metadata is kept.
+  """Episodes with ``steps`` as a nested ``tf.data.Dataset`` (the inverse of ``to_dense``).
 
   Args:
-    episodes: a dataset of episodes whose ``steps`` is a dict of ``[T, ...]``
-      tensors.
-
-  Returns:
-    The same episodes with ``steps`` as a dataset of ``T`` steps.
+    episodes: episodes whose ``steps`` is a dict of ``[T, ...]`` tensors.
 
   Example:
     >>> episodes = tf.data.Dataset.from_tensors({'steps': {'reward': [1.0, 2.0]}})

@@ -1,9 +1,4 @@
-"""Index-based selection on dense steps: one ``tf.gather`` per leaf.
-
-A *dense episode's steps* is a (possibly nested) dict of tensors that share a
-leading time axis ``[T, ...]``. Every op of ``rlds_lite.dense`` builds an
-index matrix over that axis and gathers each leaf once with it; this module
-holds that core and the checks of its inputs.
+"""Index-based selection on dense steps (``[T, ...]`` leaves): one ``tf.gather`` per leaf, and the input checks.
 
 Example:
   >>> import tensorflow as tf
@@ -24,14 +19,7 @@ from rlds_lite import rlds_types
 
 
 def as_dense_steps(steps: Any) -> Dict[str, Any]:
-  """Checks that ``steps`` are dense steps and returns them as a dict of tensors.
-
-  Args:
-    steps: a mapping from field names to (nested dicts/tuples of) tensors or
-      arrays with a common leading time axis.
-
-  Returns:
-    A new dict with the same fields, every leaf a ``tf.Tensor``.
+  """``steps`` checked as dense steps (one leading time axis), every leaf a ``tf.Tensor``.
 
   Example:
     >>> sorted(as_dense_steps({'reward': tf.constant([1.0, 2.0])}))
@@ -118,16 +106,7 @@ def check_positive_int(value: Any, name: str) -> int:
 
 
 def episode_length(steps: Mapping[str, Any]) -> tf.Tensor:
-  """The number of steps ``T`` of dense steps, as an int32 scalar tensor.
-
-  Read from ``is_last`` when present, else from the first leaf; static when
-  the shape is known.
-
-  Args:
-    steps: dense steps (a dict of ``[T, ...]`` tensors).
-
-  Returns:
-    ``T`` as a scalar ``tf.int32`` tensor.
+  """``T`` of dense steps, an int32 scalar (from ``is_last`` if present; static when known).
 
   Example:
     >>> int(episode_length({'reward': tf.zeros([5, 2])}))
@@ -161,20 +140,10 @@ def broadcast_mask(mask: tf.Tensor, like: tf.Tensor) -> tf.Tensor:
 
 def gather_steps(steps: Any, indices: tf.Tensor,
                  mask: Optional[tf.Tensor] = None) -> Any:
-  """Gathers every leaf of ``steps`` along its time axis at ``indices``.
+  """Every leaf of ``steps`` gathered along time at ``indices`` (``[T, ...]`` -> ``[*indices.shape, ...]``).
 
-  Each leaf ``[T, ...]`` becomes ``[*indices.shape, ...]`` with one
-  ``tf.gather``. ``indices`` must lie in ``[0, T)``; with ``mask`` (same shape
-  as ``indices``), entries where the mask is False are zeros (``b''`` for
-  strings, False for booleans) instead of the gathered values.
-
-  Args:
-    steps: a nested structure (dict/tuple) of ``[T, ...]`` tensors.
-    indices: integer tensor of time indices, any shape.
-    mask: optional boolean tensor shaped like ``indices``.
-
-  Returns:
-    The structure of ``steps`` with the gathered leaves.
+  Where ``mask`` (shaped like ``indices``) is False the values are zeros
+  (``b''`` / False).
 
   Example:
     >>> out = gather_steps({'r': tf.constant([1, 2, 3])}, tf.constant([[2, 0]]),

@@ -1,8 +1,4 @@
-"""Whether the last step of an episode carries a valid action: `LastStep`.
-
-RLDS says it does not (``'invalid'``, the default); much robot data records
-one (``'valid'``). Every reader of last-step values takes the policy as
-``last_step=``; docs/last_step.md.
+"""Whether the last step of an episode carries a valid action: `LastStep` (docs/last_step.md).
 
 Example:
   >>> import tensorflow as tf

@@ -1,8 +1,7 @@
 """Octo-shaped samples of one episode: observation history, action chunk, goal.
 
-``robot_samples(steps, RobotSamples(...))`` makes every sample of an episode
-with one gather per field, from the step indices of ``robot_sample_indices``
-(padding as ``frame_stack``, ``chunk_actions`` and ``relabel_goals``).
+``robot_samples(steps, RobotSamples(...))`` gathers each field once, at the
+step indices of ``robot_sample_indices``.
 
 Example:
   >>> import tensorflow as tf
@@ -167,23 +166,15 @@ def _knobs(op: str, kind: Any, args: Sequence[Any], legacy: Dict[str, Any],
 def robot_sample_indices(length: tf.Tensor, kind: Any = None,
                          *legacy_args: Any, seed: Optional[Any] = None,
                          **legacy: Any) -> SampleIndices:
-  """The step indices of the samples of an episode of ``length`` steps.
+  """The step indices (`SampleIndices`) of the samples of an episode of ``length`` steps.
 
-  Anchors are steps ``0, shift, ...`` with a valid action (every step with
-  ``keep_actionless``; at most ``max_samples`` of them, random, in order).
-  Anchor ``t`` gets observation steps ``t - (history - 1) * history_stride,
-  ..., t`` (clipped at 0, masked before the episode), action steps ``t, ...,
-  t + action_chunk - 1`` (masked from the first invalid action) and, with a
-  goal, a goal step drawn as ``relabel_goals`` draws it.
+  Anchors are steps ``0, shift, ...`` with a valid action; each gets its
+  history, action chunk and goal steps, masked outside the episode.
 
   Args:
     length: the episode length ``T`` (scalar int).
-    kind: a `rlds_lite.RobotSamples` (None: its defaults); its pads and
-      field names do not matter here.
+    kind: a `rlds_lite.RobotSamples` (None: its defaults).
     seed: seed of the random choices (``max_samples``, ``goal``).
-
-  Returns:
-    A ``SampleIndices``.
 
   Example:
     >>> from rlds_lite import RobotSamples
@@ -252,15 +243,11 @@ def _added_keys(steps: Dict[str, Any], knobs: Dict[str, Any]) -> List[str]:
 def robot_samples(steps: Mapping[str, Any], kind: Any = None,
                   *legacy_args: Any, seed: Optional[Any] = None,
                   **legacy: Any) -> Dict[str, Any]:
-  """Observation histories, action chunks and step fields of one episode.
+  """Observation histories, action chunks and step fields of one episode, ``[N, ...]``.
 
-  One sample per anchor of ``robot_sample_indices``, as ``[N, ...]``
-  tensors: ``observation_key`` ``[N, history, ...]`` with
-  ``observation_pad_mask``; ``action_key`` ``[N, action_chunk, ...]`` with
-  ``action_pad_mask`` (padded as ``history_pad`` / ``action_pad`` say);
-  every other step field at the anchor; with a goal, ``goal_key`` and
-  ``'goal_index'``; with ``index_key``, the anchor. Eager or in
-  ``tf.data.Dataset.map``.
+  The samples of ``robot_sample_indices``: ``observation`` ``[N, history,
+  ...]`` and ``action`` ``[N, action_chunk, ...]`` with their pad masks, the
+  anchor's other fields, the goal (and ``'goal_index'``) with a goal.
 
   Args:
     steps: one episode's dense steps (``observation``, ``action`` may nest).

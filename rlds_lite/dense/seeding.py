@@ -15,14 +15,7 @@ import tensorflow as tf
 
 
 def stateless_seed(seed: Optional[Any]) -> tf.Tensor:
-  """``seed`` as the shape-``[2]`` int64 tensor stateless random ops take.
-
-  Args:
-    seed: an int (becomes ``[seed, 0]``), a shape-``[2]`` integer tensor or
-      array, or None for a fresh random seed (not reproducible).
-
-  Returns:
-    A ``tf.int64`` tensor of shape ``[2]``.
+  """``seed`` as the shape-``[2]`` int64 tensor stateless ops take (an int ``s``: ``[s, 0]``; None: random).
 
   Example:
     >>> stateless_seed([1, 2]).numpy().tolist()

@@ -700,40 +700,26 @@ def robot_samples_dataset(
     **legacy: Any) -> tf.data.Dataset:
   """Shuffled batches of observation histories and action chunks, frames decoded.
 
-  The samples are those of ``rlds_lite.dense.robot_samples`` for ``kind``
-  (``observation`` frames ``[B, history, h, w, c]`` with
-  ``observation_pad_mask``, ``action`` ``[B, action_chunk, ...]`` with
-  ``action_pad_mask``, the anchor step's other fields, the
-  ``episode_fields``, with ``goal`` the goal observation), each once per
-  pass. Frames are decoded per segment of an episode (``'per_episode'``) or
-  per batch (``'after_sampling'``); ``'auto'`` plans for ``memory_budget``
-  (default 1 GiB), logs the plan and ``plan_robot_samples`` returns it
-  (docs/pooling.md).
+  The samples of ``rlds_lite.dense.robot_samples`` for ``kind``, each once per
+  pass; frames are decoded per segment of an episode or per batch, as
+  ``decode`` says (``'auto'``: planned for ``memory_budget``, logged;
+  ``plan_robot_samples`` returns the plan; docs/pooling.md).
 
   Args:
-    source: a `rlds_lite.Source` (``rlds_lite.open``), a TFDS name or a
-      dataset directory (image step features are read encoded and decoded
-      here), or a ``tf.data.Dataset`` of dense episodes whose image fields
-      are uint8 ``[T, h, w, c]`` frames or encoded ``[T]`` strings described
-      by ``image_specs``.
-    kind: the samples: a `rlds_lite.RobotSamples` (history, action chunk,
-      goals, ...; the samples of ``rlds_lite.dense.robot_samples``).
+    source: a `rlds_lite.Source`, a TFDS name or directory, or a
+      ``tf.data.Dataset`` of dense episodes (raw ``[T, h, w, c]`` uint8
+      frames, or encoded ones described by ``frames.image_specs``).
+    kind: a `rlds_lite.RobotSamples`.
     batch_size: samples per batch.
     decode: ``'auto'``, ``'per_episode'`` or ``'after_sampling'``.
-    memory_budget: bytes (or ``'512MB'``) for ``decode='auto'`` to plan for;
-      needs a TFDS source.
-    frames: a `FrameDecoding` (output size, resizing, segments, pools,
-      prefetch, parallelism, a dataset source's image specs).
+    memory_budget: bytes (or ``'512MB'``) for ``'auto'``; a TFDS source only.
+    frames: a `FrameDecoding` (size, resizing, segments, pools, prefetch).
     episode_fields: episode metadata copied into every sample.
-    shuffle: shuffle (files, segments and samples); else episode order.
-    seed: an int, the seed of all shuffling and sampling (None: random).
+    shuffle: shuffle (else episode order).
+    seed: the seed of all shuffling and sampling (None: random).
     drop_last_batch: drop a last batch smaller than ``batch_size``.
     **legacy: the keywords of before `RobotSamples` (``history=``,
-      ``image_size=``, ``image_specs=``, ``split=``, ...), still taken,
-      warning once.
-
-  Returns:
-    A ``tf.data.Dataset`` of batches.
+      ``image_size=``, ``split=``, ...), warning once.
 
   Example:
     >>> import tempfile

@@ -1,20 +1,8 @@
 """Distributed input with tf.data service: send a pipeline to a dispatcher.
 
-``distribute(dataset, service)`` hands the pipeline to a tf.data service
-dispatcher: its workers run it and the trainer only receives the elements.
-Two processing modes:
-
-* ``'distributed_epoch'``: the workers split the pipeline's source
-  (``range``, ``from_tensor_slices``, TFRecord file lists...) between them
-  and each element of one epoch is delivered once in all (dynamic
-  sharding); pipelines built on ``Dataset.from_generator`` cannot be split.
-* ``'parallel_epochs'``: every worker runs the whole pipeline; with ``k``
-  workers each element arrives ``k`` times per epoch (in different orders
-  if the workers shuffle differently).
-
-Consumers that pass the same ``job_name`` share one job (they split the
-elements between them). ``LocalService`` runs a dispatcher and workers in
-this process, for tests and single-machine use.
+``distribute(dataset, service)`` hands the pipeline to a dispatcher whose
+workers run it; ``LocalService`` runs one in this process. Processing modes
+and shared jobs: docs/distributed.md.
 
 Example:
   >>> import tensorflow as tf
