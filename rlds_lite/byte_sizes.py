@@ -1,9 +1,12 @@
 """Byte counts: parsed from ``'512MB'`` / ``'1.5 GiB'``, and shown short (``'1.2 MB'``)."""
 
 import re
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
+
+from rlds_lite import op_context
+from rlds_lite import option_objects
 
 __all__ = ['format_bytes', 'parse_bytes']
 
@@ -27,11 +30,12 @@ def format_bytes(num_bytes: float) -> str:
 
 
 def parse_bytes(value: Any, name: str = 'memory_budget',
-                op: str = 'shuffled_steps') -> int:
+                op: Optional[str] = None) -> int:
   """A byte count from an int or a string like ``'512MB'`` or ``'1.5 GiB'``.
 
   ``KB``/``MB``/``GB``/``TB`` are powers of 1000, ``KiB``/``MiB``/``GiB``/
-  ``TiB`` powers of 1024 (case-insensitive).
+  ``TiB`` powers of 1024 (case-insensitive). ``op`` is deprecated (errors
+  name the public function they escape).
 
   Example:
     >>> parse_bytes('512MB'), parse_bytes('1 KiB'), parse_bytes(10)
@@ -39,9 +43,14 @@ def parse_bytes(value: Any, name: str = 'memory_budget',
     >>> parse_bytes('lots')
     Traceback (most recent call last):
     ...
-    ValueError: shuffled_steps: memory_budget must be a positive number of bytes or a string like '512MB', got 'lots'.
+    ValueError: memory_budget must be a positive number of bytes or a string like '512MB', got 'lots'.
   """
-  error = ValueError(f'{op}: {name} must be a positive number of bytes or a '
+  if op is not None:
+    option_objects.warn_once(('parse_bytes', 'op'),
+                             op_context.old_op_message('parse_bytes'))
+    with op_context.named(op):
+      return parse_bytes(value, name)
+  error = ValueError(f'{name} must be a positive number of bytes or a '
                      f"string like '512MB', got {value!r}.")
   if isinstance(value, str):
     match = re.fullmatch(r'\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*', value)

@@ -6,6 +6,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import op_context
 from rlds_lite import option_objects
 from rlds_lite import dataset_files
 from rlds_lite import decoding
@@ -59,7 +60,8 @@ def load(name_or_dir: Any,
                                    dense=dense, last_step=last_step,
                                    step_fields=step_fields)
   if last_step != 'invalid':
-    last_step_lib.as_last_step(last_step, 'load')
+    with op_context.named('load'):
+      last_step_lib.as_last_step(last_step)
     raise ValueError("load: last_step says what an episodes= EXPR's return "
                      'sums; it needs episodes= (the episodes read are '
                      'complete either way).')
@@ -87,8 +89,9 @@ def rlds_builder(name_or_dir: PathLike, data_dir: Optional[PathLike] = None,
                  *, op: str = 'load') -> Tuple[tfds.core.DatasetBuilder, str]:
   """Deprecated: ``rlds_lite.open(name_or_dir)`` (its ``builder`` and ``label``)."""
   _warn_once('rlds_builder', 'rlds_lite.open(...).builder')
-  return (source_lib.open_builder(name_or_dir, data_dir, op=op),
-          os.fspath(name_or_dir))
+  with op_context.named(op):
+    builder = source_lib.open_builder(name_or_dir, data_dir)
+  return builder, os.fspath(name_or_dir)
 
 
 def decode_dense_steps(episodes: tf.data.Dataset,

@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, Optional, Union
 import numpy as np
 import tensorflow as tf
 
+from rlds_lite import op_context
 from rlds_lite import option_objects
 from rlds_lite import rlds_types
 from rlds_lite.dense import indexing
@@ -31,10 +32,6 @@ Decode = Callable[[Flat], Flat]
 
 def _identity(values: Flat) -> Flat:
   return values
-
-
-def _check_int(value: Any, name: str, op: str) -> int:
-  return indexing.check_positive_int(value, name, op)
 
 
 def step_indices(offsets: Any, start: Any, length: Any, xp: Any = np) -> Any:
@@ -74,9 +71,10 @@ class Windows:
   stride: int = 1
   drop_remainder: bool = True
 
+  @op_context.named('Windows')
   def __post_init__(self):
     for name in ('size', 'shift', 'stride'):
-      _check_int(getattr(self, name), name, 'Windows')
+      indexing.check_positive_int(getattr(self, name), name)
     object.__setattr__(self, 'drop_remainder', bool(self.drop_remainder))
 
   @property
@@ -144,13 +142,14 @@ class Transitions:
   gamma: float = 1.0
   last_step: Union[str, last_step_lib.LastStep] = 'invalid'
 
+  @op_context.named('Transitions')
   def __post_init__(self):
-    _check_int(self.n, 'n', 'Transitions')
+    indexing.check_positive_int(self.n, 'n')
     gamma = float(self.gamma)
     if not 0.0 <= gamma <= 1.0:
-      raise ValueError(f'Transitions: gamma must be in [0, 1], got {gamma}.')
+      raise ValueError(f'gamma must be in [0, 1], got {gamma}.')
     object.__setattr__(self, 'gamma', gamma)
-    policy = last_step_lib.as_last_step(self.last_step, 'Transitions')
+    policy = last_step_lib.as_last_step(self.last_step)
     object.__setattr__(self, 'last_step', policy.value)
 
   @property
@@ -291,8 +290,9 @@ class RobotSamples:
   goal_key: str = GOAL
   index_key: Optional[str] = None
 
+  @op_context.named('RobotSamples')
   def __post_init__(self):
-    knobs = check_knobs(self.dense_kwargs(), 'RobotSamples')
+    knobs = check_knobs(self.dense_kwargs())
     object.__setattr__(self, 'goal_p', knobs['goal_p'])
     object.__setattr__(self, 'last_step', knobs['last_step'])
 

@@ -13,6 +13,8 @@ from rlds_lite import dataset_files
 from rlds_lite import decoding
 from rlds_lite import diagnosis
 from rlds_lite import nest_paths
+from rlds_lite import op_context
+from rlds_lite import option_objects
 from rlds_lite import rlds_types
 from rlds_lite.tfds import features as features_lib
 
@@ -60,22 +62,22 @@ def _dataset_dirs(root: str, depth: int = 2) -> List[str]:
   return found
 
 
-def _builder_from_dir(path: PathLike, op: str) -> tfds.core.DatasetBuilder:
+def _builder_from_dir(path: PathLike) -> tfds.core.DatasetBuilder:
   """The TFDS builder of a prepared dataset directory (or its only version)."""
   path = os.path.expanduser(os.fspath(path))
   if not tf.io.gfile.exists(path):
-    raise FileNotFoundError(f'{op}: dataset directory {path!r} does not '
+    raise FileNotFoundError(f'dataset directory {path!r} does not '
                             f'exist{atomic_output.missing_hint(path)}.')
   if not tf.io.gfile.isdir(path):
-    raise ValueError(f'{op}: {path!r} is a file, not a dataset directory.')
+    raise ValueError(f'{path!r} is a file, not a dataset directory.')
   candidates = _dataset_dirs(path)
   if not candidates:
     raise ValueError(
-        f'{op}: {path!r} is not a TFDS dataset directory: no {_INFO_FILE} in '
+        f'{path!r} is not a TFDS dataset directory: no {_INFO_FILE} in '
         'it or in its config/version subdirectories.')
   if len(candidates) > 1:
     raise ValueError(
-        f'{op}: {path!r} holds several datasets (versions/configs): '
+        f'{path!r} holds several datasets (versions/configs): '
         f'{candidates}; pass one of these directories.')
   return dataset_files.open_builder(candidates[0])
 
@@ -105,8 +107,8 @@ def _without_features_json(name: str, data_dir: Optional[PathLike]
   return max(found, key=lambda d: tfds.core.Version(os.path.basename(d)))
 
 
-def _builder_from_name(name: str, data_dir: Optional[PathLike],
-                       op: str) -> tfds.core.DatasetBuilder:
+def _builder_from_name(name: str, data_dir: Optional[PathLike]
+                       ) -> tfds.core.DatasetBuilder:
   """The TFDS builder registered (or prepared in ``data_dir``) under ``name``."""
   try:
     return tfds.builder(name, data_dir=data_dir)
@@ -116,7 +118,7 @@ def _builder_from_name(name: str, data_dir: Optional[PathLike],
       return dataset_files.open_builder(prepared)
     where = f' in data_dir {os.fspath(data_dir)!r}' if data_dir else ''
     raise ValueError(
-        f'{op}: no TFDS dataset named {name!r} is registered or prepared'
+        f'no TFDS dataset named {name!r} is registered or prepared'
         f'{where}. Pass a registered TFDS name, or the path of a prepared '
         'dataset directory.') from e
   except Exception as error:  # pylint: disable=broad-except
@@ -126,7 +128,7 @@ def _builder_from_name(name: str, data_dir: Optional[PathLike],
       if problem is not None:
         raise problem from None
     raise ValueError(
-        f'{op}: TFDS cannot open the dataset {name!r}: '
+        f'TFDS cannot open the dataset {name!r}: '
         f'{type(error).__name__}: {" ".join(str(error).split())[:300]}'
     ) from None
 
@@ -161,23 +163,23 @@ def _features_text(features: Any) -> str:
   return ', '.join(named) + (f' and {more} more' if more > 0 else '')
 
 
-def _not_rlds_error(builder: tfds.core.DatasetBuilder, name: str,
-                    op: str = 'load') -> ValueError:
+def _not_rlds_error(builder: tfds.core.DatasetBuilder, name: str
+                    ) -> ValueError:
   """The one-line ValueError of a dataset without RLDS ``steps``."""
   source = _chunk_source(builder)
   if source is not None:
     return ValueError(
-        f'{op}: {name} is a chunk dataset (rlds_lite.random_access, converted '
+        f'{name} is a chunk dataset (rlds_lite.random_access, converted '
         f'from {source}); pass its source, or read it with '
         'rlds_lite.random_access.')
   return ValueError(
-      f'{op}: dataset {name!r} is not an RLDS dataset: it has no '
+      f'dataset {name!r} is not an RLDS dataset: it has no '
       f"{rlds_types.STEPS!r} feature of type tfds.features.Dataset (its "
       f'top-level features: {_features_text(builder.info.features)}).')
 
 
-def steps_feature(builder: tfds.core.DatasetBuilder, name: str,
-                  op: str = 'load') -> tfds.features.Dataset:
+def steps_feature(builder: tfds.core.DatasetBuilder, name: str
+                  ) -> tfds.features.Dataset:
   """The ``steps`` feature of an RLDS dataset; a ValueError if there is none."""
   features = builder.info.features
   steps = None
@@ -185,12 +187,12 @@ def steps_feature(builder: tfds.core.DatasetBuilder, name: str,
       rlds_types.STEPS in features.keys()):
     steps = features[rlds_types.STEPS]
   if not isinstance(steps, tfds.features.Dataset):
-    raise _not_rlds_error(builder, name, op)
+    raise _not_rlds_error(builder, name)
   return steps
 
 
 def check_split(builder: tfds.core.DatasetBuilder, split: Any,
-                label: str, op: str = 'load') -> None:
+                label: str) -> None:
   """A ValueError naming the splits if ``split`` names an unknown one.
 
   Only string splits are checked (``'train[:10%]+test'``); other forms
@@ -202,7 +204,7 @@ def check_split(builder: tfds.core.DatasetBuilder, split: Any,
     >>> check_split(builder, 'test', 'toy')
     Traceback (most recent call last):
     ...
-    ValueError: load: dataset 'toy' has no split 'test' (its splits: ['train']).
+    ValueError: dataset 'toy' has no split 'test' (its splits: ['train']).
   """
   dataset_files.check_has_splits(builder)
   available = sorted(builder.info.splits.keys())
@@ -211,7 +213,7 @@ def check_split(builder: tfds.core.DatasetBuilder, split: Any,
   for part in split.split('+'):
     name = part.split('[')[0].strip()
     if name not in available:
-      raise ValueError(f'{op}: dataset {label!r} has no split {name!r} '
+      raise ValueError(f'dataset {label!r} has no split {name!r} '
                        f'(its splits: {available}).')
 
 
@@ -232,14 +234,14 @@ def default_split(builder: tfds.core.DatasetBuilder) -> str:
 def open_builder(name_or_dir: PathLike,
                  data_dir: Optional[PathLike] = None,
                  *,
-                 op: str = 'load') -> tfds.core.DatasetBuilder:
+                 op: Optional[str] = None) -> tfds.core.DatasetBuilder:
   """The TFDS builder of an RLDS dataset directory or registered name.
 
   Args:
     name_or_dir: a prepared dataset directory (or the directory of its only
       version) or a registered TFDS name.
     data_dir: where TFDS looks for prepared datasets (names only).
-    op: the function named at the start of error messages.
+    op: deprecated (errors name the public function they escape).
 
   Example:
     >>> open_builder('/no/such/dir')
@@ -247,20 +249,35 @@ def open_builder(name_or_dir: PathLike,
     ...
     FileNotFoundError: load: dataset directory '/no/such/dir' does not exist.
   """
+  with _named(op, 'open_builder'):
+    return _open_builder(name_or_dir, data_dir)
+
+
+def _named(op: Optional[str], function: str) -> op_context.named:
+  """``named(op)`` of a deprecated ``op=`` (warned once), else ``named('load')``."""
+  if op is not None:
+    option_objects.warn_once((function, 'op'),
+                             op_context.old_op_message(function))
+  return op_context.named(op or 'load')
+
+
+def _open_builder(name_or_dir: PathLike, data_dir: Optional[PathLike]
+                  ) -> tfds.core.DatasetBuilder:
+  """`open_builder`, its errors unprefixed."""
   if not isinstance(name_or_dir, (str, os.PathLike)):
     raise TypeError(
-        f'{op}: name_or_dir must be a TFDS name or a directory path, got '
+        'name_or_dir must be a TFDS name or a directory path, got '
         f'{type(name_or_dir).__name__}.')
   if _looks_like_path(name_or_dir):
-    builder = _builder_from_dir(name_or_dir, op)
+    builder = _builder_from_dir(name_or_dir)
   else:
-    builder = _builder_from_name(name_or_dir, data_dir, op)
+    builder = _builder_from_name(name_or_dir, data_dir)
   label = os.fspath(name_or_dir)
-  steps_feature(builder, label, op)
+  steps_feature(builder, label)
   unreadable = features_lib.unreadable_step_field(builder.info.features)
   if unreadable:  # TFDS's parser would kill the process (SIGFPE).
     raise ValueError(
-        f'{op}: dataset {label!r}: step field {unreadable[0]!r} has shape '
+        f'dataset {label!r}: step field {unreadable[0]!r} has shape '
         f'{unreadable[1]} stored as plain values, which TFDS cannot parse '
         '(it divides by the zero size and kills the process); it is not '
         'read.')
@@ -389,9 +406,10 @@ class Source:
     return (f'Source({self.label!r}, split={self.split!r}, '
             f'{self.num_episodes} episodes, {self.file_format})')
 
+  @op_context.named('open')
   def with_split(self, split: Any) -> 'Source':
     """The same dataset, another split (checked; the builder is shared)."""
-    check_split(self.builder, split, self.label, 'open')
+    check_split(self.builder, split, self.label)
     return Source(self.builder, self.label, split)
 
   @property
@@ -446,6 +464,7 @@ class Source:
     """
     return _counted_steps(self.builder, str(self.split))
 
+  @op_context.named('load')
   def episodes(self, *, dense: bool = False,
                fields: Optional[Sequence[str]] = None,
                encoded_images: bool = False,
@@ -470,7 +489,7 @@ class Source:
     """
     self.check_fields(fields, dense)
     if encoded_images and not dense:
-      raise ValueError('load: encoded_images needs dense=True (nested steps '
+      raise ValueError('encoded_images needs dense=True (nested steps '
                        'are decoded step by step by TFDS).')
     self.check_readable()
     if not dense:
@@ -482,12 +501,13 @@ class Source:
         shuffle_files=shuffle_files, read_config=read_config,
         label=self.label)
 
+  @op_context.named('load')
   def check_fields(self, fields: Optional[Sequence[str]], dense: bool) -> None:
     """A ValueError (not dense) or KeyError (an unknown path) for ``fields``."""
     if fields is None:
       return
     if not dense:
-      raise ValueError('load: step_fields needs dense=True (nested steps are '
+      raise ValueError('step_fields needs dense=True (nested steps are '
                        'decoded step by step by TFDS).')
     try:
       decoding.select_step_fields(self.steps_feature, fields)
@@ -514,17 +534,18 @@ class Source:
     """
     return diagnosis.named_read_errors(self.builder, self.split, known)
 
+  @op_context.named('load')
   def check_readable(self, tfrecord: bool = True) -> None:
     """What ``load`` checks before reading: prepared, files present, tfrecord."""
     if not tf.io.gfile.exists(os.path.join(self.data_dir, _INFO_FILE)):
       raise ValueError(
-          f'load: dataset {self.label!r} is registered but not prepared in '
+          f'dataset {self.label!r} is registered but not prepared in '
           f'{self.data_dir!r}; prepare it first '
           '(builder.download_and_prepare()) or pass the right data_dir.')
     dataset_files.check_open(self.builder, self.split)
     if tfrecord and self.file_format == 'array_record':
       raise ValueError(
-          f'load: dataset {self.label!r} is stored as array_record, which '
+          f'dataset {self.label!r} is stored as array_record, which '
           'TFDS reads only by random access: read it with '
           'tfds.data_source(name, data_dir=...) or '
           'tfds.builder_from_directory(path).as_data_source(); rlds_lite.load '
@@ -532,7 +553,8 @@ class Source:
 
 
 def open(name_or_dir: PathLike, split: Any = None, *,  # pylint: disable=redefined-builtin
-         data_dir: Optional[PathLike] = None, op: str = 'load') -> Source:
+         data_dir: Optional[PathLike] = None, op: Optional[str] = None
+         ) -> Source:
   """Opens one split of an RLDS dataset: a prepared directory or a TFDS name.
 
   Args:
@@ -540,7 +562,7 @@ def open(name_or_dir: PathLike, split: Any = None, *,  # pylint: disable=redefin
       parent with one version below it) or a TFDS name (``'name/config:1.0.0'``).
     split: the split (TFDS slicing allowed); None: ``'train'``, or the first.
     data_dir: where TFDS looks for prepared datasets (names only).
-    op: the function named at the start of error messages.
+    op: deprecated (errors name the public function they escape).
 
   Example:
     >>> open('/no/such/dir')
@@ -548,23 +570,24 @@ def open(name_or_dir: PathLike, split: Any = None, *,  # pylint: disable=redefin
     ...
     FileNotFoundError: load: dataset directory '/no/such/dir' does not exist.
   """
-  builder = open_builder(name_or_dir, data_dir, op=op)
-  label = os.fspath(name_or_dir)
-  split = default_split(builder) if split is None else split
-  check_split(builder, split, label, op)
+  with _named(op, 'open'):
+    builder = _open_builder(name_or_dir, data_dir)
+    label = os.fspath(name_or_dir)
+    split = default_split(builder) if split is None else split
+    check_split(builder, split, label)
   return Source(builder, label, split)
 
 
 def as_source(value: Any, split: Any = None, *,
               data_dir: Optional[PathLike] = None,
-              op: str = 'load') -> Source:
+              op: Optional[str] = None) -> Source:
   """A `Source` as given, or opened from a path or name (the readers' boundary).
 
   Args:
     value: a `Source`, a dataset directory or a TFDS name.
     split: the split; None: the `Source`'s own, or `open`'s default.
     data_dir: where TFDS looks for prepared datasets (names only).
-    op: the function named at the start of error messages.
+    op: deprecated (errors name the public function they escape).
 
   Example:
     >>> from rlds_lite import synthetic
@@ -572,9 +595,11 @@ def as_source(value: Any, split: Any = None, *,
     >>> as_source(source) is source, as_source(source, 'train[:1]').num_episodes
     (True, 1)
   """
+  named = _named(op, 'as_source')
   if isinstance(value, Source):
     if split is None or split == value.split:
       return value
     return value.with_split(split)
-  return open(value, split, data_dir=data_dir, op=op)
+  with named:
+    return open(value, split, data_dir=data_dir)
 

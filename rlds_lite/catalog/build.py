@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import op_context
 from rlds_lite import source as source_lib
 from rlds_lite import dataset_files
 from rlds_lite import diagnosis
@@ -322,7 +323,8 @@ def catalog_of_builder(builder: tfds.core.DatasetBuilder, split: str,
       >>> catalog_of_builder(builder, 'train', progress=False)['length'].tolist()
       [5, 46, 46]
   """
-  policy = last_step_lib.as_last_step(last_step, 'catalog')
+  with op_context.named('catalog'):
+    policy = last_step_lib.as_last_step(last_step)
   files = records_lib.split_files(builder, split)
   dataset_files.check_open(builder, split)  # Named, as rlds_lite.load does.
   dataset_dir = os.fspath(builder.data_dir)
@@ -420,7 +422,8 @@ def episodes(name_or_dir: PathLike,
       >>> catalog.select('terminated')['index'].tolist()
       [0]
   """
-  policy = last_step_lib.as_last_step(last_step, 'catalog.episodes')
+  with op_context.named('catalog.episodes'):
+    policy = last_step_lib.as_last_step(last_step)
   builder = source_lib.as_source(name_or_dir, split, data_dir=data_dir).builder
   catalog = catalog_of_builder(builder, split, last_step=policy, cache=cache,
                                progress=progress)

@@ -30,6 +30,7 @@ import tensorflow_datasets as tfds
 from rlds_lite import atomic_output
 from rlds_lite import dataset_files
 from rlds_lite import diagnosis
+from rlds_lite import op_context
 from rlds_lite import overwriting
 from rlds_lite import source as source_lib
 from rlds_lite import progress as progress_lib
@@ -336,7 +337,8 @@ def filter_dataset(source: Any,
     >>> [int(e['episode_id']) for e in rlds_lite.load(path)]
     [0, 4]
   """
-  policy = last_step_lib.as_last_step(last_step, 'filter')
+  with op_context.named('filter'):
+    policy = last_step_lib.as_last_step(last_step)
   out_dir = _check_out_dir(out_dir)
   opened = _open(source, split, data_dir)
   overwriting.check_apart_from_sources(out_dir, [opened.source.data_dir],

@@ -19,6 +19,7 @@ from typing import (Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple,
 import tensorflow as tf
 import tqdm
 
+from rlds_lite import op_context
 from rlds_lite import source as source_lib
 from rlds_lite import dataset_files
 from rlds_lite import dense
@@ -319,7 +320,8 @@ def validate(dataset: Any,
     (True, 4, 144)
   """
   names = repair_lib.repair_names(repair)
-  policy = last_step_lib.as_last_step(last_step, 'validate')
+  with op_context.named('validate'):
+    policy = last_step_lib.as_last_step(last_step)
   if last_step_invalid and policy is last_step_lib.LastStep.VALID:
     raise ValueError("validate: last_step_invalid=True and last_step='valid' "
                      'contradict each other (invalid final-step values, or '

@@ -10,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlds_lite import nest_paths
+from rlds_lite import op_context
 from rlds_lite import rlds_types
 from rlds_lite.convert import episodes as episodes_lib
 from rlds_lite.convert import strings
@@ -266,7 +267,8 @@ def without_final_step(episode: episodes_lib.Episode, *,
 
 def last_step_policy(last_step: LastStepLike, op: str) -> last_step_lib.LastStep:
   """``last_step`` as a ``LastStep``; a ValueError naming ``op`` otherwise."""
-  return last_step_lib.as_last_step(last_step, op)
+  with op_context.named(op):
+    return last_step_lib.as_last_step(last_step)
 
 
 def prepared_for_writing(episodes: Iterable[episodes_lib.Episode],

@@ -1,7 +1,6 @@
 """Per-step observation histories (frame stacking) and action chunks.
 
-Both keep one sample per step (``N = T``) and add a ``*_pad_mask`` that is
-False exactly where an index falls outside the episode, so they compose with
+Both keep one sample per step and add a ``*_pad_mask``, so they compose with
 each other and with ``relabel_goals`` / ``subsample``.
 
 Example:
@@ -18,6 +17,7 @@ from typing import Any, Dict, Mapping, Tuple, Union
 
 import tensorflow as tf
 
+from rlds_lite import op_context
 from rlds_lite import rlds_types
 from rlds_lite.dense import indexing
 from rlds_lite.dense import last_step as last_step_lib
@@ -26,20 +26,17 @@ PAD_MASK_SUFFIX = '_pad_mask'
 """Suffix of the mask field added next to a stacked or chunked field."""
 
 
-def _check_choice(value: Any, choices: tuple, name: str, op: str) -> str:
+def _check_choice(value: Any, choices: tuple, name: str) -> str:
   if value not in choices:
-    raise ValueError(f'{op}: {name} must be one of {choices}, got {value!r}.')
+    raise ValueError(f'{name} must be one of {choices}, got {value!r}.')
   return value
 
 
 def history_indices(anchors: tf.Tensor, history: int,
                     stride: int = 1) -> Tuple[tf.Tensor, tf.Tensor]:
-  """The ``[N, history]`` step indices of the observation histories of ``anchors``.
+  """``(indices, mask)`` ``[N, history]``: anchor ``t``'s steps ``t - (history - 1) * stride .. t``.
 
-  Anchor ``t`` gets steps ``t - (history - 1) * stride, ..., t - stride, t``
-  (oldest first). Returns ``(indices, mask)``: the indices clipped at 0 (so
-  they can be gathered) and ``mask``, False where the index was negative
-  (before the episode).
+  Indices are clipped at 0; ``mask`` is False before the episode.
 
   Example:
     >>> indices, mask = history_indices(tf.range(3), 2, stride=2)
@@ -54,13 +51,10 @@ def history_indices(anchors: tf.Tensor, history: int,
 
 def chunk_indices(anchors: tf.Tensor, horizon: int, num_valid: tf.Tensor
                   ) -> Tuple[tf.Tensor, tf.Tensor]:
-  """The ``[N, horizon]`` step indices of the action chunks of ``anchors``.
+  """``(indices, mask)`` ``[N, horizon]``: anchor ``t``'s steps ``t .. t + horizon - 1``.
 
-  Anchor ``t`` gets steps ``t, ..., t + horizon - 1``. Returns ``(indices,
-  mask)``: ``mask`` is True exactly for indices ``< num_valid`` (the steps
-  with a valid action, see ``num_valid_actions``); the indices are clipped
-  into ``[0, num_valid - 1]`` (0 when there is no valid action), so that
-  masked entries repeat the last valid action.
+  ``mask`` is True for indices ``< num_valid``; indices are clipped into the
+  valid actions, so masked entries repeat the last one.
 
   Example:
     >>> indices, mask = chunk_indices(tf.range(3), 2, num_valid=tf.constant(2))
@@ -73,26 +67,22 @@ def chunk_indices(anchors: tf.Tensor, horizon: int, num_valid: tf.Tensor
   return tf.maximum(tf.minimum(indices, num_valid - 1), 0), mask
 
 
+@op_context.named('frame_stack')
 def frame_stack(steps: Mapping[str, Any], history: int, pad: str = 'first', *,
                 key: str = rlds_types.OBSERVATION) -> Dict[str, Any]:
   """Replaces each step's observation by its last ``history`` observations.
 
-  Step ``t`` gets observations ``o_{t-history+1}, ..., o_t`` (oldest first),
-  so every leaf of ``steps[key]`` becomes ``[T, history, ...]``, and a field
-  ``f'{key}_pad_mask'`` (``[T, history]`` bool) is added, False where the
-  index is negative (before the episode). Padded entries repeat ``o_0``
-  (``pad='first'``, as Octo does) or are zeros (``pad='zero'``). The other
-  fields are unchanged.
+  Leaves of ``steps[key]`` become ``[T, history, ...]`` (oldest first) and
+  ``f'{key}_pad_mask'`` is added; padding repeats ``o_0`` or is zeros.
 
   Args:
     steps: one episode's dense steps; ``steps[key]`` may be nested.
-    history: number of observations per step (positive; 1 adds a length-1
-      axis).
-    pad: ``'first'`` or ``'zero'``.
-    key: the field to stack (``'observation'`` by default).
+    history: observations per step (positive).
+    pad: ``'first'`` (as Octo) or ``'zero'``.
+    key: the field to stack.
 
   Returns:
-    ``steps`` with ``key`` stacked and ``f'{key}_pad_mask'`` added.
+    ``steps`` with ``key`` stacked and its pad mask added.
 
   Example:
     >>> out = frame_stack({'observation': tf.constant([1, 2])}, 3, pad='zero')
@@ -101,13 +91,12 @@ def frame_stack(steps: Mapping[str, Any], history: int, pad: str = 'first', *,
     >>> out['observation_pad_mask'].numpy().tolist()
     [[False, False, True], [False, True, True]]
   """
-  op = 'frame_stack'
-  steps = indexing.as_dense_steps(steps, op)
-  history = indexing.check_positive_int(history, 'history', op)
-  _check_choice(pad, ('first', 'zero'), 'pad', op)
-  indexing.require_fields(steps, [key], op)
+  steps = indexing.as_dense_steps(steps)
+  history = indexing.check_positive_int(history, 'history')
+  _check_choice(pad, ('first', 'zero'), 'pad')
+  indexing.require_fields(steps, [key])
   mask_key = key + PAD_MASK_SUFFIX
-  indexing.reject_fields(steps, [mask_key], op)
+  indexing.reject_fields(steps, [mask_key])
   length = indexing.episode_length(steps)
   indices, mask = history_indices(tf.range(length), history)   # [T, history]
   out = dict(steps)
@@ -117,32 +106,25 @@ def frame_stack(steps: Mapping[str, Any], history: int, pad: str = 'first', *,
   return out
 
 
+@op_context.named('chunk_actions')
 def chunk_actions(
     steps: Mapping[str, Any], horizon: int,
     last_step: Union[last_step_lib.LastStep, str] = last_step_lib.LastStep.INVALID,
     *, pad: str = 'last', key: str = rlds_types.ACTION) -> Dict[str, Any]:
   """Replaces each step's action by its next ``horizon`` actions.
 
-  Step ``t`` gets actions ``a_t, ..., a_{t+horizon-1}``, so every leaf of
-  ``steps[key]`` becomes ``[T, horizon, ...]``, and ``f'{key}_pad_mask'``
-  (``[T, horizon]`` bool) is added: True exactly for valid actions, i.e.
-  indices ``< T - 1`` under ``LastStep.INVALID`` (the RLDS spec: the last
-  step's action is not an action) and ``< T`` under ``LastStep.VALID``.
-  Masked entries hold the last valid action (``pad='last'``, as Octo does;
-  zeros when the episode has no valid action, e.g. one step under INVALID)
-  or zeros (``pad='zero'``). The other fields are unchanged; the last step
-  itself is kept (use its mask or ``is_last`` to drop it).
+  Leaves of ``steps[key]`` become ``[T, horizon, ...]`` and
+  ``f'{key}_pad_mask'`` (True for valid actions, by ``last_step``) is added.
 
   Args:
     steps: one episode's dense steps; ``steps[key]`` may be nested.
-    horizon: number of actions per step (positive).
-    last_step: ``LastStep.INVALID`` (default) or ``LastStep.VALID`` (or
-      ``'invalid'``/``'valid'``); never guessed from the data.
-    pad: ``'last'`` or ``'zero'``.
-    key: the field to chunk (``'action'`` by default).
+    horizon: actions per step (positive).
+    last_step: ``'invalid'`` (RLDS) or ``'valid'`` (docs/last_step.md).
+    pad: ``'last'`` (the last valid action, as Octo) or ``'zero'``.
+    key: the field to chunk.
 
   Returns:
-    ``steps`` with ``key`` chunked and ``f'{key}_pad_mask'`` added.
+    ``steps`` with ``key`` chunked and its pad mask added.
 
   Example:
     >>> steps = {'action': tf.constant([5, 6, 7])}
@@ -150,14 +132,13 @@ def chunk_actions(
     >>> out['action'].numpy().tolist()
     [[5, 6], [6, 7], [7, 0]]
   """
-  op = 'chunk_actions'
-  steps = indexing.as_dense_steps(steps, op)
-  horizon = indexing.check_positive_int(horizon, 'horizon', op)
-  _check_choice(pad, ('last', 'zero'), 'pad', op)
-  policy = last_step_lib.as_last_step(last_step, op)
-  indexing.require_fields(steps, [key], op)
+  steps = indexing.as_dense_steps(steps)
+  horizon = indexing.check_positive_int(horizon, 'horizon')
+  _check_choice(pad, ('last', 'zero'), 'pad')
+  policy = last_step_lib.as_last_step(last_step)
+  indexing.require_fields(steps, [key])
   mask_key = key + PAD_MASK_SUFFIX
-  indexing.reject_fields(steps, [mask_key], op)
+  indexing.reject_fields(steps, [mask_key])
   length = indexing.episode_length(steps)
   valid = last_step_lib.num_valid_actions(length, policy)
   source, mask = chunk_indices(tf.range(length), horizon, valid)

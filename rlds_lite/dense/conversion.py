@@ -13,6 +13,7 @@ from typing import Any, Dict
 
 import tensorflow as tf
 
+from rlds_lite import op_context
 from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 from rlds_lite.dense import indexing
@@ -33,38 +34,31 @@ def _zero_length(spec: Any) -> Any:
   return tf.nest.map_structure(empty, spec)
 
 
-def _check_tensor_specs(spec: Any, op: str) -> None:
+def _check_tensor_specs(spec: Any) -> None:
   for path, leaf in nest_paths.flatten_with_paths(spec):
     if (not isinstance(leaf, tf.TensorSpec) or leaf.shape.rank is None):
       raise TypeError(
-          f'{op}: step field {path or "<root>"!r} has spec {leaf}; only '
+          f'step field {path or "<root>"!r} has spec {leaf}; only '
           'tensors of known rank can be made dense.')
 
 
+@op_context.named('dense_episode')
 def dense_episode(steps: tf.data.Dataset) -> Any:
-  """The steps of one episode as dense tensors with a leading time axis.
-
-  Works eagerly and inside ``tf.data.Dataset.map`` (on ``episode['steps']``);
-  an empty steps dataset gives zero-length tensors of the right dtypes and
-  shapes. All steps of a field must have the same shape.
+  """The steps of one episode as dense ``[T, ...]`` tensors (eager or in a map).
 
   Args:
     steps: a ``tf.data.Dataset`` of steps (dicts, possibly nested).
-
-  Returns:
-    The step structure with every leaf ``[T, ...]``.
 
   Example:
     >>> ds = tf.data.Dataset.from_tensor_slices({'a': tf.zeros([0, 2])})
     >>> dense_episode(ds)['a'].shape
     TensorShape([0, 2])
   """
-  op = 'dense_episode'
   if not isinstance(steps, tf.data.Dataset):
     raise TypeError(
-        f'{op}: steps must be a tf.data.Dataset of steps, got '
+        f'steps must be a tf.data.Dataset of steps, got '
         f'{type(steps).__name__}.')
-  _check_tensor_specs(steps.element_spec, op)
+  _check_tensor_specs(steps.element_spec)
   fallback = tf.data.Dataset.from_tensors(_zero_length(steps.element_spec))
   # batch(_ALL_STEPS) alone would reserve room for that many steps when the
   # cardinality is unknown (e.g. after a map): batch in chunks, then rebatch
@@ -73,32 +67,27 @@ def dense_episode(steps: tf.data.Dataset) -> Any:
   return whole.concatenate(fallback).take(1).get_single_element()
 
 
-def _episodes_spec(episodes: tf.data.Dataset, op: str) -> Dict[str, Any]:
+def _episodes_spec(episodes: tf.data.Dataset) -> Dict[str, Any]:
   if not isinstance(episodes, tf.data.Dataset):
     raise TypeError(
-        f'{op}: episodes must be a tf.data.Dataset of episodes, got '
+        f'episodes must be a tf.data.Dataset of episodes, got '
         f'{type(episodes).__name__}.')
   spec = episodes.element_spec
   if not isinstance(spec, dict) or rlds_types.STEPS not in spec:
     raise TypeError(
-        f"{op}: episodes must be dicts with a {rlds_types.STEPS!r} field; "
+        f"episodes must be dicts with a {rlds_types.STEPS!r} field; "
         f'got elements {spec}.')
   return spec
 
 
+@op_context.named('to_dense')
 def to_dense(episodes: tf.data.Dataset) -> tf.data.Dataset:
   """Episodes with ``steps`` as a dict of ``[T, ...]`` tensors, metadata kept.
 
-  The inverse of ``to_nested``. Empty episodes (``T = 0``) get zero-length
-  tensors of the right dtypes and shapes. Decoding a TFDS RLDS dataset with
-  ``decoders={'steps': tfds.decode.SkipDecoding()}`` gives the same result
-  much faster (``rlds_lite.load(..., dense=True)``).
+  ``rlds_lite.load(..., dense=True)`` reads a TFDS dataset this way, faster.
 
   Args:
-    episodes: a dataset of episodes whose ``steps`` is a dataset of steps.
-
-  Returns:
-    The same episodes, in order, with dense ``steps``.
+    episodes: episodes whose ``steps`` is a dataset of steps.
 
   Example:
     >>> steps = tf.data.Dataset.from_tensor_slices({'reward': tf.zeros([0])})
@@ -106,13 +95,12 @@ def to_dense(episodes: tf.data.Dataset) -> tf.data.Dataset:
     >>> to_dense(episodes).element_spec
     {'steps': {'reward': TensorSpec(shape=(None,), dtype=tf.float32, name=None)}}
   """
-  op = 'to_dense'
-  spec = _episodes_spec(episodes, op)
+  spec = _episodes_spec(episodes)
   if not isinstance(spec[rlds_types.STEPS], tf.data.DatasetSpec):
     raise TypeError(
-        f'{op}: episode field {rlds_types.STEPS!r} must be a nested dataset of '
+        f'episode field {rlds_types.STEPS!r} must be a nested dataset of '
         f'steps, got {spec[rlds_types.STEPS]} (already dense?).')
-  _check_tensor_specs(spec[rlds_types.STEPS].element_spec, op)
+  _check_tensor_specs(spec[rlds_types.STEPS].element_spec)
 
   def densify(episode: Dict[str, Any]) -> Dict[str, Any]:
     return {**episode, rlds_types.STEPS: dense_episode(episode[rlds_types.STEPS])}
@@ -121,38 +109,31 @@ def to_dense(episodes: tf.data.Dataset) -> tf.data.Dataset:
                       deterministic=True)
 
 
+@op_context.named('to_nested')
 def to_nested(episodes: tf.data.Dataset) -> tf.data.Dataset:
-  """Episodes with ``steps`` as a nested ``tf.data.Dataset`` of steps.
-
-  The inverse of ``to_dense``: the RLDS layout that ``rlds_lite`` (and
-  upstream RLDS) transformations expect. Metadata is kept.
+  """Episodes with ``steps`` as a nested ``tf.data.Dataset`` (the inverse of ``to_dense``).
 
   Args:
-    episodes: a dataset of episodes whose ``steps`` is a dict of ``[T, ...]``
-      tensors.
-
-  Returns:
-    The same episodes with ``steps`` as a dataset of ``T`` steps.
+    episodes: episodes whose ``steps`` is a dict of ``[T, ...]`` tensors.
 
   Example:
     >>> episodes = tf.data.Dataset.from_tensors({'steps': {'reward': [1.0, 2.0]}})
     >>> [s['reward'].numpy().tolist() for e in to_nested(episodes) for s in e['steps']]
     [1.0, 2.0]
   """
-  op = 'to_nested'
-  spec = _episodes_spec(episodes, op)
+  spec = _episodes_spec(episodes)
   steps_spec = spec[rlds_types.STEPS]
   if isinstance(steps_spec, tf.data.DatasetSpec):
     raise TypeError(
-        f'{op}: episode field {rlds_types.STEPS!r} is already a nested dataset '
+        f'episode field {rlds_types.STEPS!r} is already a nested dataset '
         'of steps.')
   if not isinstance(steps_spec, dict):
     raise TypeError(
-        f'{op}: episode field {rlds_types.STEPS!r} must be a dict of '
+        f'episode field {rlds_types.STEPS!r} must be a dict of '
         f'[T, ...] tensors, got {steps_spec}.')
 
   def nest(episode: Dict[str, Any]) -> Dict[str, Any]:
-    steps = indexing.as_dense_steps(episode[rlds_types.STEPS], op)
+    steps = indexing.as_dense_steps(episode[rlds_types.STEPS])
     return {**episode,
             rlds_types.STEPS: tf.data.Dataset.from_tensor_slices(steps)}
 

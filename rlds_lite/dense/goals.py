@@ -11,6 +11,7 @@ from typing import Any, Dict, Mapping, Optional
 
 import tensorflow as tf
 
+from rlds_lite import op_context
 from rlds_lite import rlds_types
 from rlds_lite.dense import indexing
 from rlds_lite.dense import seeding
@@ -49,39 +50,24 @@ def goal_indices(length: tf.Tensor, strategy: str, seed: tf.Tensor,
   return tf.minimum(t + 1 + tf.cast(ratio, tf.int32), last)
 
 
+@op_context.named('relabel_goals')
 def relabel_goals(steps: Mapping[str, Any], strategy: str = 'future', *,
                   key: str = rlds_types.OBSERVATION, goal_key: str = GOAL,
                   seed: Optional[Any] = None, p: Optional[float] = None,
                   index_key: Optional[str] = None) -> Dict[str, Any]:
-  """Adds to every step a goal: the ``key`` field of a step sampled after it.
+  """Adds to every step a goal: the ``key`` field at a step drawn after it.
 
-  For step ``t`` of ``T`` the goal is ``steps[key]`` at step:
-
-  - ``'future'``: uniform over ``[t, T-1]`` (the step itself included);
-  - ``'final'``: ``T-1``;
-  - ``'uniform'``: uniform over ``[0, T-1]``;
-  - ``'geometric'``: ``min(t + K, T-1)`` with ``K ~ Geometric(p)`` on
-    ``{1, 2, ...}`` (``P(K = k) = p (1-p)^(k-1)``, as
-    ``numpy.random.geometric``), e.g. ``p = 1 - gamma``.
-
-  Sampling uses stateless random ops: the same ``seed`` gives the same goals
-  (eagerly or in ``tf.data.Dataset.map``); see ``rlds_lite.dense.seeding``
-  for varying it per episode. The last step counts as a goal state.
+  Strategies: ``'future'`` (uniform in ``[t, T-1]``), ``'final'`` (``T-1``),
+  ``'uniform'`` (``[0, T-1]``), ``'geometric'`` (``min(t + K, T-1)``, ``K ~
+  Geometric(p)`` on ``{1, 2, ...}``). Stateless: the same seed, the same goals.
 
   Args:
     steps: one episode's dense steps; ``steps[key]`` may be nested.
-    strategy: one of ``'future'``, ``'final'``, ``'uniform'``,
-      ``'geometric'``.
-    key: the field goals are taken from (``'observation'``).
-    goal_key: the field added (``'goal'``), shaped like ``steps[key]``.
+    strategy: ``'future'``, ``'final'``, ``'uniform'`` or ``'geometric'``.
+    key: the field goals are taken from; goal_key: the field added.
     seed: an int, a shape-``[2]`` int tensor, or None (random).
-    p: success probability in ``(0, 1]``; required for ``'geometric'`` and
-      only allowed there.
-    index_key: if given, also add the goal's step index (``[T]`` int32)
-      under this key, e.g. to relabel rewards.
-
-  Returns:
-    ``steps`` plus ``goal_key`` (and ``index_key``).
+    p: for ``'geometric'`` only, in ``(0, 1]``.
+    index_key: also add the goal's step index (``[T]`` int32) here.
 
   Example:
     >>> out = relabel_goals({'observation': tf.range(4)}, 'geometric', p=1.0,
@@ -89,26 +75,25 @@ def relabel_goals(steps: Mapping[str, Any], strategy: str = 'future', *,
     >>> out['goal'].numpy().tolist(), out['goal_index'].numpy().tolist()
     ([1, 2, 3, 3], [1, 2, 3, 3])
   """
-  op = 'relabel_goals'
-  steps = indexing.as_dense_steps(steps, op)
+  steps = indexing.as_dense_steps(steps)
   if strategy not in STRATEGIES:
     raise ValueError(
-        f'{op}: strategy must be one of {STRATEGIES}, got {strategy!r}.')
+        f'strategy must be one of {STRATEGIES}, got {strategy!r}.')
   if strategy == 'geometric':
     if p is None or isinstance(p, bool) or not 0.0 < float(p) <= 1.0:
       raise ValueError(
-          f"{op}: strategy 'geometric' needs p in (0, 1], got {p!r}.")
+          f"strategy 'geometric' needs p in (0, 1], got {p!r}.")
     p = float(p)
   elif p is not None:
-    raise ValueError(f"{op}: p only applies to strategy 'geometric', not "
+    raise ValueError(f"p only applies to strategy 'geometric', not "
                      f'{strategy!r}.')
-  indexing.require_fields(steps, [key], op)
+  indexing.require_fields(steps, [key])
   new_keys = [goal_key] + ([index_key] if index_key is not None else [])
-  indexing.reject_fields(steps, new_keys, op)
+  indexing.reject_fields(steps, new_keys)
   if strategy == 'final':
     seed = tf.zeros([2], tf.int64)  # unused
   else:
-    seed = seeding.stateless_seed(seed, op)
+    seed = seeding.stateless_seed(seed)
   indices = goal_indices(indexing.episode_length(steps), strategy, seed, p)
   out = dict(steps)
   out[goal_key] = indexing.gather_steps(steps[key], indices)

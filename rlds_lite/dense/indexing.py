@@ -1,9 +1,4 @@
-"""Index-based selection on dense steps: one ``tf.gather`` per leaf.
-
-A *dense episode's steps* is a (possibly nested) dict of tensors that share a
-leading time axis ``[T, ...]``. Every op of ``rlds_lite.dense`` builds an
-index matrix over that axis and gathers each leaf once with it; this module
-holds that core and the checks of its inputs.
+"""Index-based selection on dense steps (``[T, ...]`` leaves): one ``tf.gather`` per leaf, and the input checks.
 
 Example:
   >>> import tensorflow as tf
@@ -23,16 +18,8 @@ from rlds_lite import nest_paths
 from rlds_lite import rlds_types
 
 
-def as_dense_steps(steps: Any, op: str = 'rlds_lite.dense') -> Dict[str, Any]:
-  """Checks that ``steps`` are dense steps and returns them as a dict of tensors.
-
-  Args:
-    steps: a mapping from field names to (nested dicts/tuples of) tensors or
-      arrays with a common leading time axis.
-    op: the name of the calling op, used in error messages.
-
-  Returns:
-    A new dict with the same fields, every leaf a ``tf.Tensor``.
+def as_dense_steps(steps: Any) -> Dict[str, Any]:
+  """``steps`` checked as dense steps (one leading time axis), every leaf a ``tf.Tensor``.
 
   Example:
     >>> sorted(as_dense_steps({'reward': tf.constant([1.0, 2.0])}))
@@ -40,97 +27,86 @@ def as_dense_steps(steps: Any, op: str = 'rlds_lite.dense') -> Dict[str, Any]:
   """
   if isinstance(steps, tf.data.Dataset):
     raise TypeError(
-        f'{op}: steps is a tf.data.Dataset of steps; dense ops take dense '
+        'steps is a tf.data.Dataset of steps; dense ops take dense '
         'steps (a dict of [T, ...] tensors). Convert episodes with '
         'rlds_lite.dense.to_dense or steps with rlds_lite.dense.dense_episode.')
   if not isinstance(steps, Mapping):
     raise TypeError(
-        f'{op}: steps must be a dict of [T, ...] tensors, got '
+        f'steps must be a dict of [T, ...] tensors, got '
         f'{type(steps).__name__}.')
   if not steps:
-    raise ValueError(f'{op}: steps has no field.')
+    raise ValueError('steps has no field.')
   converted = {}
   for key, value in steps.items():
     try:
       converted[key] = tf.nest.map_structure(tf.convert_to_tensor, value)
     except (TypeError, ValueError) as e:
       raise TypeError(
-          f'{op}: step field {key!r} is not a (nested) tensor: {e}') from e
+          f'step field {key!r} is not a (nested) tensor: {e}') from e
   lengths = {}
   for path, leaf in nest_paths.flatten_with_paths(converted):
     if leaf.shape.rank == 0:
       raise ValueError(
-          f'{op}: step field {path!r} is a scalar; every field of dense steps '
+          f'step field {path!r} is a scalar; every field of dense steps '
           'needs a leading time axis [T, ...].')
     if leaf.shape.rank is not None and leaf.shape[0] is not None:
       lengths[path] = leaf.shape[0]
   if len(set(lengths.values())) > 1:
     raise ValueError(
-        f'{op}: step fields have different lengths (leading dims) {lengths}.')
+        f'step fields have different lengths (leading dims) {lengths}.')
   return converted
 
 
-def require_fields(steps: Mapping[str, Any], fields: Iterable[str],
-                   op: str) -> None:
+def require_fields(steps: Mapping[str, Any], fields: Iterable[str]) -> None:
   """Raises a ValueError naming the first of ``fields`` missing in ``steps``.
 
   Example:
-    >>> require_fields({'reward': 0}, ['observation'], 'transitions')
+    >>> require_fields({'reward': 0}, ['observation'])
     Traceback (most recent call last):
     ...
-    ValueError: transitions needs the step field 'observation'; steps has ['reward'].
+    ValueError: needs the step field 'observation'; steps has ['reward'].
   """
   for field in fields:
     if field not in steps:
-      raise ValueError(f'{op} needs the step field {field!r}; steps has '
+      raise ValueError(f'needs the step field {field!r}; steps has '
                        f'{sorted(steps)}.')
 
 
-def reject_fields(steps: Mapping[str, Any], fields: Iterable[str],
-                  op: str) -> None:
-  """Raises a ValueError if ``steps`` already has a field ``op`` would add.
+def reject_fields(steps: Mapping[str, Any], fields: Iterable[str]) -> None:
+  """Raises a ValueError if ``steps`` already has a field the caller would add.
 
   Example:
-    >>> reject_fields({'mask': 0}, ['mask'], 'windows')
+    >>> reject_fields({'mask': 0}, ['mask'])
     Traceback (most recent call last):
     ...
-    ValueError: windows adds the field 'mask' but steps already has it; rename it first.
+    ValueError: adds the field 'mask' but steps already has it; rename it first.
   """
   for field in fields:
     if field in steps:
-      raise ValueError(f'{op} adds the field {field!r} but steps already has '
+      raise ValueError(f'adds the field {field!r} but steps already has '
                        'it; rename it first.')
 
 
-def check_positive_int(value: Any, name: str, op: str) -> int:
+def check_positive_int(value: Any, name: str) -> int:
   """Returns ``value`` as an int if it is a positive (non-bool) integer.
 
   Example:
-    >>> check_positive_int(0, 'size', 'windows')
+    >>> check_positive_int(0, 'size')
     Traceback (most recent call last):
     ...
-    ValueError: windows: size must be a positive int, got 0.
+    ValueError: size must be a positive int, got 0.
   """
   if isinstance(value, bool) or not hasattr(value, '__index__'):
     raise TypeError(
-        f'{op}: {name} must be a positive int, got {type(value).__name__}.')
+        f'{name} must be a positive int, got {type(value).__name__}.')
   value = int(value.__index__())
   if value < 1:
-    raise ValueError(f'{op}: {name} must be a positive int, got {value}.')
+    raise ValueError(f'{name} must be a positive int, got {value}.')
   return value
 
 
 def episode_length(steps: Mapping[str, Any]) -> tf.Tensor:
-  """The number of steps ``T`` of dense steps, as an int32 scalar tensor.
-
-  Read from ``is_last`` when present, else from the first leaf; static when
-  the shape is known.
-
-  Args:
-    steps: dense steps (a dict of ``[T, ...]`` tensors).
-
-  Returns:
-    ``T`` as a scalar ``tf.int32`` tensor.
+  """``T`` of dense steps, an int32 scalar (from ``is_last`` if present; static when known).
 
   Example:
     >>> int(episode_length({'reward': tf.zeros([5, 2])}))
@@ -164,20 +140,10 @@ def broadcast_mask(mask: tf.Tensor, like: tf.Tensor) -> tf.Tensor:
 
 def gather_steps(steps: Any, indices: tf.Tensor,
                  mask: Optional[tf.Tensor] = None) -> Any:
-  """Gathers every leaf of ``steps`` along its time axis at ``indices``.
+  """Every leaf of ``steps`` gathered along time at ``indices`` (``[T, ...]`` -> ``[*indices.shape, ...]``).
 
-  Each leaf ``[T, ...]`` becomes ``[*indices.shape, ...]`` with one
-  ``tf.gather``. ``indices`` must lie in ``[0, T)``; with ``mask`` (same shape
-  as ``indices``), entries where the mask is False are zeros (``b''`` for
-  strings, False for booleans) instead of the gathered values.
-
-  Args:
-    steps: a nested structure (dict/tuple) of ``[T, ...]`` tensors.
-    indices: integer tensor of time indices, any shape.
-    mask: optional boolean tensor shaped like ``indices``.
-
-  Returns:
-    The structure of ``steps`` with the gathered leaves.
+  Where ``mask`` (shaped like ``indices``) is False the values are zeros
+  (``b''`` / False).
 
   Example:
     >>> out = gather_steps({'r': tf.constant([1, 2, 3])}, tf.constant([[2, 0]]),

@@ -1,8 +1,4 @@
-"""Whether the last step of an episode carries a valid action: `LastStep`.
-
-RLDS says it does not (``'invalid'``, the default); much robot data records
-one (``'valid'``). Every reader of last-step values takes the policy as
-``last_step=``; docs/last_step.md.
+"""Whether the last step of an episode carries a valid action: `LastStep` (docs/last_step.md).
 
 Example:
   >>> import tensorflow as tf
@@ -31,7 +27,7 @@ class LastStep(str, enum.Enum):
   VALID = 'valid'
 
 
-def as_last_step(value: Union[LastStep, str], op: str = 'last_step') -> LastStep:
+def as_last_step(value: Union[LastStep, str]) -> LastStep:
   """``value`` as a ``LastStep`` (accepts the enum or ``'invalid'``/``'valid'``).
 
   Example:
@@ -42,7 +38,7 @@ def as_last_step(value: Union[LastStep, str], op: str = 'last_step') -> LastStep
     return LastStep(value)
   except ValueError:
     raise ValueError(
-        f'{op}: last_step must be LastStep.INVALID or LastStep.VALID '
+        'last_step must be LastStep.INVALID or LastStep.VALID '
         f"('invalid'/'valid'), got {value!r}.") from None
 
 

@@ -1,8 +1,7 @@
 """Octo-shaped samples of one episode: observation history, action chunk, goal.
 
-``robot_samples(steps, RobotSamples(...))`` makes every sample of an episode
-with one gather per field, from the step indices of ``robot_sample_indices``
-(padding as ``frame_stack``, ``chunk_actions`` and ``relabel_goals``).
+``robot_samples(steps, RobotSamples(...))`` gathers each field once, at the
+step indices of ``robot_sample_indices``.
 
 Example:
   >>> import tensorflow as tf
@@ -18,6 +17,7 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
 
 import tensorflow as tf
 
+from rlds_lite import op_context
 from rlds_lite import option_objects
 from rlds_lite import rlds_types
 from rlds_lite.dense import chunking
@@ -63,73 +63,77 @@ class SampleIndices(NamedTuple):
   goals: Optional[tf.Tensor]
 
 
-def _check_goal(goal: Optional[str], goal_p: Optional[float], op: str
+def _check_goal(goal: Optional[str], goal_p: Optional[float]
                 ) -> Optional[float]:
   if goal is None:
     if goal_p is not None:
-      raise ValueError(f'{op}: goal_p is only used with a goal strategy.')
+      raise ValueError('goal_p is only used with a goal strategy.')
     return None
   if goal not in goals_lib.STRATEGIES:
-    raise ValueError(f'{op}: goal must be None or one of '
+    raise ValueError('goal must be None or one of '
                      f'{goals_lib.STRATEGIES}, got {goal!r}.')
   if goal == 'geometric':
     if goal_p is None or isinstance(goal_p, bool) or not 0 < float(goal_p) <= 1:
-      raise ValueError(f"{op}: goal 'geometric' needs goal_p in (0, 1], got "
+      raise ValueError(f"goal 'geometric' needs goal_p in (0, 1], got "
                        f'{goal_p!r}.')
     return float(goal_p)
   if goal_p is not None:
-    raise ValueError(f"{op}: goal_p only applies to goal 'geometric', not "
+    raise ValueError(f"goal_p only applies to goal 'geometric', not "
                      f'{goal!r}.')
   return None
 
 
 def check_sample_args(history: int, action_chunk: int, history_stride: int,
                       shift: int, max_samples: Optional[int],
-                      goal: Optional[str], goal_p: Optional[float],
-                      op: str) -> Optional[float]:
+                      goal: Optional[str], goal_p: Optional[float]
+                      ) -> Optional[float]:
   """Checks the counts and goal of a robot sample; returns ``goal_p`` (float or None).
 
   Example:
-    >>> check_sample_args(2, 0, 1, 1, None, None, None, 'robot_samples')
+    >>> check_sample_args(2, 0, 1, 1, None, None, None)
     Traceback (most recent call last):
     ...
-    ValueError: robot_samples: action_chunk must be a positive int, got 0.
+    ValueError: action_chunk must be a positive int, got 0.
   """
   for name, value in (('history', history), ('action_chunk', action_chunk),
                       ('history_stride', history_stride), ('shift', shift)):
-    indexing.check_positive_int(value, name, op)
+    indexing.check_positive_int(value, name)
   if max_samples is not None:
-    indexing.check_positive_int(max_samples, 'max_samples', op)
-  return _check_goal(goal, goal_p, op)
+    indexing.check_positive_int(max_samples, 'max_samples')
+  return _check_goal(goal, goal_p)
 
 
-def check_knobs(knobs: Mapping[str, Any], op: str) -> Dict[str, Any]:
+def check_knobs(knobs: Mapping[str, Any]) -> Dict[str, Any]:
   """``knobs`` (some of `SAMPLE_DEFAULTS`' keys) checked and normalised.
 
   ``last_step`` becomes its string, ``goal_p`` a float; a bad value is a
-  ValueError prefixed by ``op``.
+  ValueError.
 
   Example:
-    >>> check_knobs({'history_pad': 'last'}, 'RobotSamples')
+    >>> check_knobs({'history_pad': 'last'})
     Traceback (most recent call last):
     ...
-    ValueError: RobotSamples: history_pad must be one of ('first', 'zero'), got 'last'.
+    ValueError: history_pad must be one of ('first', 'zero'), got 'last'.
   """
   out = {**SAMPLE_DEFAULTS, **knobs}
   out['goal_p'] = check_sample_args(
       out['history'], out['action_chunk'], out['history_stride'],
-      out['shift'], out['max_samples'], out['goal'], out['goal_p'], op)
-  out['last_step'] = last_step_lib.as_last_step(out['last_step'], op).value
+      out['shift'], out['max_samples'], out['goal'], out['goal_p'])
+  out['last_step'] = last_step_lib.as_last_step(out['last_step']).value
   for name, choices in _PADS:
     if out[name] not in choices:
-      raise ValueError(f'{op}: {name} must be one of {choices}, got '
+      raise ValueError(f'{name} must be one of {choices}, got '
                        f'{out[name]!r}.')
   return out
 
 
 def _knobs(op: str, kind: Any, args: Sequence[Any], legacy: Dict[str, Any],
            allowed: Sequence[str]) -> Dict[str, Any]:
-  """The checked knobs of a kind, or of the flat spelling (warned once)."""
+  """The checked knobs of a kind, or of the flat spelling (warned once).
+
+  ``op`` (the public function) is named where Python would name it (``op()
+  takes ...``) and in the rename warning; other errors gain it at the boundary.
+  """
   if isinstance(kind, int) or args:   # The old positional history, chunk.
     if len(args) > 1:
       raise TypeError(f'{op}() takes from 1 to 3 positional arguments but '
@@ -143,10 +147,10 @@ def _knobs(op: str, kind: Any, args: Sequence[Any], legacy: Dict[str, Any],
                     f'{unknown[0]!r}')
   if kind is not None:
     if legacy:
-      raise TypeError(f'{op}: pass the sample arguments in the kind '
+      raise TypeError(f'pass the sample arguments in the kind '
                       f'(RobotSamples(...)), not beside it: {sorted(legacy)}.')
     if not callable(getattr(kind, 'dense_kwargs', None)):
-      raise TypeError(f'{op}: kind must be a RobotSamples(...), got '
+      raise TypeError(f'kind must be a RobotSamples(...), got '
                       f'{type(kind).__name__}.')
     legacy = {k: v for k, v in kind.dense_kwargs().items() if k in allowed}
   elif legacy:
@@ -155,29 +159,22 @@ def _knobs(op: str, kind: Any, args: Sequence[Any], legacy: Dict[str, Any],
         ('dense', op), f'{op}: the sample keywords are now a kind: '
         f'{op}(..., RobotSamples({spelt})) (rlds_lite.RobotSamples); the old '
         'keywords will go in a later release.')
-  return check_knobs(legacy, op)
+  return check_knobs(legacy)
 
 
+@op_context.named('robot_sample_indices')
 def robot_sample_indices(length: tf.Tensor, kind: Any = None,
                          *legacy_args: Any, seed: Optional[Any] = None,
                          **legacy: Any) -> SampleIndices:
-  """The step indices of the samples of an episode of ``length`` steps.
+  """The step indices (`SampleIndices`) of the samples of an episode of ``length`` steps.
 
-  Anchors are steps ``0, shift, ...`` with a valid action (every step with
-  ``keep_actionless``; at most ``max_samples`` of them, random, in order).
-  Anchor ``t`` gets observation steps ``t - (history - 1) * history_stride,
-  ..., t`` (clipped at 0, masked before the episode), action steps ``t, ...,
-  t + action_chunk - 1`` (masked from the first invalid action) and, with a
-  goal, a goal step drawn as ``relabel_goals`` draws it.
+  Anchors are steps ``0, shift, ...`` with a valid action; each gets its
+  history, action chunk and goal steps, masked outside the episode.
 
   Args:
     length: the episode length ``T`` (scalar int).
-    kind: a `rlds_lite.RobotSamples` (None: its defaults); its pads and
-      field names do not matter here.
+    kind: a `rlds_lite.RobotSamples` (None: its defaults).
     seed: seed of the random choices (``max_samples``, ``goal``).
-
-  Returns:
-    A ``SampleIndices``.
 
   Example:
     >>> from rlds_lite import RobotSamples
@@ -188,23 +185,23 @@ def robot_sample_indices(length: tf.Tensor, kind: Any = None,
     >>> out.action_mask.numpy().tolist()
     [[True, True, True], [True, True, False], [True, False, False]]
   """
-  op = 'robot_sample_indices'
-  knobs = _knobs(op, kind, legacy_args, legacy, _INDEX_KNOBS)
-  return _indices(length, knobs, seed, op)
+  knobs = _knobs('robot_sample_indices', kind, legacy_args, legacy,
+                 _INDEX_KNOBS)
+  return _indices(length, knobs, seed)
 
 
-def _indices(length: tf.Tensor, knobs: Dict[str, Any], seed: Optional[Any],
-             op: str) -> SampleIndices:
+def _indices(length: tf.Tensor, knobs: Dict[str, Any], seed: Optional[Any]
+             ) -> SampleIndices:
   """`robot_sample_indices` of checked knobs."""
   history, chunk, goal = knobs['history'], knobs['action_chunk'], knobs['goal']
   max_samples = knobs['max_samples']
-  policy = last_step_lib.as_last_step(knobs['last_step'], op)
+  policy = last_step_lib.as_last_step(knobs['last_step'])
   length = tf.convert_to_tensor(length, tf.int32)
   num_valid = last_step_lib.num_valid_actions(length, policy)
   limit = length if knobs['keep_actionless'] else num_valid
   anchors = tf.range(0, limit, knobs['shift'])
   needs_seed = max_samples is not None or goal not in (None, 'final')
-  seed = seeding.stateless_seed(seed if needs_seed else 0, op)
+  seed = seeding.stateless_seed(seed if needs_seed else 0)
   subsample_seed, goal_seed = tf.unstack(
       tf.random.experimental.stateless_split(seed, 2))
   if max_samples is not None:
@@ -225,36 +222,32 @@ def _indices(length: tf.Tensor, knobs: Dict[str, Any], seed: Optional[Any],
                        action_mask, goal_steps)
 
 
-def _added_keys(steps: Dict[str, Any], knobs: Dict[str, Any], op: str
-                ) -> List[str]:
+def _added_keys(steps: Dict[str, Any], knobs: Dict[str, Any]) -> List[str]:
   """The keys `robot_samples` adds (the pad masks first); a clash refused."""
   obs_key, action_key = knobs['observation_key'], knobs['action_key']
-  indexing.require_fields(steps, [obs_key, action_key], op)
+  indexing.require_fields(steps, [obs_key, action_key])
   added = [obs_key + chunking.PAD_MASK_SUFFIX,
            action_key + chunking.PAD_MASK_SUFFIX]
   if knobs['goal'] is not None:
     added += [knobs['goal_key'], GOAL_INDEX]
   if knobs['index_key'] is not None:
     added.append(knobs['index_key'])
-  indexing.reject_fields(steps, added, op)
+  indexing.reject_fields(steps, added)
   if len(set(added + [obs_key, action_key])) != len(added) + 2:
-    raise ValueError(f'{op}: the output keys {added} collide with '
+    raise ValueError(f'the output keys {added} collide with '
                      f'{obs_key!r} / {action_key!r}.')
   return added
 
 
+@op_context.named('robot_samples')
 def robot_samples(steps: Mapping[str, Any], kind: Any = None,
                   *legacy_args: Any, seed: Optional[Any] = None,
                   **legacy: Any) -> Dict[str, Any]:
-  """Observation histories, action chunks and step fields of one episode.
+  """Observation histories, action chunks and step fields of one episode, ``[N, ...]``.
 
-  One sample per anchor of ``robot_sample_indices``, as ``[N, ...]``
-  tensors: ``observation_key`` ``[N, history, ...]`` with
-  ``observation_pad_mask``; ``action_key`` ``[N, action_chunk, ...]`` with
-  ``action_pad_mask`` (padded as ``history_pad`` / ``action_pad`` say);
-  every other step field at the anchor; with a goal, ``goal_key`` and
-  ``'goal_index'``; with ``index_key``, the anchor. Eager or in
-  ``tf.data.Dataset.map``.
+  The samples of ``robot_sample_indices``: ``observation`` ``[N, history,
+  ...]`` and ``action`` ``[N, action_chunk, ...]`` with their pad masks, the
+  anchor's other fields, the goal (and ``'goal_index'``) with a goal.
 
   Args:
     steps: one episode's dense steps (``observation``, ``action`` may nest).
@@ -272,15 +265,15 @@ def robot_samples(steps: Mapping[str, Any], kind: Any = None,
     >>> out['action'].numpy().tolist()
     [[0, 10], [10, 20], [20, 20]]
   """
-  op = 'robot_samples'
-  knobs = _knobs(op, kind, legacy_args, legacy, tuple(SAMPLE_DEFAULTS))
-  steps = indexing.as_dense_steps(steps, op)
+  knobs = _knobs('robot_samples', kind, legacy_args, legacy,
+                 tuple(SAMPLE_DEFAULTS))
+  steps = indexing.as_dense_steps(steps)
   obs_key, action_key = knobs['observation_key'], knobs['action_key']
-  added = _added_keys(steps, knobs, op)
+  added = _added_keys(steps, knobs)
   length = indexing.episode_length(steps)
-  index = _indices(length, knobs, seed, op)
+  index = _indices(length, knobs, seed)
   num_valid = last_step_lib.num_valid_actions(
-      length, last_step_lib.as_last_step(knobs['last_step'], op))
+      length, last_step_lib.as_last_step(knobs['last_step']))
   out = indexing.gather_steps(
       {k: v for k, v in steps.items() if k not in (obs_key, action_key)},
       index.anchors)

@@ -14,16 +14,8 @@ import numpy as np
 import tensorflow as tf
 
 
-def stateless_seed(seed: Optional[Any], op: str = 'seed') -> tf.Tensor:
-  """``seed`` as the shape-``[2]`` int64 tensor stateless random ops take.
-
-  Args:
-    seed: an int (becomes ``[seed, 0]``), a shape-``[2]`` integer tensor or
-      array, or None for a fresh random seed (not reproducible).
-    op: the calling op, for error messages.
-
-  Returns:
-    A ``tf.int64`` tensor of shape ``[2]``.
+def stateless_seed(seed: Optional[Any]) -> tf.Tensor:
+  """``seed`` as the shape-``[2]`` int64 tensor stateless ops take (an int ``s``: ``[s, 0]``; None: random).
 
   Example:
     >>> stateless_seed([1, 2]).numpy().tolist()
@@ -32,12 +24,12 @@ def stateless_seed(seed: Optional[Any], op: str = 'seed') -> tf.Tensor:
   if seed is None:
     return tf.random.uniform([2], maxval=tf.int64.max, dtype=tf.int64)
   if isinstance(seed, bool):
-    raise TypeError(f'{op}: seed must be an int or a pair of ints, got a bool.')
+    raise TypeError('seed must be an int or a pair of ints, got a bool.')
   if isinstance(seed, (int, np.integer)):
     return tf.constant([int(seed), 0], tf.int64)
   seed = tf.convert_to_tensor(seed)
   if not seed.dtype.is_integer or seed.shape.rank != 1 or seed.shape[0] != 2:
     raise TypeError(
-        f'{op}: seed must be an int or a shape-[2] integer tensor, got '
+        f'seed must be an int or a shape-[2] integer tensor, got '
         f'{seed.dtype.name}{seed.shape}.')
   return tf.cast(seed, tf.int64)

@@ -15,6 +15,7 @@ from typing import Any, Dict, Mapping, Union
 
 import tensorflow as tf
 
+from rlds_lite import op_context
 from rlds_lite import rlds_types
 from rlds_lite.dense import indexing
 from rlds_lite.dense import last_step as last_step_lib
@@ -30,9 +31,9 @@ def _check_gamma(gamma: Any) -> Any:
     value = float(gamma)
   except (TypeError, ValueError):
     raise TypeError(
-        f'transitions: gamma must be a number in [0, 1], got {gamma!r}.') from None
+        f'gamma must be a number in [0, 1], got {gamma!r}.') from None
   if not 0.0 <= value <= 1.0:
-    raise ValueError(f'transitions: gamma must be in [0, 1], got {value}.')
+    raise ValueError(f'gamma must be in [0, 1], got {value}.')
   return value
 
 
@@ -41,59 +42,32 @@ def _float_field(steps: Mapping[str, Any], field: str) -> tf.Tensor:
   if not isinstance(value, tf.Tensor) or not value.dtype.is_floating:
     kind = value.dtype.name if isinstance(value, tf.Tensor) else 'a structure'
     raise TypeError(
-        f'transitions: step field {field!r} must be a float tensor, got '
+        f'step field {field!r} must be a float tensor, got '
         f'{kind}; cast it first.')
   return value
 
 
+@op_context.named('transitions')
 def transitions(
     steps: Mapping[str, Any], n: int = 1,
     gamma: Union[float, tf.Tensor] = 1.0, *,
     last_step: Union[last_step_lib.LastStep, str] = last_step_lib.LastStep.INVALID
 ) -> Dict[str, Any]:
-  """The n-step transitions of one dense episode (returns, discounts, next obs).
+  """The n-step transitions of one dense episode: returns, discounts, next observations.
 
-  A transition starts at every step ``t = 0 .. T-2`` (never at the last step,
-  which has no next observation, so an episode of ``T <= 1`` steps gives
-  none). With ``m = min(n, T-1-t)`` steps before the last step:
-
-  - ``reward = sum_{k<m} gamma^k (prod_{j<k} d_{t+j}) r_{t+k}``,
-  - ``discount = prod_{k<m} gamma * d_{t+k}``, and 0 when the window reaches
-    a terminal last step (``t + m == T-1`` and ``is_terminal[T-1]``),
-  - ``next_observation = o_{t+m}``,
-
-  where ``d`` is the ``discount`` field (1 when absent). A truncated episode
-  (last step not terminal, or no ``is_terminal`` field) keeps a non-zero
-  bootstrap discount. Every other field (``action``, ``is_first``, metadata,
-  ...) is the start step's. Rewards may be vectors (``[T, k]``) with scalar or
-  matching discounts; reward and discount keep their float dtypes.
-
-  ``last_step=LastStep.VALID`` (data whose last step carries a real action
-  and reward, e.g. a success reward on the final step of robot data) changes
-  terminal episodes only: the terminal last step then also starts a
-  transition and its reward counts, as if a virtual step ``T`` followed it
-  (sums run to ``m = min(n, T-t)``; ``is_terminal[T-1]`` then means that
-  the state after the last action is terminal, so ``discount`` is 0 for the
-  windows reaching step ``T``, not ``T-1``; their ``next_observation`` is
-  ``o_{T-1}``, a placeholder that the zero discount ignores). Under both
-  policies a truncated last step never starts a
-  transition: there is no next observation to bootstrap from, and
-  bootstrapping from ``o_{T-1}`` already accounts for its reward.
+  A transition starts at every step but the last (docs/guarantees.md, "Dense
+  ops", for the sums, terminal and truncated episodes and ``'valid'``).
 
   Args:
-    steps: one episode's dense steps with at least ``observation`` and
-      ``reward`` (float); ``discount`` (float) and ``is_terminal`` are used
-      when present. Observations may be nested.
-    n: the maximal number of rewards summed per transition (positive).
-    gamma: the discount factor in ``[0, 1]`` (a float or a scalar tensor).
-    last_step: ``LastStep.INVALID`` (default, the RLDS spec) or
-      ``LastStep.VALID`` (or ``'invalid'``/``'valid'``); never guessed.
+    steps: dense steps with ``observation`` and a float ``reward``
+      (``discount``, ``is_terminal`` used when present).
+    n: rewards summed per transition at most (positive).
+    gamma: the discount factor in ``[0, 1]``.
+    last_step: ``'invalid'`` (RLDS) or ``'valid'`` (docs/last_step.md).
 
   Returns:
-    A dict with ``observation``, ``action`` (if present), ``reward``,
-    ``discount``, ``next_observation`` and the other step fields, each with a
-    leading axis of ``max(T-1, 0)`` transitions (``T`` for a terminal
-    episode under ``LastStep.VALID``).
+    The start step's fields with ``reward``, ``discount`` and
+    ``next_observation``, ``[N, ...]``.
 
   Example:
     >>> steps = {'observation': tf.constant([0, 1, 2]),
@@ -105,13 +79,12 @@ def transitions(
     >>> valid['reward'].numpy().tolist(), valid['discount'].numpy().tolist()
     ([1.0, 2.0, 0.0], [1.0, 1.0, 0.0])
   """
-  op = 'transitions'
-  steps = indexing.as_dense_steps(steps, op)
-  indexing.require_fields(steps, [rlds_types.OBSERVATION, rlds_types.REWARD], op)
-  indexing.reject_fields(steps, [NEXT_OBSERVATION], op)
-  n = indexing.check_positive_int(n, 'n', op)
+  steps = indexing.as_dense_steps(steps)
+  indexing.require_fields(steps, [rlds_types.OBSERVATION, rlds_types.REWARD])
+  indexing.reject_fields(steps, [NEXT_OBSERVATION])
+  n = indexing.check_positive_int(n, 'n')
   gamma = _check_gamma(gamma)
-  policy = last_step_lib.as_last_step(last_step, op)
+  policy = last_step_lib.as_last_step(last_step)
   reward = _float_field(steps, rlds_types.REWARD)
   length = indexing.episode_length(steps)
   if rlds_types.DISCOUNT in steps:
@@ -120,7 +93,7 @@ def transitions(
     discount = tf.ones([length], reward.dtype)
   if discount.shape.rank > reward.shape.rank:
     raise ValueError(
-        f'transitions: discount has rank {discount.shape.rank}, more than the '
+        f'discount has rank {discount.shape.rank}, more than the '
         f'rank {reward.shape.rank} of reward.')
 
   if rlds_types.IS_TERMINAL in steps:

@@ -5,6 +5,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
+from rlds_lite import op_context
 from rlds_lite.decoding import ImageSpec
 
 __all__ = ['DCT_RATIOS', 'ImageSpec', 'RESIZE_METHODS', 'dct_ratio',
@@ -18,11 +19,11 @@ ENCODINGS = ('jpeg', 'png', None)
 Size = Optional[Tuple[int, int]]
 
 
-def check_size(size: Any, op: str, name: str = 'size') -> Size:
+def check_size(size: Any, name: str = 'size') -> Size:
   """``(height, width)`` of positive ints, or None; else a ValueError.
 
     Example:
-      >>> check_size([64, 48], 'op')
+      >>> check_size([64, 48])
       (64, 48)
   """
   if size is None:
@@ -30,7 +31,7 @@ def check_size(size: Any, op: str, name: str = 'size') -> Size:
   if (isinstance(size, (str, bytes)) or not hasattr(size, '__len__') or
       len(size) != 2 or any(isinstance(s, bool) or not hasattr(s, '__index__')
                             or int(s) < 1 for s in size)):
-    raise ValueError(f'{op}: {name} must be None or (height, width) of '
+    raise ValueError(f'{name} must be None or (height, width) of '
                      f'positive ints, got {size!r}.')
   return int(size[0]), int(size[1])
 
@@ -40,10 +41,10 @@ RESIZE_METHODS = ('bilinear', 'nearest', 'bicubic', 'area', 'lanczos3',
 """The ``tf.image.resize`` methods (``tf.image.ResizeMethod``'s values)."""
 
 
-def check_method(method: Any, op: str) -> str:
+def check_method(method: Any) -> str:
   """``method`` if it is one of `RESIZE_METHODS`; else a ValueError."""
   if method not in RESIZE_METHODS:
-    raise ValueError(f'{op}: resize_method must be one of {RESIZE_METHODS}, '
+    raise ValueError(f'resize_method must be one of {RESIZE_METHODS}, '
                      f'got {method!r}.')
   return method
 
@@ -138,6 +139,7 @@ def _decode_one(spec: ImageSpec, size: Size, method: str,
   return decode
 
 
+@op_context.named('decode_frames')
 def decode_frames(encoded: tf.Tensor, spec: ImageSpec, size: Size = None, *,
                   method: str = 'bilinear',
                   field: Optional[str] = None) -> tf.Tensor:
@@ -161,15 +163,14 @@ def decode_frames(encoded: tf.Tensor, spec: ImageSpec, size: Size = None, *,
       ...               size=(2, 2))[:, :, :, 0].numpy().tolist()
       [[[7, 7], [7, 7]], [[7, 7], [7, 7]]]
   """
-  op = 'decode_frames'
-  size = check_size(size, op)
+  size = check_size(size)
   if spec.encoding not in ENCODINGS:
-    raise ValueError(f'{op}: encoding must be one of {ENCODINGS}, got '
+    raise ValueError(f'encoding must be one of {ENCODINGS}, got '
                      f'{spec.encoding!r}.')
   out = output_shape(spec, size)
   if spec.encoding is None:
     frames = tf.convert_to_tensor(encoded)
-    check_raw_frames(frames.shape, spec, field, op)
+    check_raw_frames(frames.shape, spec, field)
     if tuple(out) == tuple(frames.shape[1:]):
       return frames
     return _resized(frames, out[:2], method, spec.dtype)
@@ -181,16 +182,15 @@ def decode_frames(encoded: tf.Tensor, spec: ImageSpec, size: Size = None, *,
 
 
 def check_raw_frames(shape: tf.TensorShape, spec: ImageSpec,
-                     field: Optional[str], op: str) -> None:
+                     field: Optional[str]) -> None:
   """A ValueError if raw frames' static shape ``[N, h, w, c]`` is not ``spec.shape``.
 
     Example:
       >>> check_raw_frames(tf.TensorShape([5, 16, 16, 3]),
-      ...                  ImageSpec((32, 32, 3), None), 'observation/image',
-      ...                  'op')
+      ...                  ImageSpec((32, 32, 3), None), 'observation/image')
       Traceback (most recent call last):
       ...
-      ValueError: op: image field 'observation/image': its ImageSpec says frames of shape (32, 32, 3) but they are (16, 16, 3).
+      ValueError: image field 'observation/image': its ImageSpec says frames of shape (32, 32, 3) but they are (16, 16, 3).
   """
   frame = shape[1:] if shape.rank is not None else None
   if frame is None or not frame.is_fully_defined():
@@ -198,7 +198,7 @@ def check_raw_frames(shape: tf.TensorShape, spec: ImageSpec,
   if tuple(frame.as_list()) != tuple(spec.shape):
     what = f'image field {field!r}' if field else 'raw frames'
     raise ValueError(
-        f'{op}: {what}: its ImageSpec says frames of shape '
+        f'{what}: its ImageSpec says frames of shape '
         f'{tuple(spec.shape)} but they are {tuple(frame.as_list())}.')
 
 
@@ -236,6 +236,7 @@ def _decode_leaf(leaf: tf.Tensor, spec: ImageSpec, size: Size, method: str,
   return tf.ensure_shape(frames, leaf.shape[:rank].concatenate(out))
 
 
+@op_context.named('decode_images')
 def decode_images(values: Dict[str, Any], specs: Dict[str, ImageSpec],
                   size: Any = None, *, method: str = 'bilinear',
                   dedupe: bool = False) -> Dict[str, Any]:
@@ -261,7 +262,7 @@ def decode_images(values: Dict[str, Any], specs: Dict[str, ImageSpec],
   out = _copy_dicts(values)
   for path, spec in specs.items():
     field_size = size.get(path) if isinstance(size, dict) else size
-    field_size = check_size(field_size, 'decode_images')
+    field_size = check_size(field_size)
     parent, key = _parent(out, path)
     parent[key] = _decode_leaf(parent[key], spec, field_size, method, dedupe,
                                path)

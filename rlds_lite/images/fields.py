@@ -7,6 +7,8 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from rlds_lite import diagnosis
+from rlds_lite import op_context
+from rlds_lite import option_objects
 from rlds_lite import source as source_lib
 from rlds_lite.decoding import image_specs
 from rlds_lite.images import decode
@@ -24,7 +26,7 @@ def load_encoded(name_or_dir: Any,
                  data_dir: Optional[PathLike] = None,
                  shuffle_files: bool = False,
                  read_config: Optional[tfds.ReadConfig] = None,
-                 op: str = 'load'
+                 op: Optional[str] = None
                  ) -> Tuple[tf.data.Dataset, Dict[str, decode.ImageSpec]]:
   """Dense episodes of a TFDS RLDS dataset, image step fields still encoded.
 
@@ -33,7 +35,7 @@ def load_encoded(name_or_dir: Any,
       split: the split (default: the Source's, or ``'train'``).
       data_dir: where TFDS finds prepared datasets (names only).
       shuffle_files: shuffle the order of the files; read_config: a ``tfds.ReadConfig``.
-      op: the function its errors name first.
+      op: deprecated (errors name the public function they escape).
 
     Returns:
       ``(episodes, specs)``; each image field is a ``[T]`` string tensor.
@@ -49,10 +51,14 @@ def load_encoded(name_or_dir: Any,
       >>> next(iter(episodes))['steps']['observation']['image'].shape
       TensorShape([3])
   """
-  source = source_lib.as_source(name_or_dir, split, data_dir=data_dir, op=op)
-  episodes = source.episodes(dense=True, encoded_images=True,
-                             shuffle_files=shuffle_files,
-                             read_config=read_config)
+  if op is not None:
+    option_objects.warn_once(('load_encoded', 'op'),
+                             op_context.old_op_message('load_encoded'))
+  with op_context.named(op or 'load'):
+    source = source_lib.as_source(name_or_dir, split, data_dir=data_dir)
+    episodes = source.episodes(dense=True, encoded_images=True,
+                               shuffle_files=shuffle_files,
+                               read_config=read_config)
   return episodes, source.image_specs
 
 

@@ -1,42 +1,10 @@
 """An iterator over a pipeline that can be saved and resumed where it stopped.
 
-``ResumableIterator(dataset)`` wraps ``iter(dataset)`` together with a
-``tf.train.Checkpoint`` of the iterator (and of how many elements it has
-given). ``save(path)`` writes the iterator's state; a new run builds the
-same pipeline, makes a new ``ResumableIterator`` and ``restore(path)``-s
-it: the next elements are the ones the interrupted run would have given.
-
-What a tf.data iterator checkpoint holds: the position of every source
-(files, ``range``, ``from_tensor_slices``), the state of random ops
-(``Dataset.random``, seeded ``shuffle``) and the elements buffered inside
-the pipeline (``shuffle`` buffers, ``prefetch``, parallel ``map``
-results, the pools of ``windows_dataset``/``transitions_dataset``). Big
-buffers make big checkpoints: a pool of 64 episodes of images is stored as
-such. Resuming gives the same elements only if the rebuilt pipeline is the
-same and seeded (``seed=...``); Python state (``from_generator``,
-``py_function``) and unseeded ``tf.random`` ops in ``map`` are not saved.
-
-Epochs: repeat the input, not the batches. A shuffled pipeline draws new
-seeds each time it is iterated again (each pass of an outer ``repeat()``);
-tf.data saves that per-pass counter of ``Dataset.random`` only while its
-iterator lives, and read-ahead (``prefetch``, parallel ``map``) ends it a
-few batches before the pass does. So ``windows_dataset(...).repeat()``
-resumes exactly within a pass, but a save in the last few batches of a pass
-resumes the next pass in another (seeded, equally shuffled) order. Repeat
-the episodes instead, ``windows_dataset(episodes.repeat(), ...)``: that
-resumes exactly at every position (tested for the windows and transitions
-pipelines), as does ``rlds_lite.random_access``, whose whole state is
-``(seed, position)``. Making the outer ``repeat()`` exact cost half the
-throughput (measured), so it is not done.
-
-tf.data calls a ``map`` function stateful if it runs a dataset inside
-(``get_single_element``, ``reduce``), as the pooled pipelines do although
-their result depends only on their input; such a pipeline's iterator cannot
-be saved under tf.data's default policy (``FailedPreconditionError: ...
-is stateful``). ``external_state='ignore'`` (the default here) saves it
-anyway and is right for rlds_lite pipelines; ``'fail'`` restores tf.data's
-check (use it to find truly stateful ops in your own pipeline), ``'warn'``
-logs them.
+``ResumableIterator(dataset)`` checkpoints ``iter(dataset)`` with
+``tf.train.Checkpoint``; a rebuilt, seeded pipeline restored from it gives the
+elements the interrupted run would have given. What a checkpoint holds, epochs
+(repeat the episodes, not the batches) and ``external_state``:
+docs/distributed.md, "Resuming a run where it stopped".
 
 Example:
   >>> import tempfile

@@ -2,7 +2,7 @@
 
 Example:
   >>> import tensorflow as tf
-  >>> check_positive_int(3, 'batch_size', 'windows_dataset')
+  >>> check_positive_int(3, 'batch_size')
   3
 """
 
@@ -16,16 +16,16 @@ from rlds_lite.dense import conversion
 from rlds_lite.dense import indexing
 
 
-def check_positive_int(value: Any, name: str, op: str) -> int:
+def check_positive_int(value: Any, name: str) -> int:
   """``value`` as an int if it is a positive (non-bool) integer.
 
   Example:
-    >>> check_positive_int(0, 'batch_size', 'windows_dataset')
+    >>> check_positive_int(0, 'batch_size')
     Traceback (most recent call last):
     ...
-    ValueError: windows_dataset: batch_size must be a positive int, got 0.
+    ValueError: batch_size must be a positive int, got 0.
   """
-  return indexing.check_positive_int(value, name, op)
+  return indexing.check_positive_int(value, name)
 
 
 def is_int(value: Any) -> bool:
@@ -38,79 +38,79 @@ def is_int(value: Any) -> bool:
   return not isinstance(value, bool) and hasattr(value, '__index__')
 
 
-def check_non_negative_int(value: Any, name: str, op: str) -> int:
+def check_non_negative_int(value: Any, name: str) -> int:
   """``value`` as an int if it is a non-negative (non-bool) integer.
 
   Example:
-    >>> check_non_negative_int(-1, 'episode_shuffle_buffer', 'windows_dataset')
+    >>> check_non_negative_int(-1, 'episode_shuffle_buffer')
     Traceback (most recent call last):
     ...
-    ValueError: windows_dataset: episode_shuffle_buffer must be a non-negative int, got -1.
+    ValueError: episode_shuffle_buffer must be a non-negative int, got -1.
   """
   if isinstance(value, bool) or not hasattr(value, '__index__'):
-    raise TypeError(f'{op}: {name} must be a non-negative int, got '
+    raise TypeError(f'{name} must be a non-negative int, got '
                     f'{type(value).__name__}.')
   value = int(value.__index__())
   if value < 0:
-    raise ValueError(f'{op}: {name} must be a non-negative int, got {value}.')
+    raise ValueError(f'{name} must be a non-negative int, got {value}.')
   return value
 
 
-def check_seed(seed: Any, op: str) -> Optional[int]:
+def check_seed(seed: Any) -> Optional[int]:
   """``seed`` as an int, or None (a fresh random seed).
 
   Example:
-    >>> check_seed('x', 'robot_samples_dataset')
+    >>> check_seed('x')
     Traceback (most recent call last):
     ...
-    TypeError: robot_samples_dataset: seed must be an int or None, got str.
+    TypeError: seed must be an int or None, got str.
   """
   if seed is None:
     return None
   if isinstance(seed, bool) or not hasattr(seed, '__index__'):
-    raise TypeError(f'{op}: seed must be an int or None, got '
+    raise TypeError(f'seed must be an int or None, got '
                     f'{type(seed).__name__}.')
   return int(seed.__index__())
 
 
-def dense_episodes(episodes: tf.data.Dataset, op: str) -> tf.data.Dataset:
+def dense_episodes(episodes: tf.data.Dataset) -> tf.data.Dataset:
   """``episodes`` with dense steps (nested steps datasets are converted).
 
   Example:
     >>> steps = tf.data.Dataset.from_tensor_slices({'x': [1, 2]})
-    >>> ds = dense_episodes(tf.data.Dataset.from_tensors({'steps': steps}), 'op')
+    >>> ds = dense_episodes(tf.data.Dataset.from_tensors({'steps': steps}))
     >>> ds.element_spec['steps']['x'].shape
     TensorShape([None])
   """
   if not isinstance(episodes, tf.data.Dataset):
-    raise TypeError(f'{op}: episodes must be a tf.data.Dataset of episodes, '
+    raise TypeError(f'episodes must be a tf.data.Dataset of episodes, '
                     f'got {type(episodes).__name__}.')
   spec = episodes.element_spec
   if not isinstance(spec, dict) or rlds_types.STEPS not in spec:
-    raise TypeError(f'{op}: episodes must be dicts with a {rlds_types.STEPS!r} '
+    raise TypeError(f'episodes must be dicts with a {rlds_types.STEPS!r} '
                     f'field; got elements {spec}.')
   if isinstance(spec[rlds_types.STEPS], tf.data.DatasetSpec):
     return conversion.to_dense(episodes)
   if not isinstance(spec[rlds_types.STEPS], dict):
-    raise TypeError(f'{op}: episode field {rlds_types.STEPS!r} must be a dataset '
+    raise TypeError(f'episode field {rlds_types.STEPS!r} must be a dataset '
                     f'of steps or a dict of [T, ...] tensors, got '
                     f'{spec[rlds_types.STEPS]}.')
   return episodes
 
 
-def check_step_shapes(episodes: tf.data.Dataset, op: str) -> None:
+def check_step_shapes(episodes: tf.data.Dataset) -> None:
   """Raises a ValueError if a step field's shape beyond the time axis is unknown.
 
   Example:
     >>> ds = tf.data.Dataset.from_tensors({'steps': {'x': tf.zeros([2, 3])}})
-    >>> check_step_shapes(ds, 'op')
+    >>> check_step_shapes(ds)
   """
   spec = episodes.element_spec[rlds_types.STEPS]
   for path, leaf in nest_paths.flatten_with_paths(spec):
     dims = leaf.shape.as_list() if leaf.shape.rank is not None else None
     if dims is None or any(d is None for d in dims[1:]):
       raise ValueError(
-          f'{op}: step field {path!r} has shape {leaf.shape}; pooled batches '
+          f'step field {path!r} has shape {leaf.shape}; pooled batches '
           'need every step field to have a known shape beyond the time axis '
           '(resize or pad it first).')
 
@@ -132,12 +132,12 @@ def episode_values(episode: Dict[str, Any], fields: Tuple[str, ...],
 
 
 def check_episode_fields(episodes: tf.data.Dataset, fields: Any,
-                         reserved: Any, op: str) -> Tuple[str, ...]:
+                         reserved: Any) -> Tuple[str, ...]:
   """Validates ``episode_fields``: names of episode metadata, no collisions.
 
   Example:
     >>> ds = tf.data.Dataset.from_tensors({'steps': {'x': [1]}, 'id': 1})
-    >>> check_episode_fields(ds, ['id'], ['x'], 'op')
+    >>> check_episode_fields(ds, ['id'], ['x'])
     ('id',)
   """
   if isinstance(fields, str):
@@ -147,9 +147,9 @@ def check_episode_fields(episodes: tf.data.Dataset, fields: Any,
   available = sorted(k for k in spec if k != rlds_types.STEPS)
   for field in fields:
     if field == rlds_types.STEPS or field not in spec:
-      raise ValueError(f'{op}: episode_fields names {field!r}, which is not '
+      raise ValueError(f'episode_fields names {field!r}, which is not '
                        f'episode metadata; the episodes have {available}.')
     if field in reserved:
-      raise ValueError(f'{op}: episode field {field!r} has the name of a '
+      raise ValueError(f'episode field {field!r} has the name of a '
                        'field of the samples; rename it first.')
   return fields

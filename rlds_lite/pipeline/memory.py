@@ -9,6 +9,7 @@ Example:
 
 from typing import Any, Dict, Optional, Union
 
+from rlds_lite import op_context
 from rlds_lite.pipeline import robot_memory
 from rlds_lite.pipeline import robot_samples as robot_lib
 from rlds_lite.pipeline import shuffling
@@ -46,7 +47,8 @@ def estimate_memory(name_or_dir: Any, split: Optional[str] = None, *,
   if robot_samples is None:
     return shuffling.estimate_memory(name_or_dir, split,
                                      batch_size=batch_size, **knobs)
-  kind, frames = robot_lib.kind_and_frames(robot_samples, 'estimate_memory')
+  with op_context.named('estimate_memory'):
+    kind, frames = robot_lib.kind_and_frames(robot_samples)
   return robot_lib.plan_robot_samples(name_or_dir, kind, batch_size,
                                       frames=frames, split=split,
                                       **knobs).memory

@@ -22,6 +22,7 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 import tensorflow as tf
 
+from rlds_lite import op_context
 from rlds_lite import source as source_lib
 from rlds_lite import rlds_types
 from rlds_lite import option_objects
@@ -367,41 +368,24 @@ def mix(datasets: Datasets,
         **legacy: Any) -> tf.data.Dataset:
   """A mixture of ``datasets`` drawn with ``weights``.
 
-  Args:
-    datasets: the sources: a list/tuple, or a dict (its keys then name the
-      sources in messages and ``weights``/``balance`` may be dicts too).
-      Their elements must have the same structure and dtypes.
-    weights: one non-negative weight per source, summing to one (within
-      ``WEIGHT_TOLERANCE``; anything else is a ValueError, never silently
-      renormalised). None: equal weights.
-    balance: the sources' sizes (one number each, e.g. their steps from
-      ``dataset_size``), or ``'episodes'`` for datasets of episodes of known
-      cardinality: the weights are multiplied by the sizes (then
-      renormalised), so that with equal weights every step (or episode) of
-      every source is equally likely. None: the weights as they are.
-    exact: every batch holds exactly ``exact_counts(weights, batch_size)``
-      rows of each source (needs ``batch_size``; a source of non-zero weight
-      rounded to no row is a ValueError, shares more than 10% off their
-      weights an ``ExactCountsWarning``); else sources are sampled per
-      element with ``tf.data.Dataset.sample_from_datasets``.
-    batch_size: batch the mixture (needed with ``exact``).
-    batched: the sources' elements are batches (leading batch axis); they
-      are then ``rebatch``-ed rather than batched (exact mode, or sampled
-      mode with ``batch_size``). Sampled mode without ``batch_size`` mixes
-      whole elements, batches or not.
-    permute: exact mode: permute the rows of each batch (seeded,
-      stateless), else each source's rows stay together in source order.
-    drop_remainder: sampled mode with ``batch_size``: drop a last short
-      batch. (Exact batches are always full.)
-    seed: seed of the sampling and permutations (None: new every run).
-    stop_on_empty_dataset: sampled mode: stop as soon as a source runs out
-      (True, which keeps the fractions), or go on with the others (False).
-      Exact mode always stops when a source cannot fill its share.
-    **legacy: ``sizes=`` (beside ``balance='steps'``/``'episodes'``), as
-      before ``balance`` took the sizes, warning once.
+  Sampled per element, or ``exact``: every batch holds
+  ``exact_counts(weights, batch_size)`` rows of each source. The checks
+  (weights summing to one, empty sources, rounding): docs/guarantees.md.
 
-  Returns:
-    The mixed dataset.
+  Args:
+    datasets: a list/tuple, or a dict (its keys name the sources; then
+      ``weights`` / ``balance`` may be dicts) of datasets of one structure.
+    weights: non-negative, summing to one; None: equal.
+    balance: the sources' sizes (``dataset_size``) or ``'episodes'``: the
+      weights times the sizes, renormalised (every step equally likely).
+    exact: exact rows per batch (needs ``batch_size``).
+    batch_size: batch the mixture.
+    batched: the sources' elements are batches (``rebatch``-ed).
+    permute: exact mode: permute each batch's rows (seeded).
+    drop_remainder: sampled mode: drop a last short batch.
+    seed: seed of the sampling (None: new every run).
+    stop_on_empty_dataset: sampled mode: stop when a source runs out.
+    **legacy: ``sizes=`` as before ``balance`` took them, warning once.
 
   Example:
     >>> import tensorflow as tf
@@ -433,7 +417,8 @@ def mix(datasets: Datasets,
   weights_array = _balanced(weights_array, balance, sizes, datasets, names,
                             values)
   if batch_size is not None:
-    batch_size = inputs.check_positive_int(batch_size, 'batch_size', _OP)
+    with op_context.named(_OP):
+      batch_size = inputs.check_positive_int(batch_size, 'batch_size')
   values = [ds if int(ds.cardinality()) != tf.data.UNKNOWN_CARDINALITY else
             _fail_if_empty(ds, name) for name, ds in zip(names, values)]
   if exact:

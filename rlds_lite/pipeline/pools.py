@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 import tensorflow as tf
 
 from rlds_lite import rlds_types
+from rlds_lite import op_context
 from rlds_lite import option_objects
 from rlds_lite.dense import indexing
 from rlds_lite.pipeline import inputs
@@ -111,6 +112,7 @@ _EXTRAS = 'extras'
 # The functions given to tf.data run as plain graph code: no autograph
 # conversion (they have no Python control flow on tensors).
 _graph_fn = tf.autograph.experimental.do_not_convert
+_OP = 'pooled_batches'
 
 
 def sample_bytes(spec: Any) -> int:
@@ -434,16 +436,16 @@ class Pooling:
   deterministic: Optional[bool] = None
   prefetch: int = 2
 
+  @op_context.named('Pooling')
   def __post_init__(self):
     if self.pool not in POOLS:
-      raise ValueError(f'Pooling: pool must be one of {POOLS}, got '
+      raise ValueError(f'pool must be one of {POOLS}, got '
                        f'{self.pool!r}.')
-    op = 'Pooling'
     object.__setattr__(self, 'pool_episodes', inputs.check_positive_int(
-        self.pool_episodes, 'pool_episodes', op))
+        self.pool_episodes, 'pool_episodes'))
     for name in ('episode_shuffle_buffer', 'prefetch'):
       object.__setattr__(self, name, inputs.check_non_negative_int(
-          getattr(self, name), name, op))
+          getattr(self, name), name))
 
   def __repr__(self) -> str:
     return option_objects.short_repr(self)
@@ -457,7 +459,7 @@ def pooled_batches(episodes: tf.data.Dataset,
                    seed: Optional[int] = None,
                    drop_last_batch: bool = False,
                    pooling: Optional[Pooling] = None,
-                   op: str = 'pooled_batches',
+                   op: Optional[str] = None,
                    **legacy: Any) -> tf.data.Dataset:
   """Batches of per-episode samples, shuffled within pools.
 
@@ -472,7 +474,7 @@ def pooled_batches(episodes: tf.data.Dataset,
       batch axis is static).
     pooling: a `Pooling` (pools, parallelism, prefetch; default
       ``Pooling()``).
-    op: the calling op, for error messages.
+    op: deprecated (errors name the public function they escape).
     **legacy: `Pooling`'s fields as keywords (before ``Pooling``), warning
       once.
 
@@ -491,47 +493,50 @@ def pooled_batches(episodes: tf.data.Dataset,
     >>> [b['x'].shape.as_list() for b in ds]
     [[2], [2]]
   """
-  option_objects.check_keywords(op, legacy, POOLING_FIELDS)
-  pooling = option_objects.knobs_object(Pooling, pooling, legacy, op,
+  if op is not None:
+    option_objects.warn_once((_OP, 'op'), op_context.old_op_message(_OP))
+  with op_context.named(op or _OP):
+    option_objects.check_keywords(_OP, legacy, POOLING_FIELDS)
+    pooling = option_objects.knobs_object(Pooling, pooling, legacy, _OP,
                                           'pooling=Pooling(...)')
-  batch_size = inputs.check_positive_int(batch_size, 'batch_size', op)
-  inputs.check_step_shapes(episodes, op)
-  pool = pooling.pool
-  if pool == 'auto':
-    step_bytes = sample_bytes(episodes.element_spec[rlds_types.STEPS])
-    big = step_bytes * sampler.steps_per_sample > AUTO_EPISODES_ABOVE
-    pool = 'episodes' if big else 'samples'
-  if sampler.link is not None and (pool != 'samples' or not shuffle):
-    raise ValueError(f"{op}: a Sampler with a link needs pool='samples' and "
-                     'shuffle=True.')
-  if shuffle and pooling.episode_shuffle_buffer > 0:
-    episodes = episodes.shuffle(pooling.episode_shuffle_buffer, seed=seed,
-                                reshuffle_each_iteration=True)
-  calls, deterministic = pooling.num_parallel_calls, pooling.deterministic
-  if pool == 'samples' and not shuffle:
-    samples = episodes.map(_graph_fn(sampler.samples),
-                           num_parallel_calls=calls,
-                           deterministic=deterministic)
-  elif pool == 'samples':
-    gather = sampler.gather_size or gather_size(
-        batch_size, sampler.steps_per_sample * sample_bytes(
-            episodes.element_spec[rlds_types.STEPS]))
-    samples = _step_pools(episodes, sampler, batch_size,
-                          pooling.pool_episodes, gather, seed, calls,
-                          deterministic, pooling.spread_episodes)
-  else:
+    batch_size = inputs.check_positive_int(batch_size, 'batch_size')
+    inputs.check_step_shapes(episodes)
+    pool = pooling.pool
+    if pool == 'auto':
+      step_bytes = sample_bytes(episodes.element_spec[rlds_types.STEPS])
+      big = step_bytes * sampler.steps_per_sample > AUTO_EPISODES_ABOVE
+      pool = 'episodes' if big else 'samples'
+    if sampler.link is not None and (pool != 'samples' or not shuffle):
+      raise ValueError(f"a Sampler with a link needs pool='samples' and "
+                       'shuffle=True.')
+    if shuffle and pooling.episode_shuffle_buffer > 0:
+      episodes = episodes.shuffle(pooling.episode_shuffle_buffer, seed=seed,
+                                  reshuffle_each_iteration=True)
+    calls, deterministic = pooling.num_parallel_calls, pooling.deterministic
+    if pool == 'samples' and not shuffle:
+      samples = episodes.map(_graph_fn(sampler.samples),
+                             num_parallel_calls=calls,
+                             deterministic=deterministic)
+    elif pool == 'samples':
+      gather = sampler.gather_size or gather_size(
+          batch_size, sampler.steps_per_sample * sample_bytes(
+              episodes.element_spec[rlds_types.STEPS]))
+      samples = _step_pools(episodes, sampler, batch_size,
+                            pooling.pool_episodes, gather, seed, calls,
+                            deterministic, pooling.spread_episodes)
+    else:
 
-    @_graph_fn
-    def plan(episode: Dict[str, Any]) -> Dict[str, Any]:
-      steps, index, values = sampler.plan(episode)
-      return {_STEPS: steps, _INDEX: tf.cast(index, tf.int32),
-              _VALUES: values}
+      @_graph_fn
+      def plan(episode: Dict[str, Any]) -> Dict[str, Any]:
+        steps, index, values = sampler.plan(episode)
+        return {_STEPS: steps, _INDEX: tf.cast(index, tf.int32),
+                _VALUES: values}
 
-    planned = episodes.map(plan, num_parallel_calls=calls,
-                           deterministic=deterministic)
-    samples = _episode_interleave(planned, sampler, batch_size, shuffle,
-                                  pooling.pool_episodes, seed, deterministic)
-  batches = samples.rebatch(batch_size, drop_remainder=drop_last_batch)
-  if pooling.prefetch:
-    batches = batches.prefetch(pooling.prefetch)
-  return batches
+      planned = episodes.map(plan, num_parallel_calls=calls,
+                             deterministic=deterministic)
+      samples = _episode_interleave(planned, sampler, batch_size, shuffle,
+                                    pooling.pool_episodes, seed, deterministic)
+    batches = samples.rebatch(batch_size, drop_remainder=drop_last_batch)
+    if pooling.prefetch:
+      batches = batches.prefetch(pooling.prefetch)
+    return batches

@@ -1,30 +1,10 @@
 """Frames a segment hands to the next segment of its episode, not decoded twice.
 
-``robot_samples_dataset`` decodes an episode's samples in segments of
-``segment_steps`` consecutive samples. A history reaching back across a
-segment boundary needs frames of the segment before it: decoded again,
-that is ``(history - 1) * history_stride`` extra decodes per segment (1.25
-frames per sample for segments of 4 with a history of 2). Instead:
-
-* An episode's segments come out in a *random rotation* of their time
-  order (``rotation_order``: ``r, r + 1, ..., last, 0, ..., r - 1``), so
-  every segment but the first one out follows its predecessor in time.
-  Each pool still holds one stretch of time of each of its episodes, at
-  random, independent offsets; consecutive pools hold consecutive stretches
-  of the same episodes.
-* ``plan_carry`` splits each segment's frames into *imports* (frames its
-  predecessor also uses, at most ``width`` of them) and its own frames,
-  the only ones decoded with the segment. Sample positions become codes:
-  ``0, 1, ...`` for own frames, ``-num_imports ... -1`` for imports.
-* ``pool_link`` runs on each pool (a ``pools.PoolLink``): it appends to
-  the pool's frames those the earlier pools *exported* (the state: rows
-  keyed by the exporting segment and slot) and decodes the few imports no
-  row holds (a predecessor in the same pool), maps the codes to pool
-  positions, and gathers the next state: the rows still waiting and the
-  frames this pool's segments export to their successors.
-
-So each used frame is decoded about once per pass; the state holds at most
-``width`` decoded frames per open episode.
+An episode's segments come out in a random rotation of their time order
+(``rotation_order``), so each but the first follows its predecessor;
+``plan_carry`` splits a segment's frames into imports (from its predecessor)
+and its own, and ``pool_link`` carries the exported frames from pool to pool.
+Each used frame is decoded about once per pass (docs/pooling.md).
 
 Example:
   >>> import tensorflow as tf

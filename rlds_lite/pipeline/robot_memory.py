@@ -16,6 +16,7 @@ import os
 from typing import Any, Callable, Dict, NamedTuple, Optional, Union
 
 from rlds_lite import byte_sizes
+from rlds_lite import op_context
 from rlds_lite.images import decode as decode_lib
 from rlds_lite.sample_kinds import RobotSamples
 
@@ -204,8 +205,8 @@ def estimate(plan: DecodePlan, sizes: Sizes, kind: RobotSamples, *,
       mean_episode_steps=sizes.mean_episode_steps)
 
 
-def _fewer_pooled(plan: Callable[..., DecodePlan], budget: int, smallest: int,
-                  op: str) -> DecodePlan:
+def _fewer_pooled(plan: Callable[..., DecodePlan], budget: int, smallest: int
+                  ) -> DecodePlan:
   """The default budget's plan when even ``smallest`` pooled episodes do not
   fit: fewer, down to one, decoded after sampling; logged with what it trades."""
   for pool_size in range(smallest - 1, 0, -1):
@@ -216,7 +217,8 @@ def _fewer_pooled(plan: Callable[..., DecodePlan], budget: int, smallest: int,
   _LOG.warning(
       '%s: the default memory_budget (%s) %s; a batch mixes fewer episodes '
       '(shuffle_quality tells how many). Pass memory_budget= to plan for '
-      'more.', op, human_bytes(budget),
+      'more.', op_context.current() or 'robot_samples_dataset',
+      human_bytes(budget),
       f'holds {candidate.pool_episodes} pooled episodes, not {smallest}'
       if fits else f'holds no plan: the smallest needs about '
       f'{human_bytes(candidate.memory.total)} ({candidate.pool_episodes} '
@@ -227,8 +229,7 @@ def _fewer_pooled(plan: Callable[..., DecodePlan], budget: int, smallest: int,
 def pick(budget: Optional[int], sizes: Sizes, kind: RobotSamples, *,
          batch_size: int, prefetch: int, decode: str = 'auto',
          segment_steps: Optional[int] = None,
-         pool_episodes: Optional[int] = None,
-         op: str = 'robot_samples_dataset') -> DecodePlan:
+         pool_episodes: Optional[int] = None) -> DecodePlan:
   """The plan for ``budget`` bytes (arguments given are kept).
 
   Rule: ``pool_episodes`` defaults to ``min(batch_size, MAX_POOL_EPISODES,
@@ -290,24 +291,24 @@ def pick(budget: Optional[int], sizes: Sizes, kind: RobotSamples, *,
     if candidate.memory.total <= budget:
       return candidate
   if not given and pool_episodes is None:
-    return _fewer_pooled(plan, budget, smallest, op)
+    return _fewer_pooled(plan, budget, smallest)
   raise ValueError(
-      f'{op}: memory_budget {human_bytes(budget)} ({budget} bytes) is too '
+      f'memory_budget {human_bytes(budget)} ({budget} bytes) is too '
       f'small for {smallest} pooled episodes: decoding after sampling needs '
       f'about {human_bytes(candidate.memory.total)} ({candidate!r}); raise '
       'the budget, or lower pool_episodes / batch_size.')
 
 
-def parse_budget(value: Any, op: str) -> Optional[int]:
+def parse_budget(value: Any) -> Optional[int]:
   """``memory_budget`` in bytes (an int or a string like ``'512MB'``), or None.
 
   Example:
-    >>> parse_budget('1 GiB', 'op')
+    >>> parse_budget('1 GiB')
     1073741824
   """
   if value is None:
     return None
-  return byte_sizes.parse_bytes(value, 'memory_budget', op)
+  return byte_sizes.parse_bytes(value, 'memory_budget')
 
 
 def dataset_sizes(builder: Any, split: str, num_steps: int,

@@ -27,6 +27,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import tensorflow as tf
 
+from rlds_lite import op_context
 from rlds_lite import option_objects
 from rlds_lite import decoding
 from rlds_lite import nest_paths
@@ -56,28 +57,28 @@ _NO_FRAMES = '_no_frames'
 # ----------------------------------------------------------------- the input
 
 
-def _opened(source: Any, split: Optional[str], data_dir: Optional[PathLike],
-            op: str) -> Any:
+def _opened(source: Any, split: Optional[str], data_dir: Optional[PathLike]
+            ) -> Any:
   """A `rlds_lite.Source` of a TFDS name or directory; a dataset as it is."""
   if isinstance(source, tf.data.Dataset):
     return source
   if not isinstance(source, (str, os.PathLike, source_lib.Source)):
-    raise TypeError(f'{op}: source must be a TFDS name, a dataset directory or '
+    raise TypeError(f'source must be a TFDS name, a dataset directory or '
                     f'a tf.data.Dataset of episodes, got {type(source).__name__}.')
-  return source_lib.as_source(source, split, data_dir=data_dir, op=op)
+  return source_lib.as_source(source, split, data_dir=data_dir)
 
 
 def _source(source: Any, shuffle: bool, seed: Optional[int],
-            specs: Optional[Specs], observation_key: str,
-            op: str) -> Tuple[tf.data.Dataset, Specs]:
+            specs: Optional[Specs], observation_key: str
+            ) -> Tuple[tf.data.Dataset, Specs]:
   """``(episodes, image specs)`` of an opened TFDS split, or a dataset."""
   if isinstance(source, tf.data.Dataset):
-    episodes = inputs.dense_episodes(source, op)
+    episodes = inputs.dense_episodes(source)
     step_spec = episodes.element_spec[rlds_types.STEPS]
     found = {}
     for path, leaf in nest_paths.flatten_with_paths(step_spec):
       if path in (specs or {}):
-        found[path] = _checked_spec(specs[path], leaf, path, op)
+        found[path] = _checked_spec(specs[path], leaf, path)
       elif ((path + '/').startswith(observation_key + '/') and
             leaf.dtype == tf.uint8 and leaf.shape.rank == 4 and
             None not in leaf.shape[1:]):
@@ -85,11 +86,11 @@ def _source(source: Any, shuffle: bool, seed: Optional[int],
     for path in specs or {}:
       if path not in found:
         fields = [p for p, _ in nest_paths.flatten_with_paths(step_spec)]
-        raise ValueError(f'{op}: image_specs names {path!r}, which is not a '
+        raise ValueError(f'image_specs names {path!r}, which is not a '
                          f'step field; the steps have {fields}.')
     return episodes, found
   if specs:
-    raise ValueError(f'{op}: image_specs describes the image fields of a '
+    raise ValueError(f'image_specs describes the image fields of a '
                      'tf.data.Dataset source; a TFDS dataset declares its own '
                      '(its Image features). Leave image_specs out.')
   read_config = tfds_read_config(seed) if shuffle else None
@@ -98,27 +99,27 @@ def _source(source: Any, shuffle: bool, seed: Optional[int],
   return episodes, source.image_specs
 
 
-def _checked_spec(spec: Any, leaf: tf.TensorSpec, path: str,
-                  op: str) -> decode_lib.ImageSpec:
+def _checked_spec(spec: Any, leaf: tf.TensorSpec, path: str
+                  ) -> decode_lib.ImageSpec:
   """``image_specs[path]`` checked against the field's ``[T, ...]`` spec.
 
   Encoded frames are strings; raw frames have the spec's shape where it is
   known (an encoded frame's size is checked as it is decoded).
   """
   if not isinstance(spec, decode_lib.ImageSpec):
-    raise TypeError(f'{op}: image_specs[{path!r}] must be an '
+    raise TypeError(f'image_specs[{path!r}] must be an '
                     f'rlds_lite.images.ImageSpec, got {type(spec).__name__}.')
   if spec.encoding is None and leaf.dtype == tf.string:
     shape = tuple(spec.shape)
     raise ValueError(
-        f'{op}: image_specs says {path!r} holds raw frames, but it is '
+        f'image_specs says {path!r} holds raw frames, but it is '
         f'{leaf.dtype.name} {leaf.shape} (encoded frames); give their '
         f"encoding: ImageSpec({shape}, 'jpeg') or ImageSpec({shape}, 'png').")
   if spec.encoding is None:
-    decode_lib.check_raw_frames(leaf.shape, spec, path, op)
+    decode_lib.check_raw_frames(leaf.shape, spec, path)
   elif leaf.dtype != tf.string:
     raise ValueError(
-        f'{op}: image_specs says {path!r} holds {spec.encoding} frames, but '
+        f'image_specs says {path!r} holds {spec.encoding} frames, but '
         f'it is {leaf.dtype.name} {leaf.shape}; for raw frames use '
         f'ImageSpec({tuple(spec.shape)}, None).')
   return spec
@@ -136,13 +137,13 @@ def tfds_read_config(seed: Optional[int]) -> Any:
                          interleave_block_length=1, enable_ordering_guard=False)
 
 
-def _image_paths(specs: Specs, observation_key: str, op: str) -> List[str]:
+def _image_paths(specs: Specs, observation_key: str) -> List[str]:
   """The image paths relative to the observation; other images are an error."""
   relative = []
   for path in specs:
     head, _, rest = path.partition('/')
     if head != observation_key:
-      raise ValueError(f'{op}: image field {path!r} is not part of the '
+      raise ValueError(f'image field {path!r} is not part of the '
                        f'{observation_key!r} field; only observation frames '
                        'are decoded (drop the field or rename it).')
     relative.append(rest)
@@ -180,11 +181,10 @@ class _Layout:
   """How an episode becomes samples: the arguments, the image fields."""
 
   def __init__(self, specs: Specs, kind: sample_kinds.RobotSamples,
-               episode_fields: Tuple[str, ...], frames: 'FrameDecoding',
-               op: str):
+               episode_fields: Tuple[str, ...], frames: 'FrameDecoding'):
     self.specs = specs
     self.kind = kind
-    self.relative = _image_paths(specs, kind.observation_key, op)
+    self.relative = _image_paths(specs, kind.observation_key)
     self.observation_key = kind.observation_key
     self.action_key = kind.action_key
     self.goal_key = kind.goal_key
@@ -192,16 +192,16 @@ class _Layout:
     self.episode_fields = episode_fields
     self.history = kind.history
     self.goal = kind.goal
-    self.method = decode_lib.check_method(frames.resize_method, op)
+    self.method = decode_lib.check_method(frames.resize_method)
     image_size = frames.image_size
     self.sizes = {}
     for path in specs:
       size = image_size.get(path) if isinstance(image_size, dict) else image_size
-      self.sizes[path] = decode_lib.check_size(size, op, 'image_size')
+      self.sizes[path] = decode_lib.check_size(size, 'image_size')
     if isinstance(image_size, dict):
       unknown = sorted(set(image_size) - set(specs))
       if unknown:
-        raise ValueError(f'{op}: image_size names {unknown}, which are not '
+        raise ValueError(f'image_size names {unknown}, which are not '
                          f'image fields ({sorted(specs)}).')
 
   def plan(self, episode: Dict[str, Any], seed: tf.Tensor
@@ -554,7 +554,8 @@ def _sorted_call(op: str, source: Any, kind: Any, frames: Any,
   """The source opened once, and the kind and frames, old keywords too.
 
   The keywords of before sample kinds (``history=2, image_size=...,
-  split=...``) still work, warning once (``DeprecationWarning``).
+  split=...``) still work, warning once (``DeprecationWarning``). ``op``
+  names the call where Python would (``op() got ...``) and in the warning.
   """
   if isinstance(kind, str):  # The old second positional argument.
     legacy = {**legacy, 'split': kind}
@@ -567,10 +568,10 @@ def _sorted_call(op: str, source: Any, kind: Any, frames: Any,
   kind_args = {k: v for k, v in legacy.items() if k in _KIND_FIELDS}
   frame_args = {k: v for k, v in legacy.items() if k in _FRAME_FIELDS}
   if kind_args and kind is not None:
-    raise TypeError(f'{op}: pass the sample arguments in the kind '
+    raise TypeError(f'pass the sample arguments in the kind '
                     f'(RobotSamples(...)), not beside it: {sorted(kind_args)}.')
   if frame_args and frames is not None:
-    raise TypeError(f'{op}: pass {sorted(frame_args)} in frames='
+    raise TypeError(f'pass {sorted(frame_args)} in frames='
                     'FrameDecoding(...), not beside it.')
   if kind_args or frame_args:
     option_objects.warn_once(
@@ -578,22 +579,21 @@ def _sorted_call(op: str, source: Any, kind: Any, frames: Any,
         'now RobotSamples(...) and frames=FrameDecoding(...); the old keywords '
         'will go in a later release.')
   if kind is None or frames is None:
-    legacy_kind, legacy_frames = kind_and_frames({**kind_args, **frame_args},
-                                                 op)
+    legacy_kind, legacy_frames = kind_and_frames({**kind_args, **frame_args})
     kind = legacy_kind if kind is None else kind
     frames = legacy_frames if frames is None else frames
   if not isinstance(kind, sample_kinds.RobotSamples):
-    raise TypeError(f'{op}: kind must be a RobotSamples(...), got '
+    raise TypeError(f'kind must be a RobotSamples(...), got '
                     f'{type(kind).__name__}.')
-  opened = _opened(source, legacy.get('split'), legacy.get('data_dir'), op)
+  opened = _opened(source, legacy.get('split'), legacy.get('data_dir'))
   return _Call(opened, kind, frames, legacy.get('num_steps'))
 
 
-def kind_and_frames(keywords: Dict[str, Any], op: str = 'robot_samples_dataset'
+def kind_and_frames(keywords: Dict[str, Any]
                     ) -> Tuple[sample_kinds.RobotSamples, FrameDecoding]:
   """The `RobotSamples` and `FrameDecoding` of flat keywords (``history=2, image_size=...``).
 
-  Errors of the kind are named by ``op``, as before kinds.
+  Called inside a public function, its errors are named by that function.
 
   Example:
     >>> kind, frames = kind_and_frames(dict(history=2, image_size=(64, 64)))
@@ -602,14 +602,10 @@ def kind_and_frames(keywords: Dict[str, Any], op: str = 'robot_samples_dataset'
   """
   frame_args = {k: v for k, v in keywords.items() if k in _FRAME_FIELDS}
   kind_args = {k: v for k, v in keywords.items() if k not in frame_args}
-  try:
-    kind = sample_kinds.RobotSamples(**kind_args)
-  except (TypeError, ValueError) as error:
-    message = str(error).replace('RobotSamples: ', f'{op}: ', 1)
-    raise type(error)(message) from None
-  return kind, FrameDecoding(**frame_args)
+  return sample_kinds.RobotSamples(**kind_args), FrameDecoding(**frame_args)
 
 
+@op_context.named('plan_robot_samples')
 def plan_robot_samples(source: Any, kind: Any = None,
                        batch_size: Optional[int] = None, *,
                        decode: str = 'auto',
@@ -633,41 +629,39 @@ def plan_robot_samples(source: Any, kind: Any = None,
     >>> plan_robot_samples(path, kind, 8, memory_budget='50MB')[:2]
     ('per_episode', 4)
   """
-  op = 'plan_robot_samples'
-  call = _sorted_call(op, source, kind, frames, legacy)
-  batch_size = _batch_size(batch_size, op)
-  return _plan(call, batch_size, decode, memory_budget, None, op)
+  call = _sorted_call('plan_robot_samples', source, kind, frames, legacy)
+  batch_size = _batch_size(batch_size, 'plan_robot_samples')
+  return _plan(call, batch_size, decode, memory_budget, None)
 
 
 def _batch_size(batch_size: Any, op: str) -> int:
+  """``batch_size`` checked; ``op`` names the call as Python would."""
   if batch_size is None:
     raise TypeError(f'{op}() missing 1 required argument: \'batch_size\'')
-  return inputs.check_positive_int(batch_size, 'batch_size', op)
+  return inputs.check_positive_int(batch_size, 'batch_size')
 
 
 def _plan(call: _Call, batch_size: int, decode: str,
-          memory_budget: Union[int, str, None], value_bytes: Optional[int],
-          op: str) -> robot_memory.DecodePlan:
+          memory_budget: Union[int, str, None], value_bytes: Optional[int]
+          ) -> robot_memory.DecodePlan:
   """The plan for an opened split (or a dataset of episodes)."""
   kind, frames, source = call.kind, call.frames, call.source
   if decode not in robot_memory.DECODES:
-    raise ValueError(f'{op}: decode must be one of {robot_memory.DECODES}, '
+    raise ValueError(f'decode must be one of {robot_memory.DECODES}, '
                      f'got {decode!r}.')
   segment_steps, pool_episodes = frames.segment_steps, frames.pool_episodes
   if segment_steps is not None:
-    segment_steps = inputs.check_positive_int(segment_steps, 'segment_steps',
-                                              op)
+    segment_steps = inputs.check_positive_int(segment_steps, 'segment_steps')
     if decode == 'after_sampling':
-      raise ValueError(f"{op}: segment_steps applies to decode='per_episode' "
+      raise ValueError(f"segment_steps applies to decode='per_episode' "
                        "(or 'auto'), not 'after_sampling'.")
   if pool_episodes is not None:
-    pool_episodes = inputs.check_positive_int(pool_episodes, 'pool_episodes',
-                                              op)
-  budget = robot_memory.parse_budget(memory_budget, op)
+    pool_episodes = inputs.check_positive_int(pool_episodes, 'pool_episodes')
+  budget = robot_memory.parse_budget(memory_budget)
   if isinstance(source, tf.data.Dataset):
     if budget is not None:
       raise ValueError(
-          f'{op}: memory_budget needs a TFDS dataset (a name or directory) to '
+          f'memory_budget needs a TFDS dataset (a name or directory) to '
           'read its sizes; with a dataset of episodes pass decode= and '
           'segment_steps= / pool_episodes= instead.')
     mode = 'per_episode' if decode == 'auto' else decode
@@ -687,10 +681,10 @@ def _plan(call: _Call, batch_size: int, decode: str,
                                      kind.goal, value_bytes)
   return robot_memory.pick(
       budget, sizes, kind, batch_size=batch_size, prefetch=frames.prefetch,
-      decode=decode, segment_steps=segment_steps, pool_episodes=pool_episodes,
-      op=op)
+      decode=decode, segment_steps=segment_steps, pool_episodes=pool_episodes)
 
 
+@op_context.named('robot_samples_dataset')
 def robot_samples_dataset(
     source: Any,
     kind: Any = None,
@@ -706,40 +700,26 @@ def robot_samples_dataset(
     **legacy: Any) -> tf.data.Dataset:
   """Shuffled batches of observation histories and action chunks, frames decoded.
 
-  The samples are those of ``rlds_lite.dense.robot_samples`` for ``kind``
-  (``observation`` frames ``[B, history, h, w, c]`` with
-  ``observation_pad_mask``, ``action`` ``[B, action_chunk, ...]`` with
-  ``action_pad_mask``, the anchor step's other fields, the
-  ``episode_fields``, with ``goal`` the goal observation), each once per
-  pass. Frames are decoded per segment of an episode (``'per_episode'``) or
-  per batch (``'after_sampling'``); ``'auto'`` plans for ``memory_budget``
-  (default 1 GiB), logs the plan and ``plan_robot_samples`` returns it
-  (docs/pooling.md).
+  The samples of ``rlds_lite.dense.robot_samples`` for ``kind``, each once per
+  pass; frames are decoded per segment of an episode or per batch, as
+  ``decode`` says (``'auto'``: planned for ``memory_budget``, logged;
+  ``plan_robot_samples`` returns the plan; docs/pooling.md).
 
   Args:
-    source: a `rlds_lite.Source` (``rlds_lite.open``), a TFDS name or a
-      dataset directory (image step features are read encoded and decoded
-      here), or a ``tf.data.Dataset`` of dense episodes whose image fields
-      are uint8 ``[T, h, w, c]`` frames or encoded ``[T]`` strings described
-      by ``image_specs``.
-    kind: the samples: a `rlds_lite.RobotSamples` (history, action chunk,
-      goals, ...; the samples of ``rlds_lite.dense.robot_samples``).
+    source: a `rlds_lite.Source`, a TFDS name or directory, or a
+      ``tf.data.Dataset`` of dense episodes (raw ``[T, h, w, c]`` uint8
+      frames, or encoded ones described by ``frames.image_specs``).
+    kind: a `rlds_lite.RobotSamples`.
     batch_size: samples per batch.
     decode: ``'auto'``, ``'per_episode'`` or ``'after_sampling'``.
-    memory_budget: bytes (or ``'512MB'``) for ``decode='auto'`` to plan for;
-      needs a TFDS source.
-    frames: a `FrameDecoding` (output size, resizing, segments, pools,
-      prefetch, parallelism, a dataset source's image specs).
+    memory_budget: bytes (or ``'512MB'``) for ``'auto'``; a TFDS source only.
+    frames: a `FrameDecoding` (size, resizing, segments, pools, prefetch).
     episode_fields: episode metadata copied into every sample.
-    shuffle: shuffle (files, segments and samples); else episode order.
-    seed: an int, the seed of all shuffling and sampling (None: random).
+    shuffle: shuffle (else episode order).
+    seed: the seed of all shuffling and sampling (None: random).
     drop_last_batch: drop a last batch smaller than ``batch_size``.
     **legacy: the keywords of before `RobotSamples` (``history=``,
-      ``image_size=``, ``image_specs=``, ``split=``, ...), still taken,
-      warning once.
-
-  Returns:
-    A ``tf.data.Dataset`` of batches.
+      ``image_size=``, ``split=``, ...), warning once.
 
   Example:
     >>> import tempfile
@@ -759,17 +739,17 @@ def robot_samples_dataset(
   call = _sorted_call(op, source, kind, frames, legacy)
   kind, frames = call.kind, call.frames
   batch_size = _batch_size(batch_size, op)
-  prefetch = inputs.check_non_negative_int(frames.prefetch, 'prefetch', op)
-  seed = inputs.check_seed(seed, op)
+  prefetch = inputs.check_non_negative_int(frames.prefetch, 'prefetch')
+  seed = inputs.check_seed(seed)
   episodes, specs = _source(call.source, shuffle, seed, frames.image_specs,
-                            kind.observation_key, op)
-  episode_fields = _episode_fields(episodes, kind, episode_fields, op)
-  layout = _Layout(specs, kind, episode_fields, frames, op)
+                            kind.observation_key)
+  episode_fields = _episode_fields(episodes, kind, episode_fields)
+  layout = _Layout(specs, kind, episode_fields, frames)
   plan = _plan(call, batch_size, decode, memory_budget,
                _value_bytes(episodes.element_spec[rlds_types.STEPS], specs,
-                            kind.history, kind.action_chunk), op)
+                            kind.history, kind.action_chunk))
   if drop_last_batch and not isinstance(call.source, tf.data.Dataset):
-    _check_a_full_batch(call.source, call.num_steps, batch_size, op)
+    _check_a_full_batch(call.source, call.num_steps, batch_size)
   _LOG.info('%s: %r', op, plan)
   seeds = pools.pool_seeds(seed)
   make = _per_episode if plan.decode == 'per_episode' else _after_sampling
@@ -780,25 +760,25 @@ def robot_samples_dataset(
 
 def _episode_fields(episodes: tf.data.Dataset,
                     kind: sample_kinds.RobotSamples,
-                    episode_fields: Union[str, Sequence[str]],
-                    op: str) -> Tuple[str, ...]:
+                    episode_fields: Union[str, Sequence[str]]
+                    ) -> Tuple[str, ...]:
   """The checked episode fields; none may take a name the samples have."""
   step_fields = list(episodes.element_spec[rlds_types.STEPS])
   indexing.require_fields(episodes.element_spec[rlds_types.STEPS],
-                          [kind.observation_key, kind.action_key], op)
+                          [kind.observation_key, kind.action_key])
   reserved = step_fields + [kind.observation_key + '_pad_mask',
                             kind.action_key + '_pad_mask', kind.goal_key,
                             samples_lib.GOAL_INDEX]
   if kind.index_key is not None:
     if kind.index_key in reserved:
-      raise ValueError(f'{op}: index_key {kind.index_key!r} is the name of a '
+      raise ValueError(f'index_key {kind.index_key!r} is the name of a '
                        'field of the samples; choose another.')
     reserved.append(kind.index_key)
-  return inputs.check_episode_fields(episodes, episode_fields, reserved, op)
+  return inputs.check_episode_fields(episodes, episode_fields, reserved)
 
 
 def _check_a_full_batch(source: source_lib.Source, num_steps: Optional[int],
-                        batch_size: int, op: str) -> None:
+                        batch_size: int) -> None:
   """Raises if ``drop_last_batch`` would leave no batch: fewer steps than one.
 
   A sample is anchored at a step, so a split of ``N`` steps has at most
@@ -809,7 +789,7 @@ def _check_a_full_batch(source: source_lib.Source, num_steps: Optional[int],
     num_steps = source.num_steps
   if num_steps < batch_size:
     raise ValueError(
-        f'{op}: drop_last_batch=True gives no batch: split {source.split!r} has '
+        f'drop_last_batch=True gives no batch: split {source.split!r} has '
         f'{num_steps} steps, so fewer samples than batch_size {batch_size}. '
         'Use a smaller batch_size or drop_last_batch=False.')
 
@@ -865,7 +845,7 @@ def _per_episode(episodes, seeds, layout, plan, batch_size, shuffle, seed,
   return pools.pooled_batches(
       decoded, _sampler(layout, frames, link=link), batch_size,
       shuffle=shuffle, seed=seed, drop_last_batch=drop_last_batch,
-      pooling=_pooling(plan, num_parallel_calls), op='robot_samples_dataset')
+      pooling=_pooling(plan, num_parallel_calls))
 
 
 def _pooling(plan: robot_memory.DecodePlan,
@@ -897,6 +877,6 @@ def _after_sampling(episodes, seeds, layout, plan, batch_size, shuffle, seed,
   encoded = pools.pooled_batches(
       plans, _sampler(layout, frames, gather_size=batch_size), batch_size,
       shuffle=shuffle, seed=seed, drop_last_batch=drop_last_batch,
-      pooling=_pooling(plan, num_parallel_calls), op='robot_samples_dataset')
+      pooling=_pooling(plan, num_parallel_calls))
   return encoded.map(_decode_batch(layout),
                      num_parallel_calls=num_parallel_calls, deterministic=True)

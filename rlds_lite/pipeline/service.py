@@ -1,20 +1,8 @@
 """Distributed input with tf.data service: send a pipeline to a dispatcher.
 
-``distribute(dataset, service)`` hands the pipeline to a tf.data service
-dispatcher: its workers run it and the trainer only receives the elements.
-Two processing modes:
-
-* ``'distributed_epoch'``: the workers split the pipeline's source
-  (``range``, ``from_tensor_slices``, TFRecord file lists...) between them
-  and each element of one epoch is delivered once in all (dynamic
-  sharding); pipelines built on ``Dataset.from_generator`` cannot be split.
-* ``'parallel_epochs'``: every worker runs the whole pipeline; with ``k``
-  workers each element arrives ``k`` times per epoch (in different orders
-  if the workers shuffle differently).
-
-Consumers that pass the same ``job_name`` share one job (they split the
-elements between them). ``LocalService`` runs a dispatcher and workers in
-this process, for tests and single-machine use.
+``distribute(dataset, service)`` hands the pipeline to a dispatcher whose
+workers run it; ``LocalService`` runs one in this process. Processing modes
+and shared jobs: docs/distributed.md.
 
 Example:
   >>> import tensorflow as tf
@@ -28,6 +16,7 @@ from typing import Any, List, Optional, Union
 
 import tensorflow as tf
 
+from rlds_lite import op_context
 from rlds_lite.pipeline import inputs
 
 _service = tf.data.experimental.service
@@ -56,9 +45,9 @@ class LocalService:
     True
   """
 
+  @op_context.named('LocalService')
   def __init__(self, num_workers: int = 2):
-    num_workers = inputs.check_positive_int(num_workers, 'num_workers',
-                                            'LocalService')
+    num_workers = inputs.check_positive_int(num_workers, 'num_workers')
     self._dispatcher = _service.DispatchServer(
         _service.DispatcherConfig(port=0))
     self.target: str = self._dispatcher.target

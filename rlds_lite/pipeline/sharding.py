@@ -18,13 +18,15 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import op_context
 from rlds_lite import source as source_lib
 from rlds_lite.pipeline import inputs
 
 PathLike = Union[str, os.PathLike]
 
 
-def check_shard(index: Any, count: Any, op: str = 'shard') -> None:
+@op_context.named('shard')
+def check_shard(index: Any, count: Any) -> None:
   """Raises a ValueError unless ``0 <= index < count`` (ints, count > 0).
 
   Example:
@@ -33,15 +35,16 @@ def check_shard(index: Any, count: Any, op: str = 'shard') -> None:
     ...
     ValueError: shard: index 4 is out of range for count 4 (need 0 <= index < 4).
   """
-  count = inputs.check_positive_int(count, 'count', op)
+  count = inputs.check_positive_int(count, 'count')
   if isinstance(index, bool) or not hasattr(index, '__index__'):
-    raise TypeError(f'{op}: index must be an int, got {type(index).__name__}.')
+    raise TypeError(f'index must be an int, got {type(index).__name__}.')
   index = int(index.__index__())
   if not 0 <= index < count:
-    raise ValueError(f'{op}: index {index} is out of range for count {count} '
+    raise ValueError(f'index {index} is out of range for count {count} '
                      f'(need 0 <= index < {count}).')
 
 
+@op_context.named('split_slices')
 def split_slices(split: str,
                  num_slices: int,
                  *,
@@ -73,17 +76,15 @@ def split_slices(split: str,
     >>> len(split_slices('train[:50%]', 4))
     4
   """
-  op = 'split_slices'
-  num_slices = inputs.check_positive_int(num_slices, 'num_slices', op)
+  num_slices = inputs.check_positive_int(num_slices, 'num_slices')
   if not isinstance(split, str) or not split:
-    raise TypeError(f'{op}: split must be a split name, got {split!r}.')
+    raise TypeError(f'split must be a split name, got {split!r}.')
   if num_episodes is None:
     return list(tfds.even_splits(split, num_slices,
                                  drop_remainder=drop_remainder))
-  num_episodes = inputs.check_non_negative_int(num_episodes, 'num_episodes',
-                                               op)
+  num_episodes = inputs.check_non_negative_int(num_episodes, 'num_episodes')
   if '[' in split or '+' in split:
-    raise ValueError(f'{op}: with num_episodes, split must be a plain split '
+    raise ValueError(f'with num_episodes, split must be a plain split '
                      f'name (no slicing or "+"), got {split!r}.')
   base, extra = divmod(num_episodes, num_slices)
   slices, start = [], 0

@@ -33,6 +33,7 @@ from rlds_lite import byte_sizes
 from rlds_lite import decoding
 from rlds_lite import dense
 from rlds_lite import rlds_types
+from rlds_lite import op_context
 from rlds_lite import source as source_lib
 from rlds_lite import option_objects
 from rlds_lite.pipeline import inputs
@@ -99,13 +100,14 @@ class ShuffleKnobs:
   episode_shuffle_buffer: Optional[int] = None
   prefetch: Optional[int] = None
 
+  @op_context.named('ShuffleKnobs')
   def __post_init__(self):
     for name in KNOB_FIELDS:
       value = getattr(self, name)
       if value is not None:
         check = (inputs.check_positive_int if name in _POSITIVE else
                  inputs.check_non_negative_int)
-        object.__setattr__(self, name, check(value, name, 'ShuffleKnobs'))
+        object.__setattr__(self, name, check(value, name))
 
   def __repr__(self) -> str:
     return option_objects.short_repr(self)
@@ -192,28 +194,28 @@ class _Split(NamedTuple):
 
 
 def _check_fields(available: Sequence[str], fields: Optional[Sequence[str]],
-                  kind: str, label: str, op: str) -> Tuple[str, ...]:
+                  kind: str, label: str) -> Tuple[str, ...]:
   if fields is None:
     return tuple(available)
   fields = (fields,) if isinstance(fields, str) else tuple(fields)
   for field in fields:
     if field not in available:
-      raise ValueError(f'{op}: dataset {label!r} has no {kind} {field!r} '
+      raise ValueError(f'dataset {label!r} has no {kind} {field!r} '
                        f'(its {kind}s: {sorted(available)}).')
   return fields
 
 
 def _split_facts(name_or_dir: Any, split: Any,
-                 data_dir: Optional[PathLike], fields: Optional[Sequence[str]],
-                 op: str) -> _Split:
+                 data_dir: Optional[PathLike], fields: Optional[Sequence[str]]
+                 ) -> _Split:
   """The opened split and its (selected) step specs, from the metadata."""
   if not isinstance(name_or_dir, (str, os.PathLike, source_lib.Source)):
     raise TypeError(
-        f'{op}: name_or_dir must be a TFDS name or a directory path, '
+        f'name_or_dir must be a TFDS name or a directory path, '
         f'got {type(name_or_dir).__name__}.')
   source = source_lib.as_source(name_or_dir, split, data_dir=data_dir)
   steps = source.step_spec
-  fields = _check_fields(list(steps), fields, 'step field', source.label, op)
+  fields = _check_fields(list(steps), fields, 'step field', source.label)
   return _Split(source, {f: steps[f] for f in fields})
 
 
@@ -261,8 +263,8 @@ def _pool_bytes(pool_episodes: int, episode_bytes: int) -> int:
 
 def pick_knobs(budget: int, batch_size: int, step_bytes: int,
                mean_steps: float, num_episodes: int, num_slices: int,
-               given: Union[ShuffleKnobs, Dict[str, Optional[int]]],
-               op: str = 'shuffled_steps') -> ShuffleKnobs:
+               given: Union[ShuffleKnobs, Dict[str, Optional[int]]]
+               ) -> ShuffleKnobs:
   """Knobs whose memory estimate fits ``budget`` bytes.
 
   Rule: the knobs set in ``given`` (a `ShuffleKnobs`, or a dict of its
@@ -297,7 +299,7 @@ def pick_knobs(budget: int, batch_size: int, step_bytes: int,
   memory = _memory(smallest, batch_size, step_bytes, mean_steps)
   if memory.total > budget:
     raise ValueError(
-        f'{op}: memory_budget {_human(budget)} ({budget} bytes) is too small: '
+        f'memory_budget {_human(budget)} ({budget} bytes) is too small: '
         f'one episode takes about {_human(memory.episode_bytes)} '
         f'({memory.mean_episode_steps:.1f} steps x {memory.step_bytes} bytes) '
         f'and the smallest pipeline ({smallest}) needs about '
@@ -334,29 +336,29 @@ def pick_knobs(budget: int, batch_size: int, step_bytes: int,
 
 
 def _resolve(facts: _Split, batch_size: int, given: ShuffleKnobs,
-             memory_budget: Any, num_steps: Optional[int], op: str
+             memory_budget: Any, num_steps: Optional[int]
              ) -> Tuple[ShuffleKnobs, Optional[ShuffleMemory]]:
   """Checks the knobs, fills the defaults (or picks them for the budget)."""
   knobs = given._asdict()
   if facts.num_episodes == 0:
-    raise ValueError(f'{op}: split {facts.split!r} of dataset {facts.label!r} '
+    raise ValueError(f'split {facts.split!r} of dataset {facts.label!r} '
                      'has no episodes.')
   num_slices = knobs.get('num_slices')
   if num_slices is None:
     num_slices = min(DEFAULT_NUM_SLICES, facts.num_episodes)
   elif num_slices > facts.num_episodes:
     raise ValueError(
-        f'{op}: num_slices={num_slices} is more than the '
+        f'num_slices={num_slices} is more than the '
         f'{facts.num_episodes} episodes of split {facts.split!r} of dataset '
         f'{facts.label!r}; every slice needs at least one episode.')
   if knobs.get('cycle_length') is not None:
     knobs['cycle_length'] = min(knobs['cycle_length'], num_slices)
   if memory_budget is not None:
-    budget = parse_bytes(memory_budget, 'memory_budget', op)
+    budget = parse_bytes(memory_budget, 'memory_budget')
     step_bytes = _step_bytes(facts.step_spec)
     mean_steps = num_steps / facts.num_episodes
     resolved = pick_knobs(budget, batch_size, step_bytes, mean_steps,
-                          facts.num_episodes, num_slices, knobs, op)
+                          facts.num_episodes, num_slices, knobs)
     return resolved, _memory(resolved, batch_size, step_bytes, mean_steps)
 
   def value(name: str, default: int) -> int:
@@ -378,7 +380,11 @@ def _resolve(facts: _Split, batch_size: int, given: ShuffleKnobs,
 def _sorted_call(op: str, knobs: Any, legacy: Dict[str, Any],
                  known: Sequence[str] = KNOB_FIELDS
                  ) -> Tuple[ShuffleKnobs, Optional[PathLike]]:
-  """``(knobs, data_dir)`` of a call, from the old flat keywords too."""
+  """``(knobs, data_dir)`` of a call, from the old flat keywords too.
+
+  ``op`` names the call where Python would (``op() got ...``) and in the
+  rename warnings.
+  """
   option_objects.check_keywords(op, legacy, tuple(known) + ('data_dir',))
   data_dir = legacy.pop('data_dir', None)
   if data_dir is not None:
@@ -387,11 +393,12 @@ def _sorted_call(op: str, knobs: Any, legacy: Dict[str, Any],
   knobs = option_objects.knobs_object(ShuffleKnobs, knobs, legacy, op,
                                         'knobs=ShuffleKnobs(...)')
   if not isinstance(knobs, ShuffleKnobs):
-    raise TypeError(f'{op}: knobs must be a ShuffleKnobs(...), got '
+    raise TypeError(f'knobs must be a ShuffleKnobs(...), got '
                     f'{type(knobs).__name__}.')
   return knobs, data_dir
 
 
+@op_context.named('estimate_memory')
 def estimate_memory(name_or_dir: Any,
                     split: Optional[str] = None,
                     *,
@@ -429,12 +436,12 @@ def estimate_memory(name_or_dir: Any,
   """
   op = 'estimate_memory'
   knobs, data_dir = _sorted_call(op, knobs, legacy)
-  batch_size = inputs.check_positive_int(batch_size, 'batch_size', op)
-  facts = _split_facts(name_or_dir, split, data_dir, fields, op)
+  batch_size = inputs.check_positive_int(batch_size, 'batch_size')
+  facts = _split_facts(name_or_dir, split, data_dir, fields)
   if num_steps is None:
     num_steps = facts.source.num_steps
   resolved, memory = _resolve(facts, batch_size, knobs, memory_budget,
-                              num_steps, op)
+                              num_steps)
   if memory is None:
     memory = _memory(resolved, batch_size, _step_bytes(facts.step_spec),
                      num_steps / facts.num_episodes)
@@ -501,15 +508,14 @@ def _interleaved(facts: _Split, knobs: ShuffleKnobs, seed: Optional[int],
   return episodes.map(select)
 
 
-def _episode_fields(facts: _Split, episode_fields: Any, op: str
-                    ) -> Tuple[str, ...]:
+def _episode_fields(facts: _Split, episode_fields: Any) -> Tuple[str, ...]:
   """The checked names of the episode metadata to keep (None: all)."""
   available = [k for k in facts.source.features.keys()
                if k != rlds_types.STEPS]
   if episode_fields is None:
     return tuple(available)
   return _check_fields(available, episode_fields or (), 'episode field',
-                       facts.label, op)
+                       facts.label)
 
 
 def _step_rows(fields: Tuple[str, ...]):
@@ -524,6 +530,7 @@ def _step_rows(fields: Tuple[str, ...]):
   return rows
 
 
+@op_context.named('shuffled_steps')
 def shuffled_steps(name_or_dir: Any,
                    split: Optional[str] = None,
                    *,
@@ -574,21 +581,21 @@ def shuffled_steps(name_or_dir: Any,
   """
   op = 'shuffled_steps'
   knobs, data_dir = _sorted_call(op, knobs, legacy)
-  batch_size = inputs.check_positive_int(batch_size, 'batch_size', op)
-  facts = _split_facts(name_or_dir, split, data_dir, fields, op)
-  keep = _episode_fields(facts, episode_fields, op)
+  batch_size = inputs.check_positive_int(batch_size, 'batch_size')
+  facts = _split_facts(name_or_dir, split, data_dir, fields)
+  keep = _episode_fields(facts, episode_fields)
   if set(keep) & set(facts.step_spec):
     clash = sorted(set(keep) & set(facts.step_spec))
-    raise ValueError(f'{op}: episode_fields {clash} have the names of step '
+    raise ValueError(f'episode_fields {clash} have the names of step '
                      'fields; rename them first.')
   if num_steps is None and (drop_remainder or memory_budget is not None):
     num_steps = facts.source.num_steps
   if drop_remainder and batch_size > num_steps:
     raise ValueError(
-        f'{op}: batch_size={batch_size} is larger than the {num_steps} steps '
+        f'batch_size={batch_size} is larger than the {num_steps} steps '
         f'of split {facts.split!r} of dataset {facts.label!r}, and '
         'drop_remainder=True would drop them all.')
-  knobs, _ = _resolve(facts, batch_size, knobs, memory_budget, num_steps, op)
+  knobs, _ = _resolve(facts, batch_size, knobs, memory_budget, num_steps)
   episodes = _interleaved(facts, knobs, seed, keep)
   if knobs.episode_shuffle_buffer:
     episodes = episodes.shuffle(knobs.episode_shuffle_buffer, seed=seed,
@@ -599,7 +606,7 @@ def shuffled_steps(name_or_dir: Any,
   return sliding.sliding_step_batches(
       episodes.map(_step_rows(keep)), batch_size,
       block_episodes=block_episodes, num_blocks=num_blocks, seed=seed,
-      drop_last_batch=drop_remainder, prefetch=knobs.prefetch, op=op)
+      drop_last_batch=drop_remainder, prefetch=knobs.prefetch)
 
 
 _EPISODE_KNOBS = ('num_slices', 'cycle_length', 'num_parallel_reads',
@@ -607,6 +614,7 @@ _EPISODE_KNOBS = ('num_slices', 'cycle_length', 'num_parallel_reads',
 """The knobs of ``shuffled_episodes`` (the others pool steps)."""
 
 
+@op_context.named('shuffled_episodes')
 def shuffled_episodes(name_or_dir: Any,
                       split: Optional[str] = None,
                       *,
@@ -646,13 +654,13 @@ def shuffled_episodes(name_or_dir: Any,
   pooling = [n for n in KNOB_FIELDS
              if n not in _EPISODE_KNOBS and getattr(knobs, n) is not None]
   if pooling:
-    raise ValueError(f'{op}: {pooling} pool steps; whole episodes take only '
+    raise ValueError(f'{pooling} pool steps; whole episodes take only '
                      f'{list(_EPISODE_KNOBS)}.')
   if knobs.episode_shuffle_buffer is None:
     knobs = knobs._replace(episode_shuffle_buffer=16)
-  facts = _split_facts(name_or_dir, split, data_dir, fields, op)
-  keep = _episode_fields(facts, episode_fields, op)
-  knobs, _ = _resolve(facts, 1, knobs, None, None, op)
+  facts = _split_facts(name_or_dir, split, data_dir, fields)
+  keep = _episode_fields(facts, episode_fields)
+  knobs, _ = _resolve(facts, 1, knobs, None, None)
   episodes = _interleaved(facts, knobs, seed, keep)
   if knobs.episode_shuffle_buffer:
     episodes = episodes.shuffle(knobs.episode_shuffle_buffer, seed=seed,

@@ -20,6 +20,8 @@ from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
 
+from rlds_lite import op_context
+from rlds_lite import option_objects
 from rlds_lite.dense import indexing
 from rlds_lite.pipeline import inputs
 from rlds_lite.pipeline import pools
@@ -118,7 +120,7 @@ def sliding_step_batches(steps: tf.data.Dataset,
                          drop_last_batch: bool = False,
                          prefetch: int = 2,
                          num_parallel_calls: Optional[int] = tf.data.AUTOTUNE,
-                         op: str = 'sliding_step_batches') -> tf.data.Dataset:
+                         op: Optional[str] = None) -> tf.data.Dataset:
   """Batches of the steps of ``steps``, shuffled in a sliding window.
 
   See the module docstring. Each step of ``steps`` comes out once per pass;
@@ -138,7 +140,7 @@ def sliding_step_batches(steps: tf.data.Dataset,
     drop_last_batch: drop a last batch smaller than ``batch_size``.
     prefetch: batches to prefetch (0: none).
     num_parallel_calls: parallelism of the gathers.
-    op: the calling op, for error messages.
+    op: deprecated (errors name the public function they escape).
 
   Returns:
     A dataset of dicts of ``[B, ...]`` tensors.
@@ -150,11 +152,15 @@ def sliding_step_batches(steps: tf.data.Dataset,
     >>> [b['x'].shape.as_list() for b in ds]
     [[4], [4]]
   """
-  batch_size = inputs.check_positive_int(batch_size, 'batch_size', op)
-  block_episodes = inputs.check_positive_int(block_episodes,
-                                             'block_episodes', op)
-  num_blocks = inputs.check_positive_int(num_blocks, 'num_blocks', op)
-  prefetch = inputs.check_non_negative_int(prefetch, 'prefetch', op)
+  if op is not None:
+    option_objects.warn_once(('sliding_step_batches', 'op'),
+                             op_context.old_op_message('sliding_step_batches'))
+  with op_context.named(op or 'sliding_step_batches'):
+    batch_size = inputs.check_positive_int(batch_size, 'batch_size')
+    block_episodes = inputs.check_positive_int(block_episodes,
+                                               'block_episodes')
+    num_blocks = inputs.check_positive_int(num_blocks, 'num_blocks')
+    prefetch = inputs.check_non_negative_int(prefetch, 'prefetch')
   blocks = steps.window(block_episodes).map(
       lambda window: pools.concat_rows(tf.data.Dataset.zip(window)))
   empty = pools.zero_rows(blocks.element_spec)

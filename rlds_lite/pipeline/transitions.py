@@ -21,12 +21,14 @@ from rlds_lite import rlds_types
 from rlds_lite.sample_kinds import Transitions
 from rlds_lite.dense import indexing
 from rlds_lite import dense
+from rlds_lite import op_context
 from rlds_lite import option_objects
 from rlds_lite.dense import last_step as last_step_lib
 from rlds_lite.pipeline import inputs
 from rlds_lite.pipeline import pools
 
 _NEXT = dense.NEXT_OBSERVATION
+_OP = 'transitions_dataset'
 _KIND_FIELDS = tuple(f.name for f in dataclasses.fields(Transitions))
 
 _COMPUTED = (rlds_types.REWARD, rlds_types.DISCOUNT)
@@ -79,6 +81,7 @@ def _sampler(n: int, gamma: Any, episode_fields: Sequence[str],
   return pools.Sampler(samples, plan, assemble, steps_per_sample=2)
 
 
+@op_context.named(_OP)
 def transitions_dataset(episodes: tf.data.Dataset,
                         kind: Any = None,
                         batch_size: Optional[int] = None,
@@ -126,47 +129,45 @@ def transitions_dataset(episodes: tf.data.Dataset,
     >>> batch['reward'].numpy().tolist(), batch['next_observation'].numpy().tolist()
     ([3.0, 2.0], [2, 2])
   """
-  op = 'transitions_dataset'
-  kind, pooling, batch_size = _sorted_call(op, kind, batch_size, pooling,
+  kind, pooling, batch_size = _sorted_call(kind, batch_size, pooling,
                                            legacy)
-  last_step = last_step_lib.as_last_step(kind.last_step, op)
-  episodes = inputs.dense_episodes(episodes, op)
+  last_step = last_step_lib.as_last_step(kind.last_step)
+  episodes = inputs.dense_episodes(episodes)
   steps_spec = episodes.element_spec[rlds_types.STEPS]
   indexing.require_fields(steps_spec,
-                          [rlds_types.OBSERVATION, rlds_types.REWARD], op)
-  indexing.reject_fields(steps_spec, [_NEXT], op)
+                          [rlds_types.OBSERVATION, rlds_types.REWARD])
+  indexing.reject_fields(steps_spec, [_NEXT])
   reserved = list(steps_spec) + [_NEXT]
   episode_fields = inputs.check_episode_fields(episodes, episode_fields,
-                                              reserved, op)
+                                              reserved)
   return pools.pooled_batches(
       episodes, _sampler(kind.n, kind.gamma, episode_fields, last_step),
       batch_size, shuffle=shuffle, seed=seed, drop_last_batch=drop_last_batch,
-      pooling=pooling, op=op)
+      pooling=pooling)
 
 
-def _sorted_call(op: str, kind: Any, batch_size: Any, pooling: Any,
+def _sorted_call(kind: Any, batch_size: Any, pooling: Any,
                  legacy: Dict[str, Any]):
   """``(Transitions, Pooling, batch_size)`` of a call, old keywords too."""
-  option_objects.check_keywords(op, legacy,
+  option_objects.check_keywords(_OP, legacy,
                                   _KIND_FIELDS + pools.POOLING_FIELDS)
   kind_args = {k: v for k, v in legacy.items() if k in _KIND_FIELDS}
   pool_args = {k: v for k, v in legacy.items() if k not in kind_args}
   if isinstance(kind, Transitions) and kind_args:
-    raise TypeError(f'{op}: pass n, gamma and last_step in the kind '
+    raise TypeError(f'pass n, gamma and last_step in the kind '
                     '(Transitions(...)), not beside it.')
   if kind is not None and not isinstance(kind, Transitions):
     if batch_size is not None or not inputs.is_int(kind):
-      raise TypeError(f'{op}: kind must be a Transitions(...), got '
+      raise TypeError(f'kind must be a Transitions(...), got '
                       f'{type(kind).__name__}.')
     batch_size, kind = kind, None   # Positional as before kinds.
     option_objects.warn_renamed(
-        op, ['batch_size as the second argument'],
-        f'{op}(episodes, Transitions(...), batch_size)')
-  kind = option_objects.knobs_object(Transitions, kind, kind_args, op,
+        _OP, ['batch_size as the second argument'],
+        f'{_OP}(episodes, Transitions(...), batch_size)')
+  kind = option_objects.knobs_object(Transitions, kind, kind_args, _OP,
                                        'Transitions(...)')
   pooling = option_objects.knobs_object(pools.Pooling, pooling, pool_args,
-                                          op, 'pooling=Pooling(...)')
+                                          _OP, 'pooling=Pooling(...)')
   if batch_size is None:
-    raise TypeError(f"{op}() missing 1 required argument: 'batch_size'")
-  return kind, pooling, inputs.check_positive_int(batch_size, 'batch_size',
-                                                  op)
+    raise TypeError(f"{_OP}() missing 1 required argument: 'batch_size'")
+  return kind, pooling, inputs.check_positive_int(batch_size, 'batch_size')

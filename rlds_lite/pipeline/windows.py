@@ -16,14 +16,17 @@ import tensorflow as tf
 
 from rlds_lite import dense
 from rlds_lite import rlds_types
+from rlds_lite import op_context
 from rlds_lite import option_objects
 from rlds_lite.sample_kinds import Windows
 from rlds_lite.pipeline import inputs
 from rlds_lite.pipeline import pools
 
 _KIND_FIELDS = tuple(f.name for f in dataclasses.fields(Windows))
+_OP = 'windows_dataset'
 
 
+@op_context.named(_OP)
 def windows_dataset(episodes: tf.data.Dataset,
                     kind: Any = None,
                     batch_size: Optional[int] = None,
@@ -71,19 +74,18 @@ def windows_dataset(episodes: tf.data.Dataset,
     >>> batch['mask'].numpy().tolist(), batch['id'].numpy().tolist()
     ([[True, True], [True, True], [True, False]], [9, 9, 9])
   """
-  op = 'windows_dataset'
-  kind, pooling, batch_size = _sorted_call(op, kind, batch_size, pooling,
+  kind, pooling, batch_size = _sorted_call(kind, batch_size, pooling,
                                            legacy)
   size, shift, stride, drop_remainder = (kind.size, kind.shift, kind.stride,
                                          kind.drop_remainder)
-  episodes = inputs.dense_episodes(episodes, op)
+  episodes = inputs.dense_episodes(episodes)
   step_fields = list(episodes.element_spec[rlds_types.STEPS])
   if not drop_remainder and dense.MASK in step_fields:
-    raise ValueError(f'{op} adds the field {dense.MASK!r} (because '
+    raise ValueError(f'adds the field {dense.MASK!r} (because '
                      'drop_remainder=False) but steps already has it; rename '
                      'it first.')
   episode_fields = inputs.check_episode_fields(
-      episodes, episode_fields, step_fields + [dense.MASK], op)
+      episodes, episode_fields, step_fields + [dense.MASK])
 
   def samples(episode: Dict[str, Any]) -> Dict[str, Any]:
     out = dense.windows(episode[rlds_types.STEPS], size, shift, stride,
@@ -112,33 +114,32 @@ def windows_dataset(episodes: tf.data.Dataset,
   sampler = pools.Sampler(samples, plan, assemble, steps_per_sample=size)
   return pools.pooled_batches(
       episodes, sampler, batch_size, shuffle=shuffle, seed=seed,
-      drop_last_batch=drop_last_batch, pooling=pooling, op=op)
+      drop_last_batch=drop_last_batch, pooling=pooling)
 
 
-def _sorted_call(op: str, kind: Any, batch_size: Any, pooling: Any,
+def _sorted_call(kind: Any, batch_size: Any, pooling: Any,
                  legacy: Dict[str, Any]):
   """``(Windows, Pooling, batch_size)`` of a call, old keywords too."""
-  option_objects.check_keywords(op, legacy,
+  option_objects.check_keywords(_OP, legacy,
                                   _KIND_FIELDS + pools.POOLING_FIELDS)
   kind_args = {k: v for k, v in legacy.items() if k in _KIND_FIELDS}
   pool_args = {k: v for k, v in legacy.items() if k not in kind_args}
   if isinstance(kind, Windows) and kind_args:
-    raise TypeError(f'{op}: pass shift, stride and drop_remainder in the '
+    raise TypeError(f'pass shift, stride and drop_remainder in the '
                     'kind (Windows(...)), not beside it.')
   if kind is not None and not isinstance(kind, Windows):
     if 'size' in kind_args or not inputs.is_int(kind):
-      raise TypeError(f'{op}: kind must be a Windows(...), got '
+      raise TypeError(f'kind must be a Windows(...), got '
                       f'{type(kind).__name__}.')
     kind_args['size'] = kind   # The size, positional as before kinds.
     kind = None
   if kind is None and 'size' not in kind_args:
-    raise TypeError(f"{op}() missing 1 required argument: 'kind' (a "
+    raise TypeError(f"{_OP}() missing 1 required argument: 'kind' (a "
                     'Windows(...))')
-  kind = option_objects.knobs_object(Windows, kind, kind_args, op,
+  kind = option_objects.knobs_object(Windows, kind, kind_args, _OP,
                                        'Windows(...)')
   pooling = option_objects.knobs_object(pools.Pooling, pooling, pool_args,
-                                          op, 'pooling=Pooling(...)')
+                                          _OP, 'pooling=Pooling(...)')
   if batch_size is None:
-    raise TypeError(f"{op}() missing 1 required argument: 'batch_size'")
-  return kind, pooling, inputs.check_positive_int(batch_size, 'batch_size',
-                                                  op)
+    raise TypeError(f"{_OP}() missing 1 required argument: 'batch_size'")
+  return kind, pooling, inputs.check_positive_int(batch_size, 'batch_size')

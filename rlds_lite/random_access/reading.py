@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlds_lite import images
+from rlds_lite import op_context
 from rlds_lite import rlds_types
 from rlds_lite.dense.transitions import NEXT_OBSERVATION
 from rlds_lite.images import decode as decode_lib
@@ -182,8 +183,8 @@ class SampleReader:
     self.index = index
     self.kind = index.kind
     self.decode_images = decode_images
-    self.image_size = decode_lib.check_size(image_size, 'random access',
-                                            'image_size')
+    with op_context.named('random access'):
+      self.image_size = decode_lib.check_size(image_size, 'image_size')
     self.sample_info = sample_info
     self._offsets = np.asarray(self.kind.offsets, np.int64)
     self.chunks_per_sample = chunks_per_sample(self._offsets,

@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 import tensorflow as tf
 
+from rlds_lite import op_context
 from rlds_lite.images import decode as decode_lib
 from rlds_lite.random_access import index as index_lib
 from rlds_lite.random_access import layout as layout_lib
@@ -288,8 +289,8 @@ def plan_of(sources: Sources, kind: samples_lib.SampleKind, batch_size: int,
   """`plan` of sorted options."""
   kind = samples_lib.check_kind(kind)
   outputs, epochs, sharding = options.outputs, options.epochs, options.sharding
-  image_size = decode_lib.check_size(outputs.image_size, 'random access',
-                                    'image_size')
+  with op_context.named('random access'):
+    image_size = decode_lib.check_size(outputs.image_size, 'image_size')
   names, values = _named(sources)
   if not values:
     raise ValueError('random access: no source.')

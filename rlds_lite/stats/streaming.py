@@ -24,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import op_context
 from rlds_lite import option_objects
 from rlds_lite import dense
 from rlds_lite import source as source_lib
@@ -371,7 +372,8 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike,
     (2, [2.0], 1)
   """
   transform, last_step = _legacy(transform, last_step, legacy)
-  policy = last_step_lib.as_last_step(last_step, 'stats.compute')
+  with op_context.named('stats.compute'):
+    policy = last_step_lib.as_last_step(last_step)
   mask = policy is last_step_lib.LastStep.INVALID
   if split is None and not isinstance(dataset_or_path, source_lib.Source):
     split = 'train'

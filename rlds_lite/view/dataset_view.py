@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 
 from rlds_lite import dataset_files
+from rlds_lite import op_context
 from rlds_lite import rlds_types
 from rlds_lite import source as source_lib
 from rlds_lite import stats as stats_lib
@@ -54,7 +55,8 @@ class DatasetView:
                last_step: Union[last_step_lib.LastStep, str] = 'invalid',
                cache: bool = True, episodes_kept: int = 4,
                videos_kept: int = 32):
-    self.last_step = last_step_lib.as_last_step(last_step, 'view').value
+    with op_context.named('view'):
+      self.last_step = last_step_lib.as_last_step(last_step).value
     # The pages show what last_step='invalid' leaves out, and the fields
     # holding NaN/inf; the statistics' own warnings (attributed to this
     # module, which calls stats.compute) would only reach the server's

@@ -164,7 +164,7 @@ def test_frame_stack_and_chunk_actions_in_dataset_map():
     (dense.frame_stack, {'history': 2, 'pad': 'last'}, ValueError,
      "pad must be one of \\('first', 'zero'\\)"),
     (dense.frame_stack, {'history': 2, 'key': 'image'}, ValueError,
-     "frame_stack needs the step field 'image'"),
+     "frame_stack: needs the step field 'image'"),
     (dense.chunk_actions, {'horizon': -2}, ValueError,
      'horizon must be a positive'),
     (dense.chunk_actions, {'horizon': 2, 'pad': 'first'}, ValueError,

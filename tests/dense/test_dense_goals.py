@@ -142,7 +142,7 @@ def test_relabel_goals_in_dataset_map():
     ({'strategy': 'geometric'}, ValueError, "'geometric' needs p in"),
     ({'strategy': 'geometric', 'p': 0.0}, ValueError, "needs p in \\(0, 1\\]"),
     ({'strategy': 'future', 'p': 0.5}, ValueError, "p only applies to"),
-    ({'key': 'image'}, ValueError, "relabel_goals needs the step field 'image'"),
+    ({'key': 'image'}, ValueError, "relabel_goals: needs the step field 'image'"),
     ({'goal_key': 'action'}, ValueError, "adds the field 'action'"),
     ({'index_key': 'reward'}, ValueError, "adds the field 'reward'"),
     ({'seed': 1.5}, TypeError, 'seed must be an int'),

@@ -238,7 +238,7 @@ def test_indices_agree_with_frame_stack_and_chunk_actions():
     ({'history_pad': 'last'}, ValueError, 'history_pad must be one of'),
     ({'last_step': 'maybe'}, ValueError, 'last_step must be'),
     ({'observation_key': 'image'}, ValueError,
-     "robot_samples needs the step field 'image'"),
+     "robot_samples: needs the step field 'image'"),
     ({'index_key': 'reward'}, ValueError, "adds the field 'reward'"),
 ], ids=['zero_history', 'negative_chunk', 'zero_stride', 'zero_max_samples',
         'unknown_goal', 'geometric_without_p', 'p_without_goal', 'bad_pad',

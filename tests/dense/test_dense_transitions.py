@@ -177,7 +177,7 @@ def test_transitions_in_dataset_map(last_step):
 
 @pytest.mark.parametrize('steps,kwargs,error,match', [
     ({'observation': np.zeros(2)}, {}, ValueError,
-     "transitions needs the step field 'reward'"),
+     "transitions: needs the step field 'reward'"),
     ({'reward': np.zeros(2, np.float32)}, {}, ValueError,
      "needs the step field 'observation'"),
     ({'observation': np.zeros(2), 'reward': np.zeros(2, np.int32)}, {},

@@ -299,7 +299,8 @@ BAD = {
         'episode.'),
     'unknown_split': (
         dict(batch_size=2, split='validation'),
-        "load: dataset '{path}' has no split 'validation' (its splits: "
+        "shuffled_steps: dataset '{path}' has no split 'validation' (its "
+        "splits: "
         "['train'])."),
     'unknown_field': (
         dict(batch_size=2, fields=['pixels']),
