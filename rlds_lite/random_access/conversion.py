@@ -15,7 +15,8 @@ import hashlib
 import io
 import json
 import os
-from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
+from typing import (Any, Dict, Iterator, NamedTuple, Optional, Sequence,
+                    Tuple, Union)
 
 import numpy as np
 import tensorflow as tf
@@ -267,100 +268,140 @@ def convert(source: PathLike,
                             'overwrite=True to replace it.')
 
   check(out)  # Before reading; again under the lock.
+  splits = _checked_splits(builder, label, splits)
+  layout = _layout(builder, label, chunk_steps)
+  output = atomic_output.AtomicOutput(out, directory=True, check=check,
+                                      replace=overwrite,
+                                      label=f'convert: {out!r}')
+  with output:
+    written = {split: _write_split(builder, split, layout, output.path, out,
+                                   max_bytes_per_file, progress)
+               for split in splits}
+    _write_info(builder, layout, written, output.path)
+    output.publish()
+  return out
+
+
+class _Written(NamedTuple):
+  """What `_write_split` wrote of a split: its table, digest and shards."""
+  table: Dict[str, np.ndarray]
+  sha256: str
+  info: Optional[tfds.core.SplitInfo]
+
+
+def _checked_splits(builder: tfds.core.DatasetBuilder, label: str,
+                    splits: Optional[Sequence[str]]) -> list:
   all_splits = list(builder.info.splits.keys())
   splits = list(splits) if splits else all_splits
   for split in splits:
     if split not in all_splits:
       raise ValueError(f'convert: dataset {label!r} has no split {split!r} '
                        f'(its splits: {sorted(all_splits)}).')
+  return splits
+
+
+def _layout(builder: tfds.core.DatasetBuilder, label: str,
+            chunk_steps: Optional[int]) -> layout_lib.ChunkLayout:
   step_feature = builder.info.features[rlds_types.STEPS].feature
   try:
     if chunk_steps is None:
       chunk_steps = auto_chunk_steps(
           layout_lib.ChunkLayout.from_step_features(step_feature, 1))
-    layout = layout_lib.ChunkLayout.from_step_features(step_feature,
-                                                       chunk_steps)
+    return layout_lib.ChunkLayout.from_step_features(step_feature,
+                                                     chunk_steps)
   except ValueError as e:
     raise ValueError(f'convert: dataset {label}: {e}') from None
-  name = builder.info.name + '_chunks'
-  output = atomic_output.AtomicOutput(out, directory=True, check=check,
-                                      replace=overwrite,
-                                      label=f'convert: {out!r}')
-  with output:
-    work = output.path
-    split_infos, tables, digests = [], {}, {}
-    for split in splits:
-      template = tfds.core.ShardedFileTemplate(
-          data_dir=work, template=shards.SHARD_TEMPLATE, dataset_name=name,
-          split=split, filetype_suffix='tfrecord')
-      writer = shards.ShardWriter(template, 'tfrecord',
-                                  max_examples_per_shard=1 << 40,
-                                  max_bytes_per_shard=max_bytes_per_file)
-      lengths, terminated, ids = [], [], []
-      digests[split] = data = hashlib.sha256()
-      total = builder.info.splits[split].num_examples
-      try:
-        dataset_files.check_open(builder, split)
-        with progress_lib.bar(progress, total=total, unit=' episodes',
-                              desc=f'chunk {split}') as bar, \
-            diagnosis.named_read_errors(builder, split):
-          for index, episode in enumerate(_episodes(builder, split, layout)):
-            steps = episode['steps']
-            length = len(steps[layout.leaves[0].path])
-            for offset, num, values in _chunks(steps, length, chunk_steps):
-              writer.write(layout.encode(index, offset, num, values))
-            _digest_steps(data, layout, steps)
-            lengths.append(length)
-            terminated.append(_terminated(steps, length))
-            if 'episode_id' in episode:
-              ids.append(int(episode['episode_id']))
-            bar.update(1)
-        dataset_files.check_all_read(builder, split, len(lengths),
-                                     'nothing was converted.')
-        shard_lengths, num_bytes = writer.finalize()
-      except BaseException:
-        writer.abort()
-        raise
-      table = {'length': np.asarray(lengths, np.int64),
-               'terminated': np.asarray(terminated, bool)}
-      if ids and len(ids) == len(lengths):
-        table['episode_id'] = np.asarray(ids, np.int64)
-      tables[split] = table
-      buffer = io.BytesIO()
-      np.savez(buffer, **table)
-      with tf.io.gfile.GFile(episodes_file(work, split), 'wb') as f:
-        f.write(buffer.getvalue())
-      if shard_lengths:
-        split_infos.append(tfds.core.SplitInfo(
-            name=split, shard_lengths=shard_lengths, num_bytes=num_bytes,
-            filename_template=tfds.core.ShardedFileTemplate(
-                data_dir=out, template=shards.SHARD_TEMPLATE,
-                dataset_name=name, split=split,
-                filetype_suffix='tfrecord')))
-    metadata = {
-        layout_lib.LAYOUT_NAME: layout_lib.LAYOUT_VERSION,
-        'layout': layout.to_json(),
-        'fingerprint': _fingerprint(layout, tables),
-        'source': {'path': source_dir, 'name': builder.info.name,
-                   'version': str(builder.info.version),
-                   'file_format': getattr(builder.info.file_format, 'value',
-                                          'tfrecord')},
-        'splits': {split: {'episodes': len(t['length']),
-                           'steps': int(t['length'].sum()),
-                           'sha256': digests[split].hexdigest()[:32],
-                           'table_sha256': table_digest(t)}
-                   for split, t in tables.items()},
-    }
-    info = tfds.core.DatasetInfo(
-        builder=tfds.core.DatasetIdentity(
-            name=name, version=tfds.core.Version(str(builder.info.version)),
-            data_dir=work, module_name=''),
-        description=(f'{builder.info.name} in chunks of {chunk_steps} steps '
-                     'for random access (rlds_lite.random_access).'),
-        features=layout.features, disable_shuffling=True,
-        metadata=tfds.core.MetadataDict(metadata))
-    info.set_file_format(tfds.core.FileFormat.TFRECORD)
-    info.set_splits(tfds.core.SplitDict(split_infos))
-    info.write_to_directory(work)
-    output.publish()
-  return out
+
+
+def _chunks_name(builder: tfds.core.DatasetBuilder) -> str:
+  return builder.info.name + '_chunks'
+
+
+def _template(data_dir: str, name: str,
+              split: str) -> tfds.core.ShardedFileTemplate:
+  return tfds.core.ShardedFileTemplate(
+      data_dir=data_dir, template=shards.SHARD_TEMPLATE, dataset_name=name,
+      split=split, filetype_suffix='tfrecord')
+
+
+def _write_split(builder: tfds.core.DatasetBuilder, split: str,
+                 layout: layout_lib.ChunkLayout, work: str, out: str,
+                 max_bytes_per_file: int, progress: Optional[bool]
+                 ) -> _Written:
+  """Writes the chunk shards and the episode table of ``split`` into ``work``."""
+  name = _chunks_name(builder)
+  writer = shards.ShardWriter(_template(work, name, split), 'tfrecord',
+                              max_examples_per_shard=1 << 40,
+                              max_bytes_per_shard=max_bytes_per_file)
+  lengths, terminated, ids = [], [], []
+  data = hashlib.sha256()
+  try:
+    dataset_files.check_open(builder, split)
+    with progress_lib.bar(progress,
+                          total=builder.info.splits[split].num_examples,
+                          unit=' episodes', desc=f'chunk {split}') as bar, \
+        diagnosis.named_read_errors(builder, split):
+      for index, episode in enumerate(_episodes(builder, split, layout)):
+        steps = episode['steps']
+        length = len(steps[layout.leaves[0].path])
+        for offset, num, values in _chunks(steps, length, layout.chunk_steps):
+          writer.write(layout.encode(index, offset, num, values))
+        _digest_steps(data, layout, steps)
+        lengths.append(length)
+        terminated.append(_terminated(steps, length))
+        if 'episode_id' in episode:
+          ids.append(int(episode['episode_id']))
+        bar.update(1)
+    dataset_files.check_all_read(builder, split, len(lengths),
+                                 'nothing was converted.')
+    shard_lengths, num_bytes = writer.finalize()
+  except BaseException:
+    writer.abort()
+    raise
+  table = {'length': np.asarray(lengths, np.int64),
+           'terminated': np.asarray(terminated, bool)}
+  if ids and len(ids) == len(lengths):
+    table['episode_id'] = np.asarray(ids, np.int64)
+  buffer = io.BytesIO()
+  np.savez(buffer, **table)
+  with tf.io.gfile.GFile(episodes_file(work, split), 'wb') as f:
+    f.write(buffer.getvalue())
+  info = tfds.core.SplitInfo(
+      name=split, shard_lengths=shard_lengths, num_bytes=num_bytes,
+      filename_template=_template(out, name, split)) if shard_lengths else None
+  return _Written(table, data.hexdigest()[:32], info)
+
+
+def _write_info(builder: tfds.core.DatasetBuilder,
+                layout: layout_lib.ChunkLayout, written: Dict[str, _Written],
+                work: str) -> None:
+  """Writes the chunk dataset's `dataset_info.json` (its metadata inside)."""
+  tables = {split: w.table for split, w in written.items()}
+  metadata = {
+      layout_lib.LAYOUT_NAME: layout_lib.LAYOUT_VERSION,
+      'layout': layout.to_json(),
+      'fingerprint': _fingerprint(layout, tables),
+      'source': {'path': os.fspath(builder.data_dir),
+                 'name': builder.info.name,
+                 'version': str(builder.info.version),
+                 'file_format': getattr(builder.info.file_format, 'value',
+                                        'tfrecord')},
+      'splits': {split: {'episodes': len(w.table['length']),
+                         'steps': int(w.table['length'].sum()),
+                         'sha256': w.sha256,
+                         'table_sha256': table_digest(w.table)}
+                 for split, w in written.items()},
+  }
+  info = tfds.core.DatasetInfo(
+      builder=tfds.core.DatasetIdentity(
+          name=_chunks_name(builder),
+          version=tfds.core.Version(str(builder.info.version)),
+          data_dir=work, module_name=''),
+      description=(f'{builder.info.name} in chunks of {layout.chunk_steps} '
+                   'steps for random access (rlds_lite.random_access).'),
+      features=layout.features, disable_shuffling=True,
+      metadata=tfds.core.MetadataDict(metadata))
+  info.set_file_format(tfds.core.FileFormat.TFRECORD)
+  info.set_splits(tfds.core.SplitDict(
+      [w.info for w in written.values() if w.info is not None]))
+  info.write_to_directory(work)
