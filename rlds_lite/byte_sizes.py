@@ -6,7 +6,6 @@ from typing import Any, Optional
 import numpy as np
 
 from rlds_lite import op_context
-from rlds_lite import option_objects
 
 __all__ = ['format_bytes', 'parse_bytes']
 
@@ -46,9 +45,7 @@ def parse_bytes(value: Any, name: str = 'memory_budget',
     ValueError: memory_budget must be a positive number of bytes or a string like '512MB', got 'lots'.
   """
   if op is not None:
-    option_objects.warn_once(('parse_bytes', 'op'),
-                             op_context.old_op_message('parse_bytes'))
-    with op_context.named(op):
+    with op_context.deprecated_op(op, 'parse_bytes'):
       return parse_bytes(value, name)
   error = ValueError(f'{name} must be a positive number of bytes or a '
                      f"string like '512MB', got {value!r}.")

@@ -8,9 +8,11 @@ calls keep the outermost name (docs/guarantees.md, "Error messages").
 import contextlib
 import contextvars
 import functools
-from typing import Any, Callable, Optional
+from typing import Any, Callable, ContextManager, Optional
 
-__all__ = ['current', 'named', 'old_op_message']
+from rlds_lite import option_objects
+
+__all__ = ['current', 'deprecated_op', 'named', 'old_op_message']
 
 _ACTIVE: contextvars.ContextVar = contextvars.ContextVar(
     'rlds_lite_op', default=None)
@@ -29,6 +31,23 @@ def old_op_message(function: str) -> str:
   """
   return (f'{function}: op= is now `with rlds_lite.op_context.named(op): ...` '
           'around the call; the old keyword will go in a later release.')
+
+
+def deprecated_op(op: Optional[str], function: str,
+                  default: Optional[str] = None) -> ContextManager[Any]:
+  """``named(op or default)`` for ``function``'s deprecated ``op=``, warned once.
+
+  No block at all when neither ``op`` nor ``default`` is given.
+
+  Example:
+    >>> with deprecated_op(None, 'parse_bytes', 'load'):
+    ...   current()
+    'load'
+  """
+  if op is not None:
+    option_objects.warn_once((function, 'op'), old_op_message(function))
+  name = op or default
+  return named(name) if name else contextlib.nullcontext()
 
 
 def current() -> Optional[str]:

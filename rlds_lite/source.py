@@ -14,7 +14,6 @@ from rlds_lite import decoding
 from rlds_lite import diagnosis
 from rlds_lite import nest_paths
 from rlds_lite import op_context
-from rlds_lite import option_objects
 from rlds_lite import rlds_types
 from rlds_lite.tfds import features as features_lib
 
@@ -249,16 +248,8 @@ def open_builder(name_or_dir: PathLike,
     ...
     FileNotFoundError: load: dataset directory '/no/such/dir' does not exist.
   """
-  with _named(op, 'open_builder'):
+  with op_context.deprecated_op(op, 'open_builder', 'load'):
     return _open_builder(name_or_dir, data_dir)
-
-
-def _named(op: Optional[str], function: str) -> op_context.named:
-  """``named(op)`` of a deprecated ``op=`` (warned once), else ``named('load')``."""
-  if op is not None:
-    option_objects.warn_once((function, 'op'),
-                             op_context.old_op_message(function))
-  return op_context.named(op or 'load')
 
 
 def _open_builder(name_or_dir: PathLike, data_dir: Optional[PathLike]
@@ -570,7 +561,7 @@ def open(name_or_dir: PathLike, split: Any = None, *,  # pylint: disable=redefin
     ...
     FileNotFoundError: load: dataset directory '/no/such/dir' does not exist.
   """
-  with _named(op, 'open'):
+  with op_context.deprecated_op(op, 'open', 'load'):
     builder = _open_builder(name_or_dir, data_dir)
     label = os.fspath(name_or_dir)
     split = default_split(builder) if split is None else split
@@ -595,7 +586,7 @@ def as_source(value: Any, split: Any = None, *,
     >>> as_source(source) is source, as_source(source, 'train[:1]').num_episodes
     (True, 1)
   """
-  named = _named(op, 'as_source')
+  named = op_context.deprecated_op(op, 'as_source', 'load')
   if isinstance(value, Source):
     if split is None or split == value.split:
       return value

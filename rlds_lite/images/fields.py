@@ -8,7 +8,6 @@ import tensorflow_datasets as tfds
 
 from rlds_lite import diagnosis
 from rlds_lite import op_context
-from rlds_lite import option_objects
 from rlds_lite import source as source_lib
 from rlds_lite.decoding import image_specs
 from rlds_lite.images import decode
@@ -51,10 +50,7 @@ def load_encoded(name_or_dir: Any,
       >>> next(iter(episodes))['steps']['observation']['image'].shape
       TensorShape([3])
   """
-  if op is not None:
-    option_objects.warn_once(('load_encoded', 'op'),
-                             op_context.old_op_message('load_encoded'))
-  with op_context.named(op or 'load'):
+  with op_context.deprecated_op(op, 'load_encoded', 'load'):
     source = source_lib.as_source(name_or_dir, split, data_dir=data_dir)
     episodes = source.episodes(dense=True, encoded_images=True,
                                shuffle_files=shuffle_files,

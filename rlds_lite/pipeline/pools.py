@@ -493,9 +493,7 @@ def pooled_batches(episodes: tf.data.Dataset,
     >>> [b['x'].shape.as_list() for b in ds]
     [[2], [2]]
   """
-  if op is not None:
-    option_objects.warn_once((_OP, 'op'), op_context.old_op_message(_OP))
-  with op_context.named(op or _OP):
+  with op_context.deprecated_op(op, _OP, _OP):
     option_objects.check_keywords(_OP, legacy, POOLING_FIELDS)
     pooling = option_objects.knobs_object(Pooling, pooling, legacy, _OP,
                                           'pooling=Pooling(...)')

@@ -21,7 +21,6 @@ from typing import Any, Dict, Optional, Tuple
 import tensorflow as tf
 
 from rlds_lite import op_context
-from rlds_lite import option_objects
 from rlds_lite.dense import indexing
 from rlds_lite.pipeline import inputs
 from rlds_lite.pipeline import pools
@@ -152,10 +151,8 @@ def sliding_step_batches(steps: tf.data.Dataset,
     >>> [b['x'].shape.as_list() for b in ds]
     [[4], [4]]
   """
-  if op is not None:
-    option_objects.warn_once(('sliding_step_batches', 'op'),
-                             op_context.old_op_message('sliding_step_batches'))
-  with op_context.named(op or 'sliding_step_batches'):
+  with op_context.deprecated_op(op, 'sliding_step_batches',
+                                'sliding_step_batches'):
     batch_size = inputs.check_positive_int(batch_size, 'batch_size')
     block_episodes = inputs.check_positive_int(block_episodes,
                                                'block_episodes')
