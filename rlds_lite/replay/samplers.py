@@ -161,10 +161,13 @@ class Prioritized(_Candidates):
       return
     scaled = np.power(priorities, self.alpha)
     self._sums.set(slots, scaled)
-    self._mins.set(slots, scaled)
+    self._mins.set(slots, np.where(scaled > 0, scaled, np.inf))  # Never drawn.
 
   def sample(self, batch_size: int, rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
     total = self._sums.total()
+    if not total > 0:
+      raise ValueError(f'sample: all {self.count} samples have priority 0; give some '
+                       'a positive priority (or eps > 0).')
     slots = self._sums.find(rng.uniform(0.0, total, batch_size))
     scaled = self._sums.leaves(slots)
     weights = np.power(scaled / self._mins.total(), -self.beta)
