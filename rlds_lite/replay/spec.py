@@ -84,6 +84,8 @@ def check(values: Mapping[str, np.ndarray], spec: Spec, leading: int,
   out = {}
   for path, field in spec.items():
     value = values[path]
+    if np.dtype(field.dtype).kind == 'S' and value.dtype.kind in _STRING_KINDS:
+      value = _fixed_width(value, field, path, label)
     got = Field(tuple(value.shape[leading:]), value.dtype.name)
     same_kind = (np.dtype(field.dtype).kind == value.dtype.kind or
                  (np.dtype(field.dtype).kind == 'f' and value.dtype.kind in 'iu')
@@ -94,6 +96,18 @@ def check(values: Mapping[str, np.ndarray], spec: Spec, leading: int,
           f'holds {field.describe()}.')
     out[path] = value if value.dtype.name == field.dtype else value.astype(field.dtype)
   return out
+
+
+def _fixed_width(value: np.ndarray, field: Field, path: str, label: str) -> np.ndarray:
+  encoded = np.vectorize(lambda x: x.encode() if isinstance(x, str) else bytes(x),
+                         otypes=[object])(value) if value.size else value.astype(object)
+  width = np.dtype(field.dtype).itemsize
+  longest = max((len(x) for x in encoded.reshape(-1)), default=0)
+  if longest > width:
+    raise ValueError(f'{label} field {path!r} holds a string of {longest} bytes, longer '
+                     f"than the buffer's width {width} (Field({field.shape}, "
+                     f"'{field.dtype}')).")
+  return encoded.astype(field.dtype)
 
 
 def to_json(spec: Spec) -> Dict[str, Any]:

@@ -288,3 +288,34 @@ def test_repr_says_what_it_holds():
       "ReplayBuffer(MemoryStorage(capacity=64, 7 fields, 2.5 KB), sampler=Uniform(), "
       "writer=RoundRobin(evict='episode'), kind=Transitions(n=2, gamma=1.0, "
       "last_step='invalid'), 5 steps, 2 episodes)")
+
+
+def test_nested_fields_images_and_strings_round_trip(tmp_path):
+  frames = np.arange(3 * 4 * 4 * 3, dtype=np.uint8).reshape(3, 4, 4, 3)
+  steps = {'observation': {'image': frames, 'state': np.eye(3, dtype=np.float64)},
+           'language': np.array([b'pick', b'place', b''], object),
+           'is_first': np.array([True, False, False]), 'is_last': np.array([False, False, True])}
+  memory = replay.ReplayBuffer(replay.MemoryStorage(8), sampler=replay.WithoutReplacement())
+  spec = {'observation/image': replay.Field((4, 4, 3), 'uint8'),
+          'observation/state': replay.Field((3,), 'float64'),
+          'language': replay.Field((), 'S8'), 'is_first': replay.Field((), 'bool'),
+          'is_last': replay.Field((), 'bool')}
+  mapped = replay.ReplayBuffer(replay.MemmapStorage(str(tmp_path / 'b'), 8, spec=spec),
+                               sampler=replay.WithoutReplacement())
+  for buffer in (memory, mapped):
+    buffer.extend(steps)
+    batch, info = one_epoch(buffer)
+    order = np.argsort(info.step_ids)
+    np.testing.assert_array_equal(batch['observation']['image'][order], frames)
+    np.testing.assert_array_equal(batch['observation']['state'][order], np.eye(3))
+    assert batch['language'][order].tolist() == [b'pick', b'place', b'']
+
+
+def test_a_string_longer_than_its_width_is_refused(tmp_path):
+  spec = {'language': replay.Field((), 'S4'), 'is_first': replay.Field((), 'bool'),
+          'is_last': replay.Field((), 'bool')}
+  buffer = replay.ReplayBuffer(replay.MemmapStorage(str(tmp_path / 'b'), 4, spec=spec))
+  with pytest.raises(ValueError, match=r"field 'language' holds a string of 6 bytes, longer "
+                     r"than the buffer's width 4 \(Field\(\(\), 'S4'\)\)"):
+    buffer.add({'language': 'abcdef', 'is_first': True, 'is_last': True})
+  assert len(buffer) == 0
