@@ -213,7 +213,7 @@ class ReplayBuffer:
       return
     cap = self.storage.capacity
     evicted = np.arange(max(old_reserved, reserved - cap), reserved) % cap
-    new = np.arange(max(old_inserted, inserted - cap), inserted) % cap
+    new = np.arange(max(old_inserted, reserved - cap), inserted) % cap
     self._seen[:] = inserted, reserved
     self._apply(evicted, new)
 
@@ -276,7 +276,7 @@ class ReplayBuffer:
       with self.storage.lock():
         self._sync()
         return int(np.count_nonzero(self.index.length > 0))
-    ids = self.storage.episode_ids[:self.storage.size]
+    ids = self.storage.episode_ids[self.storage.readable()]
     return int(len(np.unique(ids[ids >= 0])))
 
   def __repr__(self) -> str:

@@ -45,8 +45,14 @@ class Storage:
 
   @property
   def size(self) -> int:
-    """Readable slots."""
-    return int(min(self.header[INSERTED], self.capacity))
+    """Readable slots: the published ones, less those a killed writer left torn past the cursor."""
+    inserted, reserved = int(self.header[INSERTED]), int(self.header[RESERVED])
+    return inserted - max(0, reserved - self.capacity)
+
+  def readable(self) -> np.ndarray:
+    """The readable slots, oldest first."""
+    inserted, reserved = int(self.header[INSERTED]), int(self.header[RESERVED])
+    return np.arange(max(0, reserved - self.capacity), inserted) % self.capacity
 
   def allocate(self, spec: spec_lib.Spec) -> None:
     raise NotImplementedError
