@@ -156,7 +156,7 @@ def mix(buffers: Mapping[str, Any], weights: Optional[Mapping[str, float]] = Non
     if np.any(~np.isfinite(shares)) or np.any(shares < 0):
       raise ValueError(f'mix: weights must be finite and >= 0, got {dict(weights)}.')
     if abs(shares.sum() - 1.0) > pipeline_mixing.WEIGHT_TOLERANCE:
-      raise ValueError(f'mix: weights {dict(weights)} sum to {shares.sum()!r}, not 1.')
+      raise ValueError(f'mix: weights {dict(weights)} sum to {float(shares.sum())!r}, not 1.')
     per_batch = pipeline_mixing.exact_counts(shares, int(batch_size))
     pipeline_mixing.check_exact_shares([repr(n) for n in names], shares, per_batch,
                                        op='mix', other_way='larger weights')
