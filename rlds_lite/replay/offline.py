@@ -1,7 +1,7 @@
 """A buffer's stored episodes written as an RLDS dataset (`to_rlds`), and a buffer filled from one (`from_rlds`, `fill`)."""
 
 import os
-from typing import Any, Callable, Dict, Iterable, Iterator, Mapping, Optional
+from typing import Any, Callable, Dict, Iterable, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -153,22 +153,27 @@ def to_rlds(buffer: Any, data_dir: Any, name: str, *, open_episodes: str = 'skip
   return writer.path
 
 
-def _numpy_episodes(source: Any, split: Any) -> Iterable[Dict[str, Any]]:
-  """Dense NumPy episodes of a `Source`, a dataset path or name, or a ``tf.data.Dataset`` of episodes."""
+def _numpy_episodes(source: Any, split: Any, read: Mapping[str, Any]) -> Iterable[Dict[str, Any]]:
+  """Dense NumPy episodes of a `Source`, a dataset path or name, a ``tf.data.Dataset`` or list of episodes."""
   if isinstance(source, tf.data.Dataset):
     return source.as_numpy_iterator()
   if isinstance(source, (list, tuple)):
     return source
   opened = source_lib.as_source(source, split)
+  if read.get('fields') is not None:  # The flags always: they delimit the episodes.
+    flags = [f for f in (rlds_names.IS_FIRST, rlds_names.IS_LAST, rlds_names.IS_TERMINAL)
+             if f in opened.step_spec and f not in read['fields']]
+    read = {**read, 'fields': list(read['fields']) + flags}
 
-  def read():
+  def episodes():
     with opened.read_errors():
-      yield from opened.episodes(dense=True).as_numpy_iterator()
-  return read()
+      yield from opened.episodes(dense=True, **read).as_numpy_iterator()
+  return episodes()
 
 
 def fill(buffer: Any, episodes: Any, *, split: Any = None,
-         transform: Optional[Transform] = None, label: str = 'from_rlds') -> int:
+         transform: Optional[Transform] = None, fields: Optional[Sequence[str]] = None,
+         encoded_images: bool = False, label: str = 'from_rlds') -> int:
   """Adds every episode of ``episodes`` to ``buffer``, one ``add_episode`` (one extend) per episode; how many.
 
   Args:
@@ -178,6 +183,9 @@ def fill(buffer: Any, episodes: Any, *, split: Any = None,
     split: the split to read (a path or name; None: ``'train'``, or the `Source`'s own).
     transform: called on each episode's ``steps`` (nested ``[T, ...]`` NumPy) before it
       is added, e.g. to decode or resize frames; returns the steps to add.
+    fields, encoded_images: read only these step fields (and the RLDS flags), leave
+      image fields encoded (as `rlds_lite.Source.episodes`; a dataset read by path,
+      name or `Source`).
     label: names the call in errors.
 
   Example:
@@ -190,7 +198,11 @@ def fill(buffer: Any, episodes: Any, *, split: Any = None,
     [2.0, 2.0, 2.0]
   """
   count = 0
-  for index, episode in enumerate(_numpy_episodes(episodes, split)):
+  read = {'fields': fields, 'encoded_images': encoded_images}
+  if isinstance(episodes, (tf.data.Dataset, list, tuple)) and (fields or encoded_images):
+    raise ValueError(f'{label}: fields= and encoded_images= read a dataset by path, name or '
+                     'Source; a tf.data.Dataset or list of episodes is taken as it is.')
+  for index, episode in enumerate(_numpy_episodes(episodes, split, read)):
     if not isinstance(episode, Mapping) or rlds_names.STEPS not in episode:
       raise TypeError(f"{label}: episode {index} is not a dict with 'steps' (got "
                       f'{type(episode).__name__}).')
@@ -218,8 +230,9 @@ def _num_steps(episodes: Any, split: Any) -> int:
 
 def from_rlds(make_buffer: Callable[..., Any], episodes: Any,
               storage: Optional[storage_lib.Storage] = None, *, split: Any = None,
-              transform: Optional[Transform] = None, **buffer_args: Any) -> Any:
-  """A buffer (``make_buffer(storage, **buffer_args)``) filled with ``episodes`` (see `fill`).
+              transform: Optional[Transform] = None, fields: Optional[Sequence[str]] = None,
+              encoded_images: bool = False, **buffer_args: Any) -> Any:
+  """A buffer (``make_buffer(storage, **buffer_args)``) filled with ``episodes`` (see `fill`: ``split``, ``transform``, ``fields``, ``encoded_images``).
 
   ``storage`` defaults to a `MemoryStorage` of exactly the dataset's steps and
   ``writer`` to ``Immutable()``. Episode metadata (fields beside ``steps``) is
@@ -237,5 +250,6 @@ def from_rlds(make_buffer: Callable[..., Any], episodes: Any,
     storage = storage_lib.MemoryStorage(max(1, _num_steps(episodes, split)))
   buffer_args.setdefault('writer', writers_lib.Immutable())
   buffer = make_buffer(storage, **buffer_args)
-  fill(buffer, episodes, split=split, transform=transform)
+  fill(buffer, episodes, split=split, transform=transform, fields=fields,
+       encoded_images=encoded_images)
   return buffer

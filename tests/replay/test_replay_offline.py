@@ -83,6 +83,26 @@ def test_round_trip_buffer_to_rlds_from_rlds_is_equal_field_by_field(written):
       written, transform=lambda s: {**s, 'value': 2 * s['value']})
   np.testing.assert_array_equal(doubled.storage.columns['value'],
                                 np.concatenate([2 * e['value'] for e in EPISODES]))
+  # fields= reads only those (the flags always); encoded_images= leaves frames as PNG bytes.
+  some = replay.ReplayBuffer.from_rlds(written, fields=['observation', 'reward'],
+                                       encoded_images=True)
+  assert sorted(some.storage.spec) == ['is_first', 'is_last', 'is_terminal', 'observation/frame',
+                                       'observation/pos', 'reward']
+  frames = some.storage.columns['observation/frame']
+  assert frames.dtype == object and frames[0].startswith(b'\x89PNG')
+  assert some.num_episodes() == 3
+
+
+def test_from_rlds_into_a_memory_mapped_storage(written, tmp_path):
+  storage = replay.MemmapStorage(str(tmp_path / 'buffer'), 8)
+  with pytest.raises(ValueError, match="string field 'note' of variable length"):
+    replay.ReplayBuffer.from_rlds(written, storage)
+  buffer = replay.ReplayBuffer.from_rlds(
+      written, replay.MemmapStorage(str(tmp_path / 'other'), 8), fields=['action', 'value'])
+  reopened = replay.MemmapStorage(str(tmp_path / 'other'))
+  np.testing.assert_array_equal(reopened.columns['value'],
+                                np.concatenate([e['value'] for e in EPISODES]))
+  assert len(buffer) == 8 and reopened.columns['value'].dtype == np.float64
 
 
 def test_from_rlds_with_a_kind_samples_the_reference():
