@@ -159,13 +159,28 @@ class ReplayBuffer:
 
   # Offline data (rlds_lite.replay.offline).
   def to_rlds(self, data_dir: Any, name: str, **kwargs: Any) -> str:
-    """Writes the stored episodes as a TFDS RLDS dataset, atomically; its dir (`offline.to_rlds`)."""
+    """Writes the stored episodes as a TFDS RLDS dataset, atomically; its dir (`offline.to_rlds`).
+
+    Example:
+      >>> import tempfile
+      >>> buffer = ReplayBuffer(storage_lib.MemoryStorage(4))
+      >>> buffer.extend({'reward': [1.0, 2.0], 'is_first': [True, False], 'is_last': [False, True]})
+      >>> back = ReplayBuffer.from_rlds(buffer.to_rlds(tempfile.mkdtemp(), 'toy'))
+      >>> back.storage.columns['reward'].tolist(), back.writer
+      ([1.0, 2.0], Immutable())
+    """
     return offline.to_rlds(self, data_dir, name, **kwargs)
 
   @classmethod
   def from_rlds(cls, episodes: Any, storage: Optional[storage_lib.Storage] = None,
                 **kwargs: Any) -> 'ReplayBuffer':
-    """A buffer (default ``writer=Immutable()``) filled from an RLDS dataset (`offline.from_rlds`)."""
+    """A buffer (default ``writer=Immutable()``) filled from an RLDS dataset (`offline.from_rlds`).
+
+    Example:
+      >>> from rlds_lite import synthetic
+      >>> len(ReplayBuffer.from_rlds(synthetic.dataset(2, seed=0)))
+      51
+    """
     return offline.from_rlds(cls, episodes, storage, **kwargs)
 
   # Sampling.

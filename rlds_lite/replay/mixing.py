@@ -105,6 +105,38 @@ def _as_buffer(name: str, value: Any, kind: Any, seed: int) -> buffer_lib.Replay
                   f'{e}') from e
 
 
+def _per_batch(keys: List[Any], weights: Optional[Mapping[str, float]],
+               batch_size: Optional[int], counts: Optional[Mapping[str, int]]) -> List[int]:
+  """Samples per batch of each buffer: ``counts``, or ``weights`` rounded to ``batch_size``."""
+  names = [str(n) for n in keys]
+  if counts is not None:
+    if weights is not None or batch_size is not None:
+      raise ValueError('mix: give counts= or weights= with batch_size=, not both.')
+    if set(counts) != set(keys):
+      raise ValueError(f'mix: counts has keys {sorted(counts)}; it needs exactly {names}.')
+    per_batch = [counts[n] for n in keys]
+    if any(isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 0
+           for c in per_batch) or not sum(per_batch):
+      raise ValueError(f'mix: counts must be ints >= 0 with a positive sum, got {dict(counts)}.')
+    return [int(c) for c in per_batch]
+  if weights is None or batch_size is None:
+    raise ValueError('mix: give weights= and batch_size= (or counts=).')
+  if not isinstance(weights, Mapping) or set(weights) != set(keys):
+    raise ValueError(f'mix: weights must be a dict with exactly the keys {names}, got '
+                     f'{weights!r}.')
+  if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+    raise ValueError(f'mix: batch_size must be a positive int, got {batch_size!r}.')
+  shares = np.asarray([weights[n] for n in keys], np.float64)
+  if np.any(~np.isfinite(shares)) or np.any(shares < 0):
+    raise ValueError(f'mix: weights must be finite and >= 0, got {dict(weights)}.')
+  if abs(shares.sum() - 1.0) > pipeline_mixing.WEIGHT_TOLERANCE:
+    raise ValueError(f'mix: weights {dict(weights)} sum to {float(shares.sum())!r}, not 1.')
+  per_batch = pipeline_mixing.exact_counts(shares, int(batch_size))
+  pipeline_mixing.check_exact_shares([repr(n) for n in names], shares, per_batch,
+                                     op='mix', other_way='larger weights')
+  return per_batch
+
+
 def mix(buffers: Mapping[str, Any], weights: Optional[Mapping[str, float]] = None,
         batch_size: Optional[int] = None, *, counts: Optional[Mapping[str, int]] = None,
         kind: Any = None, seed: int = 0) -> Mix:
@@ -134,32 +166,7 @@ def mix(buffers: Mapping[str, Any], weights: Optional[Mapping[str, float]] = Non
   if not isinstance(buffers, Mapping) or not buffers:
     raise TypeError('mix: buffers must be a non-empty dict of name -> ReplayBuffer (or RLDS '
                     f'dataset), got {buffers!r}.')
-  names = [str(n) for n in buffers]
-  if counts is not None:
-    if weights is not None or batch_size is not None:
-      raise ValueError('mix: give counts= or weights= with batch_size=, not both.')
-    if set(counts) != set(buffers):
-      raise ValueError(f'mix: counts has keys {sorted(counts)}; it needs exactly {names}.')
-    per_batch = [counts[n] for n in buffers]
-    if any(isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 0
-           for c in per_batch) or not sum(per_batch):
-      raise ValueError(f'mix: counts must be ints >= 0 with a positive sum, got {dict(counts)}.')
-  else:
-    if weights is None or batch_size is None:
-      raise ValueError('mix: give weights= and batch_size= (or counts=).')
-    if not isinstance(weights, Mapping) or set(weights) != set(buffers):
-      raise ValueError(f'mix: weights must be a dict with exactly the keys {names}, got '
-                       f'{weights!r}.')
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-      raise ValueError(f'mix: batch_size must be a positive int, got {batch_size!r}.')
-    shares = np.asarray([weights[n] for n in buffers], np.float64)
-    if np.any(~np.isfinite(shares)) or np.any(shares < 0):
-      raise ValueError(f'mix: weights must be finite and >= 0, got {dict(weights)}.')
-    if abs(shares.sum() - 1.0) > pipeline_mixing.WEIGHT_TOLERANCE:
-      raise ValueError(f'mix: weights {dict(weights)} sum to {float(shares.sum())!r}, not 1.')
-    per_batch = pipeline_mixing.exact_counts(shares, int(batch_size))
-    pipeline_mixing.check_exact_shares([repr(n) for n in names], shares, per_batch,
-                                       op='mix', other_way='larger weights')
+  per_batch = _per_batch(list(buffers), weights, batch_size, counts)
   given = [b for b in buffers.values() if isinstance(b, buffer_lib.ReplayBuffer)]
   if kind is None and given:
     kind = given[0].kind
