@@ -1,6 +1,7 @@
 """`RLDSLog`: every episode added to a buffer also kept in an RLDS dataset (``ReplayBuffer(log_to=...)``)."""
 
 import os
+import threading
 from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
@@ -76,6 +77,7 @@ class RLDSLog:
     self.num_logged = 0
     self.num_published = 0
     self.closed = False
+    self._lock = threading.RLock()   # Threads of one process share the log.
 
   def __repr__(self) -> str:
     return (f'RLDSLog({self.path!r}, {self.num_published} episodes published, '
@@ -84,6 +86,10 @@ class RLDSLog:
   def add(self, values: Mapping[str, np.ndarray], episode_ids: np.ndarray,
           closed: bool) -> None:
     """Takes steps a buffer added: flat ``[N, ...]`` fields, their episode ids; ``closed``: the last episode ended."""
+    with self._lock:
+      self._add(values, episode_ids, closed)
+
+  def _add(self, values, episode_ids, closed) -> None:
     if self.closed:
       raise ValueError(f'RLDSLog: add after close ({self.path!r}).')
     ids = np.asarray(episode_ids)
@@ -118,21 +124,23 @@ class RLDSLog:
 
   def flush(self) -> None:
     """Publishes the finished episodes written so far (atomically)."""
-    if self._writer is not None:
-      writer, self._writer = self._writer, None
-      writer.close()
-      self.num_published += self._unpublished
-      self._unpublished = 0
+    with self._lock:
+      if self._writer is not None:
+        writer, self._writer = self._writer, None
+        writer.close()
+        self.num_published += self._unpublished
+        self._unpublished = 0
 
   def close(self) -> Optional[str]:
     """Ends an open episode (``open_episodes``), publishes; the dataset dir (None: nothing was ever logged)."""
-    if not self.closed:
-      if self._open_episodes == 'truncate':
-        for episode in sorted(self._pending):
-          self._write(self._pending[episode], truncate=True)
-      self._pending.clear()
-      self.flush()
-      self.closed = True
+    with self._lock:
+      if not self.closed:
+        if self._open_episodes == 'truncate':
+          for episode in sorted(self._pending):
+            self._write(self._pending[episode], truncate=True)
+        self._pending.clear()
+        self.flush()
+        self.closed = True
     return self.path if self._created or self.num_published else None
 
   def __enter__(self) -> 'RLDSLog':

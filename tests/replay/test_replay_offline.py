@@ -342,3 +342,42 @@ def test_log_to_bad_input_is_one_clear_error(tmp_path):
     replay.RLDSLog(str(tmp_path), 'x', publish_every=0)
   with pytest.raises(ValueError, match='add after close'):
     log.add({'reward': np.zeros([1])}, np.zeros([1], np.int64), True)
+
+
+_KILLED_ACTOR = '''
+import os, signal, sys
+import numpy as np
+sys.path.insert(0, {tests!r})
+from rlds_lite import replay
+from replay_testing import episode
+log = replay.RLDSLog({data_dir!r}, 'killed', publish_every=2)
+buffer = replay.ReplayBuffer(replay.MemoryStorage(8), log_to=log)
+for i in range(3):
+  buffer.add_episode({{'steps': episode(3, base=10 * i)}})
+buffer.add({{k: v[0] for k, v in episode(3, base=30).items()}})
+os.kill(os.getpid(), signal.SIGKILL)   # Episode 2 written but unpublished, episode 3 open.
+'''
+
+
+def test_a_killed_log_loses_only_what_it_had_not_published(tmp_path):
+  import subprocess
+  import sys
+  tests = os.path.dirname(os.path.abspath(__file__))
+  code = _KILLED_ACTOR.format(tests=tests, data_dir=str(tmp_path))
+  env = {**os.environ, 'PYTHONPATH': os.pathsep.join(
+      [os.path.dirname(os.path.dirname(tests))] + sys.path)}
+  done = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, timeout=300)
+  assert done.returncode == -9, done.stderr.decode()[-2000:]
+  path = os.path.join(str(tmp_path), 'killed', '1.0.0')
+  got = [e['steps']['action'].tolist()
+         for e in rlds_lite.load(path, dense=True).as_numpy_iterator()]
+  assert got == [[0, 1, 2], [10, 11, 12]]
+  # The next log appends; what the killed one left unpublished is removed.
+  with replay.RLDSLog(str(tmp_path), 'killed', if_exists='append') as log:
+    buffer_of([episode(2, base=50)], log_to=log)
+  got = [e['steps']['action'].tolist()
+         for e in rlds_lite.load(path, dense=True).as_numpy_iterator()]
+  assert got == [[0, 1, 2], [10, 11, 12], [50, 51]]
+  assert tfds.builder_from_directory(path).info.splits["train"].num_examples == 3
+  assert sorted(os.listdir(path)) == ['dataset_info.json', 'features.json',
+                                      'killed-train.tfrecord-00000', 'killed-train.tfrecord-00001']
