@@ -1,7 +1,9 @@
 """Offline data and a buffer: to_rlds / from_rlds, TED, exact mixing, log_to, against NumPy references."""
 
 import os
-import warnings
+import signal
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -105,10 +107,10 @@ def test_from_rlds_into_a_memory_mapped_storage(written, tmp_path):
   assert len(buffer) == 8 and reopened.columns['value'].dtype == np.float64
 
 
-def test_from_rlds_with_a_kind_samples_the_reference():
+def test_from_rlds_with_a_kind_samples_the_reference(tmp_path):
   kind = Transitions(n=2, gamma=0.5)
   steps = episode(5)
-  source = buffer_of([steps]).to_rlds(_tmp(), 'five')
+  source = buffer_of([steps]).to_rlds(str(tmp_path), 'five')
   buffer = replay.ReplayBuffer.from_rlds(source, kind=kind, sampler=replay.WithoutReplacement())
   batch, _ = buffer.sample(buffer.num_samples)
   reference = kind.reference(steps)
@@ -117,13 +119,8 @@ def test_from_rlds_with_a_kind_samples_the_reference():
     np.testing.assert_allclose(batch[key][order], np.asarray(reference[key]), err_msg=key)
 
 
-def _tmp():
-  import tempfile
-  return tempfile.mkdtemp()
-
-
 def _stored(buffer, open_episodes='skip'):
-  return [e for e in offline.stored_episodes(buffer, open_episodes)]
+  return list(offline.stored_episodes(buffer, open_episodes))
 
 
 @pytest.mark.parametrize('evict', ['episode', 'cut'])
@@ -146,8 +143,9 @@ def test_eviction_across_an_episode_boundary_keeps_correct_flags(evict):
 
 def test_an_open_episode_is_skipped_or_written_truncated():
   buffer = buffer_of([episode(3)])
-  for t, step in enumerate(flat(episode(4, base=50))['action'][:2]):
-    buffer.add({**{k: v[t] for k, v in episode(4, base=50).items()}})
+  following = episode(4, base=50)
+  for t in range(2):  # Two of its four steps added.
+    buffer.add({k: v[t] for k, v in following.items()})
   assert [e['action'].tolist() for e in _stored(buffer)] == [[0, 1, 2]]
   truncated = _stored(buffer, 'truncate')
   assert [e['action'].tolist() for e in truncated] == [[0, 1, 2], [50, 51]]
@@ -360,14 +358,12 @@ os.kill(os.getpid(), signal.SIGKILL)   # Episode 2 written but unpublished, epis
 
 
 def test_a_killed_log_loses_only_what_it_had_not_published(tmp_path):
-  import subprocess
-  import sys
   tests = os.path.dirname(os.path.abspath(__file__))
   code = _KILLED_ACTOR.format(tests=tests, data_dir=str(tmp_path))
   env = {**os.environ, 'PYTHONPATH': os.pathsep.join(
       [os.path.dirname(os.path.dirname(tests))] + sys.path)}
   done = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, timeout=300)
-  assert done.returncode == -9, done.stderr.decode()[-2000:]
+  assert done.returncode == -signal.SIGKILL, done.stderr.decode()[-2000:]
   path = os.path.join(str(tmp_path), 'killed', '1.0.0')
   got = [e['steps']['action'].tolist()
          for e in rlds_lite.load(path, dense=True).as_numpy_iterator()]
