@@ -155,6 +155,15 @@ def test_an_open_episode_is_skipped_or_written_truncated():
   assert not buffer.storage.columns['is_last'][4]
 
 
+def test_an_episode_evicted_while_it_is_being_written_is_left_out():
+  buffer = buffer_of([episode(2, base=0), episode(2, base=10), episode(4, base=20)], capacity=8)
+  episodes = offline.stored_episodes(buffer)
+  assert next(episodes)['action'].tolist() == [0, 1]
+  buffer.add_episode({'steps': episode(6, base=30)})  # Overwrites episode 10 and 20's head.
+  assert list(episodes) == []
+  assert [e['action'].tolist() for e in _stored(buffer)] == [[30, 31, 32, 33, 34, 35]]
+
+
 def test_steps_without_flags_are_written_as_one_step_episodes():
   buffer = replay.ReplayBuffer(replay.MemoryStorage(4))
   buffer.extend({'reward': np.array([1., 2.], np.float32)})
