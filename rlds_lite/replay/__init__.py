@@ -15,14 +15,20 @@ import numpy as np
 
 from rlds_lite.replay.buffer import ReplayBuffer
 from rlds_lite.replay.buffer import SampleInfo
+from rlds_lite.replay.mixing import Mix
+from rlds_lite.replay.mixing import MixInfo
+from rlds_lite.replay.mixing import mix
 from rlds_lite.replay.rate_limit import RateLimiter
 from rlds_lite.replay.rate_limit import RateLimitTimeout
+from rlds_lite.replay.rlds_log import RLDSLog
 from rlds_lite.replay.samplers import Prioritized
 from rlds_lite.replay.samplers import Uniform
 from rlds_lite.replay.samplers import WithoutReplacement
 from rlds_lite.replay.spec import Field
 from rlds_lite.replay.storage import MemmapStorage
 from rlds_lite.replay.storage import MemoryStorage
+from rlds_lite.replay.ted import from_ted
+from rlds_lite.replay.ted import to_ted
 from rlds_lite.replay.writers import Immutable
 from rlds_lite.replay.writers import RoundRobin
 from rlds_lite.replay.writers import TopK
@@ -31,4 +37,5 @@ __all__ = [
     'Field', 'Immutable', 'MemmapStorage', 'MemoryStorage', 'Prioritized', 'RateLimiter',
     'RateLimitTimeout', 'ReplayBuffer', 'RoundRobin', 'SampleInfo', 'TopK', 'Uniform',
     'WithoutReplacement',
+    'Mix', 'MixInfo', 'RLDSLog', 'from_ted', 'mix', 'to_ted',
 ]
