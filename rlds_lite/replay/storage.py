@@ -130,7 +130,7 @@ class MemmapStorage(Storage):
                spec: Optional[spec_lib.Spec] = None):
     self.path = os.fspath(path)
     os.makedirs(self.path, exist_ok=True)
-    self._lock_file = open(os.path.join(self.path, 'lock'), 'a+')
+    self._open_lock_file()
     # Under the lock: processes opening one path at once make its files once
     # (a second 'w+' would truncate files the first has mapped).
     fcntl.flock(self._lock_file, fcntl.LOCK_EX)
@@ -208,8 +208,17 @@ class MemmapStorage(Storage):
     os.replace(os.path.join(self.path, '.layout.json.tmp'),
                os.path.join(self.path, 'layout.json'))
 
+  def _open_lock_file(self) -> None:
+    # An flock belongs to an open file: a forked child opens its own, else it
+    # would share its parent's lock instead of waiting for it.
+    self._lock_file = open(os.path.join(self.path, 'lock'), 'a+')
+    self._lock_pid = os.getpid()
+
   @contextlib.contextmanager
   def lock(self) -> Iterator[None]:
+    if self._lock_pid != os.getpid():
+      self._open_lock_file()
+      self._thread_lock = threading.RLock()   # Another thread may have held it at the fork.
     with self._thread_lock:
       fcntl.flock(self._lock_file, fcntl.LOCK_EX)
       try:

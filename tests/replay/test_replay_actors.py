@@ -307,3 +307,64 @@ def test_a_learner_opening_a_full_ring_never_samples_a_headless_episode(shared):
   assert learner.num_samples == sum(n - 1 for n in lengths)
   batch, info = learner.sample(learner.num_samples)
   assert storage.episode_ids[oldest] not in info.episode_ids
+
+
+def test_a_forked_child_waits_for_its_parents_lock(shared, tmp_path):
+  storage = replay.MemmapStorage(shared)
+  acquired = tmp_path / 'acquired'
+  with storage.lock():
+    pid = os.fork()
+    if pid == 0:   # The child: the parent's storage object, its own lock.
+      try:
+        with storage.lock():
+          acquired.write_text(str(time.monotonic()))
+      finally:
+        os._exit(0)  # pylint: disable=protected-access
+    time.sleep(0.3)
+    released = time.monotonic()
+    assert not acquired.exists()   # Not while the parent holds it.
+  _, status = os.waitpid(pid, 0)
+  assert status == 0 and float(acquired.read_text()) >= released
+
+
+def test_an_actor_killed_at_random_moments_leaves_only_whole_episodes(shared, tmp_path):
+  code = ('import itertools, sys, numpy as np\nsys.path.insert(0, %r)\n'
+          'import replay_actor_process as p\nfrom rlds_lite import replay\n'
+          'episodes = []\n'
+          'for e in range(6):  # 100 to 600 steps: most of the time goes to the copy\n'
+          '  steps = {k: np.repeat(v, 100, axis=0) for k, v in p.episode(7, e).items()}\n'
+          "  steps['is_first'][1:] = False; steps['is_last'][:-1] = False\n"
+          "  episodes.append({'steps': steps})\n"
+          'actor = replay.Actor(%r)\n'
+          'for episode in itertools.cycle(episodes):\n'
+          '  actor.add_episode(episode)\n') % (str(SCRIPT.parent), str(shared))
+  env = dict(os.environ, PYTHONPATH=str(ROOT))
+  storage = replay.MemmapStorage(shared)
+  rng = np.random.default_rng(0)
+  torn = 0
+  for _ in range(4):
+    before = int(storage.header[storage_lib.NEXT_EPISODE])
+    proc = subprocess.Popen([sys.executable, '-c', code], env=env)
+    try:
+      deadline = time.monotonic() + TIMEOUT
+      while int(storage.header[storage_lib.NEXT_EPISODE]) < before + 2:
+        assert proc.poll() is None and time.monotonic() < deadline, 'the actor failed'
+        time.sleep(0.002)
+      time.sleep(rng.uniform(0.0, 0.05))
+      proc.send_signal(signal.SIGKILL)
+    finally:
+      proc.kill()
+      proc.wait(TIMEOUT)
+    torn += int(storage.header[storage_lib.RESERVED] > storage.header[storage_lib.INSERTED])
+  storage = replay.MemmapStorage(shared)   # Reopened: mapped with the columns the actor made.
+  groups = stored_episodes(storage)
+  assert len(groups) > 3
+  for k, (i, steps) in enumerate(groups.items()):   # Each whole (the oldest: a tail), untorn.
+    a, e, t = actor_process.decode(steps['observation'][:, 0])
+    assert (a == 7).all() and (e == e[0]).all() and bool(steps['is_first'][0]) == (
+        k > 0 or storage.step_ids[storage.readable()[0]] == 0), i
+    whole = np.repeat(np.arange(actor_process.length(7, e[0])), 100)
+    np.testing.assert_array_equal(t, whole[len(whole) - len(t):])
+    assert k == 0 or len(t) == len(whole)
+  assert len(storage.readable()) == storage.size > 0
+  print(f'{torn} of 4 kills struck inside a write')
