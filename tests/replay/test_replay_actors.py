@@ -368,3 +368,18 @@ def test_an_actor_killed_at_random_moments_leaves_only_whole_episodes(shared, tm
     assert k == 0 or len(t) == len(whole)
   assert len(storage.readable()) == storage.size > 0
   print(f'{torn} of 4 kills struck inside a write')
+
+
+def test_an_actor_waits_for_the_learner_as_the_rate_limiter_says(shared):
+  limiter = replay.RateLimiter(min_size=2, samples_per_insert=1.0, error_buffer=2.0, timeout=0.2)
+  learner = replay.ReplayBuffer(replay.MemmapStorage(shared), rate_limiter=limiter, seed=0)
+  actor = replay.Actor(shared, rate_limiter=limiter)
+  steps = {'steps': actor_process.episode(0, 1)}   # 2 steps.
+  actor.add_episode(steps)
+  actor.add_episode(steps)   # inserts * 1 - samples = 4: the top of 2 +- 2.
+  with pytest.raises(replay.RateLimitTimeout,
+                     match='Actor.add_episode: publishing 2 steps: the learner has not sampled'):
+    actor.add_episode(steps)
+  learner.sample(2)
+  actor.add_episode(steps)
+  assert (len(learner), actor.published_episodes) == (6, 3)
