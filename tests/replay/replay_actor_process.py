@@ -77,6 +77,7 @@ def main(path: str, actor_id: int, num_episodes: int, kill_at: int, marker: str)
     else:
       for t in range(len(steps['reward'])):
         actor.add({k: v[t] for k, v in steps.items()})
+    time.sleep(0.01)   # The learner samples in between.
   with open(marker + '.done', 'w') as f:
     f.write(str('tensorflow' in sys.modules))
 

@@ -140,6 +140,7 @@ def test_two_actors_one_killed_mid_insert(shared, tmp_path):
     actors.finish(sample)
   finally:
     actors.close()
+  sample()   # Once more, in case the actors finished before the learner sampled.
   expected = expected_episodes(plan)
   groups = stored_episodes(learner.storage)
   assert actors.torn[1] not in groups   # The torn episode is never readable.
@@ -177,6 +178,7 @@ def test_four_actors_one_killed_while_the_ring_evicts(tmp_path):
     actors.finish(sample)
   finally:
     actors.close()
+  sample()   # Once more, in case the actors finished before the learner sampled.
   expected = expected_episodes(plan)
   assert sampled and set(sampled) <= expected
   storage = learner.storage
