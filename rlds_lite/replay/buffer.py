@@ -261,7 +261,8 @@ class ReplayBuffer:
       return
     touched = set(index.evict_slots(evicted).tolist())
     ends = steps_lib.ends(self.storage.columns, new)
-    touched.update(index.add_slots(new, self.storage.episode_ids[new], *ends).tolist())
+    touched.update(index.add_slots(new, self.storage.episode_ids[new], *ends,
+                                   self.storage.step_ids[new]).tolist())
     dropped = index.take_dropped()
     sampler.set(dropped, np.zeros([len(dropped)], bool))
     for row in sorted(touched):
@@ -307,11 +308,11 @@ class ReplayBuffer:
 
   def num_episodes(self) -> int:
     """How many episodes (or their remaining steps) the buffer holds."""
-    if self.index is not None:
-      with self.storage.lock():
-        self._sync()
+    with self.storage.lock():   # Maps what another process allocated, too.
+      self._sync()
+      if self.index is not None:
         return int(np.count_nonzero(self.index.length > 0))
-    ids = self.storage.episode_ids[self.storage.readable()]
+      ids = self.storage.episode_ids[self.storage.readable()]
     return int(len(np.unique(ids[ids >= 0])))
 
   def __repr__(self) -> str:
