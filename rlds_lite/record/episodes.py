@@ -186,7 +186,7 @@ def _checked_column(fields: spaces.SpaceFields,
                      else np.zeros(shape, dtype))
       continue
     if dtype.kind == 'O':
-      columns.append(fields.stack([[r] for r in raw])[0])
+      columns.append(spaces.text_column(raw))
       continue
     try:
       natural = np.asarray(raw)
@@ -254,6 +254,15 @@ class EpisodeBuffer:
       self._info_rows.append(self._infos.row(
           info, f'step {len(self._rewards)}'))
 
+  def _reward_column(self) -> np.ndarray:
+    try:
+      rewards = np.asarray(self._rewards, np.float64).reshape(len(self))
+    except (TypeError, ValueError):
+      shapes = sorted({np.shape(r) for r in self._rewards})
+      raise ValueError(f'record: rewards must be numbers (one per step); got '
+                       f'values of shapes {shapes}.') from None
+    return rewards
+
   def finish(self, terminated: bool, episode_id: int) -> Dict[str, Any]:
     """The RLDS episode: ``T = len + 1`` steps, ``is_terminal`` iff ``terminated``."""
     observations, actions = self._fields
@@ -265,7 +274,7 @@ class EpisodeBuffer:
     steps = transitions.steps_from_transitions(
         _checked_column(observations, self._observations, 'observation'),
         _checked_column(actions, self._actions, 'action'),
-        np.asarray(self._rewards, np.float64).reshape(-1),
+        self._reward_column(),
         bool(terminated) and len(self) > 0, extras=extras)
     return {rlds_types.STEPS: steps,
             rlds_metadata.EPISODE_ID: np.int64(episode_id), **self._metadata}

@@ -18,7 +18,7 @@ except ImportError as error:  # pragma: no cover - the extra is missing.
       "rlds_lite.record needs Gymnasium: pip install 'rlds_lite[gymnasium]'."
   ) from error
 
-__all__ = ['SpaceFields', 'UnsupportedSpaceError', 'tuple_key']
+__all__ = ['SpaceFields', 'UnsupportedSpaceError', 'text_column', 'tuple_key']
 
 _LEAVES = (gym_spaces.Box, gym_spaces.Discrete, gym_spaces.MultiDiscrete,
            gym_spaces.MultiBinary, gym_spaces.Text)
@@ -66,6 +66,17 @@ def _leaf_spec(space: Any) -> tf.TensorSpec:
   if isinstance(space, gym_spaces.Text):
     return tf.TensorSpec([], tf.string)
   return tf.TensorSpec(tuple(space.shape), tf.as_dtype(space.dtype))
+
+
+def text_column(values: Sequence[Any]) -> np.ndarray:
+  """A ``Text`` space's values as an object array of UTF-8 bytes.
+
+  Example:
+    >>> text_column(['ab', b'c']).tolist()
+    [b'ab', b'c']
+  """
+  return np.array([v.encode() if isinstance(v, str) else bytes(v)
+                   for v in values], dtype=object)
 
 
 class SpaceFields:
@@ -127,9 +138,8 @@ class SpaceFields:
     columns = []
     for index, dtype in enumerate(self.dtypes):
       column = [row[index] for row in rows]
-      if dtype.kind == 'O':  # Text: UTF-8 bytes.
-        columns.append(np.array([c.encode() if isinstance(c, str) else bytes(c)
-                                 for c in column], dtype=object))
+      if dtype.kind == 'O':
+        columns.append(text_column(column))
       else:
         columns.append(np.asarray(column, dtype=dtype))
     return columns

@@ -116,13 +116,20 @@ def _step_same(slots: _Slots, env: Any, actions: Any, returned: Any) -> None:
     slots.start(i, observation, env_info(infos, i), None, None)
 
 
+def _per_env_seeds(env: Any) -> bool:
+  """Whether ``env.reset(seed=[...])`` seeds each sub-env (Gymnasium's Sync/Async envs)."""
+  return isinstance(env, (gymnasium.vector.SyncVectorEnv,
+                          gymnasium.vector.AsyncVectorEnv))
+
+
 def _reset_disabled(slots: _Slots, env: Any, done: np.ndarray,
                     seeds: Callable[[], int], options: Any) -> Any:
   """DISABLED: resets the ended sub-envs, each with the next seed; the observations."""
   mask = np.asarray(done, bool)
-  chosen = [seeds() if m else None for m in mask]
+  chosen = [seeds() if m and _per_env_seeds(env) else None for m in mask]
   observations, infos = env.reset(
-      seed=chosen, options={**(options or {}), 'reset_mask': mask})
+      seed=chosen if _per_env_seeds(env) else None,
+      options={**(options or {}), 'reset_mask': mask})
   for i, observation in enumerate(iterate(env.observation_space,
                                           observations)):
     if mask[i]:
@@ -136,16 +143,18 @@ def record_vector(env: gymnasium.vector.VectorEnv, policy: Callable[[Any], Any],
   """Steps ``env`` until ``num_episodes`` episodes are written.
 
   The first ``num_episodes`` episodes to *start* are recorded (each sub-env's first ones,
-  not the shortest), and the env steps until all of them end. Sub-env ``i`` first resets
-  with ``seed + i``; later resets get ``seed + num_envs + k`` in DISABLED mode, no seed
-  (``seed`` -1 in the metadata) under autoreset.
+  not the shortest), and the env steps until all of them end. ``env.reset(seed=seed)``
+  seeds sub-env ``i`` of a Sync/Async env with ``seed + i`` (a batched env such as
+  CartPole's own takes one seed: its episodes say ``seed``); later resets get
+  ``seed + num_envs + k`` in DISABLED mode (Sync/Async envs), else no seed (``seed`` -1).
   """
   mode = autoreset_mode(env)
   num_envs = env.num_envs
   slots = _Slots(recorder, num_envs, num_episodes)
   counter = iter(range(seed + num_envs, 2 ** 63))
-  seeds = [seed + i for i in range(num_envs)]
-  observations, infos = env.reset(seed=seeds, options=options)
+  # Sync/Async envs seed sub-env i with seed + i; a batched env, all with seed.
+  seeds = [seed + i if _per_env_seeds(env) else seed for i in range(num_envs)]
+  observations, infos = env.reset(seed=seed, options=options)
   for i, observation in enumerate(iterate(env.observation_space,
                                           observations)):
     slots.start(i, observation, env_info(infos, i), seeds[i], options)

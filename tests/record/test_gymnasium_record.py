@@ -324,3 +324,49 @@ def test_append_and_infos_that_change_shape(tmp_path):
     record_lib.record(Walk(), walk_policy, tmp_path / 'missing',
                       num_episodes=1, record_infos=['z'])
   assert not os.path.exists(tmp_path / 'changing' / '1.0.0')
+
+
+class Frames(gymnasium.Env):
+  """Camera frames and text; truncated after two actions."""
+
+  observation_space = spaces.Dict({
+      'pixels': spaces.Box(0, 255, (32, 32, 3), np.uint8),
+      'text': spaces.Text(5)})
+  action_space = spaces.Box(-1, 1, (), np.float32)
+
+  def reset(self, *, seed=None, options=None):
+    super().reset(seed=seed)
+    self.observation_space.seed(seed)
+    self._t = 0
+    return self.observation_space.sample(), {}
+
+  def step(self, action):
+    self._t += 1
+    return self.observation_space.sample(), float(action), False, self._t >= 2, {}
+
+
+def test_frames_are_lossless_text_is_bytes_and_a_batched_vector_env_records(
+    tmp_path):
+  import rlds_lite  # pylint: disable=g-import-not-at-top
+  record_lib.record(Frames(), lambda obs: 0.5, tmp_path / 'frames',
+                    num_episodes=1, seed=3)
+  source = rlds_lite.open(tmp_path / 'frames')
+  observation = source.features['steps'].feature['observation']
+  assert type(observation['pixels']).__name__ == 'Image'
+  env = Frames()
+  expected = [env.reset(seed=3)[0]] + [env.step(0.5)[0] for _ in range(2)]
+  steps = ours(tmp_path / 'frames')[0]['steps']
+  np.testing.assert_array_equal(steps['observation']['pixels'],
+                                np.stack([o['pixels'] for o in expected]))
+  assert steps['observation']['text'].tolist() == [
+      o['text'].encode() for o in expected]
+  assert steps['action'].tolist() == [0.5, 0.5, 0.0]
+  # CartPole's own batched vector env takes one seed for all sub-envs.
+  batched = gymnasium.make_vec('CartPole-v1', 2)
+  record_lib.record(batched, None, tmp_path / 'batched', num_episodes=3,
+                    seed=4)
+  episodes = sorted(ours(tmp_path / 'batched'),
+                    key=lambda e: int(e['episode_id']))
+  assert [(int(e['env_index']), int(e['seed'])) for e in episodes][:2] == [
+      (0, 4), (1, 4)]
+  assert [int(e['seed']) for e in episodes[2:]] == [record_lib.NO_SEED]
