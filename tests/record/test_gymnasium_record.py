@@ -2,6 +2,9 @@
 
 import itertools
 import os
+import signal
+import subprocess
+import sys
 
 import gymnasium
 from gymnasium import spaces
@@ -370,3 +373,35 @@ def test_frames_are_lossless_text_is_bytes_and_a_batched_vector_env_records(
   assert [(int(e['env_index']), int(e['seed'])) for e in episodes][:2] == [
       (0, 4), (1, 4)]
   assert [int(e['seed']) for e in episodes[2:]] == [record_lib.NO_SEED]
+
+
+KILLED_CHILD = r'''
+import os, signal, sys
+import gymnasium
+from rlds_lite import record
+out, kill_at = sys.argv[1], int(sys.argv[2])
+actions = []
+def policy(obs):
+  actions.append(obs)
+  if len(actions) == kill_at:
+    os.kill(os.getpid(), signal.SIGKILL)
+  return int(obs[2] > 0)
+record.record(gymnasium.make('CartPole-v1'), policy, out, num_episodes=6,
+              seed=7, publish_every=2)
+'''
+
+
+def test_sigkill_mid_episode_keeps_every_published_episode(tmp_path):
+  reference = tmp_path / 'reference'
+  summary = record_lib.record(gymnasium.make('CartPole-v1'), cartpole_policy,
+                              reference, num_episodes=5, seed=7)
+  # Killed at the third action of episode 4: episodes 0-3 were published.
+  kill_at = sum(n - 1 for n in summary.episode_lengths[:4]) + 3
+  out = tmp_path / 'killed'
+  child = subprocess.run(
+      [sys.executable, '-c', KILLED_CHILD, str(out), str(kill_at)],
+      env={**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)},
+      capture_output=True, timeout=300, check=False)
+  assert child.returncode == -signal.SIGKILL, child.stderr.decode()[-2000:]
+  assert_same_steps(ours(out), ours(reference)[:4])
+  assert [int(e['seed']) for e in ours(out)] == [7, 8, 9, 10]
