@@ -8,10 +8,14 @@ import os
 import re
 from typing import Any, Callable, Dict, Optional
 
+import numpy as np
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
 from rlds_lite.tfds import episode_writer
 from rlds_lite.tfds import features as features_lib
 
-__all__ = ['DatasetOutput', 'VERSION', 'check_out_dir']
+__all__ = ['DatasetOutput', 'VERSION', 'check_out_dir', 'leaf_feature']
 
 VERSION = '1.0.0'
 """The dataset version a recording writes."""
@@ -77,6 +81,42 @@ def check_out_dir(out_dir: str, if_exists: str) -> str:
   return out
 
 
+def leaf_feature(spec: tf.TensorSpec,
+                 options: episode_writer.FileOptions) -> Any:
+  """The TFDS feature of one recorded field: its exact shape (``(1,)`` stays ``(1,)``).
+
+  A uint8 ``(h, w, 1|3|4)`` field is an ``Image`` (``options.image_encoding``, PNG by
+  default: lossless); float64 and zero-size tensors are stored as bytes (exact).
+
+  Example:
+    >>> leaf_feature(tf.TensorSpec([1], tf.float32), episode_writer.FileOptions())
+    Tensor(shape=(1,), dtype=float32)
+    >>> leaf_feature(tf.TensorSpec([8, 8, 3], tf.uint8), episode_writer.FileOptions())
+    Image(shape=(8, 8, 3), dtype=uint8)
+  """
+  shape = tuple(spec.shape)
+  if spec.dtype == tf.string:
+    return tfds.features.Tensor(shape=shape, dtype=np.object_)
+  if (options.use_images and spec.dtype == tf.uint8 and len(shape) == 3 and
+      shape[-1] in (1, 3, 4)):
+    return tfds.features.Image(shape=shape, dtype=np.uint8,
+                               encoding_format=options.image_encoding)
+  encoding = options.tensor_encoding
+  if shape and (spec.dtype == tf.float64 or 0 in shape):
+    encoding = 'bytes' if encoding == 'none' else encoding
+  if not shape:
+    return (tfds.features.Tensor(shape=(), dtype=np.float64, encoding='bytes')
+            if spec.dtype == tf.float64 else spec.dtype)
+  return tfds.features.Tensor(shape=shape, dtype=spec.dtype.as_numpy_dtype,
+                              encoding=encoding)
+
+
+def _features(spec: Any, options: episode_writer.FileOptions) -> Any:
+  if isinstance(spec, dict):
+    return {k: _features(v, options) for k, v in spec.items()}
+  return leaf_feature(spec, options) if isinstance(spec, tf.TensorSpec) else spec
+
+
 class DatasetOutput:
   """The dataset a recording writes: opened at its first episode, published at `close`.
 
@@ -111,8 +151,7 @@ class DatasetOutput:
     return os.path.join(self.out_dir, VERSION)
 
   def _open(self, spec: Dict[str, Any]) -> None:
-    features = features_lib.episode_features(
-        spec, **self._options.feature_options())
+    features = features_lib.episode_features(_features(spec, self._options))
     try:
       self._writer = episode_writer.EpisodeWriter(
           os.path.dirname(self.out_dir), os.path.basename(self.out_dir),

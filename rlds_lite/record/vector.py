@@ -14,7 +14,6 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import iterate
 
 from rlds_lite.record import collector
-from rlds_lite.record import episodes as episodes_lib
 
 __all__ = ['autoreset_mode', 'env_info', 'record_vector']
 

@@ -58,6 +58,7 @@ class Composite(gymnasium.Env):
 
   observation_space = spaces.Dict({
       'pos': spaces.Box(-1, 1, (2,), np.float64),
+      'speed': spaces.Box(0, 1, (1,), np.float32),  # (1,) is not squeezed.
       'grid': spaces.MultiBinary(3),
       'mode': spaces.Discrete(4),
       'pair': spaces.Tuple((spaces.Discrete(2), spaces.MultiDiscrete([3, 5]))),
@@ -252,8 +253,9 @@ def test_every_space_kind_matches_minari(tmp_path, minari_root):
   steps = mine[0]['steps']
   assert {k: v.dtype for k, v in steps['observation'].items()
           if k != 'pair'} == {'pos': np.float64, 'grid': np.int8,
-                              'mode': np.int64}
+                              'mode': np.int64, 'speed': np.float32}
   assert steps['observation']['pair']['_index_1'].shape == (5, 2)
+  assert steps['observation']['speed'].shape == (5, 1)
   assert steps['action']['_index_0'].shape == (5, 2)
 
 
