@@ -297,6 +297,16 @@ def test_bad_out_dirs_and_spaces_say_so_in_one_line(tmp_path, minari_root):
     record_lib.record(graph, None, tmp_path / 'seq', num_episodes=1)
   with pytest.raises(TypeError, match='not a gymnasium.Env'):
     record_lib.record(object(), None, tmp_path / 'x', num_episodes=1)
+  with pytest.raises(TypeError, match=r'^DataCollector wraps one env; record '
+                     'a vector env with rlds_lite.record.record'):
+    record_lib.DataCollector(gymnasium.make_vec('CartPole-v1', 2),
+                             tmp_path / 'y')
+  with pytest.raises(ValueError, match=r'^DataCollector: step\(\) without an '
+                     r'episode: call reset\(\) first'):
+    record_lib.DataCollector(Walk(), tmp_path / 'z').step(0)
+  with pytest.raises(ValueError, match=r'^record: num_episodes must be a '
+                     'positive int, got 0'):
+    record_lib.record(env, walk_policy, tmp_path / 'w', num_episodes=0)
 
 
 def ours_walk(tmp_path):
