@@ -117,8 +117,9 @@ def _step_same(slots: _Slots, env: Any, actions: Any, returned: Any) -> None:
 
 def _per_env_seeds(env: Any) -> bool:
   """Whether ``env.reset(seed=[...])`` seeds each sub-env (Gymnasium's Sync/Async envs)."""
-  return isinstance(env, (gymnasium.vector.SyncVectorEnv,
-                          gymnasium.vector.AsyncVectorEnv))
+  return isinstance(getattr(env, 'unwrapped', env),
+                    (gymnasium.vector.SyncVectorEnv,
+                     gymnasium.vector.AsyncVectorEnv))
 
 
 def _reset_disabled(slots: _Slots, env: Any, done: np.ndarray,

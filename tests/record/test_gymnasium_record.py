@@ -221,6 +221,8 @@ def test_vector_env_episodes_ending_at_different_steps(tmp_path, minari_root,
   num_envs = 3
   env = gymnasium.vector.SyncVectorEnv(
       [lambda: gymnasium.make('CartPole-v1')] * num_envs, autoreset_mode=mode)
+  if mode == AutoresetMode.NEXT_STEP:  # A wrapped vector env seeds the same.
+    env = gymnasium.wrappers.vector.RecordEpisodeStatistics(env)
   policy = lambda obs: (obs[:, 2] > 0).astype(np.int64)
   summary = record_lib.record(env, policy, tmp_path / 'vec', num_episodes=5,
                               seed=10)
