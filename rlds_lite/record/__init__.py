@@ -4,6 +4,12 @@ Needs the ``gymnasium`` extra. How episodes map to RLDS steps, and what a crash 
 docs/record.md.
 """
 
+try:
+  import gymnasium  # pylint: disable=unused-import
+except ImportError as error:  # pragma: no cover - the extra is missing.
+  raise ImportError("rlds_lite.record needs Gymnasium: pip install "
+                    "'rlds_lite[gymnasium]'.") from error
+
 from rlds_lite.record.collector import DataCollector
 from rlds_lite.record.episodes import ENV_INDEX, INFOS, NO_SEED, OPTIONS, SEED
 from rlds_lite.record.recording import RecordSummary, record

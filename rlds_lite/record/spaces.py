@@ -10,13 +10,8 @@ from typing import Any, Dict, List, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-try:
-  import gymnasium
-  from gymnasium import spaces as gym_spaces
-except ImportError as error:  # pragma: no cover - the extra is missing.
-  raise ImportError(
-      "rlds_lite.record needs Gymnasium: pip install 'rlds_lite[gymnasium]'."
-  ) from error
+import gymnasium
+from gymnasium import spaces as gym_spaces
 
 __all__ = ['SpaceFields', 'UnsupportedSpaceError', 'text_column', 'tuple_key']
 
