@@ -15,6 +15,10 @@ import numpy as np
 
 from rlds_lite.replay.buffer import ReplayBuffer
 from rlds_lite.replay.buffer import SampleInfo
+from rlds_lite.replay.cache import CacheCost
+from rlds_lite.replay.cache import DecodedCache
+from rlds_lite.replay.cache import cache_cost
+from rlds_lite.replay.cache import decoded_cache
 from rlds_lite.replay.rate_limit import RateLimiter
 from rlds_lite.replay.rate_limit import RateLimitTimeout
 from rlds_lite.replay.samplers import Prioritized
@@ -31,4 +35,5 @@ __all__ = [
     'Field', 'Immutable', 'MemmapStorage', 'MemoryStorage', 'Prioritized', 'RateLimiter',
     'RateLimitTimeout', 'ReplayBuffer', 'RoundRobin', 'SampleInfo', 'TopK', 'Uniform',
     'WithoutReplacement',
+    'CacheCost', 'DecodedCache', 'cache_cost', 'decoded_cache',
 ]
