@@ -251,6 +251,10 @@ class DecodedCache(buffer_lib.ReplayBuffer):
     super().__init__(storage, sampler=sampler, writer=writers_lib.Immutable(),
                      kind=kind, seed=seed)
 
+  def _insert(self, values: Dict[str, np.ndarray], label: str) -> None:
+    raise ValueError(f'decoded_cache {self.path} is immutable: it holds the '
+                     f'{len(self)} steps it was filled with.')
+
   def _gather(self, slots: np.ndarray) -> Dict[str, Any]:
     if not isinstance(self.kind, sample_kinds.RobotSamples):
       return super()._gather(slots)
