@@ -18,6 +18,7 @@ from rlds_lite import synthetic
 from rlds_lite.replay import cache as cache_lib
 from rlds_lite.tfds import EpisodeWriter
 from rlds_lite.tfds import publish
+import rlds_testing
 
 CAMERAS = {'image_primary': (32, 32), 'image_wrist': (16, 16)}
 LENGTHS = (1, 2, 7, 5, 9, 3)   # A one-step episode, short ones, longer ones.
@@ -235,3 +236,13 @@ def test_bad_input_one_clear_error_each(camera_path, cache_path, tmp_path):
   os.mkdir(tmp_path / 'other')
   with pytest.raises(ValueError, match='exists but is not a decoded cache'):
     replay.decoded_cache(camera_path, str(tmp_path / 'other'))
+
+
+def test_an_undecodable_frame_names_file_episode_field_and_step(tmp_path):
+  _, bad = rlds_testing.camera_datasets_good_and_undecodable(tmp_path, only_at=(2, 3))
+  path = str(tmp_path / 'cache')
+  with pytest.raises(rlds_lite.dataset_files.CorruptDatasetError,
+                     match=r"cams-train.tfrecord-00000: episode 2 of split 'train', field "
+                     r"'observation/camera': step 3 does not decode as the image"):
+    replay.decoded_cache(bad, path)
+  assert not os.path.exists(path)
