@@ -27,7 +27,7 @@ stay flat while RssFile grows with it.
 
 Usage:
   flock /tmp/bench.lock python benchmarks/bench_replay_cache.py [--quick]
-      [--image-size 0|128] [--repeats N] [--passes N] [--write-results]
+      [--image-sizes 0,128] [--repeats N] [--passes N] [--write-results]
 """
 
 import argparse
@@ -196,7 +196,8 @@ def _distinct(r: Dict[str, Any]) -> str:
 
 
 def report(results: Dict[str, Dict[str, Any]], fills: Dict[str, Any]) -> List[str]:
-  octo = min(r['min_cpu_us'] for (name, _, _), r in results.items() if name == 'octo')
+  octo = min([r['min_cpu_us'] for (name, _, _), r in results.items() if name == 'octo'] or
+             [float('nan')])
   lines = ['| contender | data | consumed | samples/s | CPU us/sample | x Octo per CPU-s '
            '| peak RSS MB | RssAnon MB (over TF) | RssFile MB (over TF) | episodes/batch |',
            '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |']
@@ -221,8 +222,8 @@ def main() -> None:
   parser.add_argument('--steps', type=int, default=120)
   parser.add_argument('--scale', type=int, default=4)
   parser.add_argument('--shuffle-buffer', type=int, default=3000)
-  parser.add_argument('--image-size', type=int, default=0,
-                      help='primary camera size (wrist: half); 0: stored sizes')
+  parser.add_argument('--image-sizes', default='0,128',
+                      help='primary camera sizes run in turn (wrist: half); 0: stored')
   parser.add_argument('--repeats', type=int, default=2)
   parser.add_argument('--passes', type=int, default=2)
   parser.add_argument('--quick', action='store_true', help='12 x 40 steps, 1 repeat')
@@ -248,10 +249,17 @@ def main() -> None:
   paths = {'1x': bench_images.build_dataset(args.data_dir, args.episodes, args.steps),
            f'{args.scale}x': bench_images.build_dataset(
                args.data_dir, args.episodes * args.scale, args.steps)}
-  child = {'shuffle_buffer': args.shuffle_buffer, 'passes': args.passes,
-           'image_size': args.image_size or None, 'data_dir': args.data_dir}
   if args.build_only:
     return
+  for size in [int(s) for s in args.image_sizes.split(',')]:
+    run_size(args, paths, size or None, started)
+
+
+def run_size(args, paths: Dict[str, str], size: Any, started: float) -> None:
+  """Every contender at one image size: fills, turns, the table (and RESULTS.md)."""
+  print(f'image size {size or "stored"}:', flush=True)
+  child = {'shuffle_buffer': args.shuffle_buffer, 'passes': args.passes,
+           'image_size': size, 'data_dir': args.data_dir}
   fills = {scale: spawn('fill', '', path, child, scale) for scale, path in paths.items()}
   names = [n for n in CONTENDERS if not args.only or n in args.only.split(',')]
   runs: Dict[Any, List[Dict[str, Any]]] = {}
@@ -266,7 +274,6 @@ def main() -> None:
   results = {key: _best(r) for key, r in runs.items()}
   lines = report(results, fills)
   load = os.getloadavg()
-  size = args.image_size
   notes = [
       f'Dataset: bench_images.py\'s, {args.episodes} episodes x {args.steps} steps (1x) '
       f'and {args.episodes * args.scale} x {args.steps} ({args.scale}x); image size '
@@ -283,16 +290,16 @@ def main() -> None:
       f'{load[0]:.2f}/{load[1]:.2f}/{load[2]:.2f}.']
   print('\n'.join([''] + lines + [''] + notes))
   if args.write_results:
-    write_results(lines, notes, args)
+    write_results(lines, notes, args, size)
 
 
-def write_results(lines: List[str], notes: List[str], args) -> None:
+def write_results(lines: List[str], notes: List[str], args, image_size) -> None:
   import bench_fast_path  # pylint: disable=g-import-not-at-top
   path = os.path.join(HERE, 'RESULTS.md')
-  size = f'image size {args.image_size}' if args.image_size else 'stored size'
+  size = f'image size {image_size}' if image_size else 'stored size'
   header = f'## Decoded replay cache, {size} (issue 33)'
   section = [header, '',
-             f'`python benchmarks/bench_replay_cache.py{" --image-size " + str(args.image_size) if args.image_size else ""}`, '
+             f'`python benchmarks/bench_replay_cache.py --image-sizes {args.image_sizes}`, '
              f'{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; '
              f'{bench_fast_path.machine_info()}; `uptime` load at the start '
              f'{args.load_at_start}.', ''] + lines + [''] + notes + ['']
