@@ -22,6 +22,10 @@ from rlds_lite import lazy_names
 
 _NAMES = {
     'Actor': 'actors',
+    'cache_cost': 'cache',
+    'CacheCost': 'cache',
+    'decoded_cache': 'cache',
+    'DecodedCache': 'cache',
     'Field': 'spec',
     'from_ted': 'ted',
     'Immutable': 'writers',
@@ -62,6 +66,7 @@ if TYPE_CHECKING:  # For type checkers and IDEs: the same names, eagerly.
   # pylint: disable=g-import-not-at-top,g-bad-import-order
   from rlds_lite.replay.actors import Actor
   from rlds_lite.replay.buffer import ReplayBuffer, SampleInfo
+  from rlds_lite.replay.cache import CacheCost, DecodedCache, cache_cost, decoded_cache
   from rlds_lite.replay.mixing import Mix, MixInfo, mix
   from rlds_lite.replay.rate_limit import RateLimiter, RateLimitTimeout
   from rlds_lite.replay.recording import record, RecordedEpisodes
