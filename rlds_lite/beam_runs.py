@@ -45,6 +45,9 @@ def _flag(item: Any) -> str:
   if not name.replace('_', '').replace('-', '').isalnum():
     raise ValueError(f'Beam: pipeline option {item!r} does not parse: expected '
                      "NAME=VALUE (e.g. 'direct_num_workers=2') or NAME.")
+  if name == 'runner':
+    raise ValueError(f'Beam: pass the runner as Beam(runner=...) (command '
+                     f'line: --beam-runner), not as option {item!r}.')
   return '--' + item.lstrip('-')
 
 

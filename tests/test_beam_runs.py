@@ -1,0 +1,221 @@
+"""Beam on two worker processes: builds, statistics and the catalog equal the single-process ones; options checked."""
+
+import operator
+import os
+
+import numpy as np
+import pytest
+
+import rlds_lite
+from rlds_lite import beam_runs
+from rlds_lite import catalog
+from rlds_lite import stats
+from rlds_lite import synthetic
+from rlds_lite.nest_paths import flatten_with_paths
+from rlds_lite.beam_runs import Beam
+from rlds_lite.tfds import build_from_envlogger
+from rlds_lite.tfds import episode_writer
+from rlds_lite.tfds import FileOptions
+
+TWO_WORKERS = Beam.direct(2)
+IN_PROCESS = Beam.direct(1, 'in_memory')
+
+
+@pytest.fixture(name='recordings', scope='module')
+def _recordings(tmp_path_factory):
+  root = tmp_path_factory.mktemp('logs')
+  for seed, episodes in enumerate((3, 2, 1, 2)):  # Recordings are work items.
+    synthetic.catch_recording(root / f'r{seed}', num_episodes=episodes,
+                              seed=seed)
+  return str(root)
+
+
+@pytest.fixture(name='builds', scope='module')
+def _builds(recordings, tmp_path_factory):
+  data_dir = tmp_path_factory.mktemp('tfds')
+  plain = build_from_envlogger(recordings, name='plain', data_dir=data_dir)
+  beamed = build_from_envlogger(recordings, name='two_workers',
+                                data_dir=data_dir, beam=TWO_WORKERS)
+  return plain, beamed
+
+
+@pytest.fixture(name='sharded', scope='module')
+def _sharded(tmp_path_factory):
+  """Episodes of many lengths (one-step too), 3 to a shard file: 5 shards."""
+  return episode_writer.write_dataset(
+      synthetic.episodes(13, 1, 40, seed=3), tmp_path_factory.mktemp('data'),
+      'sharded', options=FileOptions(max_episodes_per_file=3))
+
+
+def _dense(path):
+  return list(rlds_lite.load(path, dense=True).as_numpy_iterator())
+
+
+# --- Two worker processes. ---
+
+
+def test_two_workers_are_two_processes():
+  pids = beam_runs.map_merge(TWO_WORKERS, range(4),
+                             lambda _: frozenset([os.getpid()]),
+                             operator.or_, 'Pids')[0]
+  assert len(pids) == 2 and os.getpid() not in pids
+
+
+def test_two_worker_build_equals_single_process_build_field_by_field(builds):
+  plain, beamed = builds
+  plain_episodes, beam_episodes = _dense(plain), _dense(beamed)
+  # The same episodes in key order: by recording, then its own episode ids.
+  assert [int(e['episode_id']) for e in beam_episodes] == [
+      int(e['episode_id']) for e in plain_episodes] == [0, 1, 2, 0, 1, 0, 0, 1]
+  for a, b in zip(plain_episodes, beam_episodes):
+    a, b = dict(flatten_with_paths(a)), dict(flatten_with_paths(b))
+    assert sorted(a) == sorted(b) == [
+        'episode_id', 'steps/action', 'steps/discount', 'steps/is_first',
+        'steps/is_last', 'steps/is_terminal', 'steps/observation',
+        'steps/reward']
+    for path in a:
+      np.testing.assert_array_equal(a[path], b[path], err_msg=path)
+  infos = [rlds_lite.open(p).builder.info for p in (plain, beamed)]
+  assert infos[0].features.to_json() == infos[1].features.to_json()
+
+
+def _ranks_within(values, quantiles, qs, error):
+  """Each quantile's rank in ``values`` is within ``error`` of its ``q``."""
+  values = np.sort(values, axis=0)
+  n = len(values)
+  for q, estimate in zip(qs, quantiles):
+    below = (values < estimate).sum(axis=0) / n
+    at_or_below = (values <= estimate).sum(axis=0) / n
+    assert np.all(below <= q + error + 1e-12), (q, below)
+    assert np.all(at_or_below >= q - error - 1e-12), (q, at_or_below)
+
+
+def test_stats_on_two_workers_equal_single_process(sharded):
+  single = stats.compute(sharded, cache=False, progress=False)
+  beamed = stats.compute(sharded, cache=False, progress=False,
+                         beam=TWO_WORKERS)
+  assert beamed.source == single.source
+  assert (beamed.num_episodes, beamed.num_steps, beamed.num_terminated,
+          beamed.num_truncated) == (single.num_episodes, single.num_steps,
+                                    single.num_terminated,
+                                    single.num_truncated) == (
+                                        13, beamed.num_steps, 1, 12)
+  assert sorted(beamed.fields) == sorted(single.fields)
+  episodes = _dense(sharded)
+  for path in ('action', 'observation', 'reward', 'discount'):
+    a, b = single[path], beamed[path]
+    np.testing.assert_array_equal(b.count, a.count)
+    np.testing.assert_array_equal(b.min, a.min)
+    np.testing.assert_array_equal(b.max, a.max)
+    np.testing.assert_allclose(b.mean, a.mean, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(b.std, a.std, rtol=1e-9, atol=1e-15)
+    masked = path != 'observation'  # RLDS: no action/reward on last steps.
+    values = np.concatenate([e['steps'][path][:-1] if masked
+                             else e['steps'][path] for e in episodes])
+    qs = (0.01, 0.5, 0.99)
+    _ranks_within(values, b.quantile(qs), qs, b.rank_error)
+  np.testing.assert_array_equal(beamed.episode_length.count,
+                                single.episode_length.count)
+  assert (float(beamed.episode_length.min), float(beamed.episode_length.max)
+          ) == (float(single.episode_length.min),
+                float(single.episode_length.max))
+  np.testing.assert_allclose(beamed.episode_return.mean,
+                             single.episode_return.mean, rtol=1e-12)
+  returns = [e['steps']['reward'][:-1].astype(np.float64).sum()
+             for e in episodes]
+  np.testing.assert_allclose(float(beamed.episode_return.mean) * 13,
+                             np.sum(returns), rtol=1e-9)
+
+
+def test_catalog_on_two_workers_equals_single_process(sharded):
+  single = catalog.episodes(sharded, cache=False, progress=False)
+  beamed = catalog.episodes(sharded, cache=False, progress=False,
+                            beam=TWO_WORKERS)
+  assert beamed.columns == single.columns
+  assert beamed.info == single.info
+  for column in single.columns:
+    np.testing.assert_array_equal(beamed[column], single[column],
+                                  err_msg=column)
+  assert beamed['index'].tolist() == list(range(13))
+  assert len(set(beamed['shard'].tolist())) == 5
+
+
+# --- Bad input: one clear error, nothing run or written. ---
+
+OPTION_ERRORS = {
+    'bad_value': (['direct_num_workers=two'], ValueError,
+                  "Beam: pipeline option --direct_num_workers=two does not "
+                  "parse: argument --direct_num_workers: invalid int value: "
+                  "'two'."),
+    'bad_choice': (['direct_running_mode=several'], ValueError,
+                   'invalid choice: \'several\''),
+    'unknown': (['no_such_option=1'], ValueError,
+                'Beam: unknown pipeline option --no_such_option=1 (no runner '
+                'of apache_beam defines it'),
+    'value_for_a_switch': (['save_main_session=yes'], ValueError,
+                           "ignored explicit argument 'yes'"),
+    'no_name': (['=3'], ValueError, "Beam: pipeline option '=3' does not "
+                'parse: expected NAME=VALUE'),
+    'empty': ([''], ValueError, 'must be a string like'),
+    'one_string': ('direct_num_workers=2', TypeError,
+                   'not the string'),
+    'a_number': (2, TypeError, 'got int'),
+    'runner_as_option': (['runner=FlinkRunner'], ValueError,
+                         'pass the runner as Beam(runner=...)'),
+}
+
+
+@pytest.mark.parametrize('options,error,message', OPTION_ERRORS.values(),
+                         ids=OPTION_ERRORS.keys())
+def test_options_that_do_not_parse_are_one_clear_error(options, error,
+                                                        message):
+  with pytest.raises(error) as raised:
+    Beam(pipeline_options=options).options()
+  assert message in str(raised.value)
+
+
+def test_options_of_dataflow_flink_and_spark_parse():
+  options = Beam('DataflowRunner', {
+      'project': 'p', 'region': 'europe-west1', 'temp_location': 'gs://b/t',
+      'save_main_session': True, 'flink_master': 'h:8081',
+      'spark_master_url': 'spark://h:7077',
+      'direct_num_workers': None}).options().get_all_options(
+          drop_default=True)
+  assert options == {'project': 'p', 'region': 'europe-west1',
+                     'temp_location': 'gs://b/t', 'save_main_session': True,
+                     'flink_master': 'h:8081',
+                     'spark_master_url': 'spark://h:7077'}
+
+
+def test_a_build_with_bad_options_writes_nothing(recordings, tmp_path):
+  with pytest.raises(ValueError, match='does not parse'):
+    build_from_envlogger(recordings, name='bad', data_dir=tmp_path / 'tfds',
+                         beam=Beam(pipeline_options=['direct_num_workers=x']))
+  assert not os.path.exists(tmp_path / 'tfds')
+
+
+def test_stats_on_beam_need_a_path_and_a_whole_split(sharded):
+  with pytest.raises(TypeError, match='needs a dataset directory or name'):
+    stats.compute(rlds_lite.load(sharded), beam=IN_PROCESS)
+  with pytest.raises(ValueError, match=r"pass a plain split name, got "
+                     r"'train\[:5\]'"):
+    stats.compute(sharded, split='train[:5]', cache=False, beam=IN_PROCESS)
+
+
+def test_a_remote_runner_needs_a_temp_location():
+  with pytest.raises(ValueError, match='pass pipeline option '
+                     'temp_location=DIR'):
+    beam_runs.map_merge(Beam('DataflowRunner'), [1], abs, operator.add, 'X')
+
+
+def _fail_on_two(item):
+  if item == 2:
+    raise ValueError(f'item {item} is bad')
+  return item
+
+
+def test_a_worker_error_is_raised_as_it_was():
+  assert beam_runs.map_merge(IN_PROCESS, [], abs, operator.add, 'None') == []
+  with pytest.raises(ValueError, match='^item 2 is bad$'):
+    beam_runs.map_merge(IN_PROCESS, [1, 2, 3], _fail_on_two, operator.add,
+                        'Fail')
