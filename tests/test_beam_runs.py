@@ -1,13 +1,17 @@
 """Beam on two worker processes: builds, statistics and the catalog equal the single-process ones; options checked."""
 
+import json
 import operator
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 import rlds_lite
 from rlds_lite import beam_runs
+from rlds_lite import cli
 from rlds_lite import catalog
 from rlds_lite import stats
 from rlds_lite import synthetic
@@ -219,3 +223,50 @@ def test_a_worker_error_is_raised_as_it_was():
   with pytest.raises(ValueError, match='^item 2 is bad$'):
     beam_runs.map_merge(IN_PROCESS, [1, 2, 3], _fail_on_two, operator.add,
                         'Fail')
+
+
+# --- The command line: rlds-lite build. ---
+
+
+def test_cli_build_on_beam_equals_the_api_build(builds, recordings, tmp_path,
+                                                capsys):
+  code = cli.main(['build', recordings, '--name', 'from_cli', '--data-dir',
+                   str(tmp_path), '--beam-option',
+                   'direct_running_mode=in_memory', '--json',
+                   '--no-progress'])
+  out = capsys.readouterr().out
+  assert code == 0
+  printed = json.loads(out)  # TFDS's own lines are not printed.
+  assert printed == {
+      'path': str(tmp_path / 'from_cli' / '1.0.0'), 'name': 'from_cli',
+      'version': '1.0.0', 'split': 'train', 'episodes': 8,
+      'beam': {'runner': 'DirectRunner',
+               'options': ['--direct_running_mode=in_memory']}}
+  for a, b in zip(_dense(builds[0]), _dense(printed['path'])):
+    for (path, x), (_, y) in zip(flatten_with_paths(a), flatten_with_paths(b)):
+      np.testing.assert_array_equal(x, y, err_msg=path)
+
+
+def test_cli_build_with_bad_options_is_one_line_exit_2(recordings, tmp_path):
+  # A fresh interpreter: the options are refused before TensorFlow loads.
+  script = ('import sys; from rlds_lite import cli; code = cli.main('
+            'sys.argv[1:]); print(sorted(m for m in sys.modules if '
+            "m.split('.')[0] == 'tensorflow')); sys.exit(code)")
+  result = subprocess.run(
+      [sys.executable, '-c', script, 'build', recordings, '--name', 'bad',
+       '--data-dir', str(tmp_path / 'tfds'), '--beam-option',
+       'direct_num_workers=two'], capture_output=True, text=True, timeout=300,
+      check=False)
+  assert result.returncode == 2
+  assert result.stderr.splitlines()[-1] == (
+      'rlds-lite build: Beam: pipeline option --direct_num_workers=two does '
+      "not parse: argument --direct_num_workers: invalid int value: 'two'.")
+  assert result.stdout == '[]\n'  # No TensorFlow imported.
+  assert not os.path.exists(tmp_path / 'tfds')
+
+
+def test_cli_build_of_a_missing_recording(tmp_path, capsys):
+  missing = str(tmp_path / 'no_such_logs')
+  assert cli.main(['build', missing, '--name', 'x']) == 2
+  assert capsys.readouterr().err == (
+      f'rlds-lite build: {missing}: no such recording\n')
