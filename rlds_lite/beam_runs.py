@@ -15,7 +15,8 @@ import os
 import pickle
 import tempfile
 import uuid
-from typing import Any, Callable, List, Mapping, Optional, Sequence
+from typing import (Any, Callable, Dict, List, Mapping, Optional, Sequence,
+                    Tuple)
 
 __all__ = ['Beam', 'map_merge']
 
@@ -149,6 +150,17 @@ class Beam:
         self.runner).__name__
     return name in _LOCAL_RUNNERS
 
+  def download_config(self, **kwargs: Any):
+    """A ``tfds.download.DownloadConfig`` running a TFDS build (`RLDSBuilder`) here.
+
+    Example:
+      >>> Beam.direct(2).download_config().beam_runner
+      'DirectRunner'
+    """
+    import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+    return tfds.download.DownloadConfig(beam_runner=self.runner,
+                                        beam_options=self.options(), **kwargs)
+
   def pipeline(self):
     """A new ``apache_beam.Pipeline`` on this runner with these options."""
     return _beam().Pipeline(runner=self.runner, options=self.options())
@@ -180,9 +192,22 @@ def _checked_options(options_class: type, flags: Sequence[str]):
 
 @dataclasses.dataclass(frozen=True)
 class _Failed:
-  """The error of a work item, carried to the caller (the first item's wins)."""
+  """The error of a work item, carried to the caller (the first item's wins).
+
+  Its class, ``args`` and attributes: an exception whose ``__init__`` takes
+  other arguments than its ``args`` (`CorruptDatasetError`) does not survive
+  pickling itself.
+  """
   item: int
-  error: BaseException
+  error_class: type
+  args: Tuple[Any, ...]
+  state: Dict[str, Any]
+
+  def error(self) -> BaseException:
+    error = self.error_class.__new__(self.error_class)
+    error.args = self.args
+    error.__dict__.update(self.state)
+    return error
 
 
 def _outcome(indexed: Any, work: Callable[[Any], Any]) -> Any:
@@ -190,7 +215,11 @@ def _outcome(indexed: Any, work: Callable[[Any], Any]) -> Any:
   try:
     return work(item)
   except Exception as e:  # pylint: disable=broad-except
-    return _Failed(index, e)  # Raised where the job was started.
+    try:  # Raised where the job was started.
+      state = pickle.loads(pickle.dumps(dict(vars(e))))
+    except Exception:  # pylint: disable=broad-except
+      state = {}
+    return _Failed(index, type(e), tuple(e.args), state)
 
 
 def _merged(values: Any, merge: Callable[[Any, Any], Any]) -> Any:
@@ -265,5 +294,5 @@ def map_merge(beam: Beam, items: Sequence[Any], fn: Callable[[Any], Any],
     if tf.io.gfile.exists(path):
       tf.io.gfile.remove(path)
   if isinstance(merged, _Failed):
-    raise merged.error
+    raise merged.error()
   return [] if merged is None else [merged]

@@ -1,8 +1,10 @@
 """Beam on two worker processes: builds, statistics and the catalog equal the single-process ones; options checked."""
 
+import functools
 import json
 import operator
 import os
+import shutil
 import subprocess
 import sys
 
@@ -178,17 +180,39 @@ def test_options_that_do_not_parse_are_one_clear_error(options, error,
   assert message in str(raised.value)
 
 
-def test_options_of_dataflow_flink_and_spark_parse():
-  options = Beam('DataflowRunner', {
-      'project': 'p', 'region': 'europe-west1', 'temp_location': 'gs://b/t',
-      'save_main_session': True, 'flink_master': 'h:8081',
-      'spark_master_url': 'spark://h:7077',
-      'direct_num_workers': None}).options().get_all_options(
-          drop_default=True)
-  assert options == {'project': 'p', 'region': 'europe-west1',
-                     'temp_location': 'gs://b/t', 'save_main_session': True,
-                     'flink_master': 'h:8081',
-                     'spark_master_url': 'spark://h:7077'}
+DOCUMENTED_FLAGS = {  # docs/distributed.md's table, runner by runner.
+    'DirectRunner': ['direct_num_workers=2',
+                     'direct_running_mode=multi_processing'],
+    'DataflowRunner': ['project=p', 'region=europe-west1',
+                       'temp_location=gs://b/tmp',
+                       'sdk_container_image=gcr.io/p/image',
+                       'setup_file=./setup.py', 'num_workers=4',
+                       'max_num_workers=8', 'machine_type=n2-standard-8'],
+    'FlinkRunner': ['flink_master=h:8081', 'environment_type=DOCKER',
+                    'environment_config=h:50000', 'parallelism=4',
+                    'temp_location=/shared/tmp'],
+    'SparkRunner': ['spark_master_url=spark://h:7077',
+                    'environment_type=PROCESS', 'temp_location=/shared/tmp'],
+    'PortableRunner': ['job_endpoint=h:8099', 'environment_type=LOOPBACK'],
+}
+
+
+@pytest.mark.parametrize('runner', DOCUMENTED_FLAGS)
+def test_the_documented_flags_of_each_runner_parse(runner):
+  flags = DOCUMENTED_FLAGS[runner]
+  parsed = Beam(runner, flags).options().get_all_options()
+  for flag in flags:
+    name, value = flag.split('=', 1)
+    assert str(parsed[name]) == value, name
+
+
+def test_a_dict_of_options_is_flags():
+  beam = Beam('FlinkRunner', {'flink_master': 'h:8081', 'parallelism': 2,
+                              'save_main_session': True,
+                              'direct_num_workers': None})
+  assert beam.flags() == ['--flink_master=h:8081', '--parallelism=2',
+                          '--save_main_session']
+  assert beam.options().get_all_options()['save_main_session'] is True
 
 
 def test_a_build_with_bad_options_writes_nothing(recordings, tmp_path):
@@ -270,3 +294,31 @@ def test_cli_build_of_a_missing_recording(tmp_path, capsys):
   assert cli.main(['build', missing, '--name', 'x']) == 2
   assert capsys.readouterr().err == (
       f'rlds-lite build: {missing}: no such recording\n')
+
+
+def _corrupted_copy(source, out):
+  """A copy of ``source`` with a flipped byte in its second shard file."""
+  shutil.copytree(source, out)
+  shard = os.path.join(out, sorted(f for f in os.listdir(out)
+                                   if '.tfrecord-' in f)[1])
+  with open(shard, 'r+b') as f:
+    f.seek(40)
+    byte = f.read(1)
+    f.seek(40)
+    f.write(bytes([byte[0] ^ 0xFF]))
+  return out
+
+
+@pytest.mark.parametrize('reader', ['stats', 'catalog'])
+def test_a_damaged_shard_on_beam_is_the_single_process_error(sharded,
+                                                             tmp_path, reader):
+  path = _corrupted_copy(sharded, str(tmp_path / 'damaged'))
+  run = (functools.partial(stats.compute, path) if reader == 'stats' else
+         functools.partial(catalog.episodes, path))
+  with pytest.raises(Exception) as single:
+    run(cache=False, progress=False)
+  with pytest.raises(Exception) as beamed:
+    run(cache=False, progress=False, beam=IN_PROCESS)
+  assert type(beamed.value) is type(single.value)
+  assert str(beamed.value) == str(single.value)
+  assert '.tfrecord-00001' in str(beamed.value)
