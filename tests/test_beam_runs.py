@@ -341,3 +341,18 @@ def test_an_rlds_builder_on_beam_equals_the_single_process_build(
   builder = BeamRlds(data_dir=str(tmp_path))
   builder.download_and_prepare(download_config=IN_PROCESS.download_config())
   _assert_same_episodes(builds[0], os.fspath(builder.data_path))
+
+
+def test_cli_stats_on_beam_prints_the_single_process_counts(sharded, capsys):
+  assert cli.main(['stats', sharded, '--no-cache', '--json']) == 0
+  single = json.loads(capsys.readouterr().out)
+  assert cli.main(['stats', sharded, '--no-cache', '--json', '--beam-option',
+                   'direct_running_mode=in_memory']) == 0
+  beamed = json.loads(capsys.readouterr().out)
+  assert (beamed['num_episodes'], beamed['num_steps']) == (
+      single['num_episodes'], single['num_steps']) == (13, single['num_steps'])
+  assert beamed['fields']['action']['min'] == single['fields']['action']['min']
+  assert cli.main(['stats', sharded, '--beam-runner', 'DirectRunner',
+                   '--beam-option', 'no_such_option=1']) == 2
+  assert capsys.readouterr().err.startswith(
+      'rlds-lite stats: Beam: unknown pipeline option --no_such_option=1 ')

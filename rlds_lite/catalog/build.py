@@ -371,6 +371,8 @@ def catalog_of_builder(builder: tfds.core.DatasetBuilder, split: str,
   """
   with op_context.named('catalog'):
     policy = last_step_lib.as_last_step(last_step)
+  if beam is not None:
+    beam.options()  # Options that do not parse: refused, cached or not.
   files = records_lib.split_files(builder, split)
   dataset_files.check_open(builder, split)  # Named, as rlds_lite.load does.
   dataset_dir = os.fspath(builder.data_dir)

@@ -11,6 +11,7 @@ import json
 import os
 import sys
 
+from rlds_lite.commands import beam_flags
 from rlds_lite.commands import dataset_options
 
 
@@ -36,31 +37,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
                       'version (default 1.0.0)')
   parser.add_argument('--split', default='train', help='the split the '
                       'episodes go to (default train)')
-  parser.add_argument('--beam', action='store_true',
-                      help='build on Apache Beam (DirectRunner, in this '
-                      'process, unless --beam-runner/--beam-option say more)')
-  parser.add_argument('--beam-runner', default=None, metavar='RUNNER',
-                      help='the Beam runner (DirectRunner, DataflowRunner, '
-                      'FlinkRunner, SparkRunner, PrismRunner, ...)')
-  parser.add_argument('--beam-option', action='append', default=[],
-                      metavar='K=V', help="a Beam pipeline option (repeat it), "
-                      'e.g. direct_num_workers=2, project=P, '
-                      'flink_master=HOST:8081')
+  beam_flags.add_beam_arguments(parser, 'one recording per work item')
   parser.add_argument('--json', action='store_true',
                       help='print the result as JSON for machines')
   parser.add_argument('--no-progress', action='store_true',
                       help='hide the progress bar (shown on a terminal only)')
-
-
-def _beam(args: argparse.Namespace):
-  """The `Beam` of the flags, its options checked; None without Beam."""
-  if not (args.beam or args.beam_runner or args.beam_option):
-    return None
-  from rlds_lite import beam_runs  # pylint: disable=g-import-not-at-top
-  beam = beam_runs.Beam(args.beam_runner or 'DirectRunner',
-                        tuple(args.beam_option))
-  beam.options()
-  return beam
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
           f'{recording}: no such recording'
           f'{dataset_options.missing_hint(recording)}'))
   try:
-    beam = _beam(args)
+    beam = beam_flags.beam_of(args)
   except (ValueError, TypeError, ImportError) as e:
     return dataset_options.report_error('build', e)
   dataset_options.quiet_logs()
