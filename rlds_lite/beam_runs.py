@@ -11,6 +11,7 @@ Needs ``apache-beam`` (``pip install 'rlds_lite[beam]'``); docs/distributed.md.
 import argparse
 import dataclasses
 import functools
+import logging
 import os
 import pickle
 import tempfile
@@ -136,8 +137,7 @@ class Beam:
     flags = self.flags()
     if flags is None:
       return self.pipeline_options
-    from apache_beam.options import pipeline_options  # pylint: disable=g-import-not-at-top
-    return _checked_options(pipeline_options.PipelineOptions, tuple(flags))
+    return _checked_options(_pipeline_options_class(), tuple(flags))
 
   def is_local(self) -> bool:
     """Whether the workers run on this machine (the DirectRunner, Prism).
@@ -166,6 +166,18 @@ class Beam:
     return _beam().Pipeline(runner=self.runner, options=self.options())
 
 
+def _pipeline_options_class() -> type:
+  """``apache_beam``'s ``PipelineOptions``, imported without its misleading
+  "apitools not found" warning (it concerns BigQuery only)."""
+  logging.disable(logging.WARNING)
+  try:
+    _beam()
+    from apache_beam.options import pipeline_options  # pylint: disable=g-import-not-at-top
+  finally:
+    logging.disable(logging.NOTSET)
+  return pipeline_options.PipelineOptions
+
+
 def _checked_options(options_class: type, flags: Sequence[str]):
   """``options_class(flags)``, every flag known to Beam and of a valid value."""
   parsers = []
@@ -175,13 +187,18 @@ def _checked_options(options_class: type, flags: Sequence[str]):
     parsers.append(parser)
 
   options = options_class(list(flags))
+  beam_log = logging.getLogger('apache_beam.options.pipeline_options')
   for flag in flags:
+    level = beam_log.level
+    beam_log.setLevel(logging.ERROR)  # Its "Discarding ..." line: ours below.
     try:
       options_class([flag]).get_all_options(add_extra_args_fn=grab)
       _, unknown = parsers[-1].parse_known_args([flag])
     except argparse.ArgumentError as e:
       raise ValueError(f'Beam: pipeline option {flag} does not parse: '
                        f'{e}.') from None
+    finally:
+      beam_log.setLevel(level)
     if unknown:
       raise ValueError(
           f'Beam: unknown pipeline option {flag} (no runner of apache_beam '

@@ -289,9 +289,9 @@ def test_cli_build_with_bad_options_is_one_line_exit_2(recordings, tmp_path):
        'direct_num_workers=two'], capture_output=True, text=True, timeout=300,
       check=False)
   assert result.returncode == 2
-  assert result.stderr.splitlines()[-1] == (
+  assert result.stderr.splitlines() == [  # One line.
       'rlds-lite build: Beam: pipeline option --direct_num_workers=two does '
-      "not parse: argument --direct_num_workers: invalid int value: 'two'.")
+      "not parse: argument --direct_num_workers: invalid int value: 'two'."]
   assert result.stdout == '[]\n'  # No TensorFlow imported.
   assert not os.path.exists(tmp_path / 'tfds')
 
@@ -354,5 +354,7 @@ def test_cli_stats_on_beam_prints_the_single_process_counts(sharded, capsys):
   assert beamed['fields']['action']['min'] == single['fields']['action']['min']
   assert cli.main(['stats', sharded, '--beam-runner', 'DirectRunner',
                    '--beam-option', 'no_such_option=1']) == 2
-  assert capsys.readouterr().err.startswith(
+  err = capsys.readouterr().err
+  assert err.startswith(
       'rlds-lite stats: Beam: unknown pipeline option --no_such_option=1 ')
+  assert len(err.splitlines()) == 1
