@@ -5,7 +5,7 @@ Not a test. On this machine (2 cores) Beam's DirectRunner with
 (each imports TensorFlow), so small jobs measure mostly that start-up; the
 numbers say what a job costs here, not what a cluster gains.
 
-  (a) build: ``build_from_envlogger`` of ``--recordings`` Reach recordings
+  (a) build: ``build_from_envlogger`` of ``--recordings`` CatchPixels recordings
       (one Beam work item each) without Beam, on Beam in this process
       (``in_memory``), and on 1 and 2 worker processes;
   (b) statistics: ``stats.compute`` of a dataset of ``--shards`` shard files
@@ -17,7 +17,8 @@ run each (``--repeats`` for the best of more), the load average around them.
 
 Usage (take the lock: other jobs share the machine):
   flock /tmp/bench.lock python benchmarks/bench_beam.py [--recordings 8]
-      [--episodes 25] [--shards 16] [--repeats 1] [--write-results]
+      [--episodes 25] [--shards 8] [--shard-episodes 500] [--repeats 1]
+      [--write-results]
 """
 
 import argparse
@@ -66,7 +67,7 @@ def _best(fn: Callable[[], Any], repeats: int) -> Tuple[float, Any]:
 
 def _recordings(root: str, count: int, episodes: int) -> None:
   for i in range(count):
-    env = envs.make('reach', seed=i)
+    env = envs.make('catch_pixels', seed=i, height=64, width=64)
     envlogger.record(env, env.expert_policy, os.path.join(root, f'r{i}'),
                      episodes, seed=i, progress=False)
 
@@ -96,10 +97,10 @@ def bench_build(args: argparse.Namespace, work: str) -> List[Dict[str, Any]]:
 
 
 def bench_stats(args: argparse.Namespace, work: str) -> List[Dict[str, Any]]:
-  episodes = args.shards * 25
+  episodes = args.shards * args.shard_episodes
   path = episode_writer.write_dataset(
       synthetic.episodes(episodes, 10, 200, seed=0), work, 'sharded',
-      options=FileOptions(max_episodes_per_file=25))
+      options=FileOptions(max_episodes_per_file=args.shard_episodes))
   rows, reference = [], None
   for label, beam in RUNS.items():
     load = _load()
@@ -130,7 +131,8 @@ def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--recordings', type=int, default=8)
   parser.add_argument('--episodes', type=int, default=25)
-  parser.add_argument('--shards', type=int, default=16)
+  parser.add_argument('--shards', type=int, default=8)
+  parser.add_argument('--shard-episodes', type=int, default=500)
   parser.add_argument('--repeats', type=int, default=1)
   parser.add_argument('--write-results', action='store_true')
   args = parser.parse_args()
@@ -145,13 +147,15 @@ def main() -> None:
   text = '\n\n'.join([
       f'`flock /tmp/bench.lock python benchmarks/bench_beam.py '
       f'--recordings {args.recordings} --episodes {args.episodes} --shards '
-      f'{args.shards} --repeats {args.repeats}`, '
+      f'{args.shards} --shard-episodes {args.shard_episodes} --repeats '
+      f'{args.repeats}`, '
       f'{started:%Y-%m-%d %H:%M} UTC; {os.cpu_count()} CPUs, load averages '
       '(1/5/15 min) in the tables; best of '
-      f'{args.repeats}. Build: {args.recordings} Reach recordings of '
-      f'{args.episodes} episodes (one work item each). Statistics: '
-      f'{args.shards * 25} synthetic episodes of 10-199 steps in '
-      f'{args.shards} shard files (one work item each).',
+      f'{args.repeats}. Build: {args.recordings} CatchPixels recordings '
+      f'(64x64x3 frames, PNG) of {args.episodes} episodes (one work item '
+      f'each). Statistics: {args.shards * args.shard_episodes} synthetic '
+      f'episodes of 10-199 steps in {args.shards} shard files (one work '
+      'item each).',
       _table('build_from_envlogger', build_rows, build_rows[0]['seconds']),
       _table('stats.compute', stats_rows, stats_rows[0]['seconds'])])
   print(text)
