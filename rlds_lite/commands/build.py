@@ -57,7 +57,10 @@ def run(args: argparse.Namespace) -> int:
   dataset_options.quiet_logs()
   # pylint: disable=g-import-not-at-top
   import tensorflow_datasets as tfds
+  from rlds_lite import progress
   from rlds_lite.tfds import envlogger_build
+  if not progress.shown(dataset_options.progress_option(args)):
+    tfds.disable_progress_bar()  # TFDS's own bars: on a terminal only too.
   recordings = (args.recordings[0] if len(args.recordings) == 1
                 else args.recordings)
   hidden = io.StringIO()  # TFDS's own lines; ours below.
