@@ -360,3 +360,18 @@ def test_cli_stats_on_beam_prints_the_single_process_counts(sharded, capsys):
   assert err.startswith(
       'rlds-lite stats: Beam: unknown pipeline option --no_such_option=1 ')
   assert len(err.splitlines()) == 1
+
+
+def test_cli_episodes_on_beam_prints_the_single_process_catalog(sharded,
+                                                                capsys):
+  assert cli.main(['episodes', sharded, '--no-cache', '--json']) == 0
+  single = json.loads(capsys.readouterr().out)
+  assert cli.main(['episodes', sharded, '--no-cache', '--json', '--beam',
+                   '--beam-option', 'direct_running_mode=in_memory']) == 0
+  assert json.loads(capsys.readouterr().out) == single
+  assert len(single) == 13
+  assert cli.main(['episodes', sharded, '--beam-option', 'x=']) == 2
+  assert capsys.readouterr().err == (
+      'rlds-lite episodes: Beam: unknown pipeline option --x= (no runner of '
+      'apache_beam defines it; see docs/distributed.md for the flags of '
+      'Dataflow, Flink and Spark).\n')
