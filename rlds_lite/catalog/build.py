@@ -4,6 +4,7 @@ The columns, and what ``last_step`` does to ``return``: ``docs/episodes.md``.
 """
 
 import dataclasses
+import functools
 import os
 import re
 from typing import Any, Dict, List, Optional, Tuple, Union
@@ -13,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import beam_runs
 from rlds_lite import op_context
 from rlds_lite import source as source_lib
 from rlds_lite import dataset_files
@@ -266,6 +268,49 @@ def _named_pass(builder: tfds.core.DatasetBuilder, split: str, plan: _Plan,
   return parts
 
 
+def _shard_parts(shard: int, dataset_dir: str, split: str, last_step: str
+                 ) -> Dict[int, Tuple[Dict[str, Any], int]]:
+  """``{shard: (parts, episodes read)}`` of one shard file (a Beam work item)."""
+  builder = tfds.builder_from_directory(dataset_dir)
+  files = records_lib.split_files(builder, split)
+  one = records_lib.SplitFiles(
+      (files.paths[shard],), (files.lengths[shard],), files.file_format,
+      f'{files.paths[shard]!r} (shard {shard} of {files.label})')
+  try:
+    with diagnosis.named_read_errors(builder, split):
+      parts_and_count = _pass(_plan(builder.info.features), one,
+                    last_step_lib.as_last_step(last_step), False)
+  except tf.errors.OpError as e:
+    raise ValueError(f'catalog: cannot read the episodes of {one.label}: '
+                     f'{dataset_files.short_message(e)}') from None
+  return {shard: parts_and_count}
+
+
+def _union(a: Dict[int, Any], b: Dict[int, Any]) -> Dict[int, Any]:
+  return {**a, **b}
+
+
+def _beam_parts(beam: beam_runs.Beam, builder: tfds.core.DatasetBuilder,
+                split: str, files: records_lib.SplitFiles,
+                policy: last_step_lib.LastStep) -> Dict[str, List[Any]]:
+  """`_named_pass` as a Beam job: each shard's parts, joined in shard order."""
+  shard_parts = functools.partial(_shard_parts,
+                                  dataset_dir=os.fspath(builder.data_dir),
+                                  split=split, last_step=policy.value)
+  merged = beam_runs.map_merge(beam, range(len(files.paths)), shard_parts,
+                               _union, 'Catalog')
+  by_shard = merged[0] if merged else {}
+  parts: Dict[str, List[Any]] = {}
+  done = 0
+  for shard in sorted(by_shard):
+    shard_parts_, count = by_shard[shard]
+    for key, values in shard_parts_.items():
+      parts.setdefault(key, []).extend(values)
+    done += count
+  dataset_files.check_all_read(builder, split, done)
+  return parts
+
+
 def _assemble(plan: _Plan, files: records_lib.SplitFiles,
               parts: Dict[str, List[Any]]) -> Dict[str, np.ndarray]:
   num = files.num_episodes
@@ -311,7 +356,8 @@ def catalog_of_builder(builder: tfds.core.DatasetBuilder, split: str,
                        *, last_step: Union[last_step_lib.LastStep,
                                            str] = 'invalid',
                        cache: bool = True,
-                       progress: Optional[bool] = None
+                       progress: Optional[bool] = None,
+                       beam: Optional[beam_runs.Beam] = None
                        ) -> table.Catalog:
   """`episodes` for a TFDS builder, without the left-out last rewards warning.
 
@@ -325,6 +371,8 @@ def catalog_of_builder(builder: tfds.core.DatasetBuilder, split: str,
   """
   with op_context.named('catalog'):
     policy = last_step_lib.as_last_step(last_step)
+  if beam is not None:
+    beam.options()  # Options that do not parse: refused, cached or not.
   files = records_lib.split_files(builder, split)
   dataset_files.check_open(builder, split)  # Named, as rlds_lite.load does.
   dataset_dir = os.fspath(builder.data_dir)
@@ -334,7 +382,10 @@ def catalog_of_builder(builder: tfds.core.DatasetBuilder, split: str,
     if cached is not None:
       return cached
   plan = _plan(builder.info.features)
-  parts = _named_pass(builder, split, plan, files, policy, progress)
+  if beam is None:
+    parts = _named_pass(builder, split, plan, files, policy, progress)
+  else:
+    parts = _beam_parts(beam, builder, split, files, policy)
   columns = _assemble(plan, files, parts)
   info = {
       'dataset': dataset_dir, 'split': split,
@@ -400,7 +451,8 @@ def episodes(name_or_dir: PathLike,
              data_dir: Optional[PathLike] = None,
              last_step: Union[last_step_lib.LastStep, str] = 'invalid',
              cache: bool = True,
-             progress: Optional[bool] = None) -> table.Catalog:
+             progress: Optional[bool] = None,
+             beam: Optional[beam_runs.Beam] = None) -> table.Catalog:
   """The episode catalog of a split: one row per episode (docs/episodes.md).
 
     Args:
@@ -411,6 +463,8 @@ def episodes(name_or_dir: PathLike,
         reward, warning if it is not zero) or ``'valid'``.
       cache: read/write the catalog next to the dataset.
       progress: the progress bar (None: on a terminal only).
+      beam: a `rlds_lite.beam_runs.Beam` to read the shard files on Apache
+        Beam, one per work item (the same catalog; docs/distributed.md).
 
     Example:
       >>> from rlds_lite import synthetic
@@ -426,6 +480,6 @@ def episodes(name_or_dir: PathLike,
     policy = last_step_lib.as_last_step(last_step)
   builder = source_lib.as_source(name_or_dir, split, data_dir=data_dir).builder
   catalog = catalog_of_builder(builder, split, last_step=policy, cache=cache,
-                               progress=progress)
+                               progress=progress, beam=beam)
   warn_left_out(catalog, 'episodes')
   return catalog

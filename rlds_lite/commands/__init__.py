@@ -5,6 +5,7 @@ nothing heavy before ``run``; see docs/cli.md ("Adding a command").
 """
 
 COMMANDS = (
+    'build',
     'chunk',
     'convert',
     'demo',

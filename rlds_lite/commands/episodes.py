@@ -2,7 +2,9 @@
 
 import argparse
 import json
+from typing import Any
 
+from rlds_lite.commands import beam_flags
 from rlds_lite.commands import dataset_options
 
 
@@ -36,9 +38,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
                       help='neither read nor write the catalog cache')
   dataset_options.add_last_step_argument(parser, 'return leaves the last '
                                          "step's reward out")
+  beam_flags.add_beam_arguments(parser, 'one shard file per work item')
 
 
-def _chosen(args: argparse.Namespace):
+def _chosen(args: argparse.Namespace, beam: Any = None):
   """The catalog's chosen rows, the split's episode count, the columns."""
   # pylint: disable=g-import-not-at-top
   from rlds_lite import source as source_lib
@@ -47,7 +50,7 @@ def _chosen(args: argparse.Namespace):
   builder, split = opened.builder, opened.split
   catalog = build.catalog_of_builder(
       builder, split, last_step=args.last_step, cache=not args.no_cache,
-      progress=dataset_options.progress_option(args))
+      progress=dataset_options.progress_option(args), beam=beam)
   build.warn_left_out(catalog, 'episodes')
   total = len(catalog)
   if args.where:
@@ -73,10 +76,14 @@ def run(args: argparse.Namespace) -> int:
   missing = dataset_options.missing_dataset(args.path)
   if missing:
     return dataset_options.report_error('episodes', missing)
+  try:
+    beam = beam_flags.beam_of(args)
+  except (ValueError, TypeError, ImportError) as e:
+    return dataset_options.report_error('episodes', e)
   dataset_options.quiet_logs()
   try:
     with dataset_options.last_step_warnings('episodes'):
-      catalog, total, columns = _chosen(args)
+      catalog, total, columns = _chosen(args, beam)
   except dataset_options.BAD_INPUT_ERRORS as e:
     return dataset_options.report_error('episodes', e)
   if args.json:

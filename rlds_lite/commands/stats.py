@@ -6,6 +6,7 @@ import os
 import sys
 
 from rlds_lite import overwriting
+from rlds_lite.commands import beam_flags
 from rlds_lite.commands import dataset_options
 
 _MAX_MESSAGE = 600  # Errors naming a damaged file are longer.
@@ -31,6 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
   dataset_options.add_last_step_argument(parser, 'left out of the statistics')
   parser.add_argument('--keep-last-step', action='store_true',
                       help='the same as --last-step valid')
+  beam_flags.add_beam_arguments(parser, 'one shard file per work item')
   parser.set_defaults(last_step=None)  # To tell an explicit 'invalid' apart.
 
 
@@ -87,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
                                       'action,observation/pos')
     if args.plot:
       overwriting.check_creatable(args.plot, writer='--plot')
-  except (ValueError, OSError) as e:
+    beam = beam_flags.beam_of(args)
+  except (ValueError, OSError, TypeError, ImportError) as e:
     return _fail(str(e))
   dataset_options.quiet_logs()
   # pylint: disable=g-import-not-at-top
@@ -100,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
       stats = stats_lib.compute(
           source, split=split, keys=keys, last_step=last_step,
           cache=not args.no_cache, progress=not args.no_progress,
-          data_dir=args.data_dir)
+          data_dir=args.data_dir, beam=beam)
   except (FileNotFoundError, ValueError, KeyError, TypeError) as e:
     return _fail(_one_line(e))
   written = None

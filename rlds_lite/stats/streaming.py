@@ -15,6 +15,7 @@ Example:
 
 import contextlib
 import dataclasses
+import functools
 import os
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 import warnings
@@ -24,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import beam_runs
 from rlds_lite import op_context
 from rlds_lite import option_objects
 from rlds_lite import dense
@@ -335,6 +337,7 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike,
             progress: bool = True,
             data_dir: Optional[PathLike] = None,
             sketch_k: int = sketch_lib.DEFAULT_K,
+            beam: Optional[beam_runs.Beam] = None,
             **legacy: Any) -> types.DatasetStats:
   """Statistics of an RLDS dataset, in one streaming pass (bounded memory).
 
@@ -355,6 +358,10 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike,
     progress: show a progress bar on a terminal (stderr).
     data_dir: TFDS data directory for registered names.
     sketch_k: quantile sketch capacity (accuracy vs memory).
+    beam: a `rlds_lite.beam_runs.Beam` to run on Apache Beam, one shard
+      file per work item, the shards' statistics merged (paths and names
+      only; the same result within the sketches' rank error, counts, sums,
+      min and max exact: docs/distributed.md).
     **legacy: ``transform_key=`` (now ``Transform(fn, key=)``) and
       ``mask_last_step=`` (now ``last_step=``), still taken, warning.
 
@@ -380,6 +387,10 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike,
   described = {'split': split, 'keys': _listed(keys),
                'last_step': policy.value, 'sketch_k': sketch_k}
   if isinstance(dataset_or_path, tf.data.Dataset):
+    if beam is not None:
+      raise TypeError('stats.compute: beam= needs a dataset directory or name '
+                      '(its shard files are the work items), not a '
+                      'tf.data.Dataset.')
     stats = _compute_episodes(dataset_or_path, keys, mask, transform,
                               (sketch_k, progress), described)
   else:
@@ -388,7 +399,7 @@ def compute(dataset_or_path: Union[tf.data.Dataset, PathLike,
     described['split'] = opened.split
     described['dataset'] = os.fspath(_label(dataset_or_path))
     stats = _compute_source(opened, keys, mask, transform, cache,
-                            (sketch_k, progress), described)
+                            (sketch_k, progress), described, beam)
   _warn_left_out(stats, mask)
   _warn_nonfinite(stats)
   return stats
@@ -423,9 +434,14 @@ def _compute_source(opened: source_lib.Source,
                     keys: Optional[Sequence[str]], mask: bool,
                     transform: Optional[Transform], cache: bool,
                     pass_options: Tuple[int, bool],
-                    described: Dict[str, Any]) -> types.DatasetStats:
+                    described: Dict[str, Any],
+                    beam: Optional[beam_runs.Beam] = None
+                    ) -> types.DatasetStats:
   """`compute` of an opened split: cached next to it, read errors named."""
   builder, split = opened.builder, opened.split
+  if beam is not None:
+    _check_plain_split(builder, split)
+    beam.options()  # Options that do not parse: refused before any pass.
   episodes = None
   if transform is not None:
     episodes = transform(_dense_episodes(opened, split, None))
@@ -438,24 +454,73 @@ def _compute_source(opened: source_lib.Source,
     cached = cache_lib.read(dataset_dir, key)
     if cached is not None:
       return cached
-  if episodes is None:
+  if beam is not None:
+    stats = _beam_pass(beam, builder, split, keys, mask, transform,
+                       pass_options[0], described)
+  elif episodes is None:
     # Without a transform, only the fields summarised are read (and
     # decoded): the pass never decodes the images it skips.
     steps_spec = _decoded_steps_spec(builder)
     selected, skipped = _select(steps_spec, keys)
     episodes = _dense_episodes(opened, split, None,
                                _needed_fields(steps_spec, selected))
+    with diagnosis.named_read_errors(builder, split):
+      stats = _pass(episodes, selected, skipped, mask, *pass_options,
+                    described)
   else:
     selected, skipped = _select(episodes.element_spec[rlds_types.STEPS], keys)
-  with diagnosis.named_read_errors(builder, split):
-    stats = _pass(episodes, selected, skipped, mask, *pass_options,
-                  described)
+    with diagnosis.named_read_errors(builder, split):
+      stats = _pass(episodes, selected, skipped, mask, *pass_options,
+                    described)
   if key is not None:
     try:
       cache_lib.write(dataset_dir, key, stats)
     except OSError as e:  # The statistics are still good: warn, go on.
       logging.warning('stats: not cached: %s', e)
   return stats
+
+
+def _check_plain_split(builder: tfds.core.DatasetBuilder, split: str) -> None:
+  if split not in builder.info.splits:
+    raise ValueError(f'stats.compute: beam= reads whole splits (their shard '
+                     f'files); pass a plain split name, got {split!r} (splits: '
+                     f'{sorted(builder.info.splits.keys())}).')
+
+
+def _shard_stats(shard: int, path: str, split: str,
+                 keys: Optional[Sequence[str]], last_step: str,
+                 transform: Optional[Transform],
+                 sketch_k: int) -> types.DatasetStats:
+  """The statistics of one shard file of a split (a Beam work item)."""
+  with warnings.catch_warnings():  # Warned once, of the merged result.
+    warnings.simplefilter('ignore')
+    stats = compute(path, split=f'{split}[{shard}shard:{shard + 1}shard]',
+                    keys=keys, last_step=last_step, transform=transform,
+                    cache=False, progress=False, sketch_k=sketch_k)
+  return dataclasses.replace(stats, source={})
+
+
+def _merge_two(a: types.DatasetStats,
+               b: types.DatasetStats) -> types.DatasetStats:
+  return dataclasses.replace(types.merge(a, b), source={})
+
+
+def _beam_pass(beam: beam_runs.Beam, builder: tfds.core.DatasetBuilder,
+               split: str, keys: Optional[Sequence[str]], mask: bool,
+               transform: Optional[Transform], sketch_k: int,
+               described: Dict[str, Any]) -> types.DatasetStats:
+  """`_pass` as a Beam job: each shard's statistics, merged."""
+  shard_stats = functools.partial(
+      _shard_stats, path=os.fspath(builder.data_dir), split=split,
+      keys=_listed(keys), last_step='invalid' if mask else 'valid',
+      transform=transform, sketch_k=sketch_k)
+  num_shards = builder.info.splits[split].num_shards
+  merged = beam_runs.map_merge(beam, range(num_shards), shard_stats,
+                               _merge_two, 'Stats')
+  if not merged:
+    raise ValueError(f'stats.compute: split {split!r} of '
+                     f'{os.fspath(builder.data_dir)!r} has no shard files.')
+  return dataclasses.replace(merged[0], source=described)
 
 
 def _warn_left_out(stats: types.DatasetStats, masked: bool) -> None:

@@ -12,7 +12,6 @@ Example (not run here: it needs a recording)::
 """
 
 import contextlib
-import dataclasses
 import os
 import sys
 import types
@@ -22,6 +21,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from rlds_lite import option_objects
+from rlds_lite.beam_runs import Beam
 from rlds_lite.tfds import builder as builder_lib
 from rlds_lite.tfds import envlogger_episodes
 from rlds_lite.tfds import episode_writer
@@ -35,22 +35,6 @@ __all__ = ['Beam', 'build_from_envlogger', 'envlogger_builder_class']
 PathLike = Union[str, os.PathLike]
 _OLD_FILE_KEYWORDS = ('file_format', 'use_images', 'image_encoding',
                       'jpeg_quality', 'description')
-
-
-@dataclasses.dataclass(frozen=True)
-class Beam:
-  """Build with Apache Beam through TFDS (needs ``apache-beam``).
-
-  Attributes:
-    runner: the Beam runner.
-    pipeline_options: ``apache_beam`` PipelineOptions, or None.
-
-  Example:
-    >>> Beam()
-    Beam(runner='DirectRunner', pipeline_options=None)
-  """
-  runner: Any = 'DirectRunner'
-  pipeline_options: Any = None
 
 
 def _beam_of(beam: Union[bool, Beam, None], legacy: Dict[str, Any]
@@ -132,8 +116,10 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
     options: a `FileOptions` (file format, image encoding, episodes per
       file; ``max_bytes_per_file`` is not supported here).
     card: a `DatasetCard` (description, homepage, citation; no metadata).
-    beam: True or a `Beam` to convert with Apache Beam (one recording per
-      element; shards then named by TFDS, ``...-00000-of-00001``).
+    beam: True or a `rlds_lite.beam_runs.Beam` (runner and options, e.g.
+      ``Beam.direct(2)``: two local worker processes) to convert with Apache
+      Beam (one recording per element; shards then named by TFDS,
+      ``...-00000-of-00001``); options that do not parse are refused first.
     lock_timeout: seconds to wait for another writer of the dataset (None:
       as long as it takes; 0: fail at once).
 
@@ -154,6 +140,7 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
     ([0, 1], True)
   """
   beam = _beam_of(beam, legacy)
+  pipeline_options = beam.options() if beam else None  # Checked first.
   options, card = episode_writer.options_and_card(
       'build_from_envlogger', options, card, legacy,
       allowed=_OLD_FILE_KEYWORDS)
@@ -184,7 +171,7 @@ def build_from_envlogger(envlogger_dir: Union[PathLike, Sequence[PathLike]],
           data_dir=staging, file_format=file_format)
       download_config = tfds.download.DownloadConfig(
           beam_runner=beam.runner if beam else None,
-          beam_options=beam.pipeline_options if beam else None)
+          beam_options=pipeline_options)
       # TFDS prints where it prepares the dataset: the staging directory.
       # Users are told where the dataset will be.
       with contextlib.redirect_stdout(_Renamed(sys.stdout,
