@@ -1,0 +1,148 @@
+"""`as_dataset`: a buffer's sampled batches as an endless ``tf.data.Dataset`` for Keras, JAX or a Python loop."""
+
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
+import tensorflow as tf
+
+from rlds_lite import nest_paths
+from rlds_lite.replay import rate_limit
+from rlds_lite.replay import storage as storage_lib
+
+__all__ = ['as_dataset', 'INFO_FIELDS']
+
+INFO_FIELDS = ('indices', 'episode_ids', 'step_ids', 'weights')
+"""The keys of each element's sample-info dict (`SampleInfo`'s fields)."""
+
+_STOPS = (rate_limit.RateLimitTimeout, ValueError, TypeError)
+"""What ends the dataset with one clear error instead of a traceback."""
+
+
+def _check_int(value: Any, name: str, least: int) -> int:
+  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+    raise ValueError(f'as_dataset: {name} must be an int >= {least}, got {value!r}.')
+  return int(value)
+
+
+def _signature(buffer, batch_size: int) -> Dict[str, tf.TensorSpec]:
+  """Flat path -> spec of one batch, from the storage's spec (nothing is sampled)."""
+  spec = buffer.storage.spec
+  if not spec:
+    raise ValueError('as_dataset: the buffer holds no steps and its storage no spec yet; '
+                     'add steps first, or give the storage a spec.')
+  def tensor_spec(shape, dtype):
+    dtype = tf.string if np.dtype(dtype).kind in 'OSU' else tf.as_dtype(dtype)
+    return tf.TensorSpec([batch_size] + list(shape), dtype)
+  if buffer.kind is None:
+    return {p: tensor_spec(f.shape, f.dtype) for p, f in spec.items()}
+  width = len(buffer.kind.offsets)
+  steps = {p: tensor_spec((width,) + f.shape, f.dtype) for p, f in spec.items()}
+  rows = tf.TensorSpec([batch_size], tf.int64)
+  traced = tf.function(buffer.kind.assemble).get_concrete_function(
+      steps, rows, rows, tf.TensorSpec([batch_size], tf.bool))
+  return {p: tf.TensorSpec([batch_size] + v.shape[1:].as_list(), v.dtype)
+          for p, v in traced.structured_outputs.items()}
+
+
+def _draw(buffer, batch_size: int, chunk: int) -> Tuple[Dict[str, Any], List[np.ndarray]]:
+  """Up to ``chunk`` batches, drawn as ``chunk`` calls of `ReplayBuffer.sample` would draw them.
+
+  Waits (outside the lock) for the first batch only; stops early where the
+  rate limiter would make the next one wait. One gather serves all batches.
+  """
+  limiter = buffer.rate_limiter
+  if limiter is not None:
+    buffer._wait(lambda: limiter.can_sample(*buffer._counts(), batch_size),
+                 lambda: buffer._starved(batch_size))
+  storage, sampler = buffer.storage, buffer.sampler
+  slots, weights = [], []
+  with storage.lock():
+    buffer._sync()
+    while len(slots) < chunk and (not slots or limiter is None or
+                                  limiter.can_sample(*buffer._counts(), batch_size)):
+      if not sampler.count:
+        raise ValueError(buffer._nothing_to_sample())
+      picked, weight = sampler.sample(batch_size, buffer.rng)
+      storage.header[storage_lib.SAMPLED] += batch_size
+      buffer._count_draws(picked)
+      slots.append(picked)
+      weights.append(weight)
+    slots = np.concatenate(slots)
+    values = buffer._gather(slots)
+    info = [slots, storage.episode_ids[slots], storage.step_ids[slots].astype(np.int64),
+            np.concatenate(weights)]
+  return buffer._finish(values), info
+
+
+def _producer(buffer, batch_size: int, chunk: int, paths: List[str]):
+  def produce(unused_tick):
+    try:
+      values, info = _draw(buffer, batch_size, chunk)
+      problem = ''
+    except _STOPS as e:
+      count = 0
+      problem = f'as_dataset stopped: {type(e).__name__}: {e}'
+    else:
+      count = len(info[0]) // batch_size
+    if problem:
+      return [np.zeros([0], np.int64)] * (len(paths) + len(INFO_FIELDS)) + [problem]
+    out = [values[p] for p in paths] + info
+    return [a.reshape((count, batch_size) + a.shape[1:]) for a in out] + [problem]
+  return produce
+
+
+def as_dataset(buffer, batch_size: int, prefetch: int = 2, chunk: int = 8) -> tf.data.Dataset:
+  """An endless ``tf.data.Dataset`` of ``(batch, info)``: what `ReplayBuffer.sample` returns, as tensors.
+
+  ``batch`` is the nested dict of a sample; ``info`` a dict of `INFO_FIELDS`.
+  Batches are drawn ``chunk`` at a time in one Python call (fewer when the
+  rate limiter would wait) and ``prefetch`` of them wait ready: an
+  ``update_priority`` made after you receive batch ``j`` affects every batch
+  from ``j + prefetch + chunk`` on (``prefetch=0, chunk=1``: from ``j + 1``).
+  A rate-limiter timeout or an empty buffer stops the dataset with one
+  ``tf.errors.InvalidArgumentError`` whose message starts ``as_dataset stopped:``.
+
+  Args:
+    buffer: a `ReplayBuffer`.
+    batch_size: samples per batch.
+    prefetch: batches kept ready ahead of the consumer (0: none).
+    chunk: batches drawn per Python call (more: faster, staler priorities).
+
+  Returns:
+    A ``tf.data.Dataset`` of ``(dict of [batch_size, ...] tensors, info dict)``.
+
+  Example:
+    >>> from rlds_lite import replay
+    >>> buffer = replay.ReplayBuffer(replay.MemoryStorage(16), seed=0)
+    >>> buffer.extend({'observation': np.zeros([10, 3], np.float32), 'reward': np.ones([10])})
+    >>> batch, info = next(iter(as_dataset(buffer, 4)))
+    >>> batch['observation'].shape, sorted(info), info['weights'].numpy().tolist()
+    (TensorShape([4, 3]), ['episode_ids', 'indices', 'step_ids', 'weights'], [1.0, 1.0, 1.0, 1.0])
+  """
+  batch_size = _check_int(batch_size, 'batch_size', 1)
+  prefetch = _check_int(prefetch, 'prefetch', 0)
+  chunk = _check_int(chunk, 'chunk', 1)
+  signature = _signature(buffer, batch_size)
+  paths = sorted(signature)
+  info_specs = [tf.TensorSpec([batch_size], d)
+                for d in (tf.int64, tf.int64, tf.int64, tf.float32)]
+  specs = [signature[p] for p in paths] + info_specs
+  produce = _producer(buffer, batch_size, chunk, paths)
+
+  def draw(tick):
+    *out, problem = tf.py_function(produce, [tick], [s.dtype for s in specs] + [tf.string])
+    check = tf.debugging.Assert(tf.equal(problem, ''), [problem])
+    with tf.control_dependencies([check]):
+      out = [tf.identity(t) for t in out]
+    for tensor, spec in zip(out, specs):
+      tensor.set_shape([None] + spec.shape.as_list())
+    batch = nest_paths.nest_from_paths(dict(zip(paths, out[:len(paths)])))
+    return batch, dict(zip(INFO_FIELDS, out[len(paths):]))
+
+  ds = tf.data.Dataset.from_tensors(np.int64(0)).repeat().map(draw).unbatch()
+  if prefetch:
+    ds = ds.prefetch(prefetch)
+  options = tf.data.Options()   # No buffer but `prefetch`: the update lag stays exact.
+  options.experimental_optimization.inject_prefetch = False
+  options.experimental_optimization.map_parallelization = False
+  return ds.with_options(options)
