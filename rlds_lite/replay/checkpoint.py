@@ -208,9 +208,17 @@ def _storage_for(body: Mapping[str, Any], storage, where: str):
   if storage.spec is None and spec:
     storage.allocate(spec)
   elif dict(storage.spec or {}) != spec:
-    raise ValueError(f'restore: {where} holds a buffer of spec {body["spec"]}, not '
-                     f'{spec_lib.to_json(storage.spec or {})}.')
+    raise ValueError(f'restore: {where} {_spec_difference(spec, dict(storage.spec or {}))}.')
   return storage
+
+
+def _spec_difference(saved: spec_lib.Spec, given: spec_lib.Spec) -> str:
+  """The first field where two specs differ, in words."""
+  def describe(spec, path):
+    return spec[path].describe() if path in spec else 'no such field'
+  path = next(p for p in sorted(set(saved) | set(given)) if saved.get(p) != given.get(p))
+  return (f'holds field {path!r} as {describe(saved, path)}, the storage as '
+          f'{describe(given, path)}: another spec')
 
 
 def _build(body: Mapping[str, Any]) -> Dict[str, Any]:
