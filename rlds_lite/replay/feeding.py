@@ -24,31 +24,32 @@ def _check_int(value: Any, name: str, least: int) -> int:
   return int(value)
 
 
-def _signature(buffer, batch_size: int) -> Dict[str, tf.TensorSpec]:
-  """Flat path -> spec of one batch, from the storage's spec (nothing is sampled)."""
+def _tensor_spec(shape, dtype) -> tf.TensorSpec:
+  dtype = tf.string if np.dtype(dtype).kind in 'OSU' else tf.as_dtype(dtype)
+  return tf.TensorSpec([None] + list(shape), dtype)
+
+
+def _inputs(buffer) -> Dict[str, tf.TensorSpec]:
+  """Flat name -> spec of what the Python call returns per sample (nothing is sampled)."""
   spec = buffer.storage.spec
   if not spec:
     raise ValueError('as_dataset: the buffer holds no steps and its storage no spec yet; '
                      'add steps first, or give the storage a spec.')
-  def tensor_spec(shape, dtype):
-    dtype = tf.string if np.dtype(dtype).kind in 'OSU' else tf.as_dtype(dtype)
-    return tf.TensorSpec([batch_size] + list(shape), dtype)
   if buffer.kind is None:
-    return {p: tensor_spec(f.shape, f.dtype) for p, f in spec.items()}
+    return {p: _tensor_spec(f.shape, f.dtype) for p, f in spec.items()}
   width = len(buffer.kind.offsets)
-  steps = {p: tensor_spec((width,) + f.shape, f.dtype) for p, f in spec.items()}
-  rows = tf.TensorSpec([batch_size], tf.int64)
-  traced = tf.function(buffer.kind.assemble).get_concrete_function(
-      steps, rows, rows, tf.TensorSpec([batch_size], tf.bool))
-  return {p: tf.TensorSpec([batch_size] + v.shape[1:].as_list(), v.dtype)
-          for p, v in traced.structured_outputs.items()}
+  out = {f'steps/{p}': _tensor_spec((width,) + f.shape, f.dtype) for p, f in spec.items()}
+  out.update(start=_tensor_spec((), 'int64'), length=_tensor_spec((), 'int64'),
+             terminated=_tensor_spec((), 'bool'))
+  return out
 
 
 def _draw(buffer, batch_size: int, chunk: int) -> Tuple[Dict[str, Any], List[np.ndarray]]:
   """Up to ``chunk`` batches, drawn as ``chunk`` calls of `ReplayBuffer.sample` would draw them.
 
   Waits (outside the lock) for the first batch only; stops early where the
-  rate limiter would make the next one wait. One gather serves all batches.
+  rate limiter would make the next one wait. One gather serves all batches;
+  a kind's samples are left to assemble (in the dataset's graph).
   """
   limiter = buffer.rate_limiter
   if limiter is not None:
@@ -68,26 +69,20 @@ def _draw(buffer, batch_size: int, chunk: int) -> Tuple[Dict[str, Any], List[np.
       slots.append(picked)
       weights.append(weight)
     slots = np.concatenate(slots)
-    values = buffer._gather(slots)
+    values = dict(nest_paths.flatten_with_paths(buffer._gather(slots)))
     info = [slots, storage.episode_ids[slots], storage.step_ids[slots].astype(np.int64),
             np.concatenate(weights)]
-  return buffer._finish(values), info
+  return values, info
 
 
-def _producer(buffer, batch_size: int, chunk: int, paths: List[str]):
+def _producer(buffer, batch_size: int, chunk: int, names: List[str]):
   def produce(unused_tick):
     try:
       values, info = _draw(buffer, batch_size, chunk)
-      problem = ''
     except _STOPS as e:
-      count = 0
-      problem = f'as_dataset stopped: {type(e).__name__}: {e}'
-    else:
-      count = len(info[0]) // batch_size
-    if problem:
-      return [np.zeros([0], np.int64)] * (len(paths) + len(INFO_FIELDS)) + [problem]
-    out = [values[p] for p in paths] + info
-    return [a.reshape((count, batch_size) + a.shape[1:]) for a in out] + [problem]
+      empty = [np.zeros([0], np.int64)] * (len(names) + len(INFO_FIELDS))
+      return empty + [f'as_dataset stopped: {type(e).__name__}: {e}']
+    return [values[n] for n in names] + info + ['']
   return produce
 
 
@@ -122,12 +117,16 @@ def as_dataset(buffer, batch_size: int, prefetch: int = 2, chunk: int = 8) -> tf
   batch_size = _check_int(batch_size, 'batch_size', 1)
   prefetch = _check_int(prefetch, 'prefetch', 0)
   chunk = _check_int(chunk, 'chunk', 1)
-  signature = _signature(buffer, batch_size)
-  paths = sorted(signature)
-  info_specs = [tf.TensorSpec([batch_size], d)
-                for d in (tf.int64, tf.int64, tf.int64, tf.float32)]
-  specs = [signature[p] for p in paths] + info_specs
-  produce = _producer(buffer, batch_size, chunk, paths)
+  inputs = _inputs(buffer)
+  names = sorted(inputs)
+  specs = [inputs[n] for n in names] + [tf.TensorSpec([None], d)
+                                         for d in (tf.int64, tf.int64, tf.int64, tf.float32)]
+  produce = _producer(buffer, batch_size, chunk, names)
+  def assemble(flat):
+    if buffer.kind is None:
+      return flat
+    steps = {n[len('steps/'):]: v for n, v in flat.items() if n.startswith('steps/')}
+    return buffer.kind.assemble(steps, flat['start'], flat['length'], flat['terminated'])
 
   def draw(tick):
     *out, problem = tf.py_function(produce, [tick], [s.dtype for s in specs] + [tf.string])
@@ -135,9 +134,11 @@ def as_dataset(buffer, batch_size: int, prefetch: int = 2, chunk: int = 8) -> tf
     with tf.control_dependencies([check]):
       out = [tf.identity(t) for t in out]
     for tensor, spec in zip(out, specs):
-      tensor.set_shape([None] + spec.shape.as_list())
-    batch = nest_paths.nest_from_paths(dict(zip(paths, out[:len(paths)])))
-    return batch, dict(zip(INFO_FIELDS, out[len(paths):]))
+      tensor.set_shape(spec.shape)
+    in_batches = lambda t: tf.reshape(t, tf.concat([[-1, batch_size], tf.shape(t)[1:]], 0))
+    values = {p: in_batches(v) for p, v in assemble(dict(zip(names, out))).items()}
+    info = {f: in_batches(t) for f, t in zip(INFO_FIELDS, out[len(names):])}
+    return nest_paths.nest_from_paths(values), info
 
   ds = tf.data.Dataset.from_tensors(np.int64(0)).repeat().map(draw).unbatch()
   if prefetch:

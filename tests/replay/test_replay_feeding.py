@@ -10,6 +10,7 @@ import tensorflow as tf
 from rlds_lite import replay
 from rlds_lite.replay import storage as storage_lib
 from rlds_lite.sample_kinds import Transitions
+from rlds_lite.sample_kinds import Windows
 from tests.replay import replay_testing
 
 
@@ -25,6 +26,7 @@ def _episodes(buffer, language=False):
 @pytest.mark.parametrize('sampler,kind,language', [
     (replay.Prioritized(alpha=0.8), Transitions(n=2, gamma=0.5), False),
     (replay.WithoutReplacement(), None, True),
+    (replay.Uniform(), Windows(size=3, drop_remainder=False), False),
 ])
 def test_the_dataset_draws_what_sample_would(sampler, kind, language, tmp_path):
   buffer = _episodes(replay.ReplayBuffer(replay.MemoryStorage(16), sampler=sampler,
