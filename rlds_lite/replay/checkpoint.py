@@ -280,6 +280,8 @@ def restore(buffer_class, path: str, storage: Optional[storage_lib.Storage] = No
                                    seed=body['seed'], **_build(body))
   with target.lock():
     _fill(buffer, body, path)
+    if isinstance(target, storage_lib.MemmapStorage) and target.spec is not None:
+      target.flush()
   return buffer
 
 

@@ -228,3 +228,12 @@ def test_a_kill_mid_save_leaves_the_old_checkpoint(step, saved, tmp_path):
   buffer.save(path)   # The next save puts the old one back, then replaces it.
   assert len(replay.ReplayBuffer.restore(path)) == 3
   assert sorted(os.listdir(tmp_path)) == ['copy']
+
+
+def test_an_empty_buffer_round_trips(tmp_path):
+  empty = replay.ReplayBuffer(replay.MemmapStorage(str(tmp_path / 'live'), 8), kind=Windows(size=2))
+  restored = replay.ReplayBuffer.restore(empty.save(str(tmp_path / 'ckpt')),
+                                         replay.MemmapStorage(str(tmp_path / 'again'), 8))
+  assert (len(restored), restored.storage.spec) == (0, None)
+  restored.add_episode({'steps': replay_testing.episode(3)})
+  assert restored.num_samples == 2
