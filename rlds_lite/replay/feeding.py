@@ -86,6 +86,36 @@ def _producer(buffer, batch_size: int, chunk: int, names: List[str]):
   return produce
 
 
+def _draw_fn(buffer, batch_size: int, chunk: int):
+  """The dataset's map: a chunk of batches from one Python call, assembled, checked, in batches."""
+  inputs = _inputs(buffer)
+  names = sorted(inputs)
+  specs = [inputs[n] for n in names] + [tf.TensorSpec([None], d)
+                                         for d in (tf.int64, tf.int64, tf.int64, tf.float32)]
+  produce = _producer(buffer, batch_size, chunk, names)
+
+  def assemble(flat):
+    if buffer.kind is None:
+      return flat
+    steps = {n[len('steps/'):]: v for n, v in flat.items() if n.startswith('steps/')}
+    return buffer.kind.assemble(steps, flat['start'], flat['length'], flat['terminated'])
+
+  def in_batches(t):
+    return tf.reshape(t, tf.concat([[-1, batch_size], tf.shape(t)[1:]], 0))
+
+  def draw(tick):
+    *out, problem = tf.py_function(produce, [tick], [s.dtype for s in specs] + [tf.string])
+    check = tf.debugging.Assert(tf.equal(problem, ''), [problem])
+    with tf.control_dependencies([check]):
+      out = [tf.identity(t) for t in out]
+    for tensor, spec in zip(out, specs):
+      tensor.set_shape(spec.shape)
+    values = {p: in_batches(v) for p, v in assemble(dict(zip(names, out))).items()}
+    info = {f: in_batches(t) for f, t in zip(INFO_FIELDS, out[len(names):])}
+    return nest_paths.nest_from_paths(values), info
+  return draw
+
+
 def as_dataset(buffer, batch_size: int, prefetch: int = 2, chunk: int = 8) -> tf.data.Dataset:
   """An endless ``tf.data.Dataset`` of ``(batch, info)``: what `ReplayBuffer.sample` returns, as tensors.
 
@@ -117,29 +147,7 @@ def as_dataset(buffer, batch_size: int, prefetch: int = 2, chunk: int = 8) -> tf
   batch_size = _check_int(batch_size, 'batch_size', 1)
   prefetch = _check_int(prefetch, 'prefetch', 0)
   chunk = _check_int(chunk, 'chunk', 1)
-  inputs = _inputs(buffer)
-  names = sorted(inputs)
-  specs = [inputs[n] for n in names] + [tf.TensorSpec([None], d)
-                                         for d in (tf.int64, tf.int64, tf.int64, tf.float32)]
-  produce = _producer(buffer, batch_size, chunk, names)
-  def assemble(flat):
-    if buffer.kind is None:
-      return flat
-    steps = {n[len('steps/'):]: v for n, v in flat.items() if n.startswith('steps/')}
-    return buffer.kind.assemble(steps, flat['start'], flat['length'], flat['terminated'])
-
-  def draw(tick):
-    *out, problem = tf.py_function(produce, [tick], [s.dtype for s in specs] + [tf.string])
-    check = tf.debugging.Assert(tf.equal(problem, ''), [problem])
-    with tf.control_dependencies([check]):
-      out = [tf.identity(t) for t in out]
-    for tensor, spec in zip(out, specs):
-      tensor.set_shape(spec.shape)
-    in_batches = lambda t: tf.reshape(t, tf.concat([[-1, batch_size], tf.shape(t)[1:]], 0))
-    values = {p: in_batches(v) for p, v in assemble(dict(zip(names, out))).items()}
-    info = {f: in_batches(t) for f, t in zip(INFO_FIELDS, out[len(names):])}
-    return nest_paths.nest_from_paths(values), info
-
+  draw = _draw_fn(buffer, batch_size, chunk)
   ds = tf.data.Dataset.from_tensors(np.int64(0)).repeat().map(draw).unbatch()
   if prefetch:
     ds = ds.prefetch(prefetch)
