@@ -12,8 +12,10 @@ taking turns round by round in one process:
   as_dataset  ``buffer.as_dataset(256, prefetch=2, chunk=c)`` for each ``--chunks`` c.
 
 Each is consumed in a Python loop (``next`` per batch, as a training loop would) and in-graph
-(``Dataset.reduce`` over ``take(n)``; numpy has no in-graph form). Reported: batches/s, best
-of ``--repeats`` rounds, and the fractions of numpy and of the bound reached.
+(``Dataset.reduce`` over ``take(n)``; numpy has no in-graph form). Reported: batches/s of wall
+time and µs of process CPU time (all threads) per batch, each the best of ``--repeats``
+rounds, and the fractions of numpy and of the bound reached. On a shared machine the CPU
+times hold better than the rates.
 
 Usage:
   flock /tmp/bench.lock python benchmarks/bench_replay_feeding.py [--quick] [--write-results]
@@ -46,29 +48,36 @@ def make_buffer(capacity: int, kind) -> replay.ReplayBuffer:
   return buffer
 
 
-def python_loop(ds: tf.data.Dataset, batches: int) -> float:
+def timed(run, batches: int):
+  """``(batches/s of wall time, µs of process CPU time per batch)`` of ``run()``."""
+  wall, cpu = time.perf_counter(), time.process_time()
+  run()
+  return batches / (time.perf_counter() - wall), (time.process_time() - cpu) / batches * 1e6
+
+
+def python_loop(ds: tf.data.Dataset, batches: int):
   it = iter(ds)
   next(it)
-  start = time.perf_counter()
-  for _ in range(batches):
-    next(it)
-  return batches / (time.perf_counter() - start)
+
+  def run():
+    for _ in range(batches):
+      next(it)
+  return timed(run, batches)
 
 
-def in_graph(ds: tf.data.Dataset, batches: int) -> float:
+def in_graph(ds: tf.data.Dataset, batches: int):
   count = lambda n, unused: n + 1
   ds.take(2).reduce(np.int64(0), count)   # Traced and warm.
-  start = time.perf_counter()
-  ds.take(batches).reduce(np.int64(0), count)
-  return batches / (time.perf_counter() - start)
+  return timed(lambda: ds.take(batches).reduce(np.int64(0), count), batches)
 
 
-def numpy_loop(buffer, batches: int) -> float:
+def numpy_loop(buffer, batches: int):
   buffer.sample(BATCH)
-  start = time.perf_counter()
-  for _ in range(batches):
-    buffer.sample(BATCH)
-  return batches / (time.perf_counter() - start)
+
+  def run():
+    for _ in range(batches):
+      buffer.sample(BATCH)
+  return timed(run, batches)
 
 
 def bound_dataset(buffer) -> tf.data.Dataset:
@@ -91,16 +100,19 @@ def one_round(buffers, chunks, batches):
 
 
 def table(best, buffers, chunks) -> str:
-  lines = ['| samples | contender | Python loop batches/s | of numpy | of bound | in-graph '
-           'batches/s | of bound |', '| --- | --- | ---: | ---: | ---: | ---: | ---: |']
+  lines = ['| samples | contender | Python loop batches/s | of numpy | of bound | CPU µs/batch | '
+           'in-graph batches/s | of bound | CPU µs/batch |',
+           '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |']
   for name in buffers:
-    numpy_rate = best[name, 'numpy', 'loop']
-    bound_loop, bound_graph = best[name, 'bound', 'loop'], best[name, 'bound', 'graph']
-    lines.append(f'| {name} | numpy `sample(256)` | {numpy_rate:,.0f} | 1.00 | | | |')
+    numpy_rate, numpy_cpu = best[name, 'numpy', 'loop']
+    bound_loop, bound_graph = best[name, 'bound', 'loop'][0], best[name, 'bound', 'graph'][0]
+    lines.append(f'| {name} | numpy `sample(256)` | {numpy_rate:,.0f} | 1.00 | | '
+                 f'{numpy_cpu:,.0f} | | | |')
     for label in ['bound'] + [f'as_dataset chunk={c}' for c in chunks]:
-      loop, graph = best[name, label, 'loop'], best[name, label, 'graph']
+      (loop, loop_cpu), (graph, graph_cpu) = best[name, label, 'loop'], best[name, label, 'graph']
       lines.append(f'| {name} | {label} | {loop:,.0f} | {loop / numpy_rate:.2f} | '
-                   f'{loop / bound_loop:.2f} | {graph:,.0f} | {graph / bound_graph:.2f} |')
+                   f'{loop / bound_loop:.2f} | {loop_cpu:,.0f} | {graph:,.0f} | '
+                   f'{graph / bound_graph:.2f} | {graph_cpu:,.0f} |')
   return '\n'.join(lines)
 
 
@@ -121,8 +133,9 @@ def main():
   load_before = subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()
   best = {}
   for _ in range(args.repeats):
-    for key, rate in one_round(buffers, chunks, args.batches).items():
-      best[key] = max(best.get(key, 0.0), rate)
+    for key, (rate, cpu) in one_round(buffers, chunks, args.batches).items():
+      old_rate, old_cpu = best.get(key, (0.0, np.inf))
+      best[key] = (max(old_rate, rate), min(old_cpu, cpu))
   load_after = subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()
   text = table(best, buffers, chunks)
   print(text)
