@@ -51,6 +51,9 @@ setuptools.setup(
             'nbformat>=5.10',
             'ipykernel>=6.29',
             'minari==0.5.4',
+            # rlds_lite.record (the gymnasium extra) is tested against
+            # minari.DataCollector (writing needs jax, above).
+            'gymnasium>=1.1,<2',
             'Pillow>=10',
             # MP4 output of episode_to_video (the video extra) is tested too.
             'imageio>=2.30',
@@ -70,6 +73,8 @@ setuptools.setup(
             'grain>=0.2,<0.3',
         ],
         'jax': ['jax>=0.4.30'],
+        # rlds_lite.record: Gymnasium envs and vector envs recorded as RLDS.
+        'gymnasium': ['gymnasium>=1.1,<2'],
         # rlds_lite.random_access.grain_batches / GrainSamples (JAX users).
         'grain': ['grain>=0.2,<0.3'],
         # MP4 output of rlds_lite.episode_to_video (GIF needs nothing).

@@ -156,8 +156,13 @@ def _as_spec_dtype(value: Any, spec: Any, path: str) -> Any:
   return array[()] if array.ndim == 0 else array
 
 
-def _conform_action(action: Any, spec: Any, path: str = 'action') -> Any:
-  """`action` shaped like the (nested) `spec`, leaves in the spec's dtypes."""
+def conform_action(action: Any, spec: Any, path: str = 'action') -> Any:
+  """`action` shaped like the (nested) `spec`, leaves in the spec's dtypes.
+
+  Example:
+    >>> conform_action(2, dm_specs.DiscreteArray(3))
+    np.int32(2)
+  """
   if isinstance(spec, dm_specs.Array):
     return _as_spec_dtype(action, spec, path)
   if isinstance(spec, collections.abc.Mapping):
@@ -166,14 +171,14 @@ def _conform_action(action: Any, spec: Any, path: str = 'action') -> Any:
       raise ValueError(
           f'The policy returned {path}={action!r}; env.action_spec() expects '
           f'a dict with keys {sorted(spec)}.')
-    return {k: _conform_action(action[k], spec[k], f'{path}[{k!r}]')
+    return {k: conform_action(action[k], spec[k], f'{path}[{k!r}]')
             for k in spec}
   if isinstance(spec, (tuple, list)):
     if (not isinstance(action, (tuple, list)) or len(action) != len(spec)):
       raise ValueError(
           f'The policy returned {path}={action!r}; env.action_spec() expects '
           f'a sequence of {len(spec)} values.')
-    values = [_conform_action(a, s, f'{path}[{i}]')
+    values = [conform_action(a, s, f'{path}[{i}]')
               for i, (a, s) in enumerate(zip(action, spec))]
     if hasattr(spec, '_fields'):  # A namedtuple.
       return type(spec)(*values)
@@ -279,8 +284,13 @@ class _Callbacks:
     return result or None
 
 
-def _episode_return(rewards: Sequence[Any]) -> float:
-  """Sum of all reward leaves (a None reward, off the dm_env contract, is 0)."""
+def episode_return(rewards: Sequence[Any]) -> float:
+  """Sum of all reward leaves (a None reward, off the dm_env contract, is 0).
+
+  Example:
+    >>> episode_return([None, 1.0, {'a': 0.5, 'b': 0.25}])
+    1.75
+  """
   return float(sum(np.sum(leaf) for reward in rewards if reward is not None
                    for leaf in tf.nest.flatten(reward)))
 
@@ -378,7 +388,14 @@ def _make_data_dir(data_dir: str) -> None:
     raise PermissionError(f'`data_dir` {data_dir} is not writable.')
 
 
-def _seed(env: dm_env.Environment, policy: Policy, seed: int) -> None:
+def seed_run(env: dm_env.Environment, policy: Policy, seed: int) -> None:
+  """Calls ``env.seed(seed)`` (required) and ``policy.seed(seed + 1)`` (if it has one).
+
+  Example:
+    >>> from rlds_lite import envs
+    >>> env = envs.make('catch', seed=0)
+    >>> seed_run(env, env.expert_policy, 3)
+  """
   if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
     raise TypeError(f'`seed` must be an int or None, got {seed!r}.')
   if seed < 0:
@@ -394,9 +411,16 @@ def _seed(env: dm_env.Environment, policy: Policy, seed: int) -> None:
     policy_seed(int(seed) + 1)
 
 
-def _check_record_args(env: Any, policy: Any, num_episodes: Any,
-                       callbacks: Mapping[str, Any], metadata: Any,
-                       if_exists: str) -> None:
+def check_run_args(env: Any, policy: Any, num_episodes: Any) -> None:
+  """A `dm_env.Environment`, a callable policy and a positive episode count, else one clear error.
+
+  Example:
+    >>> from rlds_lite import envs
+    >>> check_run_args(envs.make('catch'), print, 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: `num_episodes` must be a positive int, got 0.
+  """
   if not isinstance(env, dm_env.Environment):
     raise TypeError(
         f'`env` must be a dm_env.Environment, got {type(env).__name__}.')
@@ -408,6 +432,12 @@ def _check_record_args(env: Any, policy: Any, num_episodes: Any,
       not isinstance(num_episodes, (int, np.integer)) or num_episodes < 1):
     raise ValueError(
         f'`num_episodes` must be a positive int, got {num_episodes!r}.')
+
+
+def _check_record_args(env: Any, policy: Any, num_episodes: Any,
+                       callbacks: Mapping[str, Any], metadata: Any,
+                       if_exists: str) -> None:
+  check_run_args(env, policy, num_episodes)
   for name, fn in callbacks.items():
     if fn is not None and not callable(fn):
       raise TypeError(f'`{name}` must be callable or None, got {fn!r}.')
@@ -528,7 +558,7 @@ def record(env: dm_env.Environment,
     first_id, marked, target = _prepare_data_dir(
         envlogger, data_dir, env, if_exists, metadata)
     if seed is not None:
-      _seed(env, policy, seed)
+      seed_run(env, policy, seed)
     dataset_metadata = dict(metadata or {})
     if marked:
       dataset_metadata[RECORDER_KEY] = 'rlds_lite.envlogger.record'
@@ -584,11 +614,11 @@ def _record_episodes(env_logger: Callable[..., Any], env: dm_env.Environment,
       timestep = logged.reset()
       rewards = []
       while not timestep.last():
-        timestep = logged.step(_conform_action(policy(timestep), action_spec))
+        timestep = logged.step(conform_action(policy(timestep), action_spec))
         rewards.append(timestep.reward)
       ids.append(episode_id)
       lengths.append(len(rewards) + 1)
-      returns.append(_episode_return(rewards))
+      returns.append(episode_return(rewards))
       total_return += returns[-1]
       # Drawn with the count, at most every tqdm mininterval: not a redraw
       # (and a mean over all returns) per episode.

@@ -12,6 +12,7 @@ from rlds_lite import sample_kinds
 from rlds_lite.replay import checkpoint
 from rlds_lite.replay import episodes as episodes_lib
 from rlds_lite.replay import feeding
+from rlds_lite.replay import offline
 from rlds_lite.replay import rate_limit
 from rlds_lite.replay import samplers as samplers_lib
 from rlds_lite.replay import spec as spec_lib
@@ -68,6 +69,8 @@ class ReplayBuffer:
     kind: None (steps) or a sample kind.
     max_times_sampled: a sample is removed after this many draws (None: never).
     seed: the sampler's random seed.
+    log_to: also log every added step to this (e.g. `replay.RLDSLog`: episodes
+      kept in an RLDS dataset after the buffer evicts them).
 
   Example:
     >>> from rlds_lite import replay
@@ -86,7 +89,8 @@ class ReplayBuffer:
                sampler: Optional[Any] = None, writer: Optional[Any] = None,
                rate_limiter: Optional[rate_limit.RateLimiter] = None,
                kind: Optional[sample_kinds.SampleKind] = None,
-               max_times_sampled: Optional[int] = None, seed: int = 0):
+               max_times_sampled: Optional[int] = None, seed: int = 0,
+               log_to: Optional[Any] = None):
     if not isinstance(storage, storage_lib.Storage):
       raise TypeError('ReplayBuffer: storage must be a MemoryStorage or MemmapStorage, '
                       f'got {storage!r}.')
@@ -103,6 +107,9 @@ class ReplayBuffer:
       raise ValueError('ReplayBuffer: max_times_sampled must be an int >= 1 or None, '
                        f'got {max_times_sampled!r}.')
     self.max_times_sampled = max_times_sampled
+    if log_to is not None and not callable(getattr(log_to, 'add', None)):
+      raise TypeError(f'ReplayBuffer: log_to must be a log such as replay.RLDSLog(...), got {log_to!r}.')
+    self.log_to = log_to
     self.seed = seed
     self.rng = np.random.default_rng(seed)
     capacity = storage.capacity
@@ -149,6 +156,34 @@ class ReplayBuffer:
       if not self.writer.sequential:
         self._apply(slots, slots)
       self._sync()
+    if self.log_to is not None:
+      self.log_to.add(values, episode_ids, closed=self.stream.episode is None)
+
+  # Offline data (rlds_lite.replay.offline).
+  def to_rlds(self, data_dir: Any, name: str, **kwargs: Any) -> str:
+    """Writes the stored episodes as a TFDS RLDS dataset, atomically; its dir (`offline.to_rlds`).
+
+    Example:
+      >>> import tempfile
+      >>> buffer = ReplayBuffer(storage_lib.MemoryStorage(4))
+      >>> buffer.extend({'reward': [1.0, 2.0], 'is_first': [True, False], 'is_last': [False, True]})
+      >>> back = ReplayBuffer.from_rlds(buffer.to_rlds(tempfile.mkdtemp(), 'toy'))
+      >>> back.storage.columns['reward'].tolist(), back.writer
+      ([1.0, 2.0], Immutable())
+    """
+    return offline.to_rlds(self, data_dir, name, **kwargs)
+
+  @classmethod
+  def from_rlds(cls, episodes: Any, storage: Optional[storage_lib.Storage] = None,
+                **kwargs: Any) -> 'ReplayBuffer':
+    """A buffer (default ``writer=Immutable()``) filled from an RLDS dataset (`offline.from_rlds`).
+
+    Example:
+      >>> from rlds_lite import synthetic
+      >>> len(ReplayBuffer.from_rlds(synthetic.dataset(2, seed=0)))
+      51
+    """
+    return offline.from_rlds(cls, episodes, storage, **kwargs)
 
   # Sampling.
   def sample(self, batch_size: int) -> Tuple[Dict[str, Any], SampleInfo]:
@@ -243,7 +278,8 @@ class ReplayBuffer:
       return
     touched = set(index.evict_slots(evicted).tolist())
     ends = steps_lib.ends(self.storage.columns, new)
-    touched.update(index.add_slots(new, self.storage.episode_ids[new], *ends).tolist())
+    touched.update(index.add_slots(new, self.storage.episode_ids[new], *ends,
+                                   self.storage.step_ids[new]).tolist())
     dropped = index.take_dropped()
     sampler.set(dropped, np.zeros([len(dropped)], bool))
     for row in sorted(touched):
@@ -289,11 +325,11 @@ class ReplayBuffer:
 
   def num_episodes(self) -> int:
     """How many episodes (or their remaining steps) the buffer holds."""
-    if self.index is not None:
-      with self.storage.lock():
-        self._sync()
+    with self.storage.lock():   # Maps what another process allocated, too.
+      self._sync()
+      if self.index is not None:
         return int(np.count_nonzero(self.index.length > 0))
-    ids = self.storage.episode_ids[self.storage.readable()]
+      ids = self.storage.episode_ids[self.storage.readable()]
     return int(len(np.unique(ids[ids >= 0])))
 
   def __repr__(self) -> str:

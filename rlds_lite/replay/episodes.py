@@ -1,6 +1,6 @@
 """The learner's table of the stored episodes (first slot, length, ends) and which slots start a sample of a kind."""
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -66,8 +66,14 @@ class EpisodeIndex:
     return np.concatenate(dropped) if dropped else np.zeros([0], np.int64)
 
   def add_slots(self, slots: np.ndarray, episode_ids: np.ndarray,
-                is_last: np.ndarray, is_terminal: np.ndarray) -> np.ndarray:
-    """Adds ``slots`` (in insertion order) to their episodes' rows; returns the rows touched."""
+                is_last: np.ndarray, is_terminal: np.ndarray,
+                step_ids: Optional[np.ndarray] = None) -> np.ndarray:
+    """Adds ``slots`` (in insertion order) to their episodes' rows; returns the rows touched.
+
+    With ``evict='episode'``, steps of an episode first seen past its step 0
+    (its head was overwritten before this index saw it: a learner that fell
+    more than a capacity behind, or reopened a full ring) get no row.
+    """
     if not len(slots):
       return np.zeros([0], np.int64)
     change = np.flatnonzero(np.diff(episode_ids)) + 1
@@ -76,6 +82,9 @@ class EpisodeIndex:
     for begin, end in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
       episode = int(episode_ids[begin])
       row = self.rows.get(episode)
+      if row is None and self.evict == 'episode' and (
+          step_ids is not None and step_ids[begin] > 0):
+        continue   # Headless: never sampled, as if evicted whole.
       if row is None:
         row = self._new_row(episode, int(slots[begin]))
       elif (self.first[row] + self.length[row]) % self.capacity != slots[begin]:

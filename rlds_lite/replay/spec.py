@@ -6,7 +6,7 @@ from typing import Any, Dict, Mapping, Tuple
 import numpy as np
 
 
-__all__ = ['Field', 'Spec', 'flat_step', 'spec_of']
+__all__ = ['Field', 'Spec', 'flat_batch', 'flat_step', 'spec_of', 'stacked']
 
 _STRING_KINDS = ('S', 'U', 'O')
 
@@ -50,6 +50,34 @@ def flat_step(step: Mapping[str, Any]) -> Dict[str, np.ndarray]:
     else:
       out[str(key)] = _as_array(value)
   return out
+
+
+def flat_batch(steps: Mapping[str, Any], label: str = 'steps') -> Dict[str, np.ndarray]:
+  """Consecutive steps (nested fields of ``[N, ...]``) as flat NumPy fields of one length.
+
+  Example:
+    >>> {k: v.shape for k, v in flat_batch({'observation': {'x': np.zeros([3, 2])}}).items()}
+    {'observation/x': (3, 2)}
+  """
+  flat = flat_step(steps)
+  lengths = {path: (v.shape[0] if v.ndim else None) for path, v in flat.items()}
+  if len(set(lengths.values())) > 1 or None in lengths.values():
+    raise ValueError(f'{label}: every field needs the same number of steps (a leading '
+                     f'axis), got {lengths}.')
+  return flat
+
+
+def stacked(rows) -> Dict[str, np.ndarray]:
+  """Step dicts stacked into flat ``[N, ...]`` fields (``{}`` for none).
+
+  Example:
+    >>> stacked([{'reward': 1.0}, {'reward': 2.0}])['reward'].tolist()
+    [1.0, 2.0]
+  """
+  flats = [flat_step(row) for row in rows]
+  if not flats:
+    return {}
+  return {path: np.stack([f[path] for f in flats]) for path in flats[0]}
 
 
 def spec_of(step: Mapping[str, np.ndarray], leading: int = 0) -> Spec:

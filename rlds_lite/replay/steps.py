@@ -15,26 +15,7 @@ __all__ = ['Stream', 'flat_batch', 'episode_steps', 'ends']
 Flat = Dict[str, np.ndarray]
 
 
-def flat_batch(steps: Mapping[str, Any], label: str = 'steps') -> Flat:
-  """Consecutive steps (nested fields of ``[N, ...]``) as flat NumPy fields of one length.
-
-  Example:
-    >>> {k: v.shape for k, v in flat_batch({'observation': {'x': np.zeros([3, 2])}}).items()}
-    {'observation/x': (3, 2)}
-  """
-  flat = spec_lib.flat_step(steps)
-  lengths = {path: (v.shape[0] if v.ndim else None) for path, v in flat.items()}
-  if len(set(lengths.values())) > 1 or None in lengths.values():
-    raise ValueError(f'{label}: every field needs the same number of steps (a leading '
-                     f'axis), got {lengths}.')
-  return flat
-
-
-def _stacked(rows) -> Flat:
-  flats = [spec_lib.flat_step(row) for row in rows]
-  if not flats:
-    return {}
-  return {path: np.stack([f[path] for f in flats]) for path in flats[0]}
+flat_batch = spec_lib.flat_batch
 
 
 def episode_steps(episode: Mapping[str, Any]) -> Flat:
@@ -56,7 +37,7 @@ def episode_steps(episode: Mapping[str, Any]) -> Flat:
   if isinstance(steps, tf.data.Dataset):
     steps = tf.nest.map_structure(lambda t: t.numpy(), dense.dense_episode(steps))
   if isinstance(steps, (list, tuple)):
-    return _stacked(steps)
+    return spec_lib.stacked(steps)
   return flat_batch(steps, 'add_episode')
 
 

@@ -129,6 +129,17 @@ class MemmapStorage(Storage):
   def __init__(self, path: str, capacity: Optional[int] = None,
                spec: Optional[spec_lib.Spec] = None):
     self.path = os.fspath(path)
+    os.makedirs(self.path, exist_ok=True)
+    self._open_lock_file()
+    # Under the lock: processes opening one path at once make its files once
+    # (a second 'w+' would truncate files the first has mapped).
+    fcntl.flock(self._lock_file, fcntl.LOCK_EX)
+    try:
+      self._open_or_make(capacity, spec)
+    finally:
+      fcntl.flock(self._lock_file, fcntl.LOCK_UN)
+
+  def _open_or_make(self, capacity: Optional[int], spec: Optional[spec_lib.Spec]) -> None:
     layout = os.path.join(self.path, 'layout.json')
     stored = None
     if os.path.exists(layout):
@@ -143,11 +154,11 @@ class MemmapStorage(Storage):
       raise FileNotFoundError(
           f'{self.path} holds no memory-mapped buffer (no layout.json); give a '
           'capacity to make one.')
-    os.makedirs(self.path, exist_ok=True)
-    self._lock_file = open(os.path.join(self.path, 'lock'), 'a+')
     super().__init__(capacity)
-    self.header = self._open('header', (_HEADER_SIZE,), np.int64, create=stored is None)
-    if stored is not None:
+    header = os.path.join(self.path, 'header.npy')
+    self.header = self._open('header', (_HEADER_SIZE,), np.int64,
+                             create=not os.path.exists(header))
+    if stored is not None and stored['spec'] is not None:
       stored_spec = spec_lib.from_json(stored['spec'])
       if spec is not None and dict(spec) != stored_spec:
         raise ValueError(
@@ -156,6 +167,8 @@ class MemmapStorage(Storage):
       self._map(stored_spec, create=False)
     elif spec is not None:
       self.allocate(dict(spec))
+    elif stored is None:
+      self._write_layout()   # Reopened by path before its first step allocates it.
 
   def _open(self, name, shape, dtype, create):
     file = os.path.join(self.path, name + '.npy')
@@ -186,14 +199,26 @@ class MemmapStorage(Storage):
     self.spec = dict(spec)
     _check_disk(self.path, self.capacity * self.bytes_per_step())
     self._map(self.spec, create=True)
+    self._write_layout()
+
+  def _write_layout(self) -> None:
     with open(os.path.join(self.path, '.layout.json.tmp'), 'w') as f:
       json.dump({'layout': _LAYOUT, 'capacity': self.capacity,
-                 'spec': spec_lib.to_json(self.spec)}, f)
+                 'spec': None if self.spec is None else spec_lib.to_json(self.spec)}, f)
     os.replace(os.path.join(self.path, '.layout.json.tmp'),
                os.path.join(self.path, 'layout.json'))
 
+  def _open_lock_file(self) -> None:
+    # An flock belongs to an open file: a forked child opens its own, else it
+    # would share its parent's lock instead of waiting for it.
+    self._lock_file = open(os.path.join(self.path, 'lock'), 'a+')
+    self._lock_pid = os.getpid()
+
   @contextlib.contextmanager
   def lock(self) -> Iterator[None]:
+    if self._lock_pid != os.getpid():
+      self._open_lock_file()
+      self._thread_lock = threading.RLock()   # Another thread may have held it at the fork.
     with self._thread_lock:
       fcntl.flock(self._lock_file, fcntl.LOCK_EX)
       try:
@@ -208,7 +233,9 @@ class MemmapStorage(Storage):
     layout = os.path.join(self.path, 'layout.json')
     if os.path.exists(layout):
       with open(layout) as f:
-        self._map(spec_lib.from_json(json.load(f)['spec']), create=False)
+        stored = json.load(f)['spec']
+      if stored is not None:
+        self._map(spec_lib.from_json(stored), create=False)
 
   def flush(self) -> None:
     """Writes the mapped pages to the files (a restart after a power loss keeps them)."""

@@ -319,3 +319,28 @@ def test_a_string_longer_than_its_width_is_refused(tmp_path):
                      r"than the buffer's width 4 \(Field\(\(\), 'S4'\)\)"):
     buffer.add({'language': 'abcdef', 'is_first': True, 'is_last': True})
   assert len(buffer) == 0
+
+
+def _kill_mid_write(buffer, slots):
+  """What a writer killed after reserving ``slots`` more leaves: RESERVED ahead, the slots torn."""
+  storage = buffer.storage
+  storage.header[replay.storage.RESERVED] += len(slots)
+  storage.columns['observation'][slots] = np.nan
+
+
+@pytest.mark.parametrize('kind, samples, episodes', [
+    (None, [2, 3, 4, 5], 2),                 # steps: the torn slots alone are gone
+    (Windows(size=2), [3, 4], 1),            # slices: the torn episode is gone whole
+])
+def test_a_writer_killed_mid_write_leaves_its_slots_unreadable(kind, samples, episodes):
+  buffer = buffer_of([episode(3, base=0), episode(3, base=3)], capacity=6, kind=kind,
+                     sampler=replay.WithoutReplacement())
+  _kill_mid_write(buffer, np.array([0, 1]))
+  batch, info = one_epoch(buffer)
+  assert sorted(info.indices.tolist()) == samples
+  assert not np.isnan(batch['observation']).any()
+  assert (len(buffer), buffer.num_episodes()) == (4, episodes)
+  buffer.add_episode({'steps': episode(2, base=10)})    # the next writer reuses the torn slots
+  batch, info = one_epoch(buffer)
+  assert sorted(info.indices.tolist()) == sorted(samples + ([0, 1] if kind is None else [0]))
+  assert len(buffer) == 6

@@ -1,0 +1,20 @@
+"""Record Gymnasium envs (and vector envs) as RLDS datasets: `record`, `DataCollector`.
+
+Needs the ``gymnasium`` extra. How episodes map to RLDS steps, and what a crash loses:
+docs/record.md.
+"""
+
+try:
+  import gymnasium  # pylint: disable=unused-import
+except ImportError as error:  # pragma: no cover - the extra is missing.
+  raise ImportError("rlds_lite.record needs Gymnasium: pip install "
+                    "'rlds_lite[gymnasium]'.") from error
+
+from rlds_lite.record.collector import DataCollector
+from rlds_lite.record.episodes import ENV_INDEX, INFOS, NO_SEED, OPTIONS, SEED
+from rlds_lite.record.recording import RecordSummary, record
+from rlds_lite.record.spaces import SpaceFields, UnsupportedSpaceError
+
+__all__ = ['DataCollector', 'RecordSummary', 'SpaceFields',
+           'UnsupportedSpaceError', 'record', 'ENV_INDEX', 'INFOS', 'NO_SEED',
+           'OPTIONS', 'SEED']
