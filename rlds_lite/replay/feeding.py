@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlds_lite import nest_paths
+from rlds_lite.random_access import exit_guard
 from rlds_lite.replay import rate_limit
 from rlds_lite.replay import storage as storage_lib
 
@@ -75,15 +76,18 @@ def _draw(buffer, batch_size: int, chunk: int) -> Tuple[Dict[str, Any], List[np.
   return values, info
 
 
-def _producer(buffer, batch_size: int, chunk: int, names: List[str]):
+def _producer(buffer, batch_size: int, chunk: int, names: List[str],
+              specs: List[tf.TensorSpec]):
+  """The Python call: a chunk's arrays (exactly the dtypes of ``specs``) and a problem ('' if none)."""
   def produce(unused_tick):
     try:
       values, info = _draw(buffer, batch_size, chunk)
     except _STOPS as e:
-      empty = [np.zeros([0], np.int64)] * (len(names) + len(INFO_FIELDS))
-      return empty + [f'as_dataset stopped: {type(e).__name__}: {e}']
-    return [values[n] for n in names] + info + ['']
-  return produce
+      empty = [np.zeros([0] + s.shape.as_list()[1:], object if s.dtype == tf.string
+                        else s.dtype.as_numpy_dtype) for s in specs]
+      return empty + [np.bytes_(f'as_dataset stopped: {type(e).__name__}: {e}'.encode())]
+    return [values[n] for n in names] + info + [np.bytes_(b'')]
+  return exit_guard.tracked(produce)   # Python exits only once no call is in flight.
 
 
 def _draw_fn(buffer, batch_size: int, chunk: int):
@@ -92,7 +96,7 @@ def _draw_fn(buffer, batch_size: int, chunk: int):
   names = sorted(inputs)
   specs = [inputs[n] for n in names] + [tf.TensorSpec([None], d)
                                          for d in (tf.int64, tf.int64, tf.int64, tf.float32)]
-  produce = _producer(buffer, batch_size, chunk, names)
+  produce = _producer(buffer, batch_size, chunk, names, specs)
 
   def assemble(flat):
     if buffer.kind is None:
@@ -104,7 +108,8 @@ def _draw_fn(buffer, batch_size: int, chunk: int):
     return tf.reshape(t, tf.concat([[-1, batch_size], tf.shape(t)[1:]], 0))
 
   def draw(tick):
-    *out, problem = tf.py_function(produce, [tick], [s.dtype for s in specs] + [tf.string])
+    *out, problem = tf.numpy_function(produce, [tick], [s.dtype for s in specs] + [tf.string],
+                                      stateful=True)
     check = tf.debugging.Assert(tf.equal(problem, ''), [problem])
     with tf.control_dependencies([check]):
       out = [tf.identity(t) for t in out]
