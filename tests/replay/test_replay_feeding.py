@@ -129,3 +129,17 @@ def test_jax_iterator(transitions):
   out = list(as_jax_iterator(ds.take(2), prefetch=1))
   assert len(out) == 2 and isinstance(out[0]['obs'], jax.Array)
   assert out[0]['obs'].shape == (8, 2) and out[1]['weights'].dtype == np.float32
+
+
+def test_python_exits_with_an_iterator_alive():
+  import os, subprocess, sys  # pylint: disable=g-import-not-at-top,multiple-imports
+  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  script = ('import numpy as np\nfrom rlds_lite import replay\n'
+            'buffer = replay.ReplayBuffer(replay.MemoryStorage(64))\n'
+            "buffer.extend({'observation': np.zeros([64, 8], np.float32)})\n"
+            'it = iter(buffer.as_dataset(4, chunk=4))\n'
+            'for _ in range(3):\n  next(it)\nprint("done")\n')
+  done = subprocess.run([sys.executable, '-c', script], cwd=root, capture_output=True,
+                        env=dict(os.environ, PYTHONPATH=root, TF_CPP_MIN_LOG_LEVEL='3'),
+                        timeout=120)
+  assert (done.returncode, done.stdout.strip()) == (0, b'done'), done.stderr[-2000:]
