@@ -222,9 +222,10 @@ class ReplayBuffer:
     return checkpoint.save(self, path)
 
   @classmethod
-  def restore(cls, path: str, storage: Optional[storage_lib.Storage] = None) -> 'ReplayBuffer':
+  def restore(cls, path: str, storage: Optional[storage_lib.Storage] = None,
+              log_to: Optional[Any] = None) -> 'ReplayBuffer':
     """The buffer saved at ``path``, sampling exactly what it would have; see `checkpoint.restore`."""
-    return checkpoint.restore(cls, path, storage)
+    return checkpoint.restore(cls, path, storage, log_to)
 
   def _gather(self, slots: np.ndarray) -> Dict[str, Any]:
     columns = self.storage.columns

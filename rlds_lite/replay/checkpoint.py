@@ -254,7 +254,8 @@ def _fill(buffer, body: Mapping[str, Any], path: str) -> None:
   buffer.rng.bit_generator.state = body['rng']
 
 
-def restore(buffer_class, path: str, storage: Optional[storage_lib.Storage] = None):
+def restore(buffer_class, path: str, storage: Optional[storage_lib.Storage] = None,
+            log_to: Optional[Any] = None):
   """The buffer `save` wrote to ``path``: it samples exactly what the saved one would have.
 
   Args:
@@ -262,6 +263,7 @@ def restore(buffer_class, path: str, storage: Optional[storage_lib.Storage] = No
     path: a checkpoint directory.
     storage: a new, empty storage to restore into (None: a `MemoryStorage`;
       a `MemmapStorage` checkpoint needs one of its kind and capacity).
+    log_to: the restored buffer's ``log_to`` (a log is not part of a checkpoint).
 
   Returns:
     A `ReplayBuffer`.
@@ -276,8 +278,9 @@ def restore(buffer_class, path: str, storage: Optional[storage_lib.Storage] = No
   path = os.fspath(path)
   body = _manifest(path)
   target = _storage_for(body, storage, path)
+  extra = {} if log_to is None else {'log_to': log_to}
   buffer = buffer_class(target, max_times_sampled=body['max_times_sampled'],
-                                   seed=body['seed'], **_build(body))
+                        seed=body['seed'], **_build(body), **extra)
   with target.lock():
     _fill(buffer, body, path)
     if isinstance(target, storage_lib.MemmapStorage) and target.spec is not None:

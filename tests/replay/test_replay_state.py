@@ -237,3 +237,17 @@ def test_an_empty_buffer_round_trips(tmp_path):
   assert (len(restored), restored.storage.spec) == (0, None)
   restored.add_episode({'steps': replay_testing.episode(3)})
   assert restored.num_samples == 2
+
+
+def test_restore_takes_a_log_again(saved):
+  class Log:
+    def __init__(self):
+      self.added = []
+
+    def add(self, values, episode_ids, closed):
+      self.added.append((len(episode_ids), closed))
+
+  log = Log()
+  restored = replay.ReplayBuffer.restore(saved[1], log_to=log)
+  restored.add({k: v[3] for k, v in replay_testing.episode(6, base=900).items()})
+  assert restored.log_to is log and log.added == [(1, False)]
