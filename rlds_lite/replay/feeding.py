@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlds_lite import nest_paths
+from rlds_lite.random_access import exit_guard
 from rlds_lite.replay import rate_limit
 from rlds_lite.replay import storage as storage_lib
 
@@ -86,9 +87,7 @@ def _producer(buffer, batch_size: int, chunk: int, names: List[str],
                         else s.dtype.as_numpy_dtype) for s in specs]
       return empty + [np.bytes_(f'as_dataset stopped: {type(e).__name__}: {e}'.encode())]
     return [values[n] for n in names] + info + [np.bytes_(b'')]
-  # Python exits only once no call is in flight (imported here: random_access costs ~0.7 s).
-  from rlds_lite.random_access import exit_guard  # pylint: disable=g-import-not-at-top
-  return exit_guard.tracked(produce)
+  return exit_guard.tracked(produce)   # Python exits only once no call is in flight.
 
 
 def _draw_fn(buffer, batch_size: int, chunk: int):
