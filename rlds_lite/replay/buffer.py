@@ -9,7 +9,9 @@ import tensorflow as tf
 from rlds_lite import nest_paths
 from rlds_lite import rlds_names
 from rlds_lite import sample_kinds
+from rlds_lite.replay import checkpoint
 from rlds_lite.replay import episodes as episodes_lib
+from rlds_lite.replay import feeding
 from rlds_lite.replay import offline
 from rlds_lite.replay import rate_limit
 from rlds_lite.replay import samplers as samplers_lib
@@ -207,7 +209,23 @@ class ReplayBuffer:
     """Sets the priorities of samples (``SampleInfo.indices``); needs `Prioritized`."""
     if not isinstance(self.sampler, samplers_lib.Prioritized):
       raise TypeError(f'update_priority needs sampler=Prioritized(...), not {self.sampler!r}.')
-    self.sampler.update(indices, priorities)
+    with self.storage.lock():   # `as_dataset` samples in another thread.
+      self.sampler.update(indices, priorities)
+
+  # Feeding training and checkpoints (docs/replay_state.md).
+  def as_dataset(self, batch_size: int, prefetch: int = 2, chunk: int = 8) -> tf.data.Dataset:
+    """A ``tf.data.Dataset`` of ``(batch, info)`` sampled batches; see `feeding.as_dataset`."""
+    return feeding.as_dataset(self, batch_size, prefetch=prefetch, chunk=chunk)
+
+  def save(self, path: str) -> str:
+    """Writes the exact state to the directory ``path`` atomically; see `checkpoint.save`."""
+    return checkpoint.save(self, path)
+
+  @classmethod
+  def restore(cls, path: str, storage: Optional[storage_lib.Storage] = None,
+              log_to: Optional[Any] = None) -> 'ReplayBuffer':
+    """The buffer saved at ``path``, sampling exactly what it would have; see `checkpoint.restore`."""
+    return checkpoint.restore(cls, path, storage, log_to)
 
   def _gather(self, slots: np.ndarray) -> Dict[str, Any]:
     columns = self.storage.columns

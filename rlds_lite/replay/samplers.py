@@ -25,9 +25,10 @@ class _Candidates:
     """Marks ``slots`` as starting a sample (``ok``) or not."""
     if not len(slots):
       return
-    before = int(np.count_nonzero(self.ok[slots]))
+    once = np.unique(slots)   # A slot given twice (TopK refilling it) counts once.
+    before = int(np.count_nonzero(self.ok[once]))
     self.ok[slots] = ok
-    self.count += int(np.count_nonzero(self.ok[slots])) - before
+    self.count += int(np.count_nonzero(self.ok[once])) - before
     self._listed = None
 
   def listed(self) -> np.ndarray:
