@@ -27,18 +27,28 @@ class SegmentTree:
     self.tree = np.full([2 * self.size], self.empty, np.float64)
 
   def set(self, leaves: np.ndarray, values: np.ndarray) -> None:
-    """Sets ``leaves`` to ``values`` (the last wins for repeated leaves)."""
+    """Sets ``leaves`` to ``values`` (the last wins for repeated leaves).
+
+    Each level recomputes the parents of the nodes below it (repeats only
+    recompute the same value, so no ``np.unique``), or the whole level once it
+    is narrower than the nodes touched.
+    """
     if not len(leaves):
       return
     nodes = np.asarray(leaves, np.int64) + self.size
     self.tree[nodes] = values
-    nodes = np.unique(nodes // 2)
     combine = np.add if self.op == 'sum' else np.minimum
-    while nodes[0] >= 1:
-      self.tree[nodes] = combine(self.tree[2 * nodes], self.tree[2 * nodes + 1])
-      if nodes[0] == 1:
-        break
-      nodes = np.unique(nodes // 2)
+    tree, width = self.tree, self.size // 2
+    while width >= 1:
+      if len(nodes) >= width:   # This level and every one above: whole.
+        while width >= 1:
+          tree[width:2 * width] = combine(tree[2 * width:4 * width:2],
+                                          tree[2 * width + 1:4 * width:2])
+          width //= 2
+        return
+      nodes = nodes // 2
+      tree[nodes] = combine(tree[2 * nodes], tree[2 * nodes + 1])
+      width //= 2
 
   def leaves(self, leaves: np.ndarray) -> np.ndarray:
     return self.tree[np.asarray(leaves, np.int64) + self.size]
