@@ -36,6 +36,9 @@ def test_segment_tree_set_equals_the_unique_per_level_version(op, capacity):
   for size in [1, 3, capacity // 2 + 1, capacity, 3 * capacity]:   # Small, level-wide, repeats.
     leaves = rng.integers(0, capacity, size)
     updates.append((leaves, rng.uniform(0.0, 5.0, size)))
+  for begin, end in [(capacity // 3, capacity // 3 + capacity // 2 + 1), (capacity - 2, capacity)]:
+    run = np.arange(max(begin, 0), min(end, capacity))   # Consecutive leaves: the ring's case.
+    updates.append((run, rng.uniform(0.0, 5.0, len(run))))
   updates.append((np.arange(capacity), np.zeros([capacity]) if op == 'sum' else
                   np.full([capacity], np.inf)))   # Every leaf emptied at once.
   updates.append((np.array([capacity - 1, 0, capacity - 1]), np.array([1.0, 2.0, 3.0])))
@@ -57,6 +60,20 @@ def test_segment_tree_find_after_fast_sets_matches_a_cumulative_sum():
   prefix = np.array([0.0, 0.99, 1.0, 1.49, 1.5, 3.6, 3.75, 6.74])
   expected = np.searchsorted(np.cumsum(priorities), prefix, side='right')
   assert tree.find(prefix).tolist() == expected.tolist() == [1, 1, 2, 2, 4, 7, 9, 9]
+
+
+@pytest.mark.parametrize('capacity', [5, 4096, 70_000])   # Searched levels only; and then descended.
+def test_segment_tree_find_equals_a_search_of_the_running_sums(capacity):
+  rng = np.random.default_rng(1)
+  priorities = rng.uniform(0.1, 2.0, capacity) * (rng.random(capacity) < 0.3)  # Mostly empty.
+  priorities[0], priorities[-1] = 1.0, 0.0   # The last leaf is empty: a prefix near the total must not land there.
+  tree = sum_tree.SegmentTree(capacity)
+  tree.set(np.arange(capacity), priorities)
+  prefix = np.concatenate([rng.uniform(0.0, tree.total(), 1000), [0.0, tree.total() * (1 - 1e-12)]])
+  expected = np.searchsorted(np.cumsum(priorities), prefix, side='right')
+  got = tree.find(prefix)
+  assert got.tolist() == expected.tolist()
+  assert (priorities[got] > 0).all()
 
 
 EPISODES = {
