@@ -181,7 +181,10 @@ class ReplayBuffer:
       info = SampleInfo(slots, self.storage.episode_ids[slots].copy(),
                         self.storage.step_ids[slots].astype(np.int64), weights)
       self._count_draws(slots)
-    return nest_paths.nest_from_paths(self._finish(values)), info
+    batch = self._finish(values)
+    if any('/' in path for path in batch):   # Nested fields.
+      batch = nest_paths.nest_from_paths(batch)
+    return batch, info
 
   def update_priority(self, indices: Any, priorities: Any) -> None:
     """Sets the priorities of samples (``SampleInfo.indices``); needs `Prioritized`."""

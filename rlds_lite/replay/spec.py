@@ -84,7 +84,7 @@ def check(values: Mapping[str, np.ndarray], spec: Spec, leading: int,
   out = {}
   for path, field in spec.items():
     value = values[path]
-    if value.dtype.name == field.dtype and value.shape[leading:] == field.shape:
+    if value.dtype == field.dtype and value.shape[leading:] == field.shape:
       out[path] = value   # Already what the buffer holds.
       continue
     if np.dtype(field.dtype).kind == 'S' and value.dtype.kind in _STRING_KINDS:
