@@ -26,7 +26,8 @@ process's RSS growth over the raw bytes of the steps held.
 
 Usage:
   python benchmarks/bench_replay.py [--workloads vectors,images] [--repeats 3]
-      [--scale 1.0] [--torchrl-python PATH] [--flashbax-python PATH] [--write-results]
+      [--scale 1.0] [--cases uniform,prioritized] [--torchrl-python PATH]
+      [--flashbax-python PATH] [--write-results]
 """
 
 import argparse
@@ -191,7 +192,8 @@ def run_workload(name, args):
       rates[worker.name] = {'fill': [info['fill_count'] / info['fill_seconds']]}
       print(f'{name} {worker.name}: filled {info["fill_count"]} steps in '
             f'{info["fill_seconds"]:.1f} s', flush=True)
-    order = sorted({c for names in cases.values() for c in names},
+    order = sorted({c for names in cases.values() for c in names
+                    if not args.cases or c in args.cases.split(',')},
                    key=lambda c: list(CASE_UNITS).index(c))
     for case in order:
       for repeat in range(args.repeats):
@@ -250,6 +252,7 @@ def main():
   parser.add_argument('--worker', action='store_true', help=argparse.SUPPRESS)
   parser.add_argument('--workloads', default='vectors,images')
   parser.add_argument('--repeats', type=int, default=3)
+  parser.add_argument('--cases', default='', help='only these cases (comma-separated)')
   parser.add_argument('--scale', type=float, default=1.0, help='multiplies the sizes')
   parser.add_argument('--torchrl-python', default=os.environ.get('RLDS_LITE_TORCHRL_PYTHON'))
   parser.add_argument('--flashbax-python', default=os.environ.get('RLDS_LITE_FLASHBAX_PYTHON'))
@@ -265,7 +268,9 @@ def main():
   contenders = [name for name, _, _ in _workers(args)]
   text = table(results, contenders)
   load = os.getloadavg()
-  header = (f'`python benchmarks/bench_replay.py --repeats {args.repeats} --scale {args.scale:g}`, '
+  only = f' --cases {args.cases}' if args.cases else ''
+  header = (f'`python benchmarks/bench_replay.py --workloads {args.workloads} --repeats '
+            f'{args.repeats} --scale {args.scale:g}{only}`, '
             f'{started:%Y-%m-%d %H:%M} UTC; {os.cpu_count()} CPUs, load {load_before[0]:.1f} '
             f'before / {load[0]:.1f} after (1-min); each contender one thread; sampling loops '
             f'{rw.SECONDS:g} s; medians of {args.repeats}.')
