@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-test
 CHROMIUM := /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: test test-lerobot demo bench clean
+.PHONY: test test-lerobot demo bench bench-replay clean
 
 $(STAMP): setup.py
 	test -x $(CHROMIUM) || ($(SUDO) apt-get update -q && \
@@ -31,6 +31,20 @@ test-lerobot: $(STAMP)
 	$(LEROBOT_VENV)/bin/python -m pip install -q --disable-pip-version-check 'lerobot==0.4.4'
 	RLDS_LITE_LEROBOT_PYTHON=$(LEROBOT_VENV)/bin/python $(BIN)/python -m pytest tests/convert/test_convert_lerobot_compat.py
 
+# Opt-in: rlds_lite.replay against TorchRL 0.14 and flashbax (benchmarks/bench_replay.py).
+# Each contender gets a venv of its own. torchrl 0.14.1's C++ sum trees are built against
+# torch 2.14 (the 2.13 CPU wheel fails on an undefined symbol), and PyPI's torch 2.14.1 is
+# the CUDA build (several GB; it runs on the CPU here).
+TORCHRL_VENV := .venv-torchrl
+FLASHBAX_VENV := .venv-flashbax
+bench-replay: $(STAMP)
+	test -x $(TORCHRL_VENV)/bin/python || $(PYTHON) -m venv $(TORCHRL_VENV)
+	$(TORCHRL_VENV)/bin/python -m pip install -q --disable-pip-version-check 'torch==2.14.1' 'torchrl==0.14.1'
+	test -x $(FLASHBAX_VENV)/bin/python || $(PYTHON) -m venv $(FLASHBAX_VENV)
+	$(FLASHBAX_VENV)/bin/python -m pip install -q --disable-pip-version-check 'flashbax==0.1.3'
+	$(BIN)/python benchmarks/bench_replay.py --torchrl-python $(TORCHRL_VENV)/bin/python \
+	  --flashbax-python $(FLASHBAX_VENV)/bin/python --write-results
+
 demo: $(STAMP)
 	$(BIN)/rlds-lite demo
 
@@ -46,4 +60,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_validate.py
 
 clean:
-	rm -rf $(VENV) $(LEROBOT_VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(LEROBOT_VENV) $(TORCHRL_VENV) $(FLASHBAX_VENV) build *.egg-info .pytest_cache .hypothesis

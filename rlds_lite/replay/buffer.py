@@ -54,6 +54,21 @@ def _check_kind(kind: Any) -> Optional[sample_kinds.SampleKind]:
   return kind
 
 
+def _windows_in_numpy(kind: Any, values: Dict[str, Any]) -> Optional[Flat]:
+  """`Windows.assemble` in NumPy (numeric fields): no tf.function call per batch; else None."""
+  steps = values['steps']
+  if not isinstance(kind, sample_kinds.Windows) or any(
+      v.dtype.kind not in 'biuf' for v in steps.values()):
+    return None
+  if kind.drop_remainder:
+    return dict(steps)
+  mask = (values['start'][:, np.newaxis] + kind.offsets) < values['length'][:, np.newaxis]
+  out = {p: np.where(mask.reshape(mask.shape + (1,) * (v.ndim - 2)), v, np.zeros((), v.dtype))
+         for p, v in steps.items()}
+  out[sample_kinds.MASK] = mask
+  return out
+
+
 class ReplayBuffer:
   """Steps added by actors, sampled by a learner: TorchRL's composition with Reverb's rate limiting.
 
@@ -203,7 +218,10 @@ class ReplayBuffer:
       info = SampleInfo(slots, self.storage.episode_ids[slots].copy(),
                         self.storage.step_ids[slots].astype(np.int64), weights)
       self._count_draws(slots)
-    return nest_paths.nest_from_paths(self._finish(values)), info
+    batch = self._finish(values)
+    if any('/' in path for path in batch):   # Nested fields.
+      batch = nest_paths.nest_from_paths(batch)
+    return batch, info
 
   def update_priority(self, indices: Any, priorities: Any) -> None:
     """Sets the priorities of samples (``SampleInfo.indices``); needs `Prioritized`."""
@@ -240,6 +258,9 @@ class ReplayBuffer:
   def _finish(self, values: Dict[str, Any]) -> Flat:
     if self.kind is None:
       return values
+    fast = _windows_in_numpy(self.kind, values)
+    if fast is not None:
+      return fast
     if self._assemble_fn is None:
       self._assemble_fn = tf.function(self.kind.assemble, reduce_retracing=True)
     out = self._assemble_fn(values['steps'], tf.constant(values['start']),

@@ -112,6 +112,9 @@ def check(values: Mapping[str, np.ndarray], spec: Spec, leading: int,
   out = {}
   for path, field in spec.items():
     value = values[path]
+    if value.dtype == field.dtype and value.shape[leading:] == field.shape:
+      out[path] = value   # Already what the buffer holds.
+      continue
     if np.dtype(field.dtype).kind == 'S' and value.dtype.kind in _STRING_KINDS:
       value = _fixed_width(value, field, path, label)
     got = Field(tuple(value.shape[leading:]), value.dtype.name)

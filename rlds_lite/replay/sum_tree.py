@@ -4,6 +4,9 @@ import numpy as np
 
 __all__ = ['SegmentTree']
 
+_SEARCHED_LEVELS = 12
+"""Levels `SegmentTree.find` crosses with one search (over 4096 nodes' running sums)."""
+
 
 class SegmentTree:
   """``capacity`` leaves; `set` updates leaves and their ancestors, `find` descends by prefix sums.
@@ -27,18 +30,41 @@ class SegmentTree:
     self.tree = np.full([2 * self.size], self.empty, np.float64)
 
   def set(self, leaves: np.ndarray, values: np.ndarray) -> None:
-    """Sets ``leaves`` to ``values`` (the last wins for repeated leaves)."""
+    """Sets ``leaves`` to ``values`` (the last wins for repeated leaves).
+
+    Consecutive leaves (a ring's new or evicted slots) update their ancestors
+    as slices; others level by level (repeats only recompute the same value,
+    so no ``np.unique``), or a whole level once it is narrower than the nodes.
+    """
+    leaves = np.asarray(leaves, np.int64)
     if not len(leaves):
       return
-    nodes = np.asarray(leaves, np.int64) + self.size
+    nodes = leaves + self.size
     self.tree[nodes] = values
-    nodes = np.unique(nodes // 2)
-    combine = np.add if self.op == 'sum' else np.minimum
-    while nodes[0] >= 1:
-      self.tree[nodes] = combine(self.tree[2 * nodes], self.tree[2 * nodes + 1])
-      if nodes[0] == 1:
-        break
-      nodes = np.unique(nodes // 2)
+    if len(leaves) > 1 and leaves[-1] - leaves[0] == len(leaves) - 1 and (
+        np.diff(leaves) == 1).all():
+      self._refresh(int(nodes[0]), int(nodes[-1]) + 1)
+      return
+    tree, width = self.tree, self.size // 2
+    pairs = tree.reshape(-1, 2)   # pairs[n]: the children of node n.
+    while width >= 1:
+      if len(nodes) >= width:   # This level and every one above: whole.
+        self._refresh(2 * width, 4 * width)
+        return
+      nodes = nodes // 2
+      children = pairs[nodes]
+      tree[nodes] = self._combine(children[:, 0], children[:, 1])
+      width //= 2
+
+  def _combine(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.add(a, b) if self.op == 'sum' else np.minimum(a, b)
+
+  def _refresh(self, lo: int, hi: int) -> None:
+    """Recomputes the ancestors of the nodes ``[lo, hi)`` of one level, as slices."""
+    tree = self.tree
+    while lo > 1:
+      lo, hi = lo // 2, (hi - 1) // 2 + 1
+      tree[lo:hi] = self._combine(tree[2 * lo:2 * hi:2], tree[2 * lo + 1:2 * hi:2])
 
   def leaves(self, leaves: np.ndarray) -> np.ndarray:
     return self.tree[np.asarray(leaves, np.int64) + self.size]
@@ -48,12 +74,26 @@ class SegmentTree:
     return float(self.tree[1])
 
   def find(self, prefix: np.ndarray) -> np.ndarray:
-    """For each ``prefix`` in ``[0, total)``, the leaf whose cumulative sum first exceeds it."""
-    nodes = np.ones([len(prefix)], np.int64)
+    """For each ``prefix`` in ``[0, total)``, the leaf whose cumulative sum first exceeds it.
+
+    The top `_SEARCHED_LEVELS` levels in one ``np.searchsorted`` over the running
+    sums of that level's nodes, then one level at a time; never into an
+    empty subtree, should rounding reach past the last positive node.
+    """
     prefix = np.array(prefix, np.float64)
+    width = 1 << min(self.size.bit_length() - 1, _SEARCHED_LEVELS)
+    level = self.tree[width:2 * width]
+    sums = np.cumsum(level)
+    pick = np.searchsorted(sums, prefix, side='right')
+    positive = np.flatnonzero(level > 0)
+    pick = np.minimum(pick, positive[-1] if len(positive) else width - 1)
+    prefix -= np.where(pick > 0, sums[pick - 1], 0.0)
+    nodes = width + pick
+    pairs = self.tree.reshape(-1, 2)   # pairs[n]: the children of node n.
     while nodes[0] < self.size:
-      left = self.tree[2 * nodes]
-      right = (prefix >= left) & (self.tree[2 * nodes + 1] > 0)
+      children = pairs[nodes]
+      left = children[:, 0]
+      right = (prefix >= left) & (children[:, 1] > 0)
       prefix -= np.where(right, left, 0.0)
       nodes = 2 * nodes + right
     return nodes - self.size
