@@ -12,6 +12,7 @@ COMMANDS = (
     'filter',
     'inspect',
     'merge',
+    'serve',
     'stats',
     'validate',
     'version',
