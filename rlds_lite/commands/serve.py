@@ -6,6 +6,8 @@ docs/distributed.md ("tf.data service across processes").
 """
 
 import argparse
+import json
+import os
 import sys
 
 from rlds_lite.commands import dataset_options
@@ -36,6 +38,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
       'serve', help='run a tf.data service dispatcher or worker',
       description='Runs a tf.data service server until SIGTERM or Ctrl-C; '
       'trainers send pipelines to it with rlds_lite.pipeline.distribute.')
+  serve.add_argument('--json', action='store_true',
+                     help='print the ready and stopped lines as JSON objects')
   servers = serve.add_subparsers(dest='server', required=True, metavar='SERVER')
   dispatcher = servers.add_parser(
       'dispatcher', help='the dispatcher (one per cluster)')
@@ -60,10 +64,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
                       help='seconds between heartbeats (default 30)')
   worker.add_argument('--connect-timeout', type=_seconds, default=10.0,
                       help='seconds to wait for the dispatcher (default 10)')
-  for parser in (dispatcher, worker):  # As after any command (cli.py).
+  for parser in (dispatcher, worker):  # Also after SERVER (as cli.py).
+    parser.add_argument('--json', action='store_true',
+                        default=argparse.SUPPRESS,
+                        help='print the ready and stopped lines as JSON')
     parser.add_argument('--verbose', action='store_true',
                         default=argparse.SUPPRESS,
                         help="show TensorFlow's own log lines")
+
+
+def _line(args: argparse.Namespace, event: str, text: str, **fields) -> str:
+  """What ``serve`` prints: ``'{server} {event} {text}'``, or JSON."""
+  if args.json:
+    return json.dumps({'server': args.server, 'event': event, **fields})
+  return f'{args.server} {event}{text}'
+
+
+def _serve(args: argparse.Namespace, server, ready: str, **fields) -> int:
+  """Serves until SIGTERM; 0 (a server that does not stop is left behind)."""
+  from rlds_lite.pipeline import servers  # pylint: disable=g-import-not-at-top
+  stopped = servers.serve(server, _line(args, 'ready', ready, **fields))
+  note = ('' if stopped else f' (it did not stop within {servers.GRACE:g} s: '
+          'its tasks are abandoned)')
+  print(_line(args, 'stopped', note, clean=stopped), flush=True)
+  if not stopped:
+    os._exit(0)  # pylint: disable=protected-access
+  return 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,16 +101,17 @@ def run(args: argparse.Namespace) -> int:
                                         args.worker_timeout)
       mode = (f' (fault tolerant, work dir {args.work_dir})'
               if args.work_dir else '')
-      return servers.serve(server, f'dispatcher ready on {server.target}'
-                           f'{mode}')
+      return _serve(args, server, f' on {server.target}{mode}',
+                    address=server.target, work_dir=args.work_dir)
     servers.check_answers(args.dispatcher, args.connect_timeout)
     port = args.port or servers.free_port()
     server = servers.start_worker(args.dispatcher, port, args.worker_address,
                                   args.heartbeat)
     address = (args.worker_address or 'localhost:%port%').replace(
         '%port%', str(port))
-    return servers.serve(server, f'worker ready on {address} (dispatcher '
-                         f'{args.dispatcher})')
+    return _serve(args, server, f' on {address} (dispatcher '
+                  f'{args.dispatcher})', address=address,
+                  dispatcher=args.dispatcher)
   except (ValueError, ConnectionError) as error:
     print(f'rlds-lite serve {args.server}: {error}', file=sys.stderr)
     return dataset_options.BAD_INPUT

@@ -189,18 +189,30 @@ def start_worker(dispatcher: str, port: int,
       port=port or free_port(), **options))
 
 
+GRACE = 10.0
+"""Seconds `serve` waits for a server to stop before it gives up on it."""
+
+
 def serve(server: Any, ready: str, out: Optional[TextIO] = None,
-          signals: Sequence[int] = (signal.SIGTERM, signal.SIGINT)) -> int:
-  """Prints ``ready``, runs ``server`` until a signal, stops it; returns 0.
+          signals: Sequence[int] = (signal.SIGTERM, signal.SIGINT),
+          grace: float = GRACE) -> bool:
+  """Prints ``ready``, runs ``server`` until a signal, stops it.
+
+  A worker busy with an endless job may not stop: after ``grace`` seconds
+  `serve` gives up on it (what it held is lost, as if it were killed: see
+  docs/distributed.md) and returns False; exit the process then
+  (``os._exit``, as ``rlds-lite serve`` does).
 
   Args:
     server: a started tf.data server (``.stop()``).
     ready: the one line printed (and flushed) once it serves.
     out: where the lines go (None: sys.stdout).
     signals: the signals that stop it (main thread only).
+    grace: seconds to wait for ``server.stop()``.
 
   Returns:
-    0, after ``server.stop()`` and a ``... stopped`` line.
+    True once ``server.stop()`` returned, False if it did not within
+    ``grace`` seconds.
 
   Example:
     >>> import os
@@ -208,8 +220,7 @@ def serve(server: Any, ready: str, out: Optional[TextIO] = None,
     >>> threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM)).start()
     >>> serve(dispatcher, 'dispatcher ready on (the address)')
     dispatcher ready on (the address)
-    dispatcher stopped
-    0
+    True
   """
   out = sys.stdout if out is None else out
   stop = threading.Event()
@@ -222,6 +233,7 @@ def serve(server: Any, ready: str, out: Optional[TextIO] = None,
   finally:
     for number, handler in previous.items():
       signal.signal(number, handler)
-    server.stop()
-  print(f'{ready.split(" ", 1)[0]} stopped', file=out, flush=True)
-  return 0
+    stopping = threading.Thread(target=server.stop, daemon=True)
+    stopping.start()
+    stopping.join(grace)
+  return not stopping.is_alive()
