@@ -83,7 +83,8 @@ def main(spec: Dict[str, Any]) -> None:
       pipeline = pipeline.repeat()
     ds = service.distribute(pipeline, spec['target'],
                             processing_mode=run['mode'],
-                            job_name=run.get('job'))
+                            job_name=run.get('job'),
+                            **run.get('distribute', {}))
     if run.get('limit'):
       ds = ds.take(run['limit'])
     if run.get('barrier'):
