@@ -81,13 +81,17 @@ def _line(args: argparse.Namespace, event: str, text: str, **fields) -> str:
 
 
 def _serve(args: argparse.Namespace, server, ready: str, **fields) -> int:
-  """Serves until SIGTERM; 0 (a server that does not stop is left behind)."""
+  """Serves until SIGTERM, then 0: a dispatcher stops (within a grace), a
+  worker exits at once (stop() can block with trainers reading)."""
   from rlds_lite.pipeline import servers  # pylint: disable=g-import-not-at-top
-  stopped = servers.serve(server, _line(args, 'ready', ready, **fields))
+  worker = args.server == 'worker'
+  stopped = servers.serve(server, _line(args, 'ready', ready, **fields),
+                          stop_server=not worker)
   note = ('' if stopped else f' (it did not stop within {servers.GRACE:g} s: '
-          'its tasks are abandoned)')
+          'its jobs are abandoned)')
   print(_line(args, 'stopped', note, clean=stopped), flush=True)
-  if not stopped:
+  if worker or not stopped:
+    sys.stderr.flush()
     os._exit(0)  # pylint: disable=protected-access
   return 0
 

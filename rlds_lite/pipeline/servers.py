@@ -195,13 +195,15 @@ GRACE = 10.0
 
 def serve(server: Any, ready: str, out: Optional[TextIO] = None,
           signals: Sequence[int] = (signal.SIGTERM, signal.SIGINT),
-          grace: float = GRACE) -> bool:
+          grace: float = GRACE, stop_server: bool = True) -> bool:
   """Prints ``ready``, runs ``server`` until a signal, stops it.
 
-  A worker busy with an endless job may not stop: after ``grace`` seconds
-  `serve` gives up on it (what it held is lost, as if it were killed: see
-  docs/distributed.md) and returns False; exit the process then
-  (``os._exit``, as ``rlds-lite serve`` does).
+  A server busy with a job may not stop (a worker with a trainer still
+  reading was seen to block ``stop()``, holding the GIL): after ``grace``
+  seconds `serve` gives up on it and returns False; exit the process then
+  (``os._exit``). ``stop_server=False`` returns at the signal without
+  ``stop()``, for the caller to exit at once (``rlds-lite serve worker``:
+  what the worker held is lost either way, as if it were killed).
 
   Args:
     server: a started tf.data server (``.stop()``).
@@ -209,6 +211,7 @@ def serve(server: Any, ready: str, out: Optional[TextIO] = None,
     out: where the lines go (None: sys.stdout).
     signals: the signals that stop it (main thread only).
     grace: seconds to wait for ``server.stop()``.
+    stop_server: call ``server.stop()`` (else return at the signal).
 
   Returns:
     True once ``server.stop()`` returned, False if it did not within
@@ -233,7 +236,9 @@ def serve(server: Any, ready: str, out: Optional[TextIO] = None,
   finally:
     for number, handler in previous.items():
       signal.signal(number, handler)
-    stopping = threading.Thread(target=server.stop, daemon=True)
-    stopping.start()
-    stopping.join(grace)
+  if not stop_server:
+    return True
+  stopping = threading.Thread(target=server.stop, daemon=True)
+  stopping.start()
+  stopping.join(grace)
   return not stopping.is_alive()
