@@ -181,9 +181,10 @@ QUIET_RUNS = {
 
 def test_every_command_has_a_quiet_run():
   # demo: test_demo_records_builds_trains_and_reports; view serves until
-  # Ctrl-C: tests/view/test_view_cli.py::test_serves_until_interrupted.
+  # Ctrl-C: tests/view/test_view_cli.py::test_serves_until_interrupted; serve
+  # until SIGTERM: tests/pipeline/test_service_processes.py.
   # build: tests/test_beam_runs.py::test_cli_build_on_beam_equals_the_api_build.
-  assert set(QUIET_RUNS) | {'demo', 'view', 'build'} == set(commands.COMMANDS)
+  assert set(QUIET_RUNS) | {'demo', 'view', 'build', 'serve'} == set(commands.COMMANDS)
 
 
 @pytest.fixture(name='quiet_runs', scope='module')
@@ -239,7 +240,7 @@ def test_every_command_has_json_and_no_progress(name, capsys):
     cli.main([name, '--help'])
   text = capsys.readouterr().out
   assert '--json' in text
-  if name != 'version':  # The only command with nothing to show progress of.
+  if name not in ('version', 'serve'):  # Nothing to show progress of.
     assert '--no-progress' in text
 
 

@@ -13,6 +13,7 @@ COMMANDS = (
     'filter',
     'inspect',
     'merge',
+    'serve',
     'stats',
     'validate',
     'version',

@@ -12,12 +12,13 @@ Example:
   [0, 1, 2, 3, 4, 5]
 """
 
-from typing import Any, List, Optional, Union
+from typing import Any, List, Optional, Set, Tuple, Union
 
 import tensorflow as tf
 
 from rlds_lite import op_context
 from rlds_lite.pipeline import inputs
+from rlds_lite.pipeline import servers
 
 _service = tf.data.experimental.service
 
@@ -85,11 +86,73 @@ def _target(service: Union[str, LocalService, Any]) -> str:
   return target
 
 
+_PYTHON_OPS = {
+    'PyFunc': 'tf.numpy_function', 'PyFuncStateless': 'tf.numpy_function',
+    'EagerPyFunc': 'tf.py_function', 'GeneratorDataset': 'from_generator',
+}
+"""Ops that call back into this Python process, and what makes them."""
+
+
+def python_calls(dataset: tf.data.Dataset) -> List[str]:
+  """What in ``dataset`` calls Python (`_PYTHON_OPS`), sorted; [] if nothing.
+
+  Such a pipeline runs only on workers in the process that built it: the
+  tf.data service sends graphs, not Python functions.
+
+  Example:
+    >>> ds = tf.data.Dataset.range(3)
+    >>> python_calls(ds.map(lambda x: x + 1))
+    []
+    >>> python_calls(ds.map(lambda x: tf.numpy_function(abs, [x], tf.int64)))
+    ['tf.numpy_function']
+  """
+  top, inner = _graph_ops(dataset)
+  return sorted({_PYTHON_OPS[op] for op in (top | inner) & set(_PYTHON_OPS)})
+
+
+def _graph_ops(dataset: tf.data.Dataset) -> Tuple[Set[str], Set[str]]:
+  """The op types of ``dataset``'s graph: ``(top level, in functions)``."""
+  graph = tf.compat.v1.GraphDef.FromString(tf.raw_ops.DatasetToGraphV2(
+      input_dataset=tf.data.experimental.to_variant(dataset)).numpy())
+  inner = {node.op for function in graph.library.function
+           for node in function.node_def}
+  return {node.op for node in graph.node}, inner
+
+
+def _check_splittable(top: Set[str], mode: str) -> None:
+  """Refuses a pipeline whose top level fails on a worker's share of it."""
+  if mode == 'distributed_epoch' and 'AssertCardinalityDataset' in top:
+    raise ValueError(
+        "distribute: processing_mode='distributed_epoch' splits the pipeline's "
+        'source between workers, but the pipeline asserts its cardinality '
+        '(TFDS and rlds_lite.load do so by default), which fails on each '
+        "worker's share. Read with read_config=tfds.ReadConfig("
+        "assert_cardinality=False), or use processing_mode='parallel_epochs'.")
+
+
+def _check_remote(ops: Set[str], target: str, timeout: float) -> None:
+  """Refuses a pipeline that calls Python, then a dispatcher that does not answer."""
+  calls = sorted({_PYTHON_OPS[op] for op in ops & set(_PYTHON_OPS)})
+  if calls:
+    raise ValueError(
+        f'distribute: the pipeline calls Python ({", ".join(calls)}), which '
+        'tf.data service workers in other processes cannot run (they get '
+        'graphs, not Python functions; random_access pipelines read with '
+        'tf.numpy_function). Run it in the trainer and split the data per '
+        'host instead (pipeline.shard, or random_access.Sharding(index, '
+        'count)), or serve it from this process with LocalService.')
+  try:
+    servers.check_answers(target, timeout)
+  except ConnectionError as error:
+    raise ConnectionError(f'distribute: {error}') from None
+
+
 def distribute(dataset: tf.data.Dataset,
                service: Union[str, LocalService, Any],
                *,
                job_name: Optional[str] = None,
                processing_mode: str = 'distributed_epoch',
+               timeout: float = servers.CONNECT_TIMEOUT,
                **kwargs: Any) -> tf.data.Dataset:
   """``dataset`` run by the tf.data service workers of ``service``.
 
@@ -101,6 +164,7 @@ def distribute(dataset: tf.data.Dataset,
       elements); None: this consumer has its own job.
     processing_mode: ``'distributed_epoch'`` (each element once in all) or
       ``'parallel_epochs'`` (each worker runs the whole dataset).
+    timeout: seconds to wait for a dispatcher given by address to answer.
     **kwargs: more arguments of ``tf.data.experimental.service.distribute``
       (``consumer_index``, ``num_consumers``, ``compression``, ...).
 
@@ -108,8 +172,12 @@ def distribute(dataset: tf.data.Dataset,
     The distributed dataset (iterate it on the trainer).
 
   Raises:
-    ValueError: for an unknown processing mode.
+    ValueError: for an unknown processing mode, a ``'distributed_epoch'``
+      pipeline that asserts its cardinality, or (a service given by
+      address) a pipeline that calls Python (`python_calls`).
     TypeError: for a dataset or service of the wrong type.
+    ConnectionError: for an address where no dispatcher answers within
+      ``timeout`` seconds.
 
   Example:
     >>> distribute(tf.data.Dataset.range(3), 'grpc://localhost:1',
@@ -125,6 +193,10 @@ def distribute(dataset: tf.data.Dataset,
     raise ValueError(f'distribute: processing_mode must be one of '
                      f'{sorted(PROCESSING_MODES)}, got {processing_mode!r}.')
   target = _target(service)
+  top, inner = _graph_ops(dataset)
+  _check_splittable(top, processing_mode)
+  if not isinstance(service, LocalService):  # In-process: Python runs.
+    _check_remote(top | inner, target, timeout)
   return dataset.apply(
       _service.distribute(PROCESSING_MODES[processing_mode], target,
                           job_name=job_name, **kwargs))
