@@ -156,3 +156,16 @@ def camera_datasets_good_and_undecodable(
     with open(os.path.join(bad, name), 'w') as f:
       json.dump(edited, f)
   return good, bad
+
+
+def write_camera_dataset(directory: Any, cameras: Mapping[str, Tuple[int, int]],
+                         lengths: Sequence[int]) -> str:
+  """A TFDS dataset of ``synthetic`` camera episodes (episode ``i``: ``lengths[i]`` steps, seed ``i``): its path."""
+  from rlds_lite import synthetic  # pylint: disable=g-import-not-at-top
+  from rlds_lite.tfds import EpisodeWriter  # pylint: disable=g-import-not-at-top
+  with EpisodeWriter(str(directory), 'cams', synthetic.camera_features(cameras)) as writer:
+    for i, length in enumerate(lengths):
+      episode = next(synthetic.camera_episodes(1, length, cameras, seed=i))
+      episode['episode_id'] = np.int64(i)
+      writer.add_episode(episode)
+  return writer.path

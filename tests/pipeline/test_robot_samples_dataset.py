@@ -21,7 +21,6 @@ from rlds_lite import dense
 from rlds_lite import images
 from rlds_lite import pipeline
 from rlds_lite import synthetic
-from rlds_lite.tfds import EpisodeWriter
 from rlds_lite import option_objects
 import rlds_testing
 
@@ -31,14 +30,7 @@ LENGTHS = (1, 2, 7, 5, 9, 3)   # A one-step episode, short ones, longer ones.
 
 @pytest.fixture(scope='module')
 def camera_path(tmp_path_factory):
-  features = synthetic.camera_features(CAMERAS)
-  with EpisodeWriter(str(tmp_path_factory.mktemp('cams')), 'cams',
-                     features) as writer:
-    for i, length in enumerate(LENGTHS):
-      episode = next(synthetic.camera_episodes(1, length, CAMERAS, seed=i))
-      episode['episode_id'] = np.int64(i)
-      writer.add_episode(episode)
-  return writer.path
+  return rlds_testing.write_camera_dataset(tmp_path_factory.mktemp('cams'), CAMERAS, LENGTHS)
 
 
 KIND_FIELDS = {f.name for f in dataclasses.fields(rlds_lite.RobotSamples)}

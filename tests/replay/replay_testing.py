@@ -34,3 +34,14 @@ def one_epoch(buffer: replay.ReplayBuffer):
   """Every sample the buffer holds, once: (batch, info) of a `WithoutReplacement` epoch."""
   assert isinstance(buffer.sampler, replay.WithoutReplacement)
   return buffer.sample(buffer.num_samples)
+
+
+def flat(batch, prefix=''):
+  """A nested batch as ``{'a/b': array}``."""
+  out = {}
+  for key, value in batch.items():
+    if isinstance(value, dict):
+      out.update(flat(value, f'{prefix}{key}/'))
+    else:
+      out[prefix + key] = np.asarray(value)
+  return out

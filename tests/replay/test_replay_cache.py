@@ -16,7 +16,6 @@ from rlds_lite import pipeline
 from rlds_lite import replay
 from rlds_lite import synthetic
 from rlds_lite.replay import cache as cache_lib
-from rlds_lite.tfds import EpisodeWriter
 from rlds_lite.tfds import publish
 import rlds_testing
 
@@ -34,14 +33,7 @@ KINDS = {
 
 @pytest.fixture(scope='module')
 def camera_path(tmp_path_factory):
-  features = synthetic.camera_features(CAMERAS)
-  with EpisodeWriter(str(tmp_path_factory.mktemp('cams')), 'cams',
-                     features) as writer:
-    for i, length in enumerate(LENGTHS):
-      episode = next(synthetic.camera_episodes(1, length, CAMERAS, seed=i))
-      episode['episode_id'] = np.int64(i)
-      writer.add_episode(episode)
-  return writer.path
+  return rlds_testing.write_camera_dataset(tmp_path_factory.mktemp('cams'), CAMERAS, LENGTHS)
 
 
 @pytest.fixture(scope='module')

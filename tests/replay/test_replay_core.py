@@ -5,7 +5,7 @@ import pytest
 
 from rlds_lite import replay
 from rlds_lite.sample_kinds import RobotSamples, Transitions, Windows
-from replay_testing import buffer_of, episode, one_epoch
+from replay_testing import buffer_of, episode, flat, one_epoch
 
 EPISODES = {
     'one_step': [episode(1)],
@@ -35,16 +35,6 @@ def _reference(kind, episodes):
   return samples
 
 
-def _flat(batch, prefix=''):
-  out = {}
-  for key, value in batch.items():
-    if isinstance(value, dict):
-      out.update(_flat(value, f'{prefix}{key}/'))
-    else:
-      out[prefix + key] = value
-  return out
-
-
 @pytest.mark.parametrize('episodes_name', EPISODES)
 @pytest.mark.parametrize('kind_name', KINDS)
 def test_an_epoch_of_a_kind_is_its_reference(kind_name, episodes_name):
@@ -57,7 +47,7 @@ def test_an_epoch_of_a_kind_is_its_reference(kind_name, episodes_name):
       buffer.sample(1)
     return
   batch, info = one_epoch(buffer)
-  batch = _flat(batch)
+  batch = flat(batch)
   got = {}
   for i, key in enumerate(zip(info.episode_ids.tolist(), info.step_ids.tolist())):
     got[key] = {k: v[i] for k, v in batch.items()}

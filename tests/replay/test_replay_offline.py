@@ -14,7 +14,7 @@ import rlds_lite
 from rlds_lite import replay
 from rlds_lite.replay import offline
 from rlds_lite.sample_kinds import Transitions
-from replay_testing import episode
+from replay_testing import episode, flat
 
 
 def rich(length, terminal=True, base=0):
@@ -26,16 +26,6 @@ def rich(length, terminal=True, base=0):
   steps['value'] = (base + 0.1 * t).astype(np.float64)
   steps['note'] = np.array([f'e{base}s{i}'.encode() for i in t], object)
   return steps
-
-
-def flat(steps, prefix=''):
-  out = {}
-  for key, value in steps.items():
-    if isinstance(value, dict):
-      out.update(flat(value, f'{prefix}{key}/'))
-    else:
-      out[prefix + key] = np.asarray(value)
-  return out
 
 
 def assert_steps_equal(got, want):
