@@ -12,6 +12,7 @@ COMMANDS = (
     'filter',
     'inspect',
     'merge',
+    'record',
     'stats',
     'validate',
     'version',

@@ -196,6 +196,11 @@ class RecorderServer:
     self._thread.start()
     return self
 
+  def wait(self) -> None:
+    """Blocks until the serving thread ends (Ctrl-C: KeyboardInterrupt)."""
+    while self._thread is not None and self._thread.is_alive():
+      self._thread.join(0.5)
+
   def run(self) -> None:
     """Serves in this thread until Ctrl-C, then stops."""
     try:

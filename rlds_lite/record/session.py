@@ -218,6 +218,7 @@ class Player:
     with self._cond:
       return {'status': self.status, 'error': self.error,
               'paused': self._paused, 'speed': self.steps_per_second,
+              'held': list(self._held),
               'episode': dict(self._episode), 'frame': self._frame[0],
               'frame_kind': self.frames.kind if self.frames else None}
 
