@@ -65,7 +65,7 @@ class FrameSource:
     self._render = render
     if self._path is not None:
       self.kind = 'pixels'
-    elif render is not None and _is_image(render()):
+    elif render is not None and _is_image(_try(render)):
       self.kind = 'render'
     else:
       self.kind = 'state'
@@ -81,6 +81,14 @@ class FrameSource:
     if self.kind == 'render':
       return np.asarray(self._render(), np.uint8)
     return _plot(observation)
+
+
+def _try(render: Callable[[], Any]) -> Any:
+  """``render()``, or None if it fails (e.g. Gymnasium without pygame)."""
+  try:
+    return render()
+  except Exception:  # pylint: disable=broad-except
+    return None
 
 
 def _is_image(value: Any) -> bool:
