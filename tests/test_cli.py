@@ -181,8 +181,9 @@ QUIET_RUNS = {
 
 def test_every_command_has_a_quiet_run():
   # demo: test_demo_records_builds_trains_and_reports; view serves until
-  # Ctrl-C: tests/view/test_view_cli.py::test_serves_until_interrupted.
-  assert set(QUIET_RUNS) | {'demo', 'view'} == set(commands.COMMANDS)
+  # Ctrl-C: tests/view/test_view_cli.py::test_serves_until_interrupted;
+  # record too: tests/record/test_browser_record.py runs it (and --build).
+  assert set(QUIET_RUNS) | {'demo', 'view', 'record'} == set(commands.COMMANDS)
 
 
 @pytest.fixture(name='quiet_runs', scope='module')

@@ -4,6 +4,7 @@ Needs the ``record`` extra. Behaviour, files and errors: docs/record.md ("In the
 """
 
 import argparse
+import json
 import os
 import sys
 
@@ -36,6 +37,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # pylint: disable
   parser.add_argument('--name', help='the dataset name (default ENV_human)')
   parser.add_argument('--seed', type=dataset_options.integer,
                       help="the env's seed (built-in envs)")
+  parser.add_argument('--json', action='store_true',
+                      help='print the address (or the built dataset) as JSON')
+  parser.add_argument('--no-progress', action='store_true',
+                      help='accepted for symmetry: nothing shows progress')
 
 
 def _fail(error: BaseException) -> int:
@@ -56,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
     # pylint: disable=g-import-not-at-top
     if args.build:
       from rlds_lite.record import build
-      print(build.build(os.path.abspath(args.out), args.name), flush=True)
+      path = build.build(os.path.abspath(args.out), args.name)
+      print(json.dumps({'path': path}) if args.json else path, flush=True)
       return 0
     from rlds_lite.record import browser
     browser.serving_logs(not getattr(args, 'verbose', False))
@@ -65,8 +71,12 @@ def run(args: argparse.Namespace) -> int:
                            name=args.name, seed=args.seed)
   except dataset_options.BAD_INPUT_ERRORS + (OSError,) as e:
     return _fail(e)
-  print(f'Recording {args.env} into {server.player.out_dir} at {server.url}',
-        flush=True)
+  if args.json:
+    print(json.dumps({'env': args.env, 'out': server.player.out_dir,
+                      'url': server.url}), flush=True)
+  else:
+    print(f'Recording {args.env} into {server.player.out_dir} at '
+          f'{server.url}', flush=True)
   try:
     server.wait()
   except KeyboardInterrupt:
