@@ -46,6 +46,7 @@ class _Builds:
     self.out_dir, self.name = out_dir, name
     self.state: Dict[str, Any] = {'status': 'none'}
     self._lock = threading.Lock()
+    self._viewer = None
 
   def start(self) -> None:
     with self._lock:
@@ -56,10 +57,26 @@ class _Builds:
 
   def _run(self) -> None:
     try:
+      self.stop_viewer()
       path = build_lib.build(self.out_dir, self.name)
-      self.state = {'status': 'built', 'path': path}
+      self.state = {'status': 'built', 'path': path,
+                    'viewer': self._start_viewer(path)}
     except Exception as e:  # pylint: disable=broad-except
       self.state = {'status': 'failed', 'error': f'{type(e).__name__}: {e}'}
+
+  def _start_viewer(self, path: str) -> Optional[str]:
+    """The viewer of the built dataset (replays), if the view extra is there."""
+    try:
+      from rlds_lite.view import server as view_server  # pylint: disable=g-import-not-at-top
+      self._viewer = view_server.start(path, port=0)
+    except ImportError:
+      return None
+    return self._viewer.url
+
+  def stop_viewer(self) -> None:
+    if self._viewer is not None:
+      self._viewer.stop()
+      self._viewer = None
 
 
 def _json_body() -> Dict[str, Any]:
@@ -213,6 +230,7 @@ class RecorderServer:
   def stop(self) -> None:
     """Stops serving and playing (the episode being played is lost)."""
     self.player.stop()
+    self.builds.stop_viewer()
     if self._thread is not None:
       self._server.shutdown()
       self._thread.join()

@@ -128,11 +128,18 @@ def test_plays_keeps_two_discards_one(page, tmp_path):
     rows = page.eval_on_selector_all(
         '#episodes tr', 'rows => rows.map(r => Array.from(r.cells, c => c.textContent))')
     assert [r[0] for r in rows] == ['0', '1'] and rows[0][3:] == [
-        'yes', 'catch the ball', 'first try']
+        'yes', 'catch the ball', 'first try', '']
     assert rows[1][1:2] + rows[1][4:5] == ['10', 'move right']
     page.click('#finish')
     page.wait_for_function("document.body.dataset.build === 'built'")
     path = server.builds.state['path']
+    # Each kept episode replays on the viewer's episode page.
+    links = page.eval_on_selector_all('#episodes a', 'links => links.map(a => a.href)')
+    assert links == [server.builds.state['viewer'] + f'episode/train/{i}'
+                     for i in range(2)]
+    with urllib.request.urlopen(links[1].replace('episode/', 'api/episode/'),
+                                timeout=30) as response:
+      assert json.loads(response.read())['length'] == STEPS + 1
   finally:
     server.stop()
   episodes = list(tfds.builder_from_directory(path).as_dataset(
