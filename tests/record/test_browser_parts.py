@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from rlds_lite import cli
+from rlds_lite import envlogger
 from rlds_lite import envs
 from rlds_lite.record import browser
 from rlds_lite.record import env_specs
@@ -157,3 +158,32 @@ def test_app_reset_and_errors(tmp_path):
       assert json.load(f)['env'] == '<lambda>'
   finally:
     server.stop()
+
+
+def test_module_factories():
+  played = env_specs.resolve('rlds_lite.envs.catch:CatchPixels')
+  assert (played.label, played.builtin) == ('rlds_lite.envs.catch:CatchPixels', None)
+  assert played.env.observation_spec().shape == (32, 32, 3)
+  with pytest.raises(ValueError, match="cannot load ENV 'no_such_module:make'"):
+    env_specs.resolve('no_such_module:make')
+
+
+def test_a_gymnasium_env_is_recorded_through_envlogger(tmp_path):
+  played = env_specs.resolve(_Rendered)
+  keymap = keymaps.for_env(None, played.env.action_spec())
+  out = str(tmp_path / 'gym')
+  session.check_out_dir(out, played.label)
+  player = session.Player(played.env, out, keymap, render=played.render).start()
+  try:
+    player.request_step(['2'])  # Digit 2: action 1; the episode terminates.
+    player.wait_for('deciding')
+    assert player.state()['frame_kind'] == 'render'
+    player.decide(True, instruction='one step')
+    player.wait_for('paused')
+  finally:
+    player.stop()
+  (episode,) = list(envlogger.read_episodes(
+      os.path.join(out, session.KEPT, 'episode_000000')))
+  assert np.asarray(episode['action']).tolist()[1:] == [1]
+  assert np.asarray(episode['discount']).tolist()[1:] == [0.0]  # terminated
+  assert episode['episode_metadata']['instruction'] == 'one step'
