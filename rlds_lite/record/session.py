@@ -7,6 +7,7 @@ episode's recording is then renamed (atomically) to ``OUT/kept/episode_N``, a di
 deleted. Killing the process loses at most the episode being played (``pending/``).
 """
 
+import fcntl
 import json
 import os
 import shutil
@@ -21,12 +22,13 @@ from rlds_lite import envlogger
 from rlds_lite.record import frames as frames_lib
 from rlds_lite.record import keymaps
 
-__all__ = ['Player', 'check_out_dir', 'kept_episodes', 'MARKER', 'KEPT',
-           'PENDING']
+__all__ = ['Player', 'check_out_dir', 'kept_episodes', 'lock_out_dir', 'MARKER',
+           'KEPT', 'PENDING']
 
 MARKER = 'rlds_lite_record.json'
 """The file marking ``OUT`` as a browser recording (and naming its env)."""
 KEPT, PENDING, SUMMARY = 'kept', 'pending', 'summary.json'
+_LOCK = '.rlds_lite_record.lock'
 
 
 class _Restart(Exception):
@@ -67,6 +69,35 @@ def check_out_dir(out_dir: str, env_label: str) -> None:
   with open(temporary, 'w', encoding='utf-8') as f:
     json.dump({'env': env_label, 'recorder': 'rlds_lite.record.serve'}, f)
   os.replace(temporary, marker)
+
+
+def lock_out_dir(out_dir: str) -> Any:
+  """Holds ``out_dir``'s recorder lock (until the returned file is closed); one recorder at a time.
+
+  Example:
+    >>> import tempfile
+    >>> out = tempfile.mkdtemp()
+    >>> held = lock_out_dir(out)
+    >>> lock_out_dir(out)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: record: another rlds-lite record (pid ...) is recording into ...; stop it or choose another --out.
+    >>> held.close()
+  """
+  handle = open(os.path.join(out_dir, _LOCK), 'a+', encoding='utf-8')
+  try:
+    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+  except OSError:
+    handle.seek(0)
+    pid = handle.read().strip() or '?'
+    handle.close()
+    raise ValueError(f'record: another rlds-lite record (pid {pid}) is '
+                     f'recording into {out_dir}; stop it or choose another '
+                     '--out.') from None
+  handle.truncate(0)
+  handle.write(str(os.getpid()))
+  handle.flush()
+  return handle
 
 
 def kept_episodes(out_dir: str) -> List[Dict[str, Any]]:
@@ -167,6 +198,7 @@ class Player:
     self._episode = {'id': 0, 'steps': 0, 'return': 0.0}
     self._deadline = 0.0
     self._thread: Optional[threading.Thread] = None
+    self._lock = lock_out_dir(out_dir)
     shutil.rmtree(os.path.join(out_dir, PENDING), ignore_errors=True)
 
   # The person's controls (any thread).
@@ -374,6 +406,7 @@ class Player:
       self._cond.notify_all()
     if self._thread is not None:
       self._thread.join()
+    self._lock.close()
 
 
 def _fsync_dir(path: str) -> None:
