@@ -13,6 +13,7 @@ Example:
   >>> server.stop()
 """
 
+import logging
 import os
 import socket
 import sys
@@ -32,6 +33,10 @@ from rlds_lite.record import env_specs
 from rlds_lite.record import frames as frames_lib
 from rlds_lite.record import keymaps
 from rlds_lite.record import session
+try:  # Replays of the built dataset (the view extra); optional.
+  from rlds_lite.view import server as view_server  # pylint: disable=g-import-not-at-top
+except ImportError:  # pragma: no cover - depends on the installation.
+  view_server = None
 
 __all__ = ['RecorderServer', 'create_app', 'serve', 'start', 'HOST']
 
@@ -66,11 +71,9 @@ class _Builds:
 
   def _start_viewer(self, path: str) -> Optional[str]:
     """The viewer of the built dataset (replays), if the view extra is there."""
-    try:
-      from rlds_lite.view import server as view_server  # pylint: disable=g-import-not-at-top
-      self._viewer = view_server.start(path, port=0)
-    except ImportError:
+    if view_server is None:
       return None
+    self._viewer = view_server.start(path, port=0)
     return self._viewer.url
 
   def stop_viewer(self) -> None:
@@ -284,6 +287,5 @@ def serve(env_factory: Union[str, Callable[[], Any]], out_dir: str, *,
 
 def serving_logs(quiet: bool = True) -> None:
   """Hides (or shows) Werkzeug's one line per request."""
-  import logging  # pylint: disable=g-import-not-at-top
   logging.getLogger('werkzeug').setLevel(logging.WARNING if quiet else
                                          logging.INFO)

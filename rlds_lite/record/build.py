@@ -4,6 +4,7 @@ Only ``OUT/kept/`` is read, so discarded (deleted) and unfinished (``pending/``)
 never reach the dataset. A rebuild is made beside the old dataset and swapped in.
 """
 
+import json
 import os
 import re
 import shutil
@@ -50,7 +51,6 @@ def build(out_dir: str, name: Optional[str] = None) -> str:
   if not kept:
     raise ValueError(f'record: {out_dir} has no kept episode to build.')
   if name is None:
-    import json  # pylint: disable=g-import-not-at-top
     with open(marker, encoding='utf-8') as f:
       name = dataset_name(json.load(f)['env'])
   recordings = [os.path.join(out_dir, session.KEPT,
