@@ -99,48 +99,9 @@ def _held(body: Dict[str, Any]) -> list:
   return held
 
 
-def create_app(player: session.Player, label: str,
-               builds: _Builds) -> flask.Flask:
-  """The recorder's Flask app over a running `session.Player`."""
-  app = flask.Flask(__name__)
-  png_cache = {'version': -1, 'bytes': b''}
-  png_lock = threading.Lock()
-
-  @app.errorhandler(Exception)
-  def _error(error):
-    if isinstance(error, exceptions.HTTPException):
-      return flask.jsonify(error=error.description), error.code
-    if isinstance(error, ValueError):
-      return flask.jsonify(error=str(error)), 400
-    raise error
-
-  @app.get('/')
-  def _page():
-    return flask.send_file(_PAGE, mimetype='text/html', max_age=0)
-
-  @app.get('/api/state')
-  def _state():
-    return flask.jsonify(env=label, keymap=player.keymap.describe(),
-                         episodes=session.kept_episodes(player.out_dir),
-                         build=builds.state, out=player.out_dir,
-                         **player.state())
-
-  @app.get('/frame.png')
-  def _frame():
-    after = flask.request.args.get('after', '-1')
-    version = player.wait_frame(int(after) if after.lstrip('-').isdigit()
-                                else -1)
-    with png_lock:
-      if png_cache['version'] != version:
-        version, image = player.frame()
-        if image is None:
-          raise exceptions.NotFound('no frame yet')
-        png_cache.update(version=version, bytes=frames_lib.png(image))
-      data, version = png_cache['bytes'], png_cache['version']
-    response = flask.Response(data, mimetype='image/png')
-    response.headers['X-Frame-Version'] = str(version)
-    response.headers['Cache-Control'] = 'no-store'
-    return response
+def _add_posts(app: flask.Flask, player: session.Player,
+               builds: _Builds) -> None:
+  """The person's controls: keys, a step, pause/speed/reset, the decision, finish."""
 
   @app.post('/api/keys')
   def _keys():
@@ -180,6 +141,52 @@ def create_app(player: session.Player, label: str,
     builds.start()
     return flask.jsonify(ok=True)
 
+
+def create_app(player: session.Player, label: str,
+               builds: _Builds) -> flask.Flask:
+  """The recorder's Flask app over a running `session.Player` (routes: docs/record.md)."""
+  app = flask.Flask(__name__)
+  png_cache = {'version': -1, 'bytes': b''}
+  png_lock = threading.Lock()
+
+  @app.errorhandler(Exception)
+  def _error(error):
+    if isinstance(error, exceptions.HTTPException):
+      return flask.jsonify(error=error.description), error.code
+    if isinstance(error, ValueError):
+      return flask.jsonify(error=str(error)), 400
+    raise error
+
+  @app.get('/')
+  def _page():
+    return flask.send_file(_PAGE, mimetype='text/html', max_age=0)
+
+  @app.get('/api/state')
+  def _state():
+    return flask.jsonify(env=label, keymap=player.keymap.describe(),
+                         episodes=session.kept_episodes(player.out_dir),
+                         build=builds.state, out=player.out_dir,
+                         **player.state())
+
+  @app.get('/frame.png')
+  def _frame():
+    """The newest frame, once newer than ``after`` (a long poll of up to 1 s)."""
+    after = flask.request.args.get('after', '-1')
+    version = player.wait_frame(int(after) if after.lstrip('-').isdigit()
+                                else -1)
+    with png_lock:
+      if png_cache['version'] != version:
+        version, image = player.frame()
+        if image is None:
+          raise exceptions.NotFound('no frame yet')
+        png_cache.update(version=version, bytes=frames_lib.png(image))
+      data, version = png_cache['bytes'], png_cache['version']
+    response = flask.Response(data, mimetype='image/png')
+    response.headers['X-Frame-Version'] = str(version)
+    response.headers['Cache-Control'] = 'no-store'
+    return response
+
+  _add_posts(app, player, builds)
   return app
 
 

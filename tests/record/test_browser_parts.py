@@ -2,6 +2,7 @@
 
 import json
 import os
+import time
 
 from dm_env import specs
 import gymnasium
@@ -153,7 +154,11 @@ def test_app_reset_and_errors(tmp_path):
     client.post('/api/decide', json={'keep': True, 'note': '<b>x</b>'})
     server.player.wait_for('paused')
     assert [e['note'] for e in session.kept_episodes(out)] == ['<b>x</b>']
-    assert os.listdir(os.path.join(out, session.PENDING)) == ['episode_000001']
+    pending = os.path.join(out, session.PENDING)
+    deadline = time.monotonic() + 10
+    while not os.listdir(pending) and time.monotonic() < deadline:
+      time.sleep(0.01)  # The next episode starts.
+    assert os.listdir(pending) == ['episode_000001']
     with open(os.path.join(out, session.MARKER)) as f:
       assert json.load(f)['env'] == '<lambda>'
   finally:
