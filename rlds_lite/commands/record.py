@@ -1,4 +1,4 @@
-"""``rlds-lite record ENV --out DIR [--build]``: a person plays an env in the browser, recorded as RLDS.
+"""``rlds-lite record ENV --out DIR [--build]``: a person plays an env in the browser, as RLDS.
 
 Needs the ``record`` extra. Behaviour, files and errors: docs/record.md ("In the browser").
 """

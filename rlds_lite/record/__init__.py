@@ -1,7 +1,7 @@
-"""Record Gymnasium envs (and vector envs) as RLDS datasets: `record`, `DataCollector`; people: `serve`.
+"""Record Gymnasium envs (and vector envs) as RLDS: `record`, `DataCollector`; people: `serve`.
 
-Needs the ``gymnasium`` extra (`serve`, the browser recorder, also Flask and Pillow). How episodes map to RLDS steps, and what a crash loses:
-docs/record.md.
+Needs the ``gymnasium`` extra (`serve`, the browser recorder, the ``record`` one). How
+episodes map to RLDS steps, and what a crash loses: docs/record.md.
 """
 
 try:

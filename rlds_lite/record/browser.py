@@ -1,4 +1,4 @@
-"""The browser recorder's web app and server: `serve` / `start` (Flask on 127.0.0.1; docs/record.md).
+"""The browser recorder's web app and server: `serve`, `start` (Flask, 127.0.0.1; docs/record.md).
 
 Example:
   >>> import tempfile

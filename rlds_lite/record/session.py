@@ -1,4 +1,4 @@
-"""The browser recorder's player: steps a dm_env on a fixed clock, one EnvLogger recording per episode.
+"""The browser recorder's player: a dm_env on a fixed clock, an EnvLogger recording per episode.
 
 Each episode is recorded by `rlds_lite.envlogger.record` into ``OUT/pending/episode_N``;
 when it ends the player waits for the person's decision, stored as the episode's
@@ -40,7 +40,7 @@ class _Stopped(Exception):
 
 
 def check_out_dir(out_dir: str, env_label: str) -> None:
-  """Creates ``out_dir`` (marked), or refuses one that holds anything but a recording of ``env_label``.
+  """Creates ``out_dir`` (marked), or refuses one holding anything but a recording of ``env_label``.
 
   Example:
     >>> import tempfile

@@ -1,4 +1,4 @@
-"""The browser recorder's parts without a browser: key maps, frames, ENV, out dirs, the app, bad input."""
+"""The browser recorder's parts without a browser: key maps, frames, ENV, out dirs, app, bad input."""
 
 import json
 import os
