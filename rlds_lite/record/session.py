@@ -231,6 +231,8 @@ class Player:
   def reset(self) -> None:
     """Throws the episode being played away and starts another."""
     with self._cond:
+      if self.status == 'deciding':
+        raise ValueError('record: the episode has ended: keep or discard it.')
       self._restart = True
       self._steps.clear()
       self._cond.notify_all()
@@ -319,6 +321,7 @@ class Player:
     with self._cond:
       self.status = 'deciding'
       self._decision = None
+      self._steps.clear()  # Steps asked for after the end are not the next episode's.
       self._cond.notify_all()
       while self._decision is None:
         if self._stop:

@@ -149,6 +149,8 @@ def test_app_reset_and_errors(tmp_path):
     for _ in range(9):
       client.post('/api/step', json={'held': ['3']})
     server.player.wait_for('deciding')
+    assert client.post('/api/control', json={'reset': True}).json == {
+        'error': 'record: the episode has ended: keep or discard it.'}
     assert client.get('/api/state').json['episode'] == {
         'id': 0, 'steps': 9, 'return': -1.0}
     client.post('/api/decide', json={'keep': True, 'note': '<b>x</b>'})
