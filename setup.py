@@ -77,7 +77,7 @@ setuptools.setup(
         # rlds_lite.record: Gymnasium envs and vector envs recorded as RLDS.
         'gymnasium': ['gymnasium>=1.1,<2'],
         # rlds-lite record: people play an env in the browser (Flask, PNG frames).
-        'record': ['gymnasium>=1.1,<2', 'Flask>=3.1', 'Pillow>=10'],
+        'record': ['gymnasium>=1.1,<2', 'Flask>=3.1', 'Pillow>=10', 'PyYAML>=6'],
         # rlds_lite.random_access.grain_batches / GrainSamples (JAX users).
         'grain': ['grain>=0.2,<0.3'],
         # MP4 output of rlds_lite.episode_to_video (GIF needs nothing).
