@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 from typing import Optional
 
 from rlds_lite.record import session
@@ -56,14 +57,17 @@ def build(out_dir: str, name: Optional[str] = None) -> str:
   recordings = [os.path.join(out_dir, session.KEPT,
                              f'episode_{row["episode_id"]:06d}') for row in kept]
   final = os.path.join(out_dir, DATA_DIR)
-  fresh = os.path.join(out_dir, '.tfds-new')
-  shutil.rmtree(fresh, ignore_errors=True)
-  path = envlogger_build.build_from_envlogger(recordings, name=name,
-                                              data_dir=fresh)
-  old = os.path.join(out_dir, '.tfds-old')
-  shutil.rmtree(old, ignore_errors=True)
+  # Unique names: a build from the page and one from --build never share one.
+  fresh = tempfile.mkdtemp(prefix='.tfds-new-', dir=out_dir)
+  try:
+    path = envlogger_build.build_from_envlogger(recordings, name=name,
+                                                data_dir=fresh)
+  except BaseException:
+    shutil.rmtree(fresh, ignore_errors=True)
+    raise
+  old = tempfile.mkdtemp(prefix='.tfds-old-', dir=out_dir)
   if os.path.exists(final):
-    os.rename(final, old)
+    os.rename(final, os.path.join(old, DATA_DIR))
   os.rename(fresh, final)
   shutil.rmtree(old, ignore_errors=True)
   return os.path.join(final, os.path.relpath(path, fresh))

@@ -23,6 +23,7 @@ import tensorflow_datasets as tfds
 from rlds_lite import cli
 from rlds_lite import envlogger
 from rlds_lite.record import browser
+from rlds_lite.record import build
 from rlds_lite.record import keymaps
 from rlds_lite.record import session
 
@@ -214,5 +215,8 @@ def test_killed_mid_episode_keeps_every_kept_episode(tmp_path, capsys):
   capsys.readouterr()
   assert cli.main(['record', 'catch', '--out', out, '--build']) == 0
   path = capsys.readouterr().out.strip().splitlines()[-1]
+  assert build.build(out) == path  # A rebuild swaps in beside the old one.
+  assert sorted(os.listdir(out)) == [
+      '.rlds_lite_record.lock', 'kept', 'pending', session.MARKER, 'tfds']
   episodes = list(tfds.builder_from_directory(path).as_dataset(split='train'))
   assert [e['instruction'].numpy() for e in episodes] == [b'go 0', b'go 1']
