@@ -197,10 +197,7 @@ class RecorderServer:
                keymap: keymaps.KeyMap, steps_per_second: float, port: int,
                name: Optional[str]):
     session.check_out_dir(out_dir, played.label)
-    self.player = session.Player(played.env, out_dir, keymap,
-                                 steps_per_second, played.render)
-    self.builds = _Builds(out_dir, name)
-    self.app = create_app(self.player, played.label, self.builds)
+    # The port first: a taken one leaves no player holding the out dir's lock.
     try:
       listener = socket.create_server((HOST, port))
     except OSError as e:
@@ -208,6 +205,10 @@ class RecorderServer:
                     f'{os.strerror(e.errno)}; pass another port (0 picks a '
                     'free one)') from None
     with listener:
+      self.player = session.Player(played.env, out_dir, keymap,
+                                   steps_per_second, played.render)
+      self.builds = _Builds(out_dir, name)
+      self.app = create_app(self.player, played.label, self.builds)
       self._server = serving.make_server(HOST, port, self.app, threaded=True,
                                          fd=listener.fileno())
     self._thread: Optional[threading.Thread] = None

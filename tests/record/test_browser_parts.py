@@ -135,6 +135,12 @@ def test_app_reset_and_errors(tmp_path):
   out = str(tmp_path / 'rec')
   server = browser.start(lambda: envs.make('catch', seed=0), out)
   try:
+    with pytest.raises(ValueError, match='another rlds-lite record'):
+      browser.start(lambda: envs.make('catch', seed=0), out)
+    port = int(server.url.rsplit(':', 1)[1].strip('/'))
+    with pytest.raises(OSError, match=f'cannot listen on 127.0.0.1:{port}'):
+      browser.start('catch', str(tmp_path / 'other'), port=port)
+    browser.start('catch', str(tmp_path / 'other')).stop()  # Not locked.
     client = server.app.test_client()
     assert client.post('/api/decide', json={'keep': True}).json == {
         'error': 'record: no episode is waiting for keep or discard.'}
