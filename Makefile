@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
-# The viewer's browser test drives Debian's chromium (tests/view).
+# The viewer's and the recorder's browser tests drive Debian's chromium (tests/view, tests/record).
 CHROMIUM := /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -17,7 +17,8 @@ setuptools.setup(
     long_description_content_type='text/markdown',
     packages=setuptools.find_packages(include=['rlds_lite', 'rlds_lite.*']),
     # The viewer's page templates, script and style sheet.
-    package_data={'rlds_lite.view': ['templates/*.html', 'static/*']},
+    package_data={'rlds_lite.view': ['templates/*.html', 'static/*'],
+                  'rlds_lite.record': ['static/*']},
     python_requires='>=3.10',
     install_requires=[
         'tensorflow>=2.21,<2.22',
@@ -75,6 +76,8 @@ setuptools.setup(
         'jax': ['jax>=0.4.30'],
         # rlds_lite.record: Gymnasium envs and vector envs recorded as RLDS.
         'gymnasium': ['gymnasium>=1.1,<2'],
+        # rlds-lite record: people play an env in the browser (Flask, PNG frames).
+        'record': ['gymnasium>=1.1,<2', 'Flask>=3.1', 'Pillow>=10', 'PyYAML>=6'],
         # rlds_lite.random_access.grain_batches / GrainSamples (JAX users).
         'grain': ['grain>=0.2,<0.3'],
         # MP4 output of rlds_lite.episode_to_video (GIF needs nothing).

@@ -182,9 +182,10 @@ QUIET_RUNS = {
 def test_every_command_has_a_quiet_run():
   # demo: test_demo_records_builds_trains_and_reports; view serves until
   # Ctrl-C: tests/view/test_view_cli.py::test_serves_until_interrupted; serve
-  # until SIGTERM: tests/pipeline/test_service_processes.py.
+  # until SIGTERM: tests/pipeline/test_service_processes.py; record:
+  # tests/record/test_browser_record.py runs it (and --build).
   # build: tests/test_beam_runs.py::test_cli_build_on_beam_equals_the_api_build.
-  assert set(QUIET_RUNS) | {'demo', 'view', 'build', 'serve'} == set(commands.COMMANDS)
+  assert set(QUIET_RUNS) | {'demo', 'view', 'build', 'serve', 'record'} == set(commands.COMMANDS)
 
 
 @pytest.fixture(name='quiet_runs', scope='module')

@@ -13,6 +13,7 @@ COMMANDS = (
     'filter',
     'inspect',
     'merge',
+    'record',
     'serve',
     'stats',
     'validate',
