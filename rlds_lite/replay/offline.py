@@ -244,6 +244,10 @@ def from_rlds(make_buffer: Callable[..., Any], episodes: Any,
     >>> len(buffer), buffer.num_episodes(), buffer.writer
     (97, 3, Immutable())
   """
+  if 'image_size' in buffer_args:
+    raise TypeError('from_rlds keeps frames as stored; for frames decoded once at a training '
+                    'size use replay.decoded_cache(source, path, image_size=...) '
+                    '(docs/replay_cache.md).')
   if isinstance(episodes, (str, os.PathLike)) or isinstance(episodes, source_lib.Source):
     episodes = source_lib.as_source(episodes, split)
   if storage is None:

@@ -196,6 +196,8 @@ def test_from_rlds_bad_input_is_one_clear_error(written):
     replay.ReplayBuffer.from_rlds(written, replay.MemoryStorage(8, spec=spec))
   with pytest.raises(TypeError, match="from_rlds: episode 0 is not a dict with 'steps'"):
     replay.ReplayBuffer.from_rlds([{'reward': [1.0]}], replay.MemoryStorage(2))
+  with pytest.raises(TypeError, match=r'use replay.decoded_cache\(source, path, image_size=...\)'):
+    replay.ReplayBuffer.from_rlds(written, image_size=(64, 64))
 
 
 # TED.
