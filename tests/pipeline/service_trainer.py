@@ -2,13 +2,16 @@
 
 ``python service_trainer.py SPEC_JSON``: for each run of the spec, builds the
 pipeline (endless, if the run has a ``limit``), waits at a file barrier, reads it from the dispatcher and prints
-``{"run": name, "keys": [...]}`` (``{"progress": n}`` lines while reading).
+``{"run": name, "keys": [...]}`` (``{"progress": n}`` lines while reading); a run
+with ``idle`` seconds ends when nothing arrived for that long (``"stalled": true``).
 The test process builds the same pipelines in-process for references.
 """
 
 import json
 import os
+import queue
 import sys
+import threading
 import time
 from typing import Any, Callable, Dict, List
 
@@ -89,13 +92,39 @@ def main(spec: Dict[str, Any]) -> None:
       ds = ds.take(run['limit'])
     if run.get('barrier'):
       _barrier(run['barrier'], spec['index'], run['trainers'])
-    got = []
-    for count, element in enumerate(ds.as_numpy_iterator(), 1):
+    got, stalled = [], False
+    for count, element in enumerate(_elements(ds, run.get('idle')), 1):
+      if element is None:
+        stalled = True
+        break
       got.extend(keys(run['pipeline'], element))
       print(json.dumps({'progress': run['name'], 'count': count}),
             flush=True)
       time.sleep(run.get('delay', 0))
-    print(json.dumps({'run': run['name'], 'keys': got}), flush=True)
+    print(json.dumps({'run': run['name'], 'keys': got, 'stalled': stalled}),
+          flush=True)
+
+
+def _elements(ds: tf.data.Dataset, idle: Any):
+  """The elements of ``ds``; with ``idle`` seconds, a None once none came for that long."""
+  if not idle:
+    yield from ds.as_numpy_iterator()
+    return
+  arrived: 'queue.Queue[Any]' = queue.Queue()
+  def read():
+    for element in ds.as_numpy_iterator():
+      arrived.put(element)
+    arrived.put(StopIteration)
+  threading.Thread(target=read, daemon=True).start()
+  while True:
+    try:
+      element = arrived.get(timeout=idle)
+    except queue.Empty:
+      yield None  # The reader thread stays blocked in tf.data; the test stops us.
+      return
+    if element is StopIteration:
+      return
+    yield element
 
 
 if __name__ == '__main__':

@@ -177,7 +177,9 @@ def _trainers(cluster):
       {'name': 'windows', 'pipeline': 'windows', 'mode': 'parallel_epochs'},
       {'name': 'transitions', 'pipeline': 'transitions',
        'mode': 'parallel_epochs'},
-      {**slow, 'name': 'kill'},
+      # After the kill the job may deliver all it will and never end (TF
+      # 2.21): the trainer stops once nothing arrived for 20 s.
+      {**slow, 'name': 'kill', 'idle': 20},
       # Three epochs' worth of endless input: the worker needs new splits
       # from the restarted dispatcher to give them.
       {**slow, 'name': 'restart', 'limit': 3 * STEPS, 'only': 0,
