@@ -21,6 +21,7 @@ import numpy as np
 from rlds_lite import envlogger
 from rlds_lite.record import frames as frames_lib
 from rlds_lite.record import keymaps
+from rlds_lite.tfds import publish
 
 __all__ = ['Player', 'check_out_dir', 'kept_episodes', 'lock_out_dir', 'MARKER',
            'KEPT', 'PENDING']
@@ -368,7 +369,7 @@ class Player:
         f.flush()
         os.fsync(f.fileno())
       os.rename(pending, os.path.join(self.out_dir, KEPT, name))
-      _fsync_dir(os.path.join(self.out_dir, KEPT))
+      publish.fsync_dir(os.path.join(self.out_dir, KEPT))
     else:
       shutil.rmtree(pending)
     with self._cond:
@@ -411,10 +412,3 @@ class Player:
       self._thread.join()
     self._lock.close()
 
-
-def _fsync_dir(path: str) -> None:
-  descriptor = os.open(path, os.O_RDONLY)
-  try:
-    os.fsync(descriptor)
-  finally:
-    os.close(descriptor)
