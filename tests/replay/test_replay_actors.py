@@ -80,6 +80,17 @@ class Actors:
     self._killer.join(TIMEOUT)
 
 
+def run_actors(path, plan, tmp_path, while_running=lambda: None):
+  """Runs the actors of ``plan`` to their end (or kill), ``while_running`` polled meanwhile, then once more."""
+  actors = Actors(path, plan, tmp_path)
+  try:
+    actors.finish(while_running)
+  finally:
+    actors.close()
+  while_running()   # Once more, in case the actors finished before it ran.
+  return actors
+
+
 def expected_episodes(plan):
   """(actor, episode) of every episode that must be published: the killed one's last is lost."""
   return {(a, e) for a, (n, kill_at) in plan.items()
@@ -135,12 +146,7 @@ def test_two_actors_one_killed_mid_insert(shared, tmp_path):
     if len(learner):
       check_steps(*learner.sample(16), seen)
 
-  actors = Actors(shared, plan, tmp_path)
-  try:
-    actors.finish(sample)
-  finally:
-    actors.close()
-  sample()   # Once more, in case the actors finished before the learner sampled.
+  actors = run_actors(shared, plan, tmp_path, sample)
   expected = expected_episodes(plan)
   groups = stored_episodes(learner.storage)
   assert actors.torn[1] not in groups   # The torn episode is never readable.
@@ -173,12 +179,7 @@ def test_four_actors_one_killed_while_the_ring_evicts(tmp_path):
       np.testing.assert_array_equal(t[:, 0], info.step_ids)
       sampled.extend(zip(a[:, 0].tolist(), e[:, 0].tolist()))
 
-  actors = Actors(path, plan, tmp_path)
-  try:
-    actors.finish(sample)
-  finally:
-    actors.close()
-  sample()   # Once more, in case the actors finished before the learner sampled.
+  actors = run_actors(path, plan, tmp_path, sample)
   expected = expected_episodes(plan)
   assert sampled and set(sampled) <= expected
   storage = learner.storage
@@ -199,11 +200,7 @@ def test_four_actors_one_killed_while_the_ring_evicts(tmp_path):
 def test_a_torn_write_stays_unreadable_until_later_writes_cover_it(shared, tmp_path):
   learner = replay.ReplayBuffer(replay.MemmapStorage(shared),
                                 sampler=replay.WithoutReplacement(), seed=0)
-  actors = Actors(shared, {1: (2, 1)}, tmp_path)   # Episode 0 (4 steps), then 1 (5) torn.
-  try:
-    actors.finish()
-  finally:
-    actors.close()
+  run_actors(shared, {1: (2, 1)}, tmp_path)   # Episode 0 (4 steps), then 1 (5) torn.
   header = learner.storage.header
   assert (int(header[storage_lib.INSERTED]), int(header[storage_lib.RESERVED])) == (4, 9)
   assert len(learner) == 4
