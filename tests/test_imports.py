@@ -122,7 +122,7 @@ def test_no_import_cycles():
 FLOORS = {
     # 0 ground: names, paths, bounds, per-episode ops, bars.
     'lazy_names': 0, 'rlds_names': 0, 'rlds_types': 0, 'validation': 0, 'metadata': 0,
-    'nest_paths': 0, 'nesting': 0, 'byte_sizes': 0, 'progress': 0, 'gif': 0,
+    'nest_paths': 0, 'nesting': 0, 'byte_sizes': 0, 'progress': 0, 'gif': 0, 'exit_guard': 0,
     'overwriting': 0, 'option_objects': 0, 'beam_runs': 0, 'op_context': 0, 'dense': 0, 'transformations': 0, 'video': 0,
     'frameworks': 0, 'envs': 0,
     # 1 files: the TFDS file protocol, publishing, a dataset's files.

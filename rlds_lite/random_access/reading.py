@@ -21,7 +21,7 @@ from rlds_lite import op_context
 from rlds_lite import rlds_types
 from rlds_lite.dense.transitions import NEXT_OBSERVATION
 from rlds_lite.images import decode as decode_lib
-from rlds_lite.random_access import exit_guard
+from rlds_lite import exit_guard
 from rlds_lite.random_access import index as index_lib
 from rlds_lite.random_access import layout as layout_lib
 from rlds_lite import sample_kinds as samples_lib

@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlds_lite import nest_paths
-from rlds_lite.random_access import exit_guard
+from rlds_lite import exit_guard
 from rlds_lite.replay import rate_limit
 from rlds_lite.replay import storage as storage_lib
 

@@ -5,7 +5,7 @@ import subprocess
 import sys
 import textwrap
 
-from rlds_lite.random_access import exit_guard
+from rlds_lite import exit_guard
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
