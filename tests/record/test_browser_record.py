@@ -17,7 +17,6 @@ import urllib.request
 
 import numpy as np
 import pytest
-from playwright import sync_api
 import tensorflow_datasets as tfds
 
 from rlds_lite import cli
@@ -26,12 +25,8 @@ from rlds_lite.record import browser
 from rlds_lite.record import build
 from rlds_lite.record import keymaps
 from rlds_lite.record import session
+import browser_testing
 
-CHROMIUM = '/usr/bin/chromium'  # As tests/view/test_view_browser.py.
-FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
-         '--no-first-run', '--disable-background-networking',
-         '--disable-component-update', '--disable-sync']
-TIMEOUT_MS = 20_000
 STEPS = 9  # Catch's 10 rows: 9 actions, 10 RLDS steps.
 FIRST_KEYS = ['ArrowLeft', 'ArrowLeft', None, 'ArrowRight', 'ArrowRight', None,
               'ArrowLeft', None, 'ArrowRight']
@@ -40,25 +35,8 @@ CATCH = keymaps.builtin('catch')
 
 @pytest.fixture(name='page', scope='module')
 def _page():
-  assert os.access(CHROMIUM, os.X_OK), (
-      f'{CHROMIUM} is missing: apt-get install chromium (make test does).')
-  outside, errors = [], []
-  def only_the_recorder(route):
-    if route.request.url.startswith(f'http://{browser.HOST}:'):
-      route.continue_()
-    else:
-      outside.append(route.request.url)
-      route.abort()
-  with sync_api.sync_playwright() as playwright:
-    chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-    page = chromium.new_page(viewport={'width': 1100, 'height': 620})
-    page.set_default_timeout(TIMEOUT_MS)
-    page.on('pageerror', lambda error: errors.append(str(error)))
-    page.route('**/*', only_the_recorder)
+  with browser_testing.local_page(browser.HOST, (1100, 620)) as page:
     yield page
-    chromium.close()
-  assert not outside, f'requests left 127.0.0.1: {outside}'
-  assert not errors, f'JavaScript errors: {errors}'
 
 
 def _wait_text(page, selector, text):

@@ -18,21 +18,16 @@ import time
 import numpy as np
 from PIL import Image
 import pytest
-from playwright import sync_api
 
 from rlds_lite import synthetic
 from rlds_lite.tfds import EpisodeWriter
 from rlds_lite.tfds import write_dataset
 from rlds_lite.view import server as server_lib
+import browser_testing
 import view_testing
 
-CHROMIUM = '/usr/bin/chromium'
-FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
-         '--no-first-run', '--disable-background-networking',
-         '--disable-component-update', '--disable-sync']
 NUM_EPISODES, MAX_LENGTH, SIZE, FPS = 12, 40, 128, 10
 SUCCESS = 1.0  # The reward on terminated episodes' last steps.
-TIMEOUT_MS = 20_000
 
 # The master camera's current frame, drawn on a canvas, as a PNG data URL.
 FRAME_JS = """() => {
@@ -66,26 +61,8 @@ def _server(dataset):
 
 @pytest.fixture(name='page', scope='module')
 def _page():
-  assert os.access(CHROMIUM, os.X_OK), (
-      f'{CHROMIUM} is missing: apt-get install chromium (make test does).')
-  outside = []
-  def only_the_viewer(route):  # The viewers these tests start.
-    if route.request.url.startswith(f'http://{server_lib.HOST}:'):
-      route.continue_()
-    else:
-      outside.append(route.request.url)
-      route.abort()
-  with sync_api.sync_playwright() as playwright:
-    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-    page = browser.new_page(viewport={'width': 1280, 'height': 900})
-    page.set_default_timeout(TIMEOUT_MS)
-    errors = []
-    page.on('pageerror', lambda error: errors.append(str(error)))
-    page.route('**/*', only_the_viewer)
+  with browser_testing.local_page(server_lib.HOST, (1280, 900)) as page:
     yield page
-    browser.close()
-  assert not outside, f'requests left 127.0.0.1: {outside}'
-  assert not errors, f'JavaScript errors: {errors}'
 
 
 @pytest.fixture(name='expected', scope='module')
@@ -257,7 +234,8 @@ def test_episode_page_plays_and_the_cursor_follows(page, server, expected,
   page.select_option('#speed', '0.5')
   page.click('#play')
   page.wait_for_function(
-      "document.querySelector('video').currentTime > 1.2", timeout=TIMEOUT_MS)
+      "document.querySelector('video').currentTime > 1.2",
+      timeout=browser_testing.TIMEOUT_MS)
   page.click('#play')  # Pause.
   # The page shows the step of the paused video's time (once its pause and
   # seek events are handled).
