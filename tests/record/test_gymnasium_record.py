@@ -53,7 +53,17 @@ class Walk(gymnasium.Env):
             end and not self._terminal, self._info())
 
 
-class Composite(gymnasium.Env):
+class _Sampled(gymnasium.Env):
+  """Observations drawn from the observation space, seeded by reset; ``_t`` counts the actions."""
+
+  def reset(self, *, seed=None, options=None):
+    super().reset(seed=seed)
+    self.observation_space.seed(seed)
+    self._t = 0
+    return self.observation_space.sample(), {}
+
+
+class Composite(_Sampled):
   """Every space kind: a Dict observation holding a Tuple, a Tuple action."""
 
   observation_space = spaces.Dict({
@@ -65,12 +75,6 @@ class Composite(gymnasium.Env):
   })
   action_space = spaces.Tuple((spaces.Box(-1, 1, (2,), np.float32),
                                spaces.Discrete(3)))
-
-  def reset(self, *, seed=None, options=None):
-    super().reset(seed=seed)
-    self.observation_space.seed(seed)
-    self._t = 0
-    return self.observation_space.sample(), {}
 
   def step(self, action):
     self._t += 1
@@ -343,19 +347,13 @@ def test_append_and_infos_that_change_shape(tmp_path):
   assert not os.path.exists(tmp_path / 'changing' / '1.0.0')
 
 
-class Frames(gymnasium.Env):
+class Frames(_Sampled):
   """Camera frames and text; truncated after two actions."""
 
   observation_space = spaces.Dict({
       'pixels': spaces.Box(0, 255, (32, 32, 3), np.uint8),
       'text': spaces.Text(5)})
   action_space = spaces.Box(-1, 1, (), np.float32)
-
-  def reset(self, *, seed=None, options=None):
-    super().reset(seed=seed)
-    self.observation_space.seed(seed)
-    self._t = 0
-    return self.observation_space.sample(), {}
 
   def step(self, action):
     self._t += 1
