@@ -143,7 +143,7 @@ FLOORS = {
     'pipeline': 5, 'random_access': 5,
     # 6 formats, viewer, builders, recording.
     'convert': 6, 'view': 6, 'tfds': 6, 'envlogger': 6, 'synthetic': 6,
-    'replay': 6, 'record': 6,
+    'replay': 6, 'record': 6, 'octo': 6,
     # 7 the command line.
     'commands': 7, 'cli': 7, 'demo': 7,
 }
