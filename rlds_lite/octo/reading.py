@@ -77,6 +77,18 @@ def split_for(source: source_lib.Source, train: bool) -> str:
   return 'train[:95%]' if train else 'train[95%:]'
 
 
+def _split(source: source_lib.Source, train: bool, name: str
+           ) -> source_lib.Source:
+  """``source`` on Octo's split, or a ValueError naming the dataset when it is empty."""
+  split = split_for(source, train)
+  try:
+    return source.with_split(split)
+  except (ValueError, AssertionError) as e:
+    raise ValueError(f'dataset {name!r}: its {"training" if train else "validation"} '
+                     f'split {split!r} holds no trajectories '
+                     f'({source.num_episodes} in all): {e}') from None
+
+
 def _read_config(shuffle: bool, seed: Optional[int], reads: int) -> Any:
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
   # One episode at a time per open file: TFDS's blocks of 16 would buffer
@@ -288,7 +300,7 @@ def make_dataset_from_rlds(
   statistics = stats_lib.with_mask(statistics, action_normalization_mask,
                                    keys.name)
   dataset = trajectories(
-      source.with_split(split_for(source, train)), keys,
+      _split(source, train, keys.name), keys,
       standardize=standardize, filters=filters, ignore_errors=ignore_errors,
       num_parallel_calls=num_parallel_calls, shuffle=shuffle, seed=seed,
       num_parallel_reads=num_parallel_reads)

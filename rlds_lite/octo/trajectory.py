@@ -219,7 +219,7 @@ def _strategy(table: Dict[str, Callable], name: str, what: str) -> Callable:
   return table[name]
 
 
-def _filters(dataset: tf.data.Dataset, skip_unlabeled: bool,
+def filters(dataset: tf.data.Dataset, skip_unlabeled: bool,
              max_action: Optional[float], max_proprio: Optional[float]
              ) -> tf.data.Dataset:
   spec = dataset.element_spec
@@ -279,7 +279,7 @@ def apply_trajectory_transforms(
     >>> traj['action'].shape.as_list(), traj['observation']['task_completed'].shape.as_list()
     ([4, 2, 3, 7], [4, 2, 3])
   """
-  dataset = _filters(dataset, skip_unlabeled, max_action, max_proprio)
+  dataset = filters(dataset, skip_unlabeled, max_action, max_proprio)
   steps = [add_pad_mask_dict,
            functools.partial(pad_actions_and_proprio,
                              max_action_dim=max_action_dim,
