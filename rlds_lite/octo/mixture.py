@@ -254,8 +254,9 @@ def _plans(names: List[str], weights: np.ndarray, counts: List[int],
     examples = max(1, info[split].num_examples)
     steps = float(stats['num_transitions']) * examples / max(
         1, int(stats['num_trajectories']))
+    # The base split's metadata: a sliced one ('train[:95%]') has no bytes.
     sized.append(robot_memory.dataset_sizes(
-        source.builder, split, int(steps), samples_lib.image_specs(layout),
+        source.builder, split.split('[')[0], int(steps), samples_lib.image_specs(layout),
         samples_lib.image_sizes(layout), layout.window,
         'future' if layout.goal else None,
         _value_bytes(layout, int(np.size(stats['action']['mean'])))))

@@ -15,6 +15,7 @@ Example:
 """
 
 import fnmatch
+import os
 import functools
 import logging
 from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
@@ -60,7 +61,16 @@ def open_source(name: Any, data_dir: Any) -> source_lib.Source:
 
 
 def dataset_name(source: source_lib.Source) -> str:
-  """The name Octo gives the trajectories (``dataset_name``): the builder's name."""
+  """The trajectories' ``dataset_name``: the TFDS name it was opened by (Octo's), else the builder's name.
+
+  Example:
+    >>> from rlds_lite import synthetic
+    >>> dataset_name(source_lib.open(synthetic.dataset(2, seed=0)))   # a directory
+    'toy'
+  """
+  label = source.label
+  if '/' not in label and not os.path.exists(label):
+    return label
   return source.builder.name
 
 
