@@ -27,6 +27,7 @@ from rlds_lite import op_context
 from rlds_lite.pipeline import mixing
 from rlds_lite.pipeline import robot_memory
 from rlds_lite.pipeline import robot_samples as engine
+from rlds_lite.octo import augment as augment_lib
 from rlds_lite.octo import frames as frames_lib
 from rlds_lite.octo import reading
 from rlds_lite.octo import samples as samples_lib
@@ -419,7 +420,7 @@ def make_interleaved_dataset(
         frames_lib.check_augment_kwargs(kw, camera)
     dataset = tf.data.Dataset.zip((dataset, _seeds(
         None if seed is None else seed + 7))).map(
-            lambda b, s: samples_lib.augment_batch(
+            lambda b, s: augment_lib.augment_batch(
                 b, samples_lib.sample_seeds(s, tf.shape(b['dataset_name'])[0]),
                 augment), _AUTOTUNE)
   if batch_size is None:

@@ -242,34 +242,6 @@ def sample_seeds(seed: tf.Tensor, n: tf.Tensor) -> tf.Tensor:
   return tf.random.experimental.stateless_split(seed, n)
 
 
-def augment_batch(batch: Dict[str, Any], seeds: tf.Tensor, train_kwargs: Dict[str, Any]
-                  ) -> Dict[str, Any]:
-  """Octo's per-frame dropout and augmentation of every sample (its seed shared by its window and goal)."""
-  kwargs = train_kwargs['image_augment_kwargs']
-  dropout = train_kwargs['image_dropout_prob']
-  keep_key = train_kwargs['image_dropout_keep_key']
-  window = batch['observation']['timestep'].shape[1]
-
-  def one(args):
-    sample, seed = args
-    seed = tf.cast(seed, tf.int32)
-    parts = [sample['task']] + [tf.nest.map_structure(lambda x, i=i: x[i],
-                                                      sample['observation'])
-                                for i in range(window)]
-    done = []
-    for part in parts:
-      part = frames_lib.image_dropout(part, seed, dropout, keep_key) if dropout else part
-      done.append(frames_lib.augment(part, seed, kwargs) if kwargs else part)
-    obs = tf.nest.map_structure(lambda *xs: tf.stack(xs), *done[1:])
-    return {'task': done[0], 'observation': obs}
-
-  images = {'task': batch['task'], 'observation': batch['observation']}
-  spec = tf.nest.map_structure(lambda x: tf.TensorSpec(x.shape[1:], x.dtype),
-                               images)
-  out = tf.map_fn(one, (images, seeds), fn_output_signature=spec)
-  return {**batch, **out}
-
-
 def keep_images_draws(seed: tf.Tensor, n: tf.Tensor, keep_image_prob: float
                       ) -> tf.Tensor:
   """Task augmentation's per-sample draws: keep the goal images with ``keep_image_prob``."""
