@@ -366,6 +366,10 @@ def make_interleaved_dataset(
   kwargs_list = [dict(k) for k in dataset_kwargs_list]
   if not kwargs_list:
     raise ValueError('dataset_kwargs_list is empty.')
+  if sample_weights and len(sample_weights) != len(kwargs_list):
+    raise ValueError(f'sample_weights has {len(sample_weights)} weights for '
+                     f'{len(kwargs_list)} datasets '
+                     f'{[_name(k) for k in kwargs_list]}.')
   sources = [reading.open_source(k['name'], k.get('data_dir'))
              for k in kwargs_list]
   for k, source in zip(kwargs_list, sources):
