@@ -1,8 +1,11 @@
 """Benchmark: camera-image training batches (the Octo / OpenVLA workload).
 
 Not a test. Writes (once) a robot-camera RLDS dataset with TFDS's own
-serializer (``tfds.dataset_builders.store_as_tfds_dataset``): ``--episodes``
-x ``--steps`` steps, a 256x256 and a 128x128 JPEG camera
+serializer (``tfds.dataset_builders.store_as_tfds_dataset``, through
+``camera_data.py``): ``--episodes`` x ``--steps`` steps, ``--frames``
+smooth (a rendered scene, ~25 KB per step) or noisy (textured, with sensor
+noise: a real camera's entropy, ~76 KB per step), a 256x256 and a 128x128
+JPEG camera
 (``tfds.features.Image(encoding_format='jpeg')``, TFDS's quality 95), an
 8-d state, a 7-d action and a language instruction (``tfds.features.Text``).
 Then the contenders take turns, run by run, each run in its own process
@@ -59,7 +62,7 @@ fraction of the decode floor for the decodes it performs.
 
 Usage:
   python benchmarks/bench_images.py [--quick] [--repeats N] [--passes N]
-      [--only a,b] [--image-size 128] [--write-results]
+      [--only a,b] [--image-size 128] [--frames noisy|smooth] [--write-results]
 """
 
 import argparse
@@ -78,6 +81,7 @@ sys.path.insert(0, os.path.join(REPO, 'tests'))
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 
 import bench_fast_path  # pylint: disable=g-import-not-at-top,wrong-import-position
+import camera_data  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 BATCH = 64
 HISTORY = 2
@@ -105,28 +109,12 @@ def camera_size(name: str, image_size: Optional[int]
 # ------------------------------------------------------------------ dataset
 
 
-def build_dataset(data_dir: str, episodes: int, steps: int) -> str:
+def build_dataset(data_dir: str, episodes: int, steps: int,
+                  frames: str = 'smooth') -> str:
   """Writes the camera dataset with TFDS's serializer (once); its directory."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
-  import tfds_fixtures  # pylint: disable=g-import-not-at-top
-  from rlds_lite import synthetic  # pylint: disable=g-import-not-at-top
-
-  def make():
-    features = tfds_fixtures.rlds_features(
-        {'observation': {
-            name: tfds.features.Image(shape=(h, w, 3), encoding_format='jpeg')
-            for name, (h, w) in CAMERAS.items()} | {
-                'state': tfds.features.Tensor(shape=(8,), dtype=np.float32)},
-         'action': tfds.features.Tensor(shape=(7,), dtype=np.float32),
-         'reward': np.float32, 'discount': np.float32,
-         'language_instruction': tfds.features.Text()},
-        {'episode_id': np.int64})
-    return features, {'train': synthetic.camera_episodes(
-        episodes, steps, CAMERAS, seed=0)}
-
-  return tfds_fixtures.build_if_missing(
-      data_dir, f'bench_cameras_{episodes}x{steps}', make)
+  name = (f'bench_cameras_{episodes}x{steps}' if frames == 'smooth' else
+          f'bench_cameras_{frames}_{episodes}x{steps}')
+  return camera_data.build(data_dir, name, episodes, steps, CAMERAS, frames)
 
 
 # ---------------------------------------------------------------- contenders
@@ -573,6 +561,9 @@ def main() -> None:
   parser.add_argument('--image-size', type=int, default=0,
                       help='resize the primary camera to this size (the wrist '
                       'camera to half of it); 0: stored sizes')
+  parser.add_argument('--frames', default='smooth', choices=camera_data.FRAMES,
+                      help='camera frames: smooth (~25 KB per step) or noisy '
+                      '(a real camera\'s entropy, ~76 KB per step)')
   parser.add_argument('--repeats', type=int, default=2)
   parser.add_argument('--passes', type=int, default=3,
                       help='timed passes over the data per run (after the '
@@ -599,7 +590,7 @@ def main() -> None:
   info = bench_fast_path.machine_info()
   print(f'Machine: {info}', flush=True)
   started = time.perf_counter()
-  path = build_dataset(args.data_dir, args.episodes, args.steps)
+  path = build_dataset(args.data_dir, args.episodes, args.steps, args.frames)
   print(f'Dataset ready in {time.perf_counter() - started:.0f}s: {path}',
         flush=True)
   names = [n for n in CONTENDERS
@@ -650,8 +641,8 @@ def main() -> None:
   load = os.getloadavg()
   notes = [
       f'Dataset: {args.episodes} episodes x {args.steps} steps, a 256x256 and '
-      'a 128x128 JPEG camera (TFDS quality 95; '
-      f'{os.path.getsize(path) if os.path.isfile(path) else _dir_bytes(path) / 1e6:.0f} MB), '
+      f'a 128x128 JPEG camera, {args.frames} frames (TFDS quality 95; '
+      f'{camera_data.dir_bytes(path) / 1e6:.0f} MB), '
       '8-d state, 7-d action, a language instruction; written by '
       "TFDS's serializer. Samples: a 2-frame history and a 4-action chunk "
       f'at every step; batches of {BATCH}; Octo and RLDS shuffle buffers of '
@@ -689,19 +680,16 @@ def main() -> None:
   notes = [note for note in notes if note]
   print('\n'.join([''] + lines + [''] + notes))
   if args.write_results:
-    write_results(lines, info, notes)
+    write_results(lines, info, notes, args.frames)
 
 
-def _dir_bytes(path: str) -> int:
-  return sum(os.path.getsize(os.path.join(root, f))
-             for root, _, files in os.walk(path) for f in files)
-
-
-def write_results(lines: List[str], info: str, notes: List[str]) -> None:
+def write_results(lines: List[str], info: str, notes: List[str],
+                  frames: str = 'smooth') -> None:
   path = os.path.join(HERE, 'RESULTS.md')
-  header = '## Camera images (issue 16)'
+  header = ('## Camera images (issue 16)' if frames == 'smooth' else
+            f'## Camera images, {frames} frames')
   section = [header, '',
-             f'`python benchmarks/bench_images.py`, '
+             f'`python benchmarks/bench_images.py --frames {frames}`, '
              f'{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} '
              f'UTC; {info}.', ''] + lines + [''] + notes + ['']
   text = open(path).read()

@@ -185,3 +185,25 @@ def test_the_default_budget_always_finds_a_plan(caplog, sample_bytes,
     assert bigger.total > rm.DEFAULT_MEMORY_BUDGET
   with pytest.raises(ValueError, match='is too small for 36 pooled episodes'):
     rm.pick(rm.DEFAULT_MEMORY_BUDGET, sizes, REACHING, **KWARGS)   # Given: refused.
+
+
+def test_the_default_budget_plans_for_noisy_camera_frames(caplog):
+  # bench_images.py --frames noisy: 48 episodes x 120 steps, 256x256 +
+  # 128x128 JPEG at q95 with a real camera's entropy (439 MB, 9.1 MB per
+  # episode): no segments fit 1 GiB (48 open episodes alone are estimated
+  # 1.5 * 48 * E = 658 MB); the default call still plans, after sampling,
+  # with the pool that fits (a given budget refuses, as before).
+  sizes = rm.Sizes(step_bytes=245_760, episode_bytes=9_144_462,
+                   mean_episode_steps=120.0, num_episodes=48,
+                   sample_bytes=2 * 245_760 + 330, frames_per_sample=2.0)
+  with caplog.at_level('WARNING', logger='rlds_lite'):
+    plan = rm.pick(None, sizes, KIND, **KWARGS)
+  assert plan[:4] == ('after_sampling', None, 23, 1)
+  assert plan.memory.total <= rm.DEFAULT_MEMORY_BUDGET
+  assert [r.getMessage().split('; ')[0] for r in caplog.records] == [
+      'robot_samples_dataset: the default memory_budget (1.1 GB) holds 23 '
+      'pooled episodes, not 36']
+  assert rm.pick(3 << 30, sizes, KIND, **KWARGS)[:4] == (
+      'per_episode', 64, 48, 48)
+  with pytest.raises(ValueError, match='is too small for 36 pooled episodes'):
+    rm.pick(rm.DEFAULT_MEMORY_BUDGET, sizes, KIND, **KWARGS)
