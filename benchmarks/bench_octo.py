@@ -44,6 +44,19 @@ CONTENDERS = ('octo_10k', 'octo_100k', 'ours', 'ours_budget')
 BUFFERS = {'octo_10k': 10_000, 'octo_100k': 100_000}
 
 
+_JITTER = {'random_brightness': [0.1], 'random_contrast': [0.9, 1.1],
+           'random_saturation': [0.9, 1.1], 'random_hue': [0.05]}
+OCTO_AUGMENT = {
+    'primary': {'augment_order': ['random_resized_crop', 'random_brightness',
+                                  'random_contrast', 'random_saturation',
+                                  'random_hue'],
+                'random_resized_crop': {'scale': [0.8, 1.0], 'ratio': [0.9, 1.1]},
+                **_JITTER},
+    'wrist': {'augment_order': ['random_brightness', 'random_contrast',
+                                'random_saturation', 'random_hue'], **_JITTER}}
+"""Octo's default augmentation (its configs): the primary camera cropped and jittered, the wrist jittered."""
+
+
 def build_datasets(data_dir: str, episodes: int, steps: int, frames: str
                    ) -> Dict[str, str]:
   """The three datasets' directories (written once)."""
@@ -51,7 +64,7 @@ def build_datasets(data_dir: str, episodes: int, steps: int, frames: str
   for seed, (name, (cameras, state, action, language, _)) in enumerate(
       DATASETS.items()):
     paths[name] = camera_data.build(
-        data_dir, f'bench_octo_{name}_{frames}_{episodes}x{steps}', episodes,
+        data_dir, f'bench_octo2_{name}_{frames}_{episodes}x{steps}', episodes,
         steps, cameras, frames, state_dim=state, action_dim=action,
         language=language, seed=seed)
   return paths
@@ -178,7 +191,8 @@ def ours_pipeline(paths: Dict[str, str], image_size: Optional[int],
                                  max_action_dim=ACTION_DIM,
                                  max_proprio_dim=PROPRIO_DIM),
       frame_transform_kwargs=dict(resize_size={
-          'primary': (size, size), 'wrist': (size // 2, size // 2)}),
+          'primary': (size, size), 'wrist': (size // 2, size // 2)},
+          image_augment_kwargs=OCTO_AUGMENT),
       memory_budget=budget)
 
 
@@ -211,9 +225,9 @@ def run_child(name: str, paths: Dict[str, str], args: Dict[str, Any]):
     samples += int(batch['action'].shape[0])
     names = batch['dataset_name'].numpy()
     datasets.append(len(set(names.tolist())))
-    if 'episode_id' in batch:
-      ids = np.asarray(batch['episode_id']).reshape(len(names), -1)[:, 0]
-      episodes.append(len(set(zip(names.tolist(), ids.tolist()))))
+    # state[0] is the episode's index (normalised by rlds_lite: still distinct).
+    ids = np.asarray(batch['observation']['proprio'])[:, -1, 0]
+    episodes.append(len(set(zip(names.tolist(), ids.round(4).tolist()))))
   peak = rss_mb()
   return {'samples': samples, 'seconds': time.perf_counter() - start,
           'cpu': time.process_time() - cpu,

@@ -50,7 +50,7 @@ def episodes(num_episodes: int, steps: int,
              language: bool = True, seed: int = 0
              ) -> Iterator[Dict[str, Any]]:
   """Camera episodes (columnar steps) as ``synthetic.camera_episodes``, of
-  ``frames`` kind; ``state_dim`` None: no state, ``language``: an instruction."""
+  ``frames`` kind; ``state_dim`` None: no state (else ``state[0]`` is the episode's index), ``language``: an instruction."""
   from rlds_lite import synthetic  # pylint: disable=g-import-not-at-top
   make = frames_fn(frames)
   rng = np.random.default_rng(seed)
@@ -62,6 +62,7 @@ def episodes(num_episodes: int, steps: int,
     if state_dim:
       observation['state'] = rng.standard_normal(
           (steps, state_dim)).astype(np.float32)
+      observation['state'][:, 0] = i   # The episode, countable in any batch.
     step = {
         'observation': observation,
         'action': rng.uniform(-1, 1, (steps, action_dim)).astype(np.float32),

@@ -241,6 +241,23 @@ def _value_bytes(layout: samples_lib.Layout, action_dim: int) -> int:
   return 8 * layout.window * layout.horizon * action_dim + 1024
 
 
+def _fitting(budget: int, sizes: robot_memory.Sizes, kind: Any, batch: int
+             ) -> robot_memory.DecodePlan:
+  """The first plan that fits ``budget``, pooling fewer episodes (halved) before giving up."""
+  try:
+    return robot_memory.pick(budget, sizes, kind, batch_size=batch, prefetch=1)
+  except ValueError:
+    pool = min(batch, robot_memory.MAX_POOL_EPISODES, sizes.num_episodes)
+    while pool > 1:
+      pool //= 2
+      try:
+        return robot_memory.pick(budget, sizes, kind, batch_size=batch,
+                                 prefetch=1, pool_episodes=pool)
+      except ValueError:
+        continue
+    raise
+
+
 def _plans(names: List[str], weights: np.ndarray, counts: List[int],
            layouts: List[samples_lib.Layout], sources: List[Any],
            statistics: List[Dict[str, Any]], budget: Optional[int],
@@ -269,8 +286,7 @@ def _plans(names: List[str], weights: np.ndarray, counts: List[int],
                                               sized, shares):
     kind = samples_lib.robot_kind(layout)
     try:
-      plan = robot_memory.pick(int(budget * share), sizes, kind,
-                               batch_size=c, prefetch=1)
+      plan = _fitting(int(budget * share), sizes, kind, c)
     except ValueError as e:
       if given:
         raise ValueError(f'dataset {name!r}: {e}') from None
