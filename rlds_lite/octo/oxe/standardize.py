@@ -1,6 +1,6 @@
 """Each Open X-Embodiment dataset's trajectory in Octo's standard form (EEF deltas, gripper 1 open / 0 closed, 'proprio', 'language_instruction')."""
 
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import tensorflow as tf
 
@@ -59,12 +59,14 @@ def invert_gripper_actions(actions: tf.Tensor) -> tf.Tensor:
   return 1 - tf.cast(actions, tf.float32)
 
 
-def _get(traj: Trajectory, path: str, dataset: str) -> Any:
-  """The field at 'a/b' of a trajectory; a KeyError naming dataset and key if absent."""
-  value = traj
-  for part in path.split('/'):
+def _get(traj: Trajectory, path: Union[str, Tuple[str, ...]],
+         dataset: str) -> Any:
+  """The field at 'a/b' (or at the keys of a tuple) of a trajectory; a KeyError naming dataset and key if absent."""
+  value, parts = traj, path.split('/') if isinstance(path, str) else path
+  for part in parts:
     if not isinstance(value, dict) or part not in value:
-      raise KeyError(f"{dataset}: the trajectory has no field '{path}' "
+      raise KeyError(f"{dataset}: the trajectory has no field "
+                     f"'{'/'.join(parts)}' "
                      "(its standardize_fn expects the dataset's public "
                      'features)')
     value = value[part]
@@ -162,8 +164,8 @@ def kuka(traj: Trajectory) -> Trajectory:
   name = 'kuka'
   gripper = rel2abs_gripper_actions(
       _get(traj, 'action/gripper_closedness_action', name)[:, 0])
-  pose = _get(traj, 'observation/clip_function_input/base_pose_tool_reached',
-              name)
+  pose = _get(traj, ('observation', 'clip_function_input/base_pose_tool_reached'),
+              name)  # One feature whose name holds a '/'.
   closed = _get(traj, 'observation/gripper_closed', name)
   proprio = _f32(_zlib_floats(pose, 7), _zlib_floats(closed, 1))
   _instruction(traj, name)
