@@ -238,6 +238,20 @@ def trajectories(source: source_lib.Source, keys: Keys, *,
   return dataset.filter(_nonzero_length)
 
 
+def _statistics(source: source_lib.Source, keys: Keys,
+                standardize: Optional[Callable], filters: Sequence[Callable],
+                ignore_errors: bool) -> Dict[str, Any]:
+  """Octo's statistics of every split: the stored fields read alone when no function changes them."""
+  every = source.with_split('+'.join(sorted(source.builder.info.splits)))
+  proprio = keys.proprio_obs_key
+  if standardize is None and not filters and not ignore_errors:
+    return stats_lib.compute_stored(
+        every, None if proprio is None else f'{rlds_types.OBSERVATION}/{proprio}')
+  return stats_lib.compute(trajectories(
+      every, keys, standardize=standardize, filters=filters,
+      ignore_errors=ignore_errors, shuffle=False, blank_images=True))
+
+
 @op_context.named('make_dataset_from_rlds')
 def make_dataset_from_rlds(
     name: Any, data_dir: Any, *, train: bool,
@@ -303,10 +317,8 @@ def make_dataset_from_rlds(
       dataset_statistics, source, keys, force=force_recompute_dataset_statistics,
       dependencies=(specs_lib.to_string(standardize_fn),
                     *map(specs_lib.to_string, filter_functions)),
-      full=functools.partial(
-          trajectories, source.with_split('+'.join(sorted(source.builder.info.splits))), keys,
-          standardize=standardize, filters=filters,
-          ignore_errors=ignore_errors, shuffle=False, blank_images=True))
+      make=functools.partial(_statistics, source, keys, standardize, filters,
+                             ignore_errors))
   statistics = stats_lib.with_mask(statistics, action_normalization_mask,
                                    keys.name)
   dataset = trajectories(

@@ -89,6 +89,39 @@ def _write(path: str, statistics: Dict[str, Any]) -> None:
     output.publish()
 
 
+def compute_stored(source: Any, proprio_path: Optional[str]) -> Dict[str, Any]:
+  """Octo's statistics of a split's stored ``action`` (and proprio field), read alone: no frame, no transform."""
+  keys = ['action'] + ([proprio_path] if proprio_path else [])
+  summary = stats_lib.compute(source, keys=keys, last_step='valid',
+                              cache=False, progress=True)
+  out = {'action': _field(summary['action'])}
+  if proprio_path:
+    out['proprio'] = _field(summary[proprio_path])
+  out['num_transitions'] = int(summary['action'].count)
+  out['num_trajectories'] = int(summary.num_episodes)
+  return out
+
+
+def _cached(dependencies: Sequence[str], save_dir: Optional[str],
+            force: bool, make: Callable[[], Dict[str, Any]]) -> Dict[str, Any]:
+  """Octo's cache file of these dependencies, else ``make()`` written there (atomically)."""
+  path, local = _cache_paths(dependencies, save_dir)
+  if not force:
+    for candidate in (path, local):
+      if os.path.exists(candidate):
+        _LOG.info('octo: dataset statistics from %s', candidate)
+        with open(candidate) as f:
+          return json.load(f)
+  statistics = make()
+  try:
+    _write(path, statistics)
+  except OSError as e:
+    _LOG.warning('octo: could not write %s (%s); writing %s', path, e, local)
+    os.makedirs(os.path.dirname(local), exist_ok=True)
+    _write(local, statistics)
+  return statistics
+
+
 def get_dataset_statistics(dataset: tf.data.Dataset,
                            hash_dependencies: Sequence[str],
                            save_dir: Optional[str] = None,
@@ -106,43 +139,24 @@ def get_dataset_statistics(dataset: tf.data.Dataset,
     >>> s['action']['mean'], s['num_transitions']
     ([2.0], 2)
   """
-  path, local = _cache_paths(hash_dependencies, save_dir)
-  if not force_recompute:
-    for candidate in (path, local):
-      if os.path.exists(candidate):
-        _LOG.info('octo: dataset statistics from %s', candidate)
-        with open(candidate) as f:
-          return json.load(f)
-  if trajectories_infinite(dataset):
+  if int(dataset.cardinality()) == int(tf.data.INFINITE_CARDINALITY):
     raise ValueError('get_dataset_statistics: cannot compute the statistics '
                      'of an infinite dataset.')
-  statistics = compute(dataset)
-  try:
-    _write(path, statistics)
-  except OSError as e:
-    _LOG.warning('octo: could not write %s (%s); writing %s', path, e, local)
-    os.makedirs(os.path.dirname(local), exist_ok=True)
-    _write(local, statistics)
-  return statistics
-
-
-def trajectories_infinite(dataset: tf.data.Dataset) -> bool:
-  return int(dataset.cardinality()) == int(tf.data.INFINITE_CARDINALITY)
+  return _cached(hash_dependencies, save_dir, force_recompute,
+                 lambda: compute(dataset))
 
 
 def dataset_statistics(given: Union[None, dict, str], source: Any, keys: Any,
                        *, force: bool, dependencies: Sequence[str],
-                       full: Callable[[], tf.data.Dataset]) -> Dict[str, Any]:
-  """The statistics ``make_dataset_from_rlds`` uses: given, read from JSON, or cached / computed (numpy arrays)."""
+                       make: Callable[[], Dict[str, Any]]) -> Dict[str, Any]:
+  """The statistics ``make_dataset_from_rlds`` uses: given, read from JSON, or cached / made (numpy arrays)."""
   if isinstance(given, (str, os.PathLike)):
     with tf.io.gfile.GFile(os.fspath(given)) as f:
       given = json.load(f)
   if given is None:
     hashed = (str(source.builder.info), str(keys.proprio_obs_key),
               *dependencies)
-    given = get_dataset_statistics(full(), hashed,
-                                   save_dir=os.fspath(source.builder.data_dir),
-                                   force_recompute=force)
+    given = _cached(hashed, os.fspath(source.builder.data_dir), force, make)
   if not isinstance(given, dict) or 'action' not in given:
     raise ValueError(f'dataset {keys.name!r}: dataset_statistics must hold '
                      "'action' statistics (mean, std, ...), got "
