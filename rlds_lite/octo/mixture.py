@@ -243,18 +243,19 @@ def _value_bytes(layout: samples_lib.Layout, action_dim: int) -> int:
 
 def _fitting(budget: int, sizes: robot_memory.Sizes, kind: Any, batch: int
              ) -> robot_memory.DecodePlan:
-  """The first plan that fits ``budget``: twice the dataset's samples per batch in episodes pooled
-  (a batch then holds about Octo's shuffle buffer's distinct episodes), halved until one fits."""
-  pool = min(2 * batch, robot_memory.MAX_POOL_EPISODES, sizes.num_episodes)
-  error = None
-  while pool >= 1:
-    try:
-      return robot_memory.pick(budget, sizes, kind, batch_size=batch,
-                               prefetch=1, pool_episodes=pool)
-    except ValueError as e:
-      error = error or e
+  """The first plan that fits ``budget``, pooling fewer episodes (halved) before giving up."""
+  try:
+    return robot_memory.pick(budget, sizes, kind, batch_size=batch, prefetch=1)
+  except ValueError as error:
+    pool = min(batch, robot_memory.MAX_POOL_EPISODES, sizes.num_episodes)
+    while pool > 1:
       pool //= 2
-  raise error
+      try:
+        return robot_memory.pick(budget, sizes, kind, batch_size=batch,
+                                 prefetch=1, pool_episodes=pool)
+      except ValueError:
+        continue
+    raise error
 
 
 def _plans(names: List[str], weights: np.ndarray, counts: List[int],
