@@ -398,6 +398,11 @@ def make_interleaved_dataset(
   for k, name in zip(kwargs_list, names):
     trajectories, stats = reading.make_dataset_from_rlds(**k, train=train)
     statistics.append(stats)
+    depth = frames_lib.names_with(trajectories.element_spec['observation'], 'depth_')
+    if depth:
+      raise ValueError(f'make_interleaved_dataset: dataset {name!r} has depth '
+                       f'cameras {depth}, which the planned path does not '
+                       'offer; use make_single_dataset.')
     specs.append({'element': trajectories.element_spec,
                   'cameras': samples_lib.camera_specs(trajectories, name)})
     k['dataset_statistics'] = stats

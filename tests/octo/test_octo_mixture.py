@@ -148,3 +148,11 @@ def test_a_missing_camera_names_the_dataset_and_key(kwargs_list):
                      "'primary' to observation key 'front'"):
     octo.make_interleaved_dataset(bad, train=True, shuffle_buffer_size=10,
                                   batch_size=4)
+
+
+def test_depth_cameras_are_refused_on_the_planned_path(kwargs_list):
+  depth = [{**kwargs_list[1], 'depth_obs_keys': {'primary': None}}]
+  with pytest.raises(ValueError, match="dataset 'one_cam' has depth cameras "
+                     r"\['primary'\], which the planned path does not offer"):
+    octo.make_interleaved_dataset(depth, train=True, shuffle_buffer_size=10,
+                                  batch_size=4)
