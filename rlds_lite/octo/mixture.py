@@ -341,6 +341,50 @@ def _seeds(seed: Optional[int]) -> tf.data.Dataset:
   return tf.data.Dataset.random(seed=seed).batch(2)
 
 
+def _opened(kwargs_list: List[Dict[str, Any]], train: bool):
+  """Each dataset opened once (its ``name`` becomes the `Source`): names, statistics, element specs, cameras."""
+  sources = [reading.open_source(k['name'], k.get('data_dir'))
+             for k in kwargs_list]
+  for k, source in zip(kwargs_list, sources):
+    k['name'], k['data_dir'] = source, None
+  names = [reading.dataset_name(s) for s in sources]
+  duplicates = sorted({n for n in names if names.count(n) > 1})
+  if duplicates:
+    raise ValueError(f'the mixture names {duplicates} more than once.')
+  statistics, specs = [], []
+  for k, name in zip(kwargs_list, names):
+    trajectories, stats = reading.make_dataset_from_rlds(**k, train=train)
+    depth = frames_lib.names_with(trajectories.element_spec['observation'],
+                                  'depth_')
+    if depth:
+      raise ValueError(f'make_interleaved_dataset: dataset {name!r} has depth '
+                       f'cameras {depth}, which the planned path does not '
+                       'offer; use make_single_dataset.')
+    statistics.append(stats)
+    specs.append({'element': trajectories.element_spec,
+                  'cameras': samples_lib.camera_specs(trajectories, name)})
+    k['dataset_statistics'] = stats
+  return sources, names, statistics, specs
+
+
+def _augmented(dataset: tf.data.Dataset, frame: Dict[str, Any],
+               seed: Optional[int]) -> tf.data.Dataset:
+  """Octo's image dropout and augmentation of every batch (`octo.augment`), seeded."""
+  options = {'image_augment_kwargs': frame.get('image_augment_kwargs', {}),
+             'image_dropout_prob': frame.get('image_dropout_prob', 0.0),
+             'image_dropout_keep_key': frame.get('image_dropout_keep_key')}
+  one = options['image_augment_kwargs']
+  if one:
+    for camera, kw in ({'': one}.items() if 'augment_order' in one
+                       else dict(one).items()):
+      frames_lib.check_augment_kwargs(kw, camera)
+  seeds = _seeds(None if seed is None else seed + 7)
+  return tf.data.Dataset.zip((dataset, seeds)).map(
+      lambda b, s: augment_lib.augment_batch(
+          b, samples_lib.sample_seeds(s, tf.shape(b['dataset_name'])[0]),
+          options), _AUTOTUNE)
+
+
 @op_context.named('make_interleaved_dataset')
 def make_interleaved_dataset(
     dataset_kwargs_list: Sequence[Mapping[str, Any]],
@@ -386,26 +430,7 @@ def make_interleaved_dataset(
     raise ValueError(f'sample_weights has {len(sample_weights)} weights for '
                      f'{len(kwargs_list)} datasets '
                      f'{[_name(k) for k in kwargs_list]}.')
-  sources = [reading.open_source(k['name'], k.get('data_dir'))
-             for k in kwargs_list]
-  for k, source in zip(kwargs_list, sources):
-    k['name'], k['data_dir'] = source, None
-  names = [reading.dataset_name(s) for s in sources]
-  duplicates = sorted({n for n in names if names.count(n) > 1})
-  if duplicates:
-    raise ValueError(f'the mixture names {duplicates} more than once.')
-  statistics, specs = [], []
-  for k, name in zip(kwargs_list, names):
-    trajectories, stats = reading.make_dataset_from_rlds(**k, train=train)
-    statistics.append(stats)
-    depth = frames_lib.names_with(trajectories.element_spec['observation'], 'depth_')
-    if depth:
-      raise ValueError(f'make_interleaved_dataset: dataset {name!r} has depth '
-                       f'cameras {depth}, which the planned path does not '
-                       'offer; use make_single_dataset.')
-    specs.append({'element': trajectories.element_spec,
-                  'cameras': samples_lib.camera_specs(trajectories, name)})
-    k['dataset_statistics'] = stats
+  sources, names, statistics, specs = _opened(kwargs_list, train)
   weights = _weights(kwargs_list, sample_weights, balance_weights, statistics)
   total = batch_size or _UNBATCHED
   counts = mixing.exact_counts(weights, total)
@@ -435,19 +460,7 @@ def make_interleaved_dataset(
       _AUTOTUNE)
   if train and (frame.get('image_augment_kwargs') or
                 frame.get('image_dropout_prob')):
-    augment = {'image_augment_kwargs': frame.get('image_augment_kwargs', {}),
-               'image_dropout_prob': frame.get('image_dropout_prob', 0.0),
-               'image_dropout_keep_key': frame.get('image_dropout_keep_key')}
-    if augment['image_augment_kwargs']:
-      one = augment['image_augment_kwargs']
-      for camera, kw in ({'': one}.items() if 'augment_order' in one
-                         else dict(one).items()):
-        frames_lib.check_augment_kwargs(kw, camera)
-    dataset = tf.data.Dataset.zip((dataset, _seeds(
-        None if seed is None else seed + 7))).map(
-            lambda b, s: augment_lib.augment_batch(
-                b, samples_lib.sample_seeds(s, tf.shape(b['dataset_name'])[0]),
-                augment), _AUTOTUNE)
+    dataset = _augmented(dataset, frame, seed)
   if batch_size is None:
     dataset = dataset.unbatch()
   dataset = dataset.prefetch(1)
