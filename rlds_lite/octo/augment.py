@@ -96,26 +96,43 @@ def _apply(order: tuple, x: tf.Tensor, params: tf.Tensor) -> tf.Tensor:
   """The ops of ``order`` on float ``x`` ``[N, h, w, 3]`` in [0, 1] with per-image ``params``, clipped after each."""
   column = 0
   per = lambda v: v[:, tf.newaxis, tf.newaxis, tf.newaxis]
-  for op in order:
+  pending_hue = None
+  for i, op in enumerate(order):
     if op == 'random_resized_crop':
       x = _crop(x, params[:, column:column + 4])
       column += 4
+      x = tf.clip_by_value(x, 0, 1)
+      continue
+    v = params[:, column]
+    column += 1
+    if op == 'random_brightness':
+      x = x + per(v)
+    elif op == 'random_contrast':
+      mean = tf.reduce_mean(x, axis=[1, 2], keepdims=True)
+      x = (x - mean) * per(v) + mean
+    elif op == 'random_saturation' and order[i + 1:i + 2] == ('random_hue',):
+      pending_hue = v    # One HSV round trip for both (the same in exact arithmetic).
+      continue
+    elif op == 'random_saturation':
+      x = _hsv(x, 1, lambda s, v=v: tf.clip_by_value(
+          s * v[:, tf.newaxis, tf.newaxis], 0, 1))
+    elif pending_hue is not None:
+      x = _saturation_and_hue(x, pending_hue, v)
+      pending_hue = None
     else:
-      v = params[:, column]
-      column += 1
-      if op == 'random_brightness':
-        x = x + per(v)
-      elif op == 'random_contrast':
-        mean = tf.reduce_mean(x, axis=[1, 2], keepdims=True)
-        x = (x - mean) * per(v) + mean
-      elif op == 'random_saturation':
-        x = _hsv(x, 1, lambda s, v=v: tf.clip_by_value(
-            s * v[:, tf.newaxis, tf.newaxis], 0, 1))
-      else:
-        x = _hsv(x, 0, lambda h, v=v: tf.math.floormod(
-            h + v[:, tf.newaxis, tf.newaxis], 1.0))
+      x = _hsv(x, 0, lambda h, v=v: tf.math.floormod(
+          h + v[:, tf.newaxis, tf.newaxis], 1.0))
     x = tf.clip_by_value(x, 0, 1)
   return x
+
+
+def _saturation_and_hue(x: tf.Tensor, factor: tf.Tensor, delta: tf.Tensor
+                        ) -> tf.Tensor:
+  """dlimp's saturation then hue in one HSV round trip."""
+  h, s, v = tf.unstack(tf.image.rgb_to_hsv(x), axis=-1)
+  s = tf.clip_by_value(s * factor[:, tf.newaxis, tf.newaxis], 0, 1)
+  h = tf.math.floormod(h + delta[:, tf.newaxis, tf.newaxis], 1.0)
+  return tf.image.hsv_to_rgb(tf.stack([h, s, v], -1))
 
 
 _COMPILED: Dict[tuple, Any] = {}
