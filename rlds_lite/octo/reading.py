@@ -242,11 +242,11 @@ def _statistics(source: source_lib.Source, keys: Keys,
                 standardize: Optional[Callable], filters: Sequence[Callable],
                 ignore_errors: bool) -> Dict[str, Any]:
   """Octo's statistics of every split: the stored fields read alone when no function changes them."""
-  every = source.with_split('+'.join(sorted(source.builder.info.splits)))
   proprio = keys.proprio_obs_key
   if standardize is None and not filters and not ignore_errors:
     return stats_lib.compute_stored(
-        every, None if proprio is None else f'{rlds_types.OBSERVATION}/{proprio}')
+        source, None if proprio is None else f'{rlds_types.OBSERVATION}/{proprio}')
+  every = source.with_split('+'.join(sorted(source.builder.info.splits)))
   return stats_lib.compute(trajectories(
       every, keys, standardize=standardize, filters=filters,
       ignore_errors=ignore_errors, shuffle=False, blank_images=True))

@@ -22,6 +22,7 @@ import tensorflow as tf
 from rlds_lite import atomic_output
 from rlds_lite import rlds_types
 from rlds_lite import stats as stats_lib
+from rlds_lite.tfds import example_fields
 
 __all__ = ['NormalizationType', 'get_dataset_statistics',
            'combine_dataset_statistics', 'normalize_action_and_proprio',
@@ -89,16 +90,78 @@ def _write(path: str, statistics: Dict[str, Any]) -> None:
     output.publish()
 
 
+def _plain_fields(source: Any, paths: Sequence[str]) -> Optional[Dict[str, Tuple[int, ...]]]:
+  """``{path: step shape}`` when every field is a plain fixed-shape number in local TFRecord files, else None."""
+  if source.file_format != 'tfrecord' or '://' in source.data_dir:
+    return None  # Mapped files are local.
+  serialized = source.steps_feature.get_serialized_info()
+  shapes = {}
+  for path in paths:
+    info = serialized
+    for part in path.split('/'):
+      info = info.get(part) if isinstance(info, dict) else None
+    if (info is None or not (info.tf_dtype.is_floating or info.tf_dtype.is_integer
+                             or info.tf_dtype.is_bool)
+        or None in tuple(info.shape)[1:]):
+      return None
+    shapes[path] = tuple(info.shape)[1:]
+  return shapes
+
+
+def _read_stored(source: Any, shapes: Dict[str, Tuple[int, ...]]
+                 ) -> Tuple[Dict[str, Any], int, int]:
+  """One pass over the record files reading only ``shapes``' fields: their stats, episodes and steps."""
+  fields = {p: stats_lib.FieldStats.empty(p, shape) for p, shape in shapes.items()}
+  keys = {f'{rlds_types.STEPS}/{p}': p for p in shapes}
+  episodes = steps = 0
+  splits = [source.with_split(name) for name in sorted(source.builder.info.splits)]
+  for shard in (shard for split in splits for shard in split.files):
+    columns = {p: [] for p in shapes}
+    for index, record in enumerate(example_fields.read(shard.path, keys)):
+      lengths = set()
+      for key, path in keys.items():
+        values = record.get(key, np.zeros([0], np.float32))
+        size = int(np.prod(shapes[path]))
+        if values.size % max(size, 1):
+          raise example_fields.RecordFormatError(
+              f'{shard.path}: episode {shard.first + index}: step field '
+              f'{path!r} holds {values.size} values, not a multiple of its '
+              f'shape {list(shapes[path])}')
+        columns[path].append(values.reshape((-1,) + shapes[path]))
+        lengths.add(len(columns[path][-1]))
+      if len(lengths) > 1:
+        raise example_fields.RecordFormatError(
+            f'{shard.path}: episode {shard.first + index}: the step fields '
+            f'{sorted(shapes)} have different lengths {sorted(lengths)}')
+      episodes += 1
+      steps += lengths.pop()
+    for path, column in columns.items():
+      if column:
+        fields[path].update(np.concatenate(column))
+  return fields, episodes, steps
+
+
 def compute_stored(source: Any, proprio_path: Optional[str]) -> Dict[str, Any]:
-  """Octo's statistics of a split's stored ``action`` (and proprio field), read alone: no frame, no transform."""
-  keys = ['action'] + ([proprio_path] if proprio_path else [])
-  summary = stats_lib.compute(source, keys=keys, last_step='valid',
-                              cache=False, progress=True)
-  out = {'action': _field(summary['action'])}
+  """Octo's statistics of every split's stored ``action`` (and proprio field), read alone: no frame, no transform.
+
+  Local TFRecord files are read field by field (`rlds_lite.tfds.example_fields`:
+  the frames' bytes are never read); other formats through `rlds_lite.stats`.
+  """
+  paths = ['action'] + ([proprio_path] if proprio_path else [])
+  shapes = _plain_fields(source, paths)
+  if shapes is not None:
+    fields, episodes, steps = _read_stored(source, shapes)
+  else:
+    every = source.with_split('+'.join(sorted(source.builder.info.splits)))
+    summary = stats_lib.compute(every, keys=paths, last_step='valid',
+                                cache=False, progress=True)
+    fields = {p: summary[p] for p in paths}
+    episodes, steps = summary.num_episodes, summary['action'].count
+  out = {'action': _field(fields['action'])}
   if proprio_path:
-    out['proprio'] = _field(summary[proprio_path])
-  out['num_transitions'] = int(summary['action'].count)
-  out['num_trajectories'] = int(summary.num_episodes)
+    out['proprio'] = _field(fields[proprio_path])
+  out['num_transitions'] = int(steps)
+  out['num_trajectories'] = int(episodes)
   return out
 
 

@@ -2,6 +2,9 @@
 
 import fnmatch
 import functools
+import os
+import re
+import shutil
 
 import numpy as np
 import pytest
@@ -282,6 +285,32 @@ def test_statistics_are_octos_numpy_statistics(data):
       low, high = ordered[int(np.floor(rank))], ordered[int(np.ceil(rank))]
       got = np.asarray(stats[key][stat], np.float32)
       assert ((low <= got) & (got <= high)).all(), (key, stat, got, low, high)
+
+
+def _unchanged(traj):
+  return traj
+
+
+def test_statistics_read_from_the_records_equal_the_pipelines(data):
+  """Stored fields read from the record files (frames unread) vs the trajectory pipeline (any standardize_fn)."""
+  _, fast = _read(data)
+  _, slow = _read(data, standardize_fn=_unchanged)
+  for key in ('num_transitions', 'num_trajectories'):
+    assert int(fast[key]) == int(slow[key]), key
+  for key in ('action', 'proprio'):
+    for stat in ('mean', 'std', 'max', 'min'):
+      np.testing.assert_allclose(fast[key][stat], slow[key][stat], rtol=1e-6,
+                                 err_msg=f'{key}/{stat}')
+
+
+def test_statistics_of_a_cut_record_file_name_the_file_and_record(data, tmp_path):
+  copy = shutil.copytree(os.path.join(data[0], 'alpha', '1.0.0'), tmp_path / 'alpha')
+  shard = sorted(str(p) for p in copy.glob('*.tfrecord*'))[0]
+  with open(shard, 'r+b') as f:
+    f.truncate(f.seek(0, 2) - 1)
+  with pytest.raises(ValueError, match=rf'^{re.escape(shard)}: record \d+: it is cut off$'):
+    octo.make_dataset_from_rlds(str(copy), None, train=True, skip_norm=True,
+                                force_recompute_dataset_statistics=True, **KEYS)
 
 
 @pytest.mark.parametrize('kind', ['normal', 'bounds'])
