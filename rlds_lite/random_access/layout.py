@@ -23,6 +23,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from rlds_lite import nest_paths
+from rlds_lite.tfds import example_fields
 from rlds_lite.tfds import example_wire
 
 __all__ = ['ChunkLayout', 'Leaf', 'LAYOUT_NAME', 'LAYOUT_VERSION',
@@ -227,44 +228,13 @@ class ChunkLayout:
     return spec
 
 
-def _varint(data: bytes, position: int) -> Tuple[int, int]:
-  value, shift = 0, 0
-  while True:
-    byte = data[position]
-    position += 1
-    value |= (byte & 0x7f) << shift
-    if byte < 0x80:
-      return value, position
-    shift += 7
-
-
-def _fields(data: bytes, start: int, end: int) -> List[Tuple[int, int, int]]:
-  """``(field number, payload start, payload end)`` of length-delimited fields."""
-  out = []
-  position = start
-  while position < end:
-    tag, position = _varint(data, position)
-    if tag & 7 != 2:
-      raise ValueError(f'unexpected wire type {tag & 7} at byte {position}.')
-    size, position = _varint(data, position)
-    out.append((tag >> 3, position, position + size))
-    position += size
-  if position != end:
-    raise ValueError('a field runs past its message.')
-  return out
-
-
 def _single_payloads(record: bytes) -> Dict[str, Tuple[int, int]]:
   out = {}
-  (features,) = [f for f in _fields(record, 0, len(record)) if f[0] == 1]
-  for _, entry_start, entry_end in _fields(record, features[1], features[2]):
-    parts = {number: (a, b) for number, a, b in
-             _fields(record, entry_start, entry_end)}
-    key = record[parts[1][0]:parts[1][1]].decode('utf-8')
-    kinds = _fields(record, *parts[2])
+  for key, start, end in example_fields.features(record, 0, len(record)):
+    kinds = list(example_fields.fields(record, start, end))
     if len(kinds) != 1 or kinds[0][0] != 1:
       continue  # Not a bytes_list.
-    values = _fields(record, kinds[0][1], kinds[0][2])
+    values = list(example_fields.fields(record, kinds[0][1], kinds[0][2]))
     if len(values) == 1:
       out[key] = (values[0][1], values[0][2] - values[0][1])
   return out

@@ -19,12 +19,12 @@ Example:
 """
 
 import mmap
-from typing import Dict, Iterator, Sequence, Tuple
+from typing import Any, Dict, Iterator, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
 
-__all__ = ['RecordFormatError', 'read']
+__all__ = ['RecordFormatError', 'features', 'fields', 'read']
 
 _HEADER = 12   # uint64 length, uint32 masked CRC of the length.
 _FOOTER = 4    # uint32 masked CRC of the data.
@@ -34,7 +34,7 @@ class RecordFormatError(ValueError):
   """A TFRecord file whose framing or ``Example`` wire format is broken."""
 
 
-def _varint(buf: memoryview, at: int, end: int) -> Tuple[int, int]:
+def _varint(buf: Any, at: int, end: int) -> Tuple[int, int]:
   """The varint at ``at`` and the offset after it."""
   value = shift = 0
   while at < end:
@@ -47,16 +47,32 @@ def _varint(buf: memoryview, at: int, end: int) -> Tuple[int, int]:
   raise RecordFormatError('a varint runs past its message')
 
 
-def _delimited(buf: memoryview, at: int, end: int, tag: int
-               ) -> Tuple[int, int]:
-  """The ``[start, stop)`` of the length-delimited field ``tag`` at ``at``."""
-  if at >= end or buf[at] != tag:
-    raise RecordFormatError(f'expected wire tag {tag:#x} at byte {at}')
-  size, start = _varint(buf, at + 1, end)
-  if start + size > end:
-    raise RecordFormatError(f'a field of {size} bytes at byte {at} runs past '
-                            'its message')
-  return start, start + size
+def fields(buf: Any, start: int, end: int) -> Iterator[Tuple[int, int, int]]:
+  """``(field number, payload start, payload end)`` of the message in ``buf[start:end]`` (length-delimited fields only)."""
+  at = start
+  while at < end:
+    tag, at = _varint(buf, at, end)
+    if tag & 7 != 2:
+      raise RecordFormatError(f'unexpected wire type {tag & 7} at byte {at}')
+    size, at = _varint(buf, at, end)
+    if at + size > end:
+      raise RecordFormatError(f'a field of {size} bytes at byte {at} runs '
+                              'past its message')
+    yield tag >> 3, at, at + size
+    at += size
+
+
+def features(buf: Any, start: int, end: int) -> Iterator[Tuple[str, int, int]]:
+  """``(key, start, end)`` of each ``Feature`` message of the ``Example`` in ``buf[start:end]``."""
+  for number, outer, outer_end in fields(buf, start, end):
+    if number != 1:  # Example.features
+      continue
+    for _, entry, entry_end in fields(buf, outer, outer_end):
+      parts = {n: (a, b) for n, a, b in fields(buf, entry, entry_end)}
+      if 1 not in parts:
+        raise RecordFormatError(f'a feature without a key at byte {entry}')
+      value = parts.get(2, (entry_end, entry_end))  # No value: an empty Feature.
+      yield bytes(buf[parts[1][0]:parts[1][1]]).decode('utf-8'), *value
 
 
 def _values(feature: bytes) -> np.ndarray:
@@ -69,21 +85,6 @@ def _values(feature: bytes) -> np.ndarray:
   if kind == 'bytes_list':
     return np.asarray(parsed.bytes_list.value, object)
   return np.zeros([0], np.float32)
-
-
-def _features(buf: memoryview, start: int, end: int, wanted: frozenset
-              ) -> Dict[str, np.ndarray]:
-  """The wanted features of the ``Example`` in ``buf[start:end]``."""
-  at, end = _delimited(buf, start, end, 0x0A)  # Example.features
-  out = {}
-  while at < end:
-    entry, at = _delimited(buf, at, end, 0x0A)  # Features.feature map entry
-    key_start, key_end = _delimited(buf, entry, at, 0x0A)
-    key = bytes(buf[key_start:key_end]).decode('utf-8')
-    if key in wanted:
-      value_start, value_end = _delimited(buf, key_end, at, 0x12)
-      out[key] = _values(bytes(buf[value_start:value_end]))
-  return out
 
 
 def _records(buf: memoryview) -> Iterator[Tuple[int, int]]:
@@ -123,7 +124,8 @@ def read(path: str, keys: Sequence[str]) -> Iterator[Dict[str, np.ndarray]]:
       index = 0
       try:
         for index, (start, end) in enumerate(_records(buf)):
-          yield _features(buf, start, end, wanted)
+          yield {key: _values(bytes(buf[a:b]))
+                 for key, a, b in features(buf, start, end) if key in wanted}
       except RecordFormatError as e:
         where = '' if str(e).startswith('record ') else f'record {index}: '
         raise RecordFormatError(f'{path}: {where}{e}') from None

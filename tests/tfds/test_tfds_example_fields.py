@@ -88,5 +88,5 @@ def test_a_record_that_is_not_an_example_is_named(tmp_path):
   with tf.io.TFRecordWriter(path) as writer:
     writer.write(b'not a proto')
   with pytest.raises(example_fields.RecordFormatError,
-                     match=rf'^{path}: record 0: expected wire tag 0xa at byte 12'):
+                     match=rf'^{path}: record 0: unexpected wire type 6 at byte 13$'):
     list(example_fields.read(path, ['id']))
