@@ -9,12 +9,15 @@ in its own process: ``octo_10k`` / ``octo_100k`` (Octo's recipe in plain
 tf.data: restructure, chunk window 2 / horizon 4 on encoded frames,
 flatten, ``sample_from_datasets``, shuffle, decode + lanczos3 resize +
 Octo's default augmentation per frame, batch 64) and ``ours`` / ``ours_budget``
-(``rlds_lite.octo.make_interleaved_dataset``, when it exists). ``--stats``
-times Octo's statistics recipe against ``octo.make_dataset_from_rlds``.
+(``rlds_lite.octo.make_interleaved_dataset``; ``ours_budget`` at the 10K
+recipe's measured growth). ``--stats`` times, in turns, Octo's statistics
+recipe, reading every record's bytes (the floor of any whole-record reader),
+``octo.make_dataset_from_rlds`` with and without recomputing, and
+``octo.statistics.compute_stored`` alone.
 
 Usage:
   python benchmarks/bench_octo.py [--quick] [--scale 4] [--frames smooth]
-      [--image-size 128] [--only a,b] [--stats] [--write-results]
+      [--image-size 128] [--only octo_10k,ours] [--stats] [--batches 200]
 """
 
 import argparse
