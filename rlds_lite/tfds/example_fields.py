@@ -48,7 +48,12 @@ def _varint(buf: Any, at: int, end: int) -> Tuple[int, int]:
 
 
 def fields(buf: Any, start: int, end: int) -> Iterator[Tuple[int, int, int]]:
-  """``(field number, payload start, payload end)`` of the message in ``buf[start:end]`` (length-delimited fields only)."""
+  """``(field number, payload start, payload end)`` of the message in ``buf[start:end]`` (length-delimited fields only).
+
+  Example:
+    >>> list(fields(b'\\x0a\\x02hi', 0, 4))
+    [(1, 2, 4)]
+  """
   at = start
   while at < end:
     tag, at = _varint(buf, at, end)
@@ -63,7 +68,16 @@ def fields(buf: Any, start: int, end: int) -> Iterator[Tuple[int, int, int]]:
 
 
 def features(buf: Any, start: int, end: int) -> Iterator[Tuple[str, int, int]]:
-  """``(key, start, end)`` of each ``Feature`` message of the ``Example`` in ``buf[start:end]``."""
+  """``(key, start, end)`` of each ``Feature`` message of the ``Example`` in ``buf[start:end]``.
+
+  Example:
+    >>> one = tf.train.Feature(int64_list=tf.train.Int64List(value=[5]))
+    >>> ex = tf.train.Example(features=tf.train.Features(
+    ...     feature={'a': one})).SerializeToString()
+    >>> [(key, ex[a:b] == one.SerializeToString())
+    ...  for key, a, b in features(ex, 0, len(ex))]
+    [('a', True)]
+  """
   for number, outer, outer_end in fields(buf, start, end):
     if number != 1:  # Example.features
       continue
