@@ -15,6 +15,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from rlds_lite import nesting
+from rlds_lite import tfrecord_frames
 from rlds_lite.tfds import publish
 
 PathLike = Union[str, os.PathLike]
@@ -22,9 +23,7 @@ Reader = Callable[[str], tf.data.Dataset]
 
 INFO_FILE = 'dataset_info.json'
 FEATURES_FILE = 'features.json'
-_HEADER = 12  # uint64 length + uint32 masked CRC-32C of the length.
-_FOOTER = 4  # uint32 masked CRC-32C of the data.
-_FRAMING = _HEADER + _FOOTER
+_FRAMING = tfrecord_frames.HEADER + tfrecord_frames.FOOTER
 _MAX_TF_MESSAGE = 240
 
 CORRUPT_FILE = 'corrupt_file'
@@ -511,26 +510,24 @@ def scan_tfrecord(path: str) -> Tuple[int, Optional[str], Optional[int]]:
     >>> scan_tfrecord(path)
     (1, 'is truncated: it ends inside record 1 (33 bytes; the record needs 39)', 1)
   """
+  def header_ok(header: bytes) -> bool:
+    return struct.unpack('<I', header[8:])[0] == _masked_crc32c(header[:8])
   with _open_binary(path) as f:
     f.seek(0, 2)
     size = f.tell()
-    offset = count = 0
-    while offset < size:
-      f.seek(offset)
-      header = f.read(_HEADER)
-      if len(header) < _HEADER:
-        return count, (f'is truncated: it ends inside the header of record '
-                       f'{count} ({size} bytes)'), count
-      length, length_crc = struct.unpack('<QI', header)
-      if length_crc != _masked_crc32c(header[:8]):
-        return count, (f'record {count} has a corrupted header at byte '
-                       f'{offset} (bad length checksum)'), count
-      end = offset + _FRAMING + length
-      if end > size:
-        return count, (f'is truncated: it ends inside record {count} '
-                       f'({size} bytes; the record needs {end})'), count
-      offset = end
-      count += 1
+    try:
+      count = sum(1 for _ in tfrecord_frames.frames(f, size, header_ok))
+    except tfrecord_frames.FramingError as e:
+      if e.length is None:
+        problem = (f'is truncated: it ends inside the header of record '
+                   f'{e.record} ({size} bytes)')
+      elif not e.cut:
+        problem = (f'record {e.record} has a corrupted header at byte '
+                   f'{e.offset} (bad length checksum)')
+      else:
+        problem = (f'is truncated: it ends inside record {e.record} ({size} '
+                   f'bytes; the record needs {e.offset + _FRAMING + e.length})')
+      return e.record, problem, e.record
   return count, None, None
 
 

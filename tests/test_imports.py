@@ -124,7 +124,7 @@ FLOORS = {
     'lazy_names': 0, 'rlds_names': 0, 'rlds_types': 0, 'validation': 0, 'metadata': 0,
     'nest_paths': 0, 'nesting': 0, 'byte_sizes': 0, 'progress': 0, 'gif': 0, 'exit_guard': 0,
     'overwriting': 0, 'option_objects': 0, 'beam_runs': 0, 'op_context': 0, 'dense': 0, 'transformations': 0, 'video': 0,
-    'frameworks': 0, 'envs': 0,
+    'frameworks': 0, 'envs': 0, 'tfrecord_frames': 0,
     # 1 files: the TFDS file protocol, publishing, a dataset's files.
     'tfds.__init__': 1, 'tfds.publish': 1, 'tfds.locking': 1,
     'tfds.example_wire': 1, 'tfds.example_fields': 1, 'tfds.png': 1,

@@ -2,18 +2,17 @@
 
 import dataclasses
 import os
-import struct
 from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from rlds_lite import tfrecord_frames
+
 __all__ = ['SplitFiles', 'split_files', 'record_offsets', 'checked_indices',
            'read_records', 'iterate_records']
 
-_HEADER = 12  # uint64 length + uint32 masked CRC of the length.
-_FOOTER = 4  # uint32 masked CRC of the data.
 _READ_BUFFER = 1 << 20
 _ARRAY_RECORD_CHUNK = 64
 
@@ -131,25 +130,18 @@ def record_offsets(path: str, expected: Optional[int] = None) -> np.ndarray:
     >>> record_offsets(path).tolist()
     [0, 17, 36, 52]
   """
-  offsets: List[int] = []
   size = tf.io.gfile.stat(path).length
   with tf.io.gfile.GFile(path, 'rb') as f:
-    position = 0
-    while position < size:
-      header = f.read(_HEADER)
-      if len(header) < _HEADER:
+    try:
+      offsets = [offset for offset, _ in tfrecord_frames.frames(f, size)]
+    except tfrecord_frames.FramingError as e:
+      if e.length is None:
         raise ValueError(f'{path}: the file ends inside the header of record '
-                         f'{len(offsets)} (byte {position}); it is truncated '
-                         'or corrupt.')
-      (length,) = struct.unpack('<Q', header[:8])
-      offsets.append(position)
-      position += _HEADER + length + _FOOTER
-      if position > size:
-        raise ValueError(f'{path}: record {len(offsets) - 1} (byte '
-                         f'{offsets[-1]}) claims {length} bytes, past the end '
-                         f'of the file ({size} bytes); it is truncated or '
-                         'corrupt.')
-      f.seek(position)
+                         f'{e.record} (byte {e.offset}); it is truncated or '
+                         'corrupt.') from None
+      raise ValueError(f'{path}: record {e.record} (byte {e.offset}) claims '
+                       f'{e.length} bytes, past the end of the file ({size} '
+                       'bytes); it is truncated or corrupt.') from None
   if expected is not None and len(offsets) != expected:
     raise ValueError(f'{path}: holds {len(offsets)} records, the dataset info '
                      f'says {expected}.')

@@ -27,6 +27,7 @@ from rlds_lite import atomic_output
 from rlds_lite import dataset_files
 from rlds_lite import nesting
 from rlds_lite import rlds_types
+from rlds_lite import tfrecord_frames
 from rlds_lite.catalog import records as records_lib
 from rlds_lite.random_access import checksums
 from rlds_lite.random_access import conversion
@@ -47,8 +48,8 @@ mapped but dropping its pages (``MADV_DONTNEED``) every 16 MiB read 5.5 us
 (page faults; and the kernel maps 16 pages around each fault, so RSS still
 grew ~4x the budget). Raise it when memory allows (``mapped_budget=`` of
 `ChunkStorage` and `sample_batches`)."""
-_TFRECORD_HEADER = 12
-_TFRECORD_FOOTER = 4
+_TFRECORD_HEADER = tfrecord_frames.HEADER
+_TFRECORD_FOOTER = tfrecord_frames.FOOTER
 
 
 class NotChunkedError(ValueError):

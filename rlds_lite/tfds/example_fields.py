@@ -24,11 +24,9 @@ from typing import Any, Dict, Iterator, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
+from rlds_lite import tfrecord_frames
+
 __all__ = ['RecordFormatError', 'features', 'fields', 'read']
-
-_HEADER = 12   # uint64 length, uint32 masked CRC of the length.
-_FOOTER = 4    # uint32 masked CRC of the data.
-
 
 class RecordFormatError(ValueError):
   """A TFRecord file whose framing or ``Example`` wire format is broken."""
@@ -101,21 +99,6 @@ def _values(feature: bytes) -> np.ndarray:
   return np.zeros([0], np.float32)
 
 
-def _records(buf: memoryview) -> Iterator[Tuple[int, int]]:
-  """The ``[start, stop)`` of every record's data in a TFRecord file."""
-  at = index = 0
-  while at < len(buf):
-    if at + _HEADER > len(buf):
-      raise RecordFormatError(f'record {index}: its header is cut off')
-    size = int(np.frombuffer(buf[at:at + 8], '<u8')[0])
-    start = at + _HEADER
-    at = start + size + _FOOTER
-    if at > len(buf):
-      raise RecordFormatError(f'record {index}: it is cut off')
-    yield start, start + size
-    index += 1
-
-
 def read(path: str, keys: Sequence[str]) -> Iterator[Dict[str, np.ndarray]]:
   """The ``keys`` features of every record of an uncompressed TFRecord file, in order.
 
@@ -137,11 +120,14 @@ def read(path: str, keys: Sequence[str]) -> Iterator[Dict[str, np.ndarray]]:
       buf = memoryview(mapped)
       index = 0
       try:
-        for index, (start, end) in enumerate(_records(buf)):
-          yield {key: _values(bytes(buf[a:b]))
-                 for key, a, b in features(buf, start, end) if key in wanted}
+        records = tfrecord_frames.frames(mapped, len(mapped))
+        for index, (offset, length) in enumerate(records):
+          start = offset + tfrecord_frames.HEADER
+          yield {key: _values(bytes(buf[a:b])) for key, a, b
+                 in features(buf, start, start + length) if key in wanted}
+      except tfrecord_frames.FramingError as e:
+        raise RecordFormatError(f'{path}: {e}') from None
       except RecordFormatError as e:
-        where = '' if str(e).startswith('record ') else f'record {index}: '
-        raise RecordFormatError(f'{path}: {where}{e}') from None
+        raise RecordFormatError(f'{path}: record {index}: {e}') from None
       finally:
         buf.release()

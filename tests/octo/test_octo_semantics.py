@@ -308,7 +308,9 @@ def test_statistics_of_a_cut_record_file_name_the_file_and_record(data, tmp_path
   shard = sorted(str(p) for p in copy.glob('*.tfrecord*'))[0]
   with open(shard, 'r+b') as f:
     f.truncate(f.seek(0, 2) - 1)
-  with pytest.raises(ValueError, match=rf'^{re.escape(shard)}: record \d+: it is cut off$'):
+  with pytest.raises(ValueError, match=(
+      rf'^{re.escape(shard)}: record \d+ \(byte \d+\): it is cut off \(it needs '
+      r'\d+ bytes, the file has \d+\)$')):
     octo.make_dataset_from_rlds(str(copy), None, train=True, skip_norm=True,
                                 force_recompute_dataset_statistics=True, **KEYS)
 

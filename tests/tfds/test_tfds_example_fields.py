@@ -63,18 +63,23 @@ def test_bytes_features_and_an_empty_file(tmp_path):
 
 
 @pytest.mark.parametrize('cut, message', [
-    (-1, 'record 1: it is cut off'),           # the last footer byte gone
-    (5, 'record 1: its header is cut off'),    # a few bytes of the next header
+    # The last footer byte gone.
+    (-1, 'record 1 (byte {first}): it is cut off (it needs {size} bytes, the '
+         'file has {kept})'),
+    # A few bytes of the next header.
+    (5, 'record 1 (byte {first}): its header is cut off'),
 ])
 def test_a_cut_file_is_named_with_the_record(tmp_path, cut, message):
   path = _write(str(tmp_path / 'a.tfrecord'), _RECORDS[:2])
   data = open(path, 'rb').read()
   first = 12 + int(np.frombuffer(data[:8], '<u8')[0]) + 4
+  kept = data[:cut] if cut < 0 else data[:first] + data[first:first + cut]
   with open(path, 'wb') as f:
-    f.write(data[:cut] if cut < 0 else data[:first] + data[first:first + cut])
+    f.write(kept)
   with pytest.raises(example_fields.RecordFormatError) as error:
     list(example_fields.read(path, ['id']))
-  assert str(error.value) == f'{path}: {message}'
+  assert str(error.value) == f'{path}: ' + message.format(
+      first=first, size=len(data), kept=len(kept))
 
 
 def test_a_record_that_is_not_an_example_is_named(tmp_path):
