@@ -403,6 +403,16 @@ class Source:
     check_split(self.builder, split, self.label)
     return Source(self.builder, self.label, split)
 
+  def every_split(self) -> 'Source':
+    """The same dataset, all its splits joined (``'train+val'``), in name order.
+
+    Example:
+      >>> from rlds_lite import synthetic
+      >>> open(synthetic.dataset(2, seed=0)).every_split().split
+      'train'
+    """
+    return self.with_split('+'.join(sorted(self.builder.info.splits)))
+
   @property
   def data_dir(self) -> str:
     """The prepared dataset's directory."""

@@ -246,7 +246,7 @@ def _statistics(source: source_lib.Source, keys: Keys,
   if standardize is None and not filters and not ignore_errors:
     return stats_lib.compute_stored(
         source, None if proprio is None else f'{rlds_types.OBSERVATION}/{proprio}')
-  every = source.with_split('+'.join(sorted(source.builder.info.splits)))
+  every = source.every_split()
   return stats_lib.compute(trajectories(
       every, keys, standardize=standardize, filters=filters,
       ignore_errors=ignore_errors, shuffle=False, blank_images=True))

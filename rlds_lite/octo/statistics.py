@@ -152,7 +152,7 @@ def compute_stored(source: Any, proprio_path: Optional[str]) -> Dict[str, Any]:
   if shapes is not None:
     fields, episodes, steps = _read_stored(source, shapes)
   else:
-    every = source.with_split('+'.join(sorted(source.builder.info.splits)))
+    every = source.every_split()
     summary = stats_lib.compute(every, keys=paths, last_step='valid',
                                 cache=False, progress=True)
     fields = {p: summary[p] for p in paths}
