@@ -221,21 +221,28 @@ def run_child(name: str, paths: Dict[str, str], args: Dict[str, Any]):
   else:
     ds = ours_pipeline(paths, args['image_size'],
                        args['budget'] if name == 'ours_budget' else None)
+  plan_mb = getattr(ds, 'plan', None) and ds.plan.memory / 1e6
   ds = ds.take(args['batches'])
   start, cpu, samples, episodes, datasets = (time.perf_counter(),
                                              time.process_time(), 0, [], [])
-  for batch in ds:
+  trace = []   # Growth after each quarter of the batches: flat or not.
+  peak = dict.fromkeys(base, 0.0)   # The largest RSS seen after a batch.
+  for count, batch in enumerate(ds, 1):
+    now = rss_mb()
+    peak = now if sum(now.values()) > sum(peak.values()) else peak
+    if count % max(1, args['batches'] // 4) == 0:
+      trace.append(round(sum(now.values()) - sum(base.values())))
     samples += int(batch['action'].shape[0])
     names = batch['dataset_name'].numpy()
     datasets.append(len(set(names.tolist())))
     # state[0] is the episode's index (normalised by rlds_lite: still distinct).
     ids = np.asarray(batch['observation']['proprio'])[:, -1, 0]
     episodes.append(len(set(zip(names.tolist(), ids.round(4).tolist()))))
-  peak = rss_mb()
   return {'samples': samples, 'seconds': time.perf_counter() - start,
           'cpu': time.process_time() - cpu,
           'growth_mb': sum(peak.values()) - sum(base.values()),
           'anon_growth_mb': peak['RssAnon'] - base['RssAnon'],
+          'growth_trace_mb': trace, 'plan_mb': plan_mb,
           'episodes': float(np.mean(episodes)) if episodes else None,
           'datasets': float(np.mean(datasets))}
 
@@ -339,8 +346,10 @@ def main() -> None:
       child['budget'] = int(1e6 * r['growth_mb'])
     print(f'{name:10s} {r["samples"] / r["seconds"]:8,.0f} samples/s '
           f'{1e6 * r["cpu"] / r["samples"]:7,.0f} us CPU/sample growth '
-          f'{r["growth_mb"]:6.0f} MB episodes/batch {r["episodes"]} '
-          f'datasets/batch {r["datasets"]:.2f}', flush=True)
+          f'{r["growth_mb"]:6.0f} MB (anon {r["anon_growth_mb"]:.0f}; by '
+          f'quarter {r["growth_trace_mb"]}; planned {r["plan_mb"] or 0:.0f}) '
+          f'episodes/batch {r["episodes"]} datasets/batch {r["datasets"]:.2f}',
+          flush=True)
   if args.stats:
     print(statistics_times(paths))
 

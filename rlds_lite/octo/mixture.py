@@ -34,7 +34,8 @@ from rlds_lite.octo import samples as samples_lib
 from rlds_lite.octo import trajectory as traj_lib
 
 __all__ = ['make_single_dataset', 'make_interleaved_dataset', 'MixturePlan',
-           'DatasetPlan', 'allocate_threads', 'default_memory_budget']
+           'DatasetPlan', 'allocate_threads', 'default_memory_budget',
+           'frame_transform_bytes']
 
 _LOG = logging.getLogger('rlds_lite')
 _AUTOTUNE = tf.data.AUTOTUNE
@@ -113,9 +114,48 @@ def allocate_threads(n: Optional[int], weights: np.ndarray) -> np.ndarray:
 
 
 def default_memory_budget() -> int:
-  """A sixteenth of the machine's memory, at least 1 GiB (bytes)."""
+  """An eighth of the machine's memory, at least 1 GiB (bytes).
+
+  (A sixteenth, 1.5 GB on bench_octo's 23 GB machine, pooled one episode
+  of its third dataset: 20 distinct episodes per batch against the 10K
+  recipe's 48.)
+  """
   total = os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE')
-  return max(total // 16, 1 << 30)
+  return max(total // 8, 1 << 30)
+
+
+AUGMENT_FLOAT_COPIES = 3
+"""Float32 copies of a decoded batch the augmentation holds at once (its
+input, the crop's output, the colour ops' output). Measured on bench_octo
+(batches of 31.5 MB of uint8 frames): 300-350 MB more RSS with Octo's
+default augmentation than without."""
+FRAME_COPIES = 3
+"""uint8 copies of a decoded batch beside the datasets' own: the mixture's
+concatenation, its prefetch, the batch the trainer holds."""
+
+
+def frame_transform_bytes(layouts: Sequence[samples_lib.Layout],
+                          batch_size: int, augmented: bool) -> int:
+  """The memory of the mixture's batch-wide stages: concatenation, augmentation, prefetch (bytes).
+
+  Example:
+    >>> layout = samples_lib.Layout(name='a', cameras={}, all_cameras=('p',),
+    ...     sizes={'p': (8, 8)}, window=2, horizon=1, goal=False, language=False,
+    ...     own_language=False, proprio=None, own_proprio=False,
+    ...     keep_image_prob=None, action_dim=None)
+    >>> frame_transform_bytes([layout], 4, augmented=True)   # 4 x 2 x 8 x 8 x 3, 15 times
+    23040
+  """
+  camera_bytes: Dict[str, int] = {}
+  for layout in layouts:
+    for camera in layout.all_cameras:
+      spec = layout.cameras.get(camera)
+      h, w = layout.sizes.get(camera) or (spec.shape[:2] if spec else (1, 1))
+      camera_bytes[camera] = max(camera_bytes.get(camera, 0), h * w * 3)
+  frames = sum(camera_bytes.values()) * max(
+      (layout.window + layout.goal for layout in layouts), default=0)
+  copies = FRAME_COPIES + (4 * AUGMENT_FLOAT_COPIES if augmented else 0)
+  return copies * batch_size * frames
 
 
 class DatasetPlan(NamedTuple):
@@ -130,16 +170,21 @@ class MixturePlan(NamedTuple):
   """How ``make_interleaved_dataset`` reads a mixture, and the memory it plans (logged, returned as ``.plan``)."""
   memory_budget: int
   datasets: Tuple[DatasetPlan, ...]
+  frame_transforms: int = 0
+  """Bytes of the batch-wide stages (`frame_transform_bytes`)."""
 
   @property
   def memory(self) -> int:
-    """Estimated bytes of all the datasets' pools, batches and buffers."""
-    return sum(d.decode.memory.total for d in self.datasets
-               if d.decode.memory is not None)
+    """Estimated bytes of all the datasets' pools, batches and buffers, and of the batch-wide stages."""
+    return self.frame_transforms + sum(
+        d.decode.memory.total for d in self.datasets
+        if d.decode.memory is not None)
 
   def __repr__(self) -> str:
     lines = [f'MixturePlan(memory_budget={byte_sizes.format_bytes(self.memory_budget)}, '
-             f'estimate={byte_sizes.format_bytes(self.memory)}:']
+             f'estimate={byte_sizes.format_bytes(self.memory)}, of which '
+             f'{byte_sizes.format_bytes(self.frame_transforms)} batch-wide '
+             '(concatenation, augmentation, prefetch):']
     for d in self.datasets:
       lines.append(f'  {d.name}: weight {d.weight:.3f}, {d.samples_per_batch} '
                    f'per batch, {d.decode!r}')
@@ -261,10 +306,17 @@ def _fitting(budget: int, sizes: robot_memory.Sizes, kind: Any, batch: int
 def _plans(names: List[str], weights: np.ndarray, counts: List[int],
            layouts: List[samples_lib.Layout], sources: List[Any],
            statistics: List[Dict[str, Any]], budget: Optional[int],
-           train: bool) -> MixturePlan:
+           train: bool, augmented: bool) -> MixturePlan:
   """Each dataset's decoding plan, the budget shared by what its pools hold."""
   given = budget is not None
   budget = budget if given else default_memory_budget()
+  batch_wide = frame_transform_bytes(layouts, sum(counts), augmented)
+  if given and budget <= batch_wide:
+    raise ValueError(
+        f'memory_budget {byte_sizes.format_bytes(budget)} does not hold the '
+        f'batch-wide stages alone ({byte_sizes.format_bytes(batch_wide)}: '
+        f'concatenating, augmenting and prefetching batches of {sum(counts)} '
+        'samples); raise the budget or lower batch_size.')
   sized = []
   for layout, source, stats in zip(layouts, sources, statistics):
     split = reading.split_for(source, train)
@@ -286,13 +338,14 @@ def _plans(names: List[str], weights: np.ndarray, counts: List[int],
                                               sized, shares):
     kind = samples_lib.robot_kind(layout)
     try:
-      plan = _fitting(int(budget * share), sizes, kind, c)
+      plan = _fitting(int(max(budget - batch_wide, 0) * share), sizes, kind,
+                      c)
     except ValueError as e:
       if given:
         raise ValueError(f'dataset {name!r}: {e}') from None
       plan = robot_memory.pick(None, sizes, kind, batch_size=c, prefetch=1)
     datasets.append(DatasetPlan(name, float(w), c, plan))
-  return MixturePlan(budget, tuple(datasets))
+  return MixturePlan(budget, tuple(datasets), batch_wide)
 
 
 def _dataset_batches(kwargs: Dict[str, Any], layout: samples_lib.Layout,
@@ -441,8 +494,10 @@ def make_interleaved_dataset(
                      f'{empty}; raise batch_size or their weights.')
   layouts = _layouts(specs, names, traj, frame)
   budget = robot_memory.parse_budget(memory_budget)
+  augmented = bool(train and (frame.get('image_augment_kwargs') or
+                              frame.get('image_dropout_prob')))
   plan = _plans(names, weights, counts, layouts, sources, statistics, budget,
-                train)
+                train, augmented)
   _LOG.info('make_interleaved_dataset: shuffle_buffer_size %s accepted; the '
             'plan decides what is held: %r', shuffle_buffer_size, plan)
   threads = allocate_threads(traj_transform_threads, weights)
@@ -458,8 +513,7 @@ def make_interleaved_dataset(
   dataset = tf.data.Dataset.zip(tuple(parts)).map(
       lambda *bs: tf.nest.map_structure(lambda *x: tf.concat(x, 0), *bs),
       _AUTOTUNE)
-  if train and (frame.get('image_augment_kwargs') or
-                frame.get('image_dropout_prob')):
+  if augmented:
     dataset = _augmented(dataset, frame, seed)
   if batch_size is None:
     dataset = dataset.unbatch()

@@ -14,6 +14,8 @@ DEFAULT = {'augment_order': ['random_resized_crop', 'random_brightness',
            'random_saturation': [0.7, 1.3], 'random_hue': [0.1]}
 JITTER_FIRST = {**DEFAULT, 'augment_order': ['random_brightness', 'random_resized_crop',
                                              'random_hue']}
+SATURATION_ALONE = {**DEFAULT, 'augment_order': ['random_saturation', 'random_contrast',
+                                                 'random_hue']}
 WITH_FLIP = {**DEFAULT, 'augment_order': ['random_flip_left_right', 'random_brightness']}
 
 
@@ -25,8 +27,9 @@ def frames_and_seeds():
   return tf.constant(images), tf.constant(seeds, tf.int64)
 
 
-@pytest.mark.parametrize('kwargs', [DEFAULT, JITTER_FIRST, WITH_FLIP],
-                         ids=['octo_default', 'crop_between_jitters', 'flip_per_frame'])
+@pytest.mark.parametrize('kwargs', [DEFAULT, JITTER_FIRST, SATURATION_ALONE, WITH_FLIP],
+                         ids=['octo_default', 'crop_between_jitters',
+                              'saturation_then_other_ops', 'flip_per_frame'])
 def test_batch_augmentation_equals_dlimps_per_frame_ops(frames_and_seeds, kwargs):
   images, seeds = frames_and_seeds
   out = augment.augment_frames(images, seeds, kwargs).numpy().astype(int)

@@ -118,6 +118,11 @@ def test_the_plan_stays_within_the_budget(kwargs_list):
   assert [d.samples_per_batch for d in plan.datasets] == [6, 2]
   assert 0 < plan.memory <= plan.memory_budget
   assert 'MixturePlan(memory_budget=64.0 MB' in repr(plan)
+  # 8 samples x (2 frames + a goal) of 16x16 + 8x8 x 3 bytes, 3 copies (no
+  # augmentation).
+  assert plan.frame_transforms == 3 * 8 * 3 * (16 * 16 + 8 * 8) * 3
+  with pytest.raises(ValueError, match="dataset 'two_cams': memory_budget"):
+    _mixture(kwargs_list, memory_budget=plan.frame_transforms + 1000)
 
 
 @pytest.mark.parametrize('change, error, message', [
@@ -129,7 +134,9 @@ def test_the_plan_stays_within_the_budget(kwargs_list):
      'depth cameras are not offered'),
     ({'traj': {'goal_relabeling_strategy': 'geometric'}}, ValueError,
      "goal_relabeling_strategy must be 'uniform' or None, got 'geometric'"),
-    ({'memory_budget': '1KB'}, ValueError, "dataset 'two_cams': memory_budget"),
+    ({'memory_budget': '1KB'}, ValueError,
+     r'memory_budget 1.0 KB does not hold the batch-wide stages alone \([0-9.]+ [KM]B: '
+     'concatenating, augmenting and prefetching batches of 8 samples'),
 ])
 def test_bad_input_is_one_clear_error(kwargs_list, change, error, message):
   change = dict(change)
