@@ -307,7 +307,7 @@ def _plans(names: List[str], weights: np.ndarray, counts: List[int],
            layouts: List[samples_lib.Layout], sources: List[Any],
            statistics: List[Dict[str, Any]], budget: Optional[int],
            train: bool, augmented: bool) -> MixturePlan:
-  """Each dataset's decoding plan, the budget shared by what its pools hold."""
+  """Each dataset's decoding plan: the budget, less the batch-wide stages, shared by what its pools hold."""
   given = budget is not None
   budget = budget if given else default_memory_budget()
   batch_wide = frame_transform_bytes(layouts, sum(counts), augmented)
@@ -494,10 +494,8 @@ def make_interleaved_dataset(
                      f'{empty}; raise batch_size or their weights.')
   layouts = _layouts(specs, names, traj, frame)
   budget = robot_memory.parse_budget(memory_budget)
-  augmented = bool(train and (frame.get('image_augment_kwargs') or
-                              frame.get('image_dropout_prob')))
   plan = _plans(names, weights, counts, layouts, sources, statistics, budget,
-                train, augmented)
+                train, bool(train and frame.get('image_augment_kwargs')))
   _LOG.info('make_interleaved_dataset: shuffle_buffer_size %s accepted; the '
             'plan decides what is held: %r', shuffle_buffer_size, plan)
   threads = allocate_threads(traj_transform_threads, weights)
@@ -513,7 +511,8 @@ def make_interleaved_dataset(
   dataset = tf.data.Dataset.zip(tuple(parts)).map(
       lambda *bs: tf.nest.map_structure(lambda *x: tf.concat(x, 0), *bs),
       _AUTOTUNE)
-  if augmented:
+  if train and (frame.get('image_augment_kwargs') or
+                frame.get('image_dropout_prob')):
     dataset = _augmented(dataset, frame, seed)
   if batch_size is None:
     dataset = dataset.unbatch()
