@@ -120,9 +120,9 @@ def _jitter(op: str, planes: list, v: tf.Tensor, hue: Optional[tf.Tensor]
   h, s, value = _to_hsv(*planes)
   if op == 'random_saturation':
     s = tf.clip_by_value(s * per, 0, 1)
-    per = None if hue is None else hue[:, tf.newaxis, tf.newaxis]
-  if per is not None:
-    h = tf.math.floormod(h + per, 1.0)
+  delta = v if op == 'random_hue' else hue
+  if delta is not None:
+    h = tf.math.floormod(h + delta[:, tf.newaxis, tf.newaxis], 1.0)
   return _to_rgb(h, s, value)
 
 

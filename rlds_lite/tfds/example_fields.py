@@ -28,6 +28,7 @@ from rlds_lite import tfrecord_frames
 
 __all__ = ['RecordFormatError', 'features', 'fields', 'read']
 
+
 class RecordFormatError(ValueError):
   """A TFRecord file whose framing or ``Example`` wire format is broken."""
 
