@@ -18,6 +18,7 @@ recipe, reading every record's bytes (the floor of any whole-record reader),
 Usage:
   python benchmarks/bench_octo.py [--quick] [--scale 4] [--frames smooth]
       [--image-size 128] [--only octo_10k,ours] [--stats] [--batches 200]
+      [--no-augment]
 """
 
 import argparse
@@ -101,7 +102,7 @@ def _augment(image, crop: bool, seed):
 
 
 def octo_pipeline(paths: Dict[str, str], buffer: int,
-                  image_size: Optional[int]):
+                  image_size: Optional[int], augment: bool = True):
   """Octo's recipe for the mixture in plain tf.data."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
@@ -164,7 +165,7 @@ def octo_pipeline(paths: Dict[str, str], buffer: int,
                                 antialias=True)
         image = tf.cast(tf.clip_by_value(tf.round(image), 0, 255), tf.uint8)
         image.set_shape(size + (3,))
-        return _augment(image, key == 'image_primary', None)
+        return _augment(image, key == 'image_primary', None) if augment else image
       obs[key] = tf.map_fn(decode, obs[key], fn_output_signature=tf.TensorSpec(
           size + (3,), tf.uint8))
     return {**sample, 'observation': obs}
@@ -178,7 +179,7 @@ def octo_pipeline(paths: Dict[str, str], buffer: int,
 
 
 def ours_pipeline(paths: Dict[str, str], image_size: Optional[int],
-                  budget: Optional[int]):
+                  budget: Optional[int], augment: bool = True):
   """``rlds_lite.octo.make_interleaved_dataset`` on the same mixture."""
   from rlds_lite import octo  # pylint: disable=g-import-not-at-top
   size = image_size or PRIMARY[0]
@@ -195,7 +196,7 @@ def ours_pipeline(paths: Dict[str, str], image_size: Optional[int],
                                  max_proprio_dim=PROPRIO_DIM),
       frame_transform_kwargs=dict(resize_size={
           'primary': (size, size), 'wrist': (size // 2, size // 2)},
-          image_augment_kwargs=OCTO_AUGMENT),
+          image_augment_kwargs=OCTO_AUGMENT if augment else {}),
       memory_budget=budget)
 
 
@@ -217,10 +218,11 @@ def run_child(name: str, paths: Dict[str, str], args: Dict[str, Any]):
       tf.constant(0, tf.int64), lambda a, b: a + b)
   base = rss_mb()
   if name in BUFFERS:
-    ds = octo_pipeline(paths, BUFFERS[name], args['image_size'])
+    ds = octo_pipeline(paths, BUFFERS[name], args['image_size'], args['augment'])
   else:
     ds = ours_pipeline(paths, args['image_size'],
-                       args['budget'] if name == 'ours_budget' else None)
+                       args['budget'] if name == 'ours_budget' else None,
+                       args['augment'])
   plan_mb = getattr(ds, 'plan', None) and ds.plan.memory / 1e6
   ds = ds.take(args['batches'])
   start, cpu, samples, episodes, datasets = (time.perf_counter(),
@@ -317,6 +319,8 @@ def main() -> None:
   parser.add_argument('--budget', type=int, default=0)
   parser.add_argument('--only', default='')
   parser.add_argument('--stats', action='store_true')
+  parser.add_argument('--no-augment', action='store_true',
+                      help='both sides without augmentation: the readers alone')
   parser.add_argument('--quick', action='store_true')
   parser.add_argument('--child', default='')
   parser.add_argument('--child-args', default='{}')
@@ -330,7 +334,7 @@ def main() -> None:
                                json.loads(args.child_args))))
     return
   child = {'image_size': args.image_size or None, 'budget': args.budget,
-           'batches': args.batches}
+           'batches': args.batches, 'augment': not args.no_augment}
   for name in CONTENDERS:
     if args.only and name not in args.only.split(','):
       continue

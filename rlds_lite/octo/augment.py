@@ -4,10 +4,9 @@ Octo augments every frame alone. Here each sample's parameters are drawn
 exactly as dlimp's ops draw them from the sample's seed, and the ops run
 once over all frames of a camera in XLA-compiled functions; the pixels agree
 with Octo's within one level. CPU per 256x256 frame with Octo's default ops
-(benchmarks/RESULTS.md): ~3.5 ms against dlimp's ~8.7
-on an AVX-512 Xeon; ~3.9 ms against dlimp's colour ops alone ~4.5 on an AVX2
-EPYC. Ops other than dlimp's crop and colour jitter fall back to Octo's
-per-frame functions.
+on an AVX2 EPYC (benchmarks/RESULTS.md): 1.37 ms against dlimp's 4.38, the
+colour ops alone 0.50 against 3.46. Ops other than dlimp's crop and colour
+jitter fall back to Octo's per-frame functions.
 
 Example:
   >>> import numpy as np
@@ -18,6 +17,7 @@ Example:
   ([2, 3, 8, 8, 3], 128)
 """
 
+import sys
 from typing import Any, Dict, Mapping, Optional
 
 import tensorflow as tf
@@ -77,14 +77,14 @@ def _crop(x: tf.Tensor, boxes: tf.Tensor) -> tf.Tensor:
     return tf.clip_by_value(low, 0, size - 1), high, frac
   y0, y1, fy = axis(boxes[:, 0], boxes[:, 2], height)
   x0, x1, fx = axis(boxes[:, 1], boxes[:, 3], width)
+  # Separable: rows first (whole rows, contiguous), then columns (2 gathers
+  # per pixel instead of 4; ~13% less CPU).
   top = tf.gather(x, y0, axis=1, batch_dims=1)
   bottom = tf.gather(x, y1, axis=1, batch_dims=1)
-  def cols(rows):
-    left = tf.gather(rows, x0, axis=2, batch_dims=1)
-    right = tf.gather(rows, x1, axis=2, batch_dims=1)
-    return left + (right - left) * fx[:, tf.newaxis, :, tf.newaxis]
-  top, bottom = cols(top), cols(bottom)
-  return top + (bottom - top) * fy[:, :, tf.newaxis, tf.newaxis]
+  rows = top + (bottom - top) * fy[:, :, tf.newaxis, tf.newaxis]
+  left = tf.gather(rows, x0, axis=2, batch_dims=1)
+  right = tf.gather(rows, x1, axis=2, batch_dims=1)
+  return left + (right - left) * fx[:, tf.newaxis, :, tf.newaxis]
 
 
 def _to_hsv(r: tf.Tensor, g: tf.Tensor, b: tf.Tensor) -> list:
@@ -126,30 +126,39 @@ def _jitter(op: str, planes: list, v: tf.Tensor, hue: Optional[tf.Tensor]
   return _to_rgb(h, s, value)
 
 
-def _apply(order: tuple, x: tf.Tensor, params: tf.Tensor) -> tf.Tensor:
-  """The ops of ``order`` on float ``x`` ``[N, h, w, 3]`` in [0, 1] with per-image ``params``, clipped after each.
+IDENTITY = {'random_resized_crop': (0.0, 0.0, 1.0, 1.0), 'random_brightness': (0.0,),
+            'random_contrast': (1.0,), 'random_saturation': (1.0,), 'random_hue': (0.0,)}
+"""Each op's parameters that leave a uint8 frame as it is (the float error rounds away)."""
 
-  The colour ops work on separate ``r, g, b`` planes: elementwise over
-  contiguous planes, XLA's loops vectorise (~20% less CPU than on
-  interleaved pixels, on AVX2).
+
+def _jitters(ops: tuple, planes: list, params: tf.Tensor) -> list:
+  """The colour ops ``ops`` on float planes ``[r, g, b]`` in [0, 1] with per-image ``params``, clipped after each.
+
+  Elementwise over contiguous planes, XLA's loops vectorise (on interleaved
+  pixels they do not: ~2x the CPU on AVX2).
   """
-  column, planes, i = 0, None, 0
-  while i < len(order):
-    op = order[i]
-    if op == 'random_resized_crop':
-      x = x if planes is None else tf.stack(planes, -1)
-      x = tf.clip_by_value(_crop(x, params[:, column:column + 4]), 0, 1)
-      column, planes, i = column + 4, None, i + 1
-      continue
-    planes = tf.unstack(x, axis=-1) if planes is None else planes
+  column, i = 0, 0
+  while i < len(ops):
     # A saturation then a hue share one HSV round trip (the same in exact
     # arithmetic).
-    both = op == 'random_saturation' and order[i + 1:i + 2] == ('random_hue',)
+    both = ops[i] == 'random_saturation' and ops[i + 1:i + 2] == ('random_hue',)
     hue = params[:, column + 1] if both else None
     planes = [tf.clip_by_value(c, 0, 1) for c in
-              _jitter(op, planes, params[:, column], hue)]
+              _jitter(ops[i], planes, params[:, column], hue)]
     column, i = column + 1 + both, i + 1 + both
-  return x if planes is None else tf.stack(planes, -1)
+  return planes
+
+
+def _to_pixels(planes: list) -> tf.Tensor:
+  """Float planes to uint8 frames ``[N, h, w, 3]``: packed into 32-bit words,
+  then viewed as bytes. XLA emits a stack of planes as a choice per element,
+  which costs as much as the colour ops themselves."""
+  ints = [tf.cast(tf.image.convert_image_dtype(c, tf.uint8, saturate=True),
+                  tf.int32) for c in planes]
+  if sys.byteorder != 'little':
+    return tf.cast(tf.stack(ints, -1), tf.uint8)
+  words = ints[0] + ints[1] * 256 + ints[2] * 65536
+  return tf.bitcast(words, tf.uint8)[..., :3]
 
 
 _COMPILED: Dict[tuple, Any] = {}
@@ -159,19 +168,17 @@ def _compiled(ops: tuple, first: bool, last: bool):
   """One XLA function per run of ops. A crop runs alone: fused with the
   jitter after it, XLA would redo its gathers for every use of its output.
   The first function also takes the uint8 frames to floats and the last
-  one back, choosing the input frame where ``present`` is False: each a
-  pass over the frames in TF's own kernels, fused here."""
+  one back: each a pass over the frames in TF's own kernels, fused here."""
   key = (ops, first, last)
   if key not in _COMPILED:
-    def run(x, params, images, present):
+    def run(x, params):
       if first:
         x = tf.image.convert_image_dtype(x, tf.float32)
-      x = _apply(ops, x, params)
-      if not last:
-        return x
-      x = tf.image.convert_image_dtype(x, tf.uint8, saturate=True)
-      return tf.where(present[:, tf.newaxis, tf.newaxis, tf.newaxis], x,
-                      images)
+      if ops == ('random_resized_crop',):
+        x = tf.clip_by_value(_crop(x, params[:, :4]), 0, 1)
+        return tf.image.convert_image_dtype(x, tf.uint8, saturate=True) if last else x
+      planes = _jitters(ops, [x[..., c] for c in range(3)], params)
+      return _to_pixels(planes) if last else tf.stack(planes, -1)
     _COMPILED[key] = tf.function(run, jit_compile=True)
   return _COMPILED[key]
 
@@ -195,12 +202,16 @@ def _groups(order: tuple) -> list:
 
 def _run(order: tuple, images: tf.Tensor, params: tf.Tensor,
          present: tf.Tensor) -> tf.Tensor:
-  """uint8 ``images`` ``[N, h, w, 3]`` augmented where ``present`` ``[N]``, else as they are."""
+  """uint8 ``images`` ``[N, h, w, 3]`` augmented where ``present`` ``[N]``, else as they are.
+
+  A frame not present gets the identity's parameters (no choice per pixel).
+  """
+  identity = tf.constant([v for op in order for v in IDENTITY[op]], tf.float32)
+  params = tf.where(present[:, tf.newaxis], params, identity)
   groups = _groups(order)
   x = images
   for index, (ops, start) in enumerate(groups):
-    x = _compiled(ops, index == 0, index == len(groups) - 1)(
-        x, params[:, start:], images, present)
+    x = _compiled(ops, index == 0, index == len(groups) - 1)(x, params[:, start:])
   return x
 
 

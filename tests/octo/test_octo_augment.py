@@ -50,12 +50,25 @@ def test_a_samples_frames_share_its_parameters(frames_and_seeds):
   assert not np.array_equal(out[0, 0], out[1, 0])
 
 
-def test_padding_frames_are_left_alone(frames_and_seeds):
+@pytest.mark.parametrize('kwargs', [DEFAULT, JITTER_FIRST, SATURATION_ALONE],
+                         ids=['octo_default', 'crop_between_jitters',
+                              'saturation_then_other_ops'])
+def test_padding_frames_are_left_alone(frames_and_seeds, kwargs):
+  # They get the identity's parameters: exactly their pixels come back.
   images, seeds = frames_and_seeds
   present = tf.constant([[True, False, True]] * 4)
-  out = augment.augment_frames(images, seeds, DEFAULT, present).numpy()
+  out = augment.augment_frames(images, seeds, kwargs, present).numpy()
   np.testing.assert_array_equal(out[:, 1], images.numpy()[:, 1])
   assert not np.array_equal(out[:, 0], images.numpy()[:, 0])
+
+
+def test_frames_stacked_without_the_word_packing_are_the_same(frames_and_seeds, monkeypatch):
+  # The fallback for big-endian machines gives the pixels of the packed path.
+  images, seeds = frames_and_seeds
+  packed = augment.augment_frames(images, seeds, DEFAULT).numpy()
+  monkeypatch.setattr(augment, '_COMPILED', {})
+  monkeypatch.setattr(augment.sys, 'byteorder', 'big')
+  np.testing.assert_array_equal(augment.augment_frames(images, seeds, DEFAULT).numpy(), packed)
 
 
 @pytest.mark.parametrize('present, keep', [
