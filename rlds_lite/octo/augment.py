@@ -126,8 +126,8 @@ def _jitter(op: str, planes: list, v: tf.Tensor, hue: Optional[tf.Tensor]
   return _to_rgb(h, s, value)
 
 
-IDENTITY = {'random_resized_crop': (0.0, 0.0, 1.0, 1.0), 'random_brightness': (0.0,),
-            'random_contrast': (1.0,), 'random_saturation': (1.0,), 'random_hue': (0.0,)}
+_IDENTITY = {'random_resized_crop': (0.0, 0.0, 1.0, 1.0), 'random_brightness': (0.0,),
+             'random_contrast': (1.0,), 'random_saturation': (1.0,), 'random_hue': (0.0,)}
 """Each op's parameters that leave a uint8 frame as it is (the float error rounds away)."""
 
 
@@ -206,7 +206,7 @@ def _run(order: tuple, images: tf.Tensor, params: tf.Tensor,
 
   A frame not present gets the identity's parameters (no choice per pixel).
   """
-  identity = tf.constant([v for op in order for v in IDENTITY[op]], tf.float32)
+  identity = tf.constant([v for op in order for v in _IDENTITY[op]], tf.float32)
   params = tf.where(present[:, tf.newaxis], params, identity)
   groups = _groups(order)
   x = images
