@@ -125,10 +125,10 @@ def default_memory_budget() -> int:
 
 
 AUGMENT_FLOAT_COPIES = 3
-"""Float32 copies of a decoded batch the augmentation holds at once (its
-input, the crop's output, the colour ops' output). Measured on bench_octo
-(batches of 31.5 MB of uint8 frames): 300-350 MB more RSS with Octo's
-default augmentation than without."""
+"""Float32 copies of a decoded batch the augmentation holds at once, at most
+(the crop's output and XLA's temporaries; the colour ops write uint8).
+Measured on bench_octo (batches of 31.5 MB of uint8 frames): 300-350 MB
+more RSS with Octo's default augmentation than without."""
 FRAME_COPIES = 3
 """uint8 copies of a decoded batch beside the datasets' own: the mixture's
 concatenation, its prefetch, the batch the trainer holds."""
