@@ -185,19 +185,15 @@ def _compiled(ops: tuple, first: bool, last: bool):
 
 def _groups(order: tuple) -> list:
   """``order`` cut before and after every crop: ``[(ops, first param column)]``."""
-  groups, current, column, start = [], [], 0, 0
+  groups, column = [], 0
   for op in order:
-    if op == 'random_resized_crop' and current:
-      groups.append((tuple(current), start))
-      current, start = [], column
-    current.append(op)
-    column += 4 if op == 'random_resized_crop' else 1
-    if op == 'random_resized_crop':
-      groups.append((tuple(current), start))
-      current, start = [], column
-  if current:
-    groups.append((tuple(current), start))
-  return groups
+    crop = 'random_resized_crop'
+    if op == crop or not groups or groups[-1][0][-1] == crop:
+      groups.append(([op], column))
+    else:
+      groups[-1][0].append(op)
+    column += len(_IDENTITY[op])   # the op's parameter count
+  return [(tuple(ops), start) for ops, start in groups]
 
 
 def _run(order: tuple, images: tf.Tensor, params: tf.Tensor,
