@@ -4,7 +4,7 @@ Octo augments every frame alone. Here each sample's parameters are drawn
 exactly as dlimp's ops draw them from the sample's seed, and the ops run
 once over all frames of a camera in XLA-compiled functions; the pixels agree
 with Octo's within one level. CPU per 256x256 frame with Octo's default ops
-on an AVX2 EPYC (benchmarks/RESULTS.md): 1.37 ms against dlimp's 4.38, the
+on an AVX-512 Xeon (benchmarks/RESULTS.md): 1.37 ms against dlimp's 4.38, the
 colour ops alone 0.50 against 3.46. Ops other than dlimp's crop and colour
 jitter fall back to Octo's per-frame functions.
 
@@ -135,7 +135,7 @@ def _jitters(ops: tuple, planes: list, params: tf.Tensor) -> list:
   """The colour ops ``ops`` on float planes ``[r, g, b]`` in [0, 1] with per-image ``params``, clipped after each.
 
   Elementwise over contiguous planes, XLA's loops vectorise (on interleaved
-  pixels they do not: ~2x the CPU on AVX2).
+  pixels they do not: ~2x the CPU, on AVX-512).
   """
   column, i = 0, 0
   while i < len(ops):
