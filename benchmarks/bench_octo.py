@@ -7,21 +7,25 @@ camera, 8-d proprio, 8-d actions, language; ``c`` one camera, 7-d state,
 7-d actions, no language; weights 0.5/0.3/0.2. Contenders take turns, each
 in its own process: ``octo_10k`` / ``octo_100k`` (Octo's recipe in plain
 tf.data: restructure, chunk window 2 / horizon 4 on encoded frames,
-flatten, ``sample_from_datasets``, shuffle, decode + lanczos3 resize +
+flatten, each dataset repeated, ``sample_from_datasets``, shuffle, decode + lanczos3 resize +
 Octo's default augmentation per frame, batch 64) and ``ours`` / ``ours_budget``
 (``rlds_lite.octo.make_interleaved_dataset``; ``ours_budget`` at the 10K
 recipe's measured growth). ``--stats`` times, in turns, Octo's statistics
 recipe, reading every record's bytes (the floor of any whole-record reader),
 ``octo.make_dataset_from_rlds`` with and without recomputing, and
-``octo.statistics.compute_stored`` alone.
+``octo.statistics.compute_stored`` alone. ``--warmup N`` first takes N
+batches timed apart (the start: tracing, the shuffle buffer's or the pools'
+fill), then ``--batches`` from a running pipeline, as a long training run
+sees it.
 
 Usage:
   python benchmarks/bench_octo.py [--quick] [--scale 4] [--frames smooth]
       [--image-size 128] [--only octo_10k,ours] [--stats] [--batches 200]
-      [--no-augment]
+      [--no-augment] [--warmup 200]
 """
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -118,7 +122,7 @@ def octo_pipeline(paths: Dict[str, str], buffer: int,
     trajectories = builder.as_dataset(
         split='train', shuffle_files=True,
         read_config=tfds.ReadConfig(enable_ordering_guard=False),
-        decoders={'steps': tfds.decode.SkipDecoding()})
+        decoders={'steps': tfds.decode.SkipDecoding()}).repeat()  # As Octo does.
 
     def restructure(episode):
       steps = episode['steps']
@@ -224,7 +228,13 @@ def run_child(name: str, paths: Dict[str, str], args: Dict[str, Any]):
                        args['budget'] if name == 'ours_budget' else None,
                        args['augment'])
   plan_mb = getattr(ds, 'plan', None) and ds.plan.memory / 1e6
-  ds = ds.take(args['batches'])
+  ds = iter(ds)
+  begin, begin_cpu = time.perf_counter(), time.process_time()
+  for _ in range(args['warmup']):
+    next(ds)
+  warm = {'warmup_seconds': time.perf_counter() - begin,
+          'warmup_cpu': time.process_time() - begin_cpu}
+  ds = itertools.islice(ds, args['batches'])
   start, cpu, samples, episodes, datasets = (time.perf_counter(),
                                              time.process_time(), 0, [], [])
   trace = []   # Growth after each quarter of the batches: flat or not.
@@ -240,7 +250,7 @@ def run_child(name: str, paths: Dict[str, str], args: Dict[str, Any]):
     # state[0] is the episode's index (normalised by rlds_lite: still distinct).
     ids = np.asarray(batch['observation']['proprio'])[:, -1, 0]
     episodes.append(len(set(zip(names.tolist(), ids.round(4).tolist()))))
-  return {'samples': samples, 'seconds': time.perf_counter() - start,
+  return {**warm, 'samples': samples, 'seconds': time.perf_counter() - start,
           'cpu': time.process_time() - cpu,
           'growth_mb': sum(peak.values()) - sum(base.values()),
           'anon_growth_mb': peak['RssAnon'] - base['RssAnon'],
@@ -316,6 +326,8 @@ def main() -> None:
   parser.add_argument('--frames', default='noisy', choices=camera_data.FRAMES)
   parser.add_argument('--image-size', type=int, default=0)
   parser.add_argument('--batches', type=int, default=200)
+  parser.add_argument('--warmup', type=int, default=0,
+                      help='batches taken, and timed apart, before --batches')
   parser.add_argument('--budget', type=int, default=0)
   parser.add_argument('--only', default='')
   parser.add_argument('--stats', action='store_true')
@@ -334,7 +346,7 @@ def main() -> None:
                                json.loads(args.child_args))))
     return
   child = {'image_size': args.image_size or None, 'budget': args.budget,
-           'batches': args.batches, 'augment': not args.no_augment}
+           'batches': args.batches, 'warmup': args.warmup, 'augment': not args.no_augment}
   for name in CONTENDERS:
     if args.only and name not in args.only.split(','):
       continue
@@ -352,8 +364,10 @@ def main() -> None:
           f'{1e6 * r["cpu"] / r["samples"]:7,.0f} us CPU/sample growth '
           f'{r["growth_mb"]:6.0f} MB (anon {r["anon_growth_mb"]:.0f}; by '
           f'quarter {r["growth_trace_mb"]}; planned {r["plan_mb"] or 0:.0f}) '
-          f'episodes/batch {r["episodes"]} datasets/batch {r["datasets"]:.2f}',
-          flush=True)
+          f'episodes/batch {r["episodes"]} datasets/batch {r["datasets"]:.2f}'
+          + (f' | warm-up {args.warmup} batches: {r["warmup_seconds"]:.1f} s, '
+             f'{1e6 * r["warmup_cpu"] / (BATCH * args.warmup):,.0f} us CPU/sample'
+             if args.warmup else ''), flush=True)
   if args.stats:
     print(statistics_times(paths))
 
