@@ -228,20 +228,27 @@ def run_child(name: str, paths: Dict[str, str], args: Dict[str, Any]):
                        args['budget'] if name == 'ours_budget' else None,
                        args['augment'])
   plan_mb = getattr(ds, 'plan', None) and ds.plan.memory / 1e6
+  peak = dict.fromkeys(base, 0.0)   # The largest RSS seen after any batch.
+
+  def after_batch():
+    nonlocal peak
+    now = rss_mb()
+    peak = now if sum(now.values()) > sum(peak.values()) else peak
+    return now
+
   ds = iter(ds)
   begin, begin_cpu = time.perf_counter(), time.process_time()
   for _ in range(args['warmup']):
     next(ds)
+    after_batch()
   warm = {'warmup_seconds': time.perf_counter() - begin,
           'warmup_cpu': time.process_time() - begin_cpu}
   ds = itertools.islice(ds, args['batches'])
   start, cpu, samples, episodes, datasets = (time.perf_counter(),
                                              time.process_time(), 0, [], [])
   trace = []   # Growth after each quarter of the batches: flat or not.
-  peak = dict.fromkeys(base, 0.0)   # The largest RSS seen after a batch.
   for count, batch in enumerate(ds, 1):
-    now = rss_mb()
-    peak = now if sum(now.values()) > sum(peak.values()) else peak
+    now = after_batch()
     if count % max(1, args['batches'] // 4) == 0:
       trace.append(round(sum(now.values()) - sum(base.values())))
     samples += int(batch['action'].shape[0])
